@@ -1,0 +1,193 @@
+// linea/core/validate.hpp — every check on the arguments, done before anything is written.
+//
+// validate<Rule, Read>(args) returns the problem sizes or throws linea::error naming the bad argument and
+// the shapes involved. The forms call it first; a backend adds only its own checks (device pointers).
+#pragma once
+#include <cmath>
+#include <sstream>
+#include <string>
+
+#include "../rules/write_rule.hpp"
+#include "arguments.hpp"
+#include "error.hpp"
+
+namespace linea {
+
+namespace detail {
+
+inline std::string dims(std::initializer_list<index_t> d) {
+  std::string s = "[";
+  bool first = true;
+  for (index_t x : d) {
+    s += (first ? "" : ", ") + std::to_string(x);
+    first = false;
+  }
+  return s + "]";
+}
+
+template <class V>
+bool has_extents(const V& v, std::initializer_list<index_t> want) {
+  int r = 0;
+  for (index_t x : want) {
+    if (v.extent(r++) != x) return false;
+  }
+  return true;
+}
+
+// Throws "argument 'name' has shape [..]; expected <what> = [..]".
+template <class V>
+void expect_shape(const V& v, const char* name, const char* what, std::initializer_list<index_t> want) {
+  if (!has_extents(v, want))
+    throw error(std::string("argument '") + name + "' has shape " + shape_string(v) + "; expected " + what +
+                " = " + dims(want));
+}
+
+template <class V>
+void expect_given(const V& v, const char* name, const std::string& why) {
+  if (v.empty()) throw error(std::string("argument '") + name + "' is missing: " + why);
+}
+
+template <class V>
+void expect_absent(const V& v, const char* name, const std::string& why) {
+  if (!v.empty())
+    throw error(std::string("argument '") + name + "' (shape " + shape_string(v) + ") must not be given: " + why);
+}
+
+template <class V>
+void expect_nonnegative_extents(const V& v, const char* name) {
+  for (int r = 0; r < V::rank; ++r)
+    if (v.extent(r) < 0) throw error(std::string("argument '") + name + "' has a negative extent: " + shape_string(v));
+}
+
+}  // namespace detail
+
+// Checks shared by every rule and read; `Rule` decides which gates must (and must not) be given.
+// `state_rows` overrides N (the first extent of the states): the decode step's state pool.
+template <class Rule, class T, class S>
+problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
+  using namespace detail;
+  using Decay = typename Rule::decay;
+  using Update = typename Rule::update;
+  const std::string rule = rule_name<Rule>::value;
+
+  expect_given(a.q, "q", "queries [B, T, H, K] are required");
+  expect_given(a.k, "k", "keys [B, T, H, K] are required");
+  expect_given(a.v, "v", "values [B, T, HV, V] are required");
+  expect_given(a.o, "o", "the output [B, T, HV, V] is required");
+  expect_nonnegative_extents(a.q, "q");
+  expect_nonnegative_extents(a.v, "v");
+
+  problem p;
+  p.B = a.q.extent(0), p.T = a.q.extent(1), p.H = a.q.extent(2), p.K = a.q.extent(3);
+  p.HV = a.v.extent(2), p.V = a.v.extent(3);
+  if (p.H <= 0 || p.K <= 0)
+    throw error("argument 'q' has shape " + shape_string(a.q) + "; H and K must be positive");
+  if (p.HV <= 0 || p.V <= 0)
+    throw error("argument 'v' has shape " + shape_string(a.v) + "; HV and V must be positive");
+  expect_shape(a.k, "k", "[B, T, H, K] as q", {p.B, p.T, p.H, p.K});
+  if (a.v.extent(0) != p.B || a.v.extent(1) != p.T)
+    throw error("argument 'v' has shape " + shape_string(a.v) + "; expected [B, T, HV, V] with B = " +
+                std::to_string(p.B) + ", T = " + std::to_string(p.T) + " as q " + shape_string(a.q));
+  if (p.HV % p.H != 0)
+    throw error("argument 'v' has shape " + shape_string(a.v) + ": its heads HV = " + std::to_string(p.HV) +
+                " are not a multiple of the key heads H = " + std::to_string(p.H) + " of q " + shape_string(a.q));
+  p.group = p.HV / p.H;
+  expect_shape(a.o, "o", "[B, T, HV, V] as v", {p.B, p.T, p.HV, p.V});
+
+  // Packed sequences.
+  if (a.cu_seqlens.empty()) {
+    p.N = p.B;
+  } else {
+    const auto& cu = a.cu_seqlens;
+    if (cu.size() < 2)
+      throw error("argument 'cu_seqlens' has " + std::to_string(cu.size()) + " entries; it needs N+1 >= 2");
+    if (p.B != 1)
+      throw error("argument 'cu_seqlens' needs B = 1 (packed sequences), but q has shape " + shape_string(a.q));
+    if (cu.front() != 0)
+      throw error("argument 'cu_seqlens' must start at 0, but cu_seqlens[0] = " + std::to_string(cu.front()));
+    for (std::size_t n = 0; n + 1 < cu.size(); ++n)
+      if (cu[n + 1] < cu[n])
+        throw error("argument 'cu_seqlens' must not decrease, but cu_seqlens[" + std::to_string(n + 1) +
+                    "] = " + std::to_string(cu[n + 1]) + " < cu_seqlens[" + std::to_string(n) +
+                    "] = " + std::to_string(cu[n]));
+    if (cu.back() != p.T)
+      throw error("argument 'cu_seqlens' must end at T = " + std::to_string(p.T) + " (q " + shape_string(a.q) +
+                  "), but its last entry is " + std::to_string(cu.back()));
+    p.N = static_cast<index_t>(cu.size()) - 1;
+  }
+  if (state_rows >= 0) p.N = state_rows;
+
+  // Gates the rule needs, and only those.
+  if constexpr (Decay::scalar_gate) {
+    expect_given(a.g, "g", "rule '" + rule + "' needs a scalar log decay g [B, T, HV]");
+    expect_shape(a.g, "g", "[B, T, HV]", {p.B, p.T, p.HV});
+  } else {
+    expect_absent(a.g, "g", "rule '" + rule + "' takes no scalar gate");
+  }
+  if constexpr (Decay::key_gate) {
+    expect_given(a.gk, "gk", "rule '" + rule + "' needs a per-key log decay gk [B, T, HV, K]");
+    expect_shape(a.gk, "gk", "[B, T, HV, K]", {p.B, p.T, p.HV, p.K});
+  } else {
+    expect_absent(a.gk, "gk", "rule '" + rule + "' takes no per-key gate");
+  }
+  if constexpr (Update::uses_beta) {
+    expect_given(a.beta, "beta", "rule '" + rule + "' needs beta [B, T, HV]");
+    expect_shape(a.beta, "beta", "[B, T, HV]", {p.B, p.T, p.HV});
+  } else {
+    expect_absent(a.beta, "beta", "rule '" + rule + "' takes no beta");
+    if (a.beta_act != beta_activation::none)
+      throw error("argument 'beta_act' is set, but rule '" + rule + "' takes no beta");
+  }
+  if constexpr (Update::uses_channel_gates) {
+    expect_given(a.b, "b", "rule '" + rule + "' needs the erase gate b [B, T, HV, K]");
+    expect_shape(a.b, "b", "[B, T, HV, K]", {p.B, p.T, p.HV, p.K});
+    expect_given(a.w, "w", "rule '" + rule + "' needs the write gate w [B, T, HV, V]");
+    expect_shape(a.w, "w", "[B, T, HV, V]", {p.B, p.T, p.HV, p.V});
+  } else {
+    expect_absent(a.b, "b", "rule '" + rule + "' takes no erase gate");
+    expect_absent(a.w, "w", "rule '" + rule + "' takes no write gate");
+  }
+
+  // In-kernel gate activation.
+  if (a.gate.active()) {
+    if constexpr (!Decay::scalar_gate && !Decay::key_gate) {
+      throw error("argument 'gate.A_log' is given, but rule '" + rule + "' has no decay gate");
+    } else {
+      expect_shape(a.gate.A_log, "gate.A_log", "[HV]", {p.HV});
+      if (!a.gate.dt_bias.empty()) {
+        if constexpr (Decay::key_gate)
+          expect_shape(a.gate.dt_bias, "gate.dt_bias", "[HV*K] for a per-key gate", {p.HV * p.K});
+        else
+          expect_shape(a.gate.dt_bias, "gate.dt_bias", "[HV] for a scalar gate", {p.HV});
+      }
+    }
+  } else {
+    expect_absent(a.gate.dt_bias, "gate.dt_bias", "it needs gate.A_log");
+    if (a.gate.lower_bound) throw error("argument 'gate.lower_bound' is set, but gate.A_log is not given");
+  }
+  if (a.normalize && !(std::is_same_v<Update, update::additive> && std::is_same_v<Decay, decay::none>))
+    throw error("argument 'normalize' is only defined for the additive rule (linear_attn), not '" + rule + "'");
+
+  // States.
+  if (!a.initial_state.empty())
+    expect_shape(a.initial_state, "initial_state", "[N, HV, K, V]", {p.N, p.HV, p.K, p.V});
+  if (!a.final_state.empty())
+    expect_shape(a.final_state, "final_state", "[N, HV, K, V]", {p.N, p.HV, p.K, p.V});
+  if (!a.residual.empty()) expect_shape(a.residual, "residual", "[B, T, HV, V] as v", {p.B, p.T, p.HV, p.V});
+
+  // Options.
+  if (a.chunk_size <= 0) throw error("argument 'chunk_size' = " + std::to_string(a.chunk_size) + " must be positive");
+  p.scale = a.scale ? *a.scale : 1.0 / std::sqrt(static_cast<double>(p.K));
+  if (!std::isfinite(p.scale)) throw error("argument 'scale' is not finite");
+  return p;
+}
+
+// Full validation for a form: the write rule's checks, then the read policy's.
+template <class Rule, class Read, class T, class S>
+problem validate(const arguments<T, S>& a, index_t state_rows = -1) {
+  problem p = validate_write<Rule>(a, state_rows);
+  Read::validate(a, p);
+  return p;
+}
+
+}  // namespace linea

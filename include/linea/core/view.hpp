@@ -1,0 +1,106 @@
+// linea/core/view.hpp — a non-owning strided view: a pointer plus extents and strides (mdspan's vocabulary).
+//
+// Views are in the logical order (b, t, h, d). fla's time-major [B,T,H,D] is the contiguous layout;
+// head-first [B,H,T,D] is the same view with other strides; a stride of 0 broadcasts (g_gamma is a
+// gate view with stride 0 over b and t). An empty view (null pointer) means "not given".
+#pragma once
+#include <array>
+#include <cstddef>
+#include <initializer_list>
+#include <string>
+#include <type_traits>
+
+#include "../config.hpp"
+
+namespace linea {
+
+template <class T, int Rank>
+struct view {
+  static_assert(Rank >= 1 && Rank <= 6, "linea::view supports ranks 1..6");
+  using element_type = T;
+  static constexpr int rank = Rank;
+
+  T* ptr = nullptr;
+  index_t ext[Rank] = {};
+  index_t str[Rank] = {};
+
+  LINEA_HD T* data_handle() const { return ptr; }
+  LINEA_HD index_t extent(int r) const { return ext[r]; }
+  LINEA_HD index_t stride(int r) const { return str[r]; }
+  LINEA_HD bool empty() const { return ptr == nullptr; }
+  LINEA_HD explicit operator bool() const { return ptr != nullptr; }
+
+  LINEA_HD index_t size() const {
+    index_t n = 1;
+    for (int r = 0; r < Rank; ++r) n *= ext[r];
+    return n;
+  }
+
+  template <class... I>
+  LINEA_HD T& operator()(I... i) const {
+    static_assert(sizeof...(I) == Rank, "linea::view: one index per extent");
+    const index_t idx[Rank] = {static_cast<index_t>(i)...};
+    index_t off = 0;
+    for (int r = 0; r < Rank; ++r) off += idx[r] * str[r];
+    return ptr[off];
+  }
+
+  // Pointer to the innermost row at the given outer coordinates (all but the last index).
+  template <class... I>
+  LINEA_HD T* row(I... i) const {
+    static_assert(sizeof...(I) == Rank - 1, "linea::view::row: one index per outer extent");
+    const index_t idx[Rank - 1] = {static_cast<index_t>(i)...};
+    index_t off = 0;
+    for (int r = 0; r < Rank - 1; ++r) off += idx[r] * str[r];
+    return ptr + off;
+  }
+
+  // view<T> converts to view<const T>.
+  template <class U = T, class = std::enable_if_t<!std::is_const_v<U>>>
+  LINEA_HD operator view<const U, Rank>() const {
+    view<const U, Rank> c;
+    c.ptr = ptr;
+    for (int r = 0; r < Rank; ++r) {
+      c.ext[r] = ext[r];
+      c.str[r] = str[r];
+    }
+    return c;
+  }
+};
+
+// Row-major (C-contiguous) view over `data` with the given extents.
+template <int Rank, class T>
+view<T, Rank> contiguous(T* data, const std::array<index_t, Rank>& extents) {
+  view<T, Rank> v;
+  v.ptr = data;
+  index_t s = 1;
+  for (int r = Rank - 1; r >= 0; --r) {
+    v.ext[r] = extents[r];
+    v.str[r] = s;
+    s *= extents[r];
+  }
+  return v;
+}
+
+// View with explicit extents and strides (in elements).
+template <int Rank, class T>
+view<T, Rank> strided(T* data, const std::array<index_t, Rank>& extents,
+                      const std::array<index_t, Rank>& strides) {
+  view<T, Rank> v;
+  v.ptr = data;
+  for (int r = 0; r < Rank; ++r) {
+    v.ext[r] = extents[r];
+    v.str[r] = strides[r];
+  }
+  return v;
+}
+
+// "[2, 100, 4, 64]": how errors print a shape.
+template <class T, int Rank>
+std::string shape_string(const view<T, Rank>& v) {
+  std::string s = "[";
+  for (int r = 0; r < Rank; ++r) s += (r ? ", " : "") + std::to_string(v.ext[r]);
+  return s + "]";
+}
+
+}  // namespace linea

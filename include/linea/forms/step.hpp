@@ -1,0 +1,81 @@
+// linea/forms/step.hpp — the single-token decode step over a batch of states, as serving engines call it.
+//
+// q, k [B, 1, H, K], v [B, 1, HV, V]: one token per batch row. The states form a pool [N, HV, K, V]:
+// row b reads initial_state(state_indices[b]) and writes final_state(state_indices[b]) (the two views may
+// be the same buffer: the update is in place). Without state_indices, row b uses state b (N = B).
+// An index of −1 skips the row: no state is read or written and its output row is set to zero.
+#pragma once
+#include <algorithm>
+
+#include "../backend/tags.hpp"
+#include "../read/identity.hpp"
+#include "recurrent_head.hpp"
+
+namespace linea {
+
+namespace detail {
+
+// The pool's row count: from the state views when indices are given, else the batch.
+template <class T, class S>
+index_t state_pool_rows(const arguments<T, S>& a) {
+  if (a.state_indices.empty()) return a.q.extent(0);
+  if (!a.initial_state.empty()) return a.initial_state.extent(0);
+  if (!a.final_state.empty()) return a.final_state.extent(0);
+  return 0;
+}
+
+template <class Rule, class Read, class T, class S>
+problem validate_step(const arguments<T, S>& a) {
+  if (!a.q.empty() && a.q.extent(1) != 1)
+    throw error("argument 'q' has shape " + shape_string(a.q) + "; the decode step takes one token per row (T = 1)");
+  if (!a.cu_seqlens.empty()) throw error("argument 'cu_seqlens' is not used by the decode step (one token per row)");
+  if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is produced by the chunkwise form only");
+  const problem p = validate<Rule, Read>(a, state_pool_rows(a));
+  if (!a.state_indices.empty()) {
+    if (static_cast<index_t>(a.state_indices.size()) != p.B)
+      throw error("argument 'state_indices' has " + std::to_string(a.state_indices.size()) +
+                  " entries; expected one per batch row, B = " + std::to_string(p.B));
+    if (a.initial_state.empty() && a.final_state.empty())
+      throw error("argument 'state_indices' is given but no state pool (initial_state / final_state) is");
+    for (std::size_t b = 0; b < a.state_indices.size(); ++b) {
+      const auto idx = a.state_indices[b];
+      if (idx < -1 || idx >= p.N)
+        throw error("argument 'state_indices[" + std::to_string(b) + "]' = " + std::to_string(idx) +
+                    " is outside [-1, N) for a state pool of N = " + std::to_string(p.N) + " rows");
+    }
+  }
+  return p;
+}
+
+template <class Backend>
+struct step_impl {
+  static_assert(backend::always_false<Backend>, "linea::step: this backend has no decode step");
+};
+
+template <>
+struct step_impl<backend::cpu> {
+  template <class Rule, class Read, class T, class S>
+  static void run(const arguments<T, S>& a) {
+    const problem p = validate_step<Rule, Read>(a);
+    recurrent_head<Rule, Read, T, S> head(p);
+    for (index_t b = 0; b < p.B; ++b) {
+      const index_t idx = a.state_indices.empty() ? b : a.state_indices[b];
+      for (index_t hv = 0; hv < p.HV; ++hv) {
+        if (idx < 0) {
+          for (index_t j = 0; j < p.V; ++j) a.o(b, 0, hv, j) = store_as<T>(S(0));
+          continue;
+        }
+        head.run(a, sequence{b, 0, 1}, hv, idx, idx);
+      }
+    }
+  }
+};
+
+}  // namespace detail
+
+template <class Rule, class Read = read::identity, class Backend = backend::cpu, class T, class S>
+void step(const arguments<T, S>& a) {
+  detail::step_impl<Backend>::template run<Rule, Read>(a);
+}
+
+}  // namespace linea

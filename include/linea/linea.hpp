@@ -1,0 +1,27 @@
+// linea/linea.hpp — everything: write rules, read policies, forms, the float64 reference.
+//
+//   #include <linea/linea.hpp>
+//   linea::arguments<float> a{.q = q, .k = k, .v = v, .g = g, .beta = beta, .o = o};
+//   linea::recurrent<linea::gated_delta>(a);
+#pragma once
+
+#include "config.hpp"
+#include "core/arguments.hpp"
+#include "core/error.hpp"
+#include "core/validate.hpp"
+#include "core/view.hpp"
+
+#include "rules/additive.hpp"
+#include "rules/delta.hpp"
+#include "rules/gated_delta.hpp"
+#include "rules/gdn2.hpp"
+#include "rules/gla.hpp"
+#include "rules/kda.hpp"
+#include "rules/simple_gla.hpp"
+
+#include "read/identity.hpp"
+
+#include "reference/recurrence.hpp"
+
+#include "forms/recurrent.hpp"
+#include "forms/step.hpp"
