@@ -23,5 +23,6 @@
 
 #include "reference/recurrence.hpp"
 
+#include "forms/chunkwise.hpp"
 #include "forms/recurrent.hpp"
 #include "forms/step.hpp"
