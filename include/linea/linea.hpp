@@ -20,6 +20,7 @@
 #include "rules/simple_gla.hpp"
 
 #include "read/identity.hpp"
+#include "read/ccq.hpp"
 
 #include "reference/recurrence.hpp"
 
