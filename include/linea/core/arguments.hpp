@@ -73,6 +73,7 @@ struct arguments {
   bool normalize = false;       // additive rule only: o_t / (s·q_t·z_t + 1e-10), z_t = Σ_{j≤t} k_j
   gate_activation gate;         // in-kernel gates from logits
   index_t chunk_size = 64;      // chunkwise form: 16, 32, 64 or 128
+  int threads = 1;              // CPU backend: threads over (sequence, value head); 0 = one per hardware thread
 
   // ---- decode step only --------------------------------------------------------------------------
   // Row b of the batch reads and writes state state_indices[b]; −1 skips the row (its output is zero).

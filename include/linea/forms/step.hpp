@@ -7,6 +7,7 @@
 #pragma once
 #include <algorithm>
 
+#include "../backend/cpu/recurrent.hpp"
 #include "../backend/tags.hpp"
 #include "../read/identity.hpp"
 #include "recurrent_head.hpp"
@@ -53,7 +54,7 @@ struct step_impl {
 };
 
 template <>
-struct step_impl<backend::cpu> {
+struct step_impl<backend::generic> {
   template <class Rule, class Read, class T, class S>
   static void run(const arguments<T, S>& a) {
     const problem p = validate_step<Rule, Read>(a);
@@ -68,6 +69,17 @@ struct step_impl<backend::cpu> {
         head.run(a, sequence{b, 0, 1}, hv, idx, idx);
       }
     }
+  }
+};
+
+// The SIMD kernels (backend/cpu/recurrent.hpp), threads over (batch row, value head).
+template <class Arch>
+struct step_impl<backend::cpu_arch<Arch>> {
+  template <class Rule, class Read, class T, class S>
+  static void run(const arguments<T, S>& a) {
+    const problem p = validate_step<Rule, Read>(a);
+    cpu_backend::thread_count(a.threads, 1);
+    cpu_backend::step<Rule, Read, cpu_backend::resolve_arch<Arch>>(a, p);
   }
 };
 

@@ -1,0 +1,94 @@
+// linea/backend/cpu/tile.hpp — one column tile of the state, one token: the fused pass of the CPU recurrent form.
+//
+// Value columns of the state evolve independently (the correction u_j and the read o_j only use column j),
+// so the K×V state is cut into tiles of W = NV·lanes columns that stay in L1 (K = 128, W = 64 floats: 32 KiB)
+// while a block of tokens runs through them, with u, o and r held in registers.
+//
+// The tile holds S̃ with S = Diag(c) S̃ (backend/cpu/recurrent.hpp explains the deferred decay), so one token
+// is, per row i of the tile (kw = k/c, qr = s·c⊙q̃, e = c⊙b⊙k are per-token coefficients):
+//
+//   S̃_i += kw_i · u                     write
+//   o   += qr_i · S̃_i                   read (write first, then read)
+//   S̃_i *= f_i                          only when the next token renormalises (rare)
+//   r   += e'_i · S̃_i                   the next token's recall S'ᵀ(b⊙k), fused so the tile is read once
+//
+// Three FMAs per state element for the delta rules, two for the additive ones: the nominal count is two.
+#pragma once
+#include "simd.hpp"
+
+namespace linea::cpu_backend {
+
+template <class R, class Arch, int NV>
+struct tile {
+  using L = lanes<R, Arch>;
+  using vec = typename L::type;
+  static constexpr int lanes_per_vec = L::size;
+  static constexpr int width = NV * L::size;  // value columns per tile
+
+  // Before a block's first token: scale rows by f (when given), then r = Σ_i e_i S̃_i (when e is given).
+  static void begin(R* S, index_t K, const R* f, const R* e, R* r) {
+    if (f) {
+      for (index_t i = 0; i < K; ++i) {
+        const vec fi = L::splat(f[i]);
+        R* row = S + i * width;
+        for (int n = 0; n < NV; ++n) L::store(row + n * L::size, L::load(row + n * L::size) * fi);
+      }
+    }
+    if (!e) return;
+    vec acc0[NV], acc1[NV];  // two sets: each FMA chain advances every other row
+    for (int n = 0; n < NV; ++n) acc0[n] = acc1[n] = L::splat(R(0));
+    index_t i = 0;
+    for (; i + 1 < K; i += 2) {
+      const vec e0 = L::splat(e[i]), e1 = L::splat(e[i + 1]);
+      const R* r0 = S + i * width;
+      const R* r1 = r0 + width;
+      for (int n = 0; n < NV; ++n) {
+        acc0[n] = L::fma(e0, L::load(r0 + n * L::size), acc0[n]);
+        acc1[n] = L::fma(e1, L::load(r1 + n * L::size), acc1[n]);
+      }
+    }
+    if (i < K) {
+      const vec e0 = L::splat(e[i]);
+      for (int n = 0; n < NV; ++n) acc0[n] = L::fma(e0, L::load(S + i * width + n * L::size), acc0[n]);
+    }
+    for (int n = 0; n < NV; ++n) L::store(r + n * L::size, acc0[n] + acc1[n]);
+  }
+
+  // One token over the tile (see the file comment). Recall: the next token's r is computed when Recall.
+  // Scale: rows are multiplied by f_next before the recall and the store.
+  template <bool Recall, bool Scale>
+  static void token(R* S, index_t K, const R* u, const R* kw, const R* qr, const R* f_next, const R* e_next, R* o,
+                    R* r) {
+    vec uv[NV], ov0[NV], ov1[NV], rv[NV];
+    for (int n = 0; n < NV; ++n) {
+      uv[n] = L::load(u + n * L::size);
+      ov0[n] = ov1[n] = rv[n] = L::splat(R(0));
+    }
+    auto row_step = [&](index_t i, vec* ov) {
+      R* row = S + i * width;
+      const vec kwi = L::splat(kw[i]), qri = L::splat(qr[i]);
+      vec fi{}, ei{};
+      if constexpr (Scale) fi = L::splat(f_next[i]);
+      if constexpr (Recall) ei = L::splat(e_next[i]);
+      for (int n = 0; n < NV; ++n) {
+        vec s = L::fma(kwi, uv[n], L::load(row + n * L::size));
+        ov[n] = L::fma(qri, s, ov[n]);
+        if constexpr (Scale) s = s * fi;
+        if constexpr (Recall) rv[n] = L::fma(ei, s, rv[n]);
+        L::store(row + n * L::size, s);
+      }
+    };
+    index_t i = 0;
+    for (; i + 1 < K; i += 2) {  // two read accumulator sets: the additive loop is 2 FMAs per element
+      row_step(i, ov0);
+      row_step(i + 1, ov1);
+    }
+    if (i < K) row_step(i, ov0);
+    for (int n = 0; n < NV; ++n) {
+      L::store(o + n * L::size, ov0[n] + ov1[n]);
+      if constexpr (Recall) L::store(r + n * L::size, rv[n]);
+    }
+  }
+};
+
+}  // namespace linea::cpu_backend
