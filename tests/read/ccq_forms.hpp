@@ -1,5 +1,6 @@
 // tests/read/ccq_forms.hpp — the forms a CCQ test runs, as types (so one test body covers every form).
 #pragma once
+#include <linea/forms/chunkwise.hpp>
 #include <linea/linea.hpp>
 
 namespace linea::testing {
@@ -9,6 +10,17 @@ struct recurrent_form {
   template <class Rule, class Read, class T, class S>
   static void run(const arguments<T, S>& a) {
     linea::recurrent<Rule, Read>(a);
+  }
+};
+
+// The chunkwise form at a given chunk size (16 puts several chunk boundaries inside a short test sequence).
+template <index_t ChunkSize>
+struct chunkwise_form {
+  static constexpr const char* name = "chunkwise";
+  template <class Rule, class Read, class T, class S>
+  static void run(arguments<T, S> a) {
+    a.chunk_size = ChunkSize;
+    linea::chunkwise<Rule, Read>(a);
   }
 };
 

@@ -76,6 +76,8 @@ TEST_CASE_TEMPLATE("ccq: lambda = 0 gives exactly the identity read", Rule, addi
     CAPTURE(varlen);
     lambda_zero_is_identity<Rule, read::uniform, recurrent_form>(varlen);
     lambda_zero_is_identity<Rule, read::decayed, recurrent_form>(varlen);
+    lambda_zero_is_identity<Rule, read::uniform, chunkwise_form<16>>(varlen);
+    lambda_zero_is_identity<Rule, read::decayed, chunkwise_form<64>>(varlen);
   }
 }
 
@@ -84,9 +86,14 @@ TEST_CASE_TEMPLATE("ccq: Sigma_1 = 0, so the first query of every sequence is un
   // Token-by-token: Σ_1 = k kᵀ/1 − (k/1)(k/1)ᵀ is the same rounded products subtracted: exactly zero.
   first_token_query_is_unchanged<Rule, read::uniform, recurrent_form>(true);
   first_token_query_is_unchanged<Rule, read::decayed, recurrent_form>(true);
+  // Chunkwise: Y_1/z_1 − μ_1(μ_1ᵀq) sums the same products in another order: equal within SPEC §5.
+  first_token_query_is_unchanged<Rule, read::uniform, chunkwise_form<16>>(false);
+  first_token_query_is_unchanged<Rule, read::decayed, chunkwise_form<64>>(false);
 }
 
-TEST_CASE("ccq: streaming with carried statistics equals one call (recurrent form)") {
+// The same tokens in one call, and in two calls with the state and statistics carried between them.
+template <class Form>
+void streaming_equals_one_call(bool bitwise) {
   using Rule = gated_delta;
   using Read = read::ccq<read::decayed>;
   case_shape shape{.B = 2, .T = 90, .H = 2, .HV = 4, .K = 32, .V = 16, .initial_state = true};
@@ -94,7 +101,7 @@ TEST_CASE("ccq: streaming with carried statistics equals one call (recurrent for
   auto s = ccq_tensors<float>::make(whole.shape, whole.N, {.initial_stats = true});
   auto a = whole.args();
   s.attach(a);
-  recurrent<Rule, Read>(a);
+  Form::template run<Rule, Read>(a);
 
   // The same tokens in two calls: [0, 37) then [37, 90), the state and statistics carried between them.
   const index_t cut = 37;
@@ -124,16 +131,32 @@ TEST_CASE("ccq: streaming with carried statistics equals one call (recurrent for
       b.initial_state = mid_state, b.ccq.C0 = mid_C, b.ccq.m0 = mid_m, b.ccq.z0 = mid_z;
       b.ccq.C = s2.C, b.ccq.m = s2.m, b.ccq.z = s2.z;
     }
-    recurrent<Rule, Read>(b);
+    Form::template run<Rule, Read>(b);
   }
-  // The token-by-token form does the same arithmetic in the same order either way: equal bit for bit.
-  CHECK(bitwise_equal(piece.o, whole.o));
-  CHECK(bitwise_equal(piece.ht, whole.ht));
-  CHECK(bitwise_equal(s2.q_tilde, s.q_tilde));
-  CHECK(bitwise_equal(s2.C, s.C));
-  CHECK(bitwise_equal(s2.m, s.m));
-  CHECK(bitwise_equal(s2.z, s.z));
+  // The write path may regroup its arithmetic at a call boundary (the CPU backend defers decays): o and S_T
+  // agree within SPEC §5. The statistics and q̃ of the token-by-token read are the same operations in the same
+  // order either way: bit for bit there.
+  const double tol = tolerance_for<float>();
+  CHECK(relative_error(piece.o, whole.o) <= tol);
+  CHECK(relative_error(piece.ht, whole.ht) <= tol);
+  if (bitwise) {
+    CHECK(bitwise_equal(s2.q_tilde, s.q_tilde));
+    CHECK(bitwise_equal(s2.C, s.C));
+    CHECK(bitwise_equal(s2.m, s.m));
+    CHECK(bitwise_equal(s2.z, s.z));
+  } else {  // the chunkwise form cuts its chunks elsewhere
+    CHECK(relative_error(s2.q_tilde, s.q_tilde) <= tol);
+    CHECK(relative_error(s2.C, s.C) <= tol);
+    CHECK(relative_error(s2.m, s.m) <= tol);
+    CHECK(relative_error(s2.z, s.z) <= tol);
+  }
 }
+
+TEST_CASE("ccq: streaming with carried statistics equals one call") {
+  streaming_equals_one_call<recurrent_form>(true);
+  streaming_equals_one_call<chunkwise_form<16>>(false);
+}
+
 
 TEST_CASE("ccq: the decode step over a state and statistics pool equals one recurrent call") {
   using Rule = kda;

@@ -62,14 +62,35 @@ TEST_CASE_TEMPLATE("ccq: recurrent matches the float64 reference", Rule, additiv
   grid<Rule, recurrent_form>();
 }
 
+TEST_CASE_TEMPLATE("ccq: chunkwise (chunk size 16) matches the float64 reference", Rule, additive, simple_gla, gla,
+                   delta, gated_delta, kda, gdn2) {
+  grid<Rule, chunkwise_form<16>>();
+}
+
+TEST_CASE_TEMPLATE("ccq: chunkwise (chunk size 64) matches the float64 reference", Rule, additive, simple_gla, gla,
+                   delta, gated_delta, kda, gdn2) {
+  grid<Rule, chunkwise_form<64>>();
+}
+
 TEST_CASE_TEMPLATE("ccq: float64 inputs through the recurrent form match the reference to 1e-12", Rule, gla,
                    gated_delta, gdn2) {
   case_shape shape{.B = 1, .T = 70, .H = 2, .HV = 4, .K = 32, .V = 16, .seqlens = {30, 40}, .initial_state = true};
   check_against_reference<Rule, read::ccq<read::decayed>, recurrent_form, double>(shape, {.initial_stats = true});
   check_against_reference<Rule, read::ccq<read::uniform>, recurrent_form, double>(shape, {.initial_stats = true});
+  check_against_reference<Rule, read::ccq<read::decayed>, chunkwise_form<16>, double>(shape, {.initial_stats = true});
+  check_against_reference<Rule, read::ccq<read::uniform>, chunkwise_form<32>, double>(shape, {.initial_stats = true});
 }
 
 TEST_CASE("ccq: head-first strided inputs give the same result") {
   case_shape shape{.B = 2, .T = 40, .H = 2, .HV = 4, .K = 32, .V = 16, .head_first = true};
   check_against_reference<gated_delta, read::ccq<read::decayed>, recurrent_form, float>(shape, {});
+  check_against_reference<kda, read::ccq<read::decayed>, chunkwise_form<16>, float>(shape, {});
+}
+
+TEST_CASE("ccq: extreme log decays (down to -20 per step) stay accurate and finite") {
+  case_shape shape{.B = 1, .T = 150, .H = 2, .HV = 2, .K = 32, .V = 16, .initial_state = true,
+                   .gates = gate_range::extreme};
+  check_against_reference<gdn2, read::ccq<read::decayed>, recurrent_form, float>(shape, {.initial_stats = true});
+  check_against_reference<gdn2, read::ccq<read::decayed>, chunkwise_form<64>, float>(shape, {.initial_stats = true});
+  check_against_reference<simple_gla, read::ccq<read::decayed>, chunkwise_form<32>, float>(shape, {});
 }
