@@ -33,7 +33,8 @@ struct recurrent_form {
 
 // The decode step, as a serving engine drives it: every sequence of the case is one row of the batch, the
 // states form a pool [N, HV, K, V] updated in place, and each call feeds every row its next token. Rows
-// whose sequence has ended get state index −1 (skipped); the step must write zeros to their output.
+// whose sequence has ended get state index −1 (skipped); the step must write zeros to their output (and
+// residual).
 struct step_form {
   std::string name() const { return "step"; }
   std::string not_applicable(const conformance_case& c) const {
@@ -84,13 +85,14 @@ struct step_form {
         if (live) gather(full, seq[n].batch, seq[n].t_begin + s, n, q, k, v, g, gk, beta, b, w);
       }
       for (auto& x : o.values()) x = T(std::nan(""));
+      for (auto& x : u.values()) x = T(std::nan(""));
       linea::step<Rule, Read>(a);
       for (index_t n = 0; n < N; ++n)
         for (index_t hv = 0; hv < HV; ++hv)
           for (index_t j = 0; j < V; ++j) {
             if (index[n] < 0) {
-              if (o(n, 0, hv, j) != T(0))
-                throw case_error("the step wrote a nonzero output to a skipped row (state index -1)");
+              if (o(n, 0, hv, j) != T(0) || (out.u.size() && u(n, 0, hv, j) != T(0)))
+                throw case_error("the step did not write zeros to a skipped row (state index -1)");
               continue;
             }
             const index_t t = seq[n].t_begin + s;
