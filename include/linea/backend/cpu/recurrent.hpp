@@ -283,8 +283,10 @@ void step(const arguments<T, S>& a, const problem& p) {
       [&](auto& kernel, index_t item) {
         const index_t b = item / p.HV, hv = item % p.HV;
         const index_t idx = a.state_indices.empty() ? b : a.state_indices[static_cast<std::size_t>(b)];
-        if (idx < 0) {
+        if (idx < 0) {  // a padded row: zero output and residual (forms/step.hpp)
           for (index_t j = 0; j < p.V; ++j) a.o(b, 0, hv, j) = store_as<T>(S(0));
+          if (!a.residual.empty())
+            for (index_t j = 0; j < p.V; ++j) a.residual(b, 0, hv, j) = store_as<T>(S(0));
           return;
         }
         kernel.run(a, sequence{b, 0, 1}, hv, idx, idx);
