@@ -13,6 +13,7 @@
 
 #include <linea/linea.hpp>
 
+#include "ccq_case.hpp"
 #include "manifest.hpp"
 #include "support/compare.hpp"
 
@@ -94,6 +95,7 @@ class case_inputs {
       }
       if (c.given("lower_bound")) args.gate.lower_bound = c.params()["lower_bound"].template get<float>();
     }
+    ccq_.load(c, args);  // λ, the statistics' log decay and initial statistics of a CCQ case
   }
   case_inputs(const case_inputs&) = delete;
   case_inputs& operator=(const case_inputs&) = delete;
@@ -136,6 +138,7 @@ class case_inputs {
   std::vector<S> h0_;
   std::vector<std::int64_t> cu_;
   std::vector<float> A_log_, dt_bias_;
+  ccq_case_inputs<T, S> ccq_;
 };
 
 // One output compared with its truth.
@@ -154,6 +157,7 @@ class case_outputs {
     o = tensor<T, 4>({in.B, in.T_, in.HV, in.V}, T(nan));
     ht = tensor<S, 4>({in.N, in.HV, in.K, in.V}, S(nan));
     if (c.has("u_ref64")) u = tensor<T, 4>({in.B, in.T_, in.HV, in.V}, T(nan));
+    ccq.shape(c, in.B, in.T_, in.N, in.HV, in.K);
   }
 
   // Points the output views of `a` at these buffers.
@@ -161,6 +165,7 @@ class case_outputs {
     a.o = o;
     a.final_state = ht;
     if (u.size()) a.residual = u;
+    ccq.attach(a);
   }
 
   // Every output against its float64 truth: o ↔ o_ref64, ht ↔ ht_ref64, u ↔ u_ref64 (where present).
@@ -169,11 +174,13 @@ class case_outputs {
     compare_one(c, "o", o, "o_ref64", out);
     if (c.has("ht_ref64")) compare_one(c, "ht", ht, "ht_ref64", out);
     if (c.has("u_ref64")) compare_one(c, "u", u, "u_ref64", out);
+    ccq.compare(c, out);  // q̃, C, m, z of a CCQ case
     return out;
   }
 
   tensor<T, 4> o, u;
   tensor<S, 4> ht;
+  ccq_case_outputs<T, S> ccq;
 
  private:
   template <class X>

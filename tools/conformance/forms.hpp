@@ -75,6 +75,8 @@ struct step_form {
     a.final_state = pool;
     a.state_indices = index;
     a.scale = full.scale, a.qk_l2norm = full.qk_l2norm, a.beta_act = full.beta_act, a.gate = full.gate;
+    ccq_step_pools<T, S> ccq;  // CCQ: statistics pools carried like the state pool
+    ccq.attach(full, a, N, HV, K);
 
     index_t steps = 0;
     for (const auto& s : seq) steps = std::max(steps, s.length());
@@ -83,6 +85,7 @@ struct step_form {
         const bool live = s < seq[n].length();
         index[n] = live ? static_cast<std::int32_t>(n) : -1;
         if (live) gather(full, seq[n].batch, seq[n].t_begin + s, n, q, k, v, g, gk, beta, b, w);
+        if (live) ccq.gather(full, seq[n].batch, seq[n].t_begin + s, n);
       }
       for (auto& x : o.values()) x = T(std::nan(""));
       for (auto& x : u.values()) x = T(std::nan(""));
@@ -99,8 +102,11 @@ struct step_form {
             out.o(seq[n].batch, t, hv, j) = o(n, 0, hv, j);
             if (out.u.size()) out.u(seq[n].batch, t, hv, j) = u(n, 0, hv, j);
           }
+      for (index_t n = 0; n < N; ++n)
+        if (index[n] >= 0) ccq.scatter(out.ccq, seq[n].batch, seq[n].t_begin + s, n);
     }
     out.ht.values() = pool.values();
+    ccq.finish(out.ccq);
   }
 
  private:

@@ -26,7 +26,12 @@ template <class F>
 void with_read(const conformance_case& c, F&& f) {
   const std::string read = c.read_policy();
   if (read == "identity") return f.template operator()<read::identity>();
-  if (read == "ccq") throw case_error("CCQ read not in this build");
+  if (read == "ccq") {
+    const std::string w = c.given("ccq_weighting") ? c.params()["ccq_weighting"].template get<std::string>() : "uniform";
+    if (w == "uniform") return f.template operator()<read::ccq<read::uniform>>();
+    if (w == "decayed") return f.template operator()<read::ccq<read::decayed>>();
+    throw case_error("ccq_weighting '" + w + "' is not a CCQ weighting of this build (uniform, decayed)");
+  }
   throw case_error("read '" + read + "' is not a read policy of this build");
 }
 
