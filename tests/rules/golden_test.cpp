@@ -75,7 +75,7 @@ void check_golden(const golden_inputs& in, const golden_expect& want) {
   if (!in.h0.empty()) a.initial_state = h0;
   recurrent<Rule, read::identity, Backend>(a);
 
-  INFO(rule_name<Rule>::value, " T=", T);
+  INFO(std::string(rule_name<Rule>::value), " T=", T);
   CHECK(relative_error(o.data(), want.o.data(), want.o.size()) <= tolerance::float64);
   CHECK(relative_error(u.data(), want.u.data(), want.u.size()) <= tolerance::float64);
   CHECK(relative_error(S.data(), want.S.data(), want.S.size()) <= tolerance::float64);

@@ -50,7 +50,7 @@ inline std::string describe(const case_shape& s) {
 }
 
 // Runs every grid shape for Rule with input type T, checks each against SPEC §5 and returns the maxima.
-template <class Rule, class T>
+template <class Rule, class T, class Backend = backend::cpu>
 grid_errors run_grid() {
   grid_errors worst;
   std::uint32_t seed = 100;
@@ -59,13 +59,13 @@ grid_errors run_grid() {
     shape.seed = seed++;
     auto c = random_case<Rule, T>::make(shape);
     auto ref = c.template cast<double>();
-    recurrent<Rule>(c.args());
+    recurrent<Rule, read::identity, Backend>(c.args());
     reference::recurrent<Rule>(ref.args());
 
     const double tol = tolerance_for<T>(c.shape.T);
     const double eo = relative_error(c.o, ref.o), es = relative_error(c.ht, ref.ht);
     const double er = relative_error(c.residual, ref.residual);
-    INFO(rule_name<Rule>::value, " ", describe(c.shape));
+    INFO(std::string(rule_name<Rule>::value), " ", describe(c.shape));
     CHECK(eo <= tol);
     CHECK(es <= tol);
     CHECK(er <= tol);

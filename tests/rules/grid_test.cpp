@@ -22,6 +22,12 @@ TEST_CASE_TEMPLATE("recurrent (cpu, float64 inputs) matches the float64 referenc
   CHECK(e.cases == static_cast<int>(grid_shapes().size()));
 }
 
+TEST_CASE_TEMPLATE("recurrent (generic loops, float32 and float64) matches the float64 reference over the grid", Rule,
+                   LINEA_ALL_RULES) {
+  run_grid<Rule, float, backend::generic>();
+  run_grid<Rule, double, backend::generic>();
+}
+
 namespace {
 template <class... Rules>
 void print_report() {
@@ -31,8 +37,12 @@ void print_report() {
   auto row = [](const char* name, const char* type, const grid_errors& e) {
     std::printf("%-18s %-8s %12.3e %12.3e %12.3e\n", name, type, e.o, e.state, e.residual);
   };
+  std::printf("backend::cpu (default)\n");
   (row(rule_name<Rules>::value, "float32", run_grid<Rules, float>()), ...);
   (row(rule_name<Rules>::value, "float64", run_grid<Rules, double>()), ...);
+  std::printf("backend::generic\n");
+  (row(rule_name<Rules>::value, "float32", run_grid<Rules, float, backend::generic>()), ...);
+  (row(rule_name<Rules>::value, "float64", run_grid<Rules, double, backend::generic>()), ...);
 }
 }  // namespace
 

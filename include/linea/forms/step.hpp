@@ -3,7 +3,7 @@
 // q, k [B, 1, H, K], v [B, 1, HV, V]: one token per batch row. The states form a pool [N, HV, K, V]:
 // row b reads initial_state(state_indices[b]) and writes final_state(state_indices[b]) (the two views may
 // be the same buffer: the update is in place). Without state_indices, row b uses state b (N = B).
-// An index of −1 skips the row: no state is read or written and its output row is set to zero.
+// An index of −1 skips the row: no state is read or written and its output (and residual) row is set to zero.
 #pragma once
 #include <algorithm>
 
@@ -62,8 +62,10 @@ struct step_impl<backend::generic> {
     for (index_t b = 0; b < p.B; ++b) {
       const index_t idx = a.state_indices.empty() ? b : a.state_indices[b];
       for (index_t hv = 0; hv < p.HV; ++hv) {
-        if (idx < 0) {
+        if (idx < 0) {  // a padded row: nothing is read or written, so it outputs (and writes) zero
           for (index_t j = 0; j < p.V; ++j) a.o(b, 0, hv, j) = store_as<T>(S(0));
+          if (!a.residual.empty())
+            for (index_t j = 0; j < p.V; ++j) a.residual(b, 0, hv, j) = store_as<T>(S(0));
           continue;
         }
         head.run(a, sequence{b, 0, 1}, hv, idx, idx);
