@@ -37,6 +37,11 @@ inline constexpr R renorm_threshold = R(1e-15);
 template <class Arch>
 inline constexpr int tile_vectors = 4;
 
+// Register tiles of the additive rules: 8 key rows × 2 vectors (16 accumulators with AVX-512's 32 registers).
+inline constexpr int register_rows = 8;
+template <class Arch>
+inline constexpr int register_vectors = 2;
+
 // Tokens whose coefficients are prepared at once (their buffers, ~2 KiB per token at K = V = 128, sit in L2).
 inline constexpr index_t block_tokens = 64;
 
@@ -45,76 +50,139 @@ class head_kernel {
   using R = S;  // compute in the state type: float, or double for double inputs
   using Decay = typename Rule::decay;
   using Update = typename Rule::update;
+  using Lv = lanes<R, Arch>;
+  using vec = typename Lv::type;
   using tile_t = tile<R, Arch, tile_vectors<Arch>>;
+  using reg_t = register_tile<R, Arch, register_rows, register_vectors<Arch>>;
   static constexpr index_t W = tile_t::width;
+  static constexpr index_t KR = reg_t::rows, RW = reg_t::width;
+  static_assert(W % RW == 0, "a column tile holds whole register tiles");
+  static constexpr index_t KA = KR > Lv::size ? KR : Lv::size;  // key rows are padded to a multiple of this
+  static_assert(KA % KR == 0 && KA % Lv::size == 0, "padding fits both the register tiles and the vectors");
   static constexpr bool erases = Update::erases;
+  static constexpr index_t prefetch_ahead = 4;  // tokens: time-major inputs put every token on another page
+
+  // What one value head carries from block to block: S̃ (tile order), c, the normaliser's key sum, the read
+  // policy's statistics.
+  struct head_state {
+    std::vector<R> state, c, key_sum;
+    typename Read::template carried<R> reader;
+    head_state(const problem& p, index_t Kp, index_t Vp)
+        : state(static_cast<std::size_t>(Kp * Vp)), c(Kp, R(1)), key_sum(p.K), reader(p) {}
+  };
 
  public:
   explicit head_kernel(const problem& p)
       : p_(p),
         tiles_((p.V + W - 1) / W),
         Vp_(tiles_ * W),
-        reader_(p),
-        state_(static_cast<std::size_t>(p.K * Vp_)),
-        c_(p.K),
-        alpha_(p.K),
-        q_(p.K), k_(p.K), v_(p.V), gk_(p.K), b_(p.K), w_(p.V),
-        key_sum_(p.K),
-        kw_(block_tokens * p.K), e_(block_tokens * p.K), qr_(block_tokens * p.K), f_(block_tokens * p.K),
-        wv_(block_tokens * Vp_, R(0)),
+        Kp_((p.K + KA - 1) / KA * KA),
+        alpha_(Kp_, R(1)),
+        q_(Kp_, R(0)), k_(Kp_, R(0)), v_(Vp_, R(0)), gk_(Kp_, R(0)), b_(Kp_, R(0)), w_(Vp_, R(0)),
+        kw_(block_tokens * Kp_, R(0)), e_(block_tokens * Kp_, R(0)), qr_(block_tokens * Kp_, R(0)),
+        f_(block_tokens * Kp_, R(1)), pc_(block_tokens * Kp_ * 2, R(0)),
+        wv_(block_tokens * Vp_, R(0)), ob_(block_tokens * Vp_, R(0)),
         denom_(block_tokens), renorm_(block_tokens),
-        u_(W), o_(W), r_(W) {}
+        u_(W), r_(W), part_(block_tokens * RW) {}
 
-  // Tokens [seq.t_begin, seq.t_end) of batch row seq.batch at value head hv, from initial_state(n_in) (or
-  // zero) to final_state(n_out) (when given).
-  void run(const arguments<T, S>& a, const sequence& seq, index_t hv, index_t n_in, index_t n_out) {
-    const index_t K = p_.K, V = p_.V;
-    // The state in tile order: tile jt holds columns [jt·W, jt·W + W) as a K×W block; padding stays zero.
-    std::fill(state_.begin(), state_.end(), R(0));
-    if (!a.initial_state.empty())
-      for (index_t i = 0; i < K; ++i)
-        for (index_t j = 0; j < V; ++j) state_[at(i, j)] = static_cast<R>(a.initial_state(n_in, hv, i, j));
-    std::fill(c_.begin(), c_.end(), R(1));
-    std::fill(key_sum_.begin(), key_sum_.end(), R(0));
-    reader_.begin(a, p_, n_in, hv);
+  // Tokens [seq.t_begin, seq.t_end) of batch row seq.batch at value heads [hv0, hv1), from initial_state(n_in)
+  // (or zero) to final_state(n_out) (when given). The heads advance together block by block: their rows of a
+  // token are neighbours in time-major memory, so one head's misses bring in the next one's pages.
+  void run(const arguments<T, S>& a, const sequence& seq, index_t hv0, index_t hv1, index_t n_in, index_t n_out) {
+    const index_t K = p_.K, V = p_.V, G = hv1 - hv0;
+    while (static_cast<index_t>(heads_.size()) < G) heads_.emplace_back(p_, Kp_, Vp_);
+    for (index_t g = 0; g < G; ++g) {
+      const index_t hv = hv0 + g;
+      cur_ = &heads_[g];
+      std::fill(cur_->state.begin(), cur_->state.end(), R(0));
+      if (!a.initial_state.empty())
+        for (index_t i = 0; i < K; ++i)
+          for (index_t j = 0; j < V; ++j) cur_->state[at(i, j)] = static_cast<R>(a.initial_state(n_in, hv, i, j));
+      std::fill(cur_->c.begin(), cur_->c.end(), R(1));
+      std::fill(cur_->key_sum.begin(), cur_->key_sum.end(), R(0));
+      cur_->reader.begin(a, p_, n_in, hv);
+    }
 
     for (index_t t0 = seq.t_begin; t0 < seq.t_end; t0 += block_tokens) {
       const index_t L = std::min(block_tokens, seq.t_end - t0);
-      prepare(a, seq.batch, t0, L, hv);
-      for (index_t jt = 0; jt < tiles_; ++jt) run_tile(a, seq.batch, t0, L, hv, jt);
+      for (index_t g = 0; g < G; ++g) {
+        const index_t hv = hv0 + g;
+        cur_ = &heads_[g];
+        prepare(a, seq.batch, t0, L, hv);
+        // While the tiles compute, the next unit's inputs are fetched into L2, a slice before each tile call
+        // (time-major inputs put every token's rows on another page: the hardware prefetchers do not follow).
+        const bool last_head = g + 1 == G;
+        const index_t next_hv = last_head ? hv0 : hv + 1;
+        const index_t next0 = last_head ? t0 + L : t0;
+        const index_t nextL = std::min(block_tokens, seq.t_end - next0);
+        const index_t calls = erases ? tiles_ : tiles_ * (W / RW);
+        index_t call = 0;
+        for (index_t jt = 0; jt < tiles_; ++jt) {
+          if constexpr (erases) {
+            prefetch_slice(a, seq.batch, next0, nextL, next_hv, call++, calls);
+            run_tile(L, jt);
+          } else {
+            for (index_t sub = 0; sub < W / RW; ++sub) {
+              prefetch_slice(a, seq.batch, next0, nextL, next_hv, call++, calls);
+              run_register_tiles(L, jt, sub);
+            }
+          }
+        }
+        write_outputs(a, seq.batch, t0, L, hv);
+      }
     }
 
-    if (!a.final_state.empty())  // S = Diag(c) S̃
-      for (index_t i = 0; i < K; ++i)
-        for (index_t j = 0; j < V; ++j) a.final_state(n_out, hv, i, j) = static_cast<S>(c_[i] * state_[at(i, j)]);
-    reader_.end(a, p_, n_out, hv);
+    for (index_t g = 0; g < G; ++g) {
+      const index_t hv = hv0 + g;
+      cur_ = &heads_[g];
+      if (!a.final_state.empty())  // S = Diag(c) S̃
+        for (index_t i = 0; i < K; ++i)
+          for (index_t j = 0; j < V; ++j)
+            a.final_state(n_out, hv, i, j) = static_cast<S>(cur_->c[i] * cur_->state[at(i, j)]);
+      cur_->reader.end(a, p_, n_out, hv);
+    }
   }
 
  private:
-  index_t at(index_t i, index_t j) const { return (j / W) * p_.K * W + i * W + j % W; }
+  // The state in tile order: tile jt holds columns [jt·W, jt·W + W) as a Kp×W block; padding stays zero.
+  index_t at(index_t i, index_t j) const { return (j / W) * Kp_ * W + i * W + j % W; }
 
   // Row d of a [B, T, H, D] view at (bt, t, h), converted to R.
   template <class U>
   static void gather(const view<const U, 4>& x, index_t bt, index_t t, index_t h, R* dst) {
     load_row(x.row(bt, t, h), x.stride(3), dst, x.extent(3));
   }
+  template <class U>
+  static void prefetch(const view<const U, 4>& x, index_t bt, index_t t, index_t h) {
+    const char* p = reinterpret_cast<const char*>(x.row(bt, t, h));
+    const index_t bytes = x.extent(3) * x.stride(3) * index_t(sizeof(U));
+    for (index_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 2);
+  }
 
-  void l2norm(R* x) const {
-    using Lv = lanes<R, Arch>;
-    const index_t K = p_.K;
-    index_t i = 0;
-    typename Lv::type acc = Lv::splat(R(0));
-    R ss = 0;
-    for (; i + Lv::size <= K; i += Lv::size) {
-      const auto xi = Lv::load(x + i);
+  // Part `part` of `parts` of the inputs of tokens [t0, t0 + L), into L2.
+  void prefetch_slice(const arguments<T, S>& a, index_t bt, index_t t0, index_t L, index_t hv, index_t part,
+                      index_t parts) const {
+    if (L <= 0) return;
+    const index_t h = hv / p_.group;
+    for (index_t t = t0 + part * L / parts; t < t0 + (part + 1) * L / parts; ++t) {
+      prefetch(a.q, bt, t, h), prefetch(a.k, bt, t, h), prefetch(a.v, bt, t, hv);
+      if constexpr (Decay::key_gate) prefetch(a.gk, bt, t, hv);
+      if constexpr (Update::uses_channel_gates) prefetch(a.b, bt, t, hv), prefetch(a.w, bt, t, hv);
+    }
+  }
+
+  void l2norm(R* x) const {  // padding is zero, so the sum runs over Kp
+    vec acc = Lv::splat(R(0));
+    for (index_t i = 0; i < Kp_; i += Lv::size) {
+      const vec xi = Lv::load(x + i);
       acc = Lv::fma(xi, xi, acc);
     }
     alignas(64) R part[Lv::size];
     Lv::store(part, acc);
+    R ss = 0;
     for (int l = 0; l < Lv::size; ++l) ss += part[l];
-    for (; i < K; ++i) ss += x[i] * x[i];
-    const R inv = R(1) / std::sqrt(ss + R(1e-6));
-    for (index_t j = 0; j < K; ++j) x[j] *= inv;
+    const vec inv = Lv::splat(R(1) / std::sqrt(ss + R(1e-6)));
+    for (index_t i = 0; i < Kp_; i += Lv::size) Lv::store(x + i, Lv::load(x + i) * inv);
   }
 
   // Coefficients of tokens [t0, t0 + L): everything that does not depend on the state.
@@ -123,8 +191,15 @@ class head_kernel {
     const R scale = R(p_.scale);
     const bool bound = a.gate.lower_bound.has_value();
     const R lb = bound ? R(*a.gate.lower_bound) : R(0);
+    const index_t t_end = t0 + L;
     for (index_t l = 0; l < L; ++l) {
       const index_t t = t0 + l;
+      if (t + prefetch_ahead < t_end) {
+        const index_t tp = t + prefetch_ahead;
+        prefetch(a.q, bt, tp, h), prefetch(a.k, bt, tp, h), prefetch(a.v, bt, tp, hv);
+        if constexpr (Decay::key_gate) prefetch(a.gk, bt, tp, hv);
+        if constexpr (Update::uses_channel_gates) prefetch(a.b, bt, tp, hv), prefetch(a.w, bt, tp, hv);
+      }
       gather(a.q, bt, t, h, q_.data());
       gather(a.k, bt, t, h, k_.data());
       gather(a.v, bt, t, hv, v_.data());
@@ -147,9 +222,7 @@ class head_kernel {
                                    a.gate.dt_bias.empty() ? R(0) : R(a.gate.dt_bias(hv * K + i)), bound, lb);
         x.gk = gk_.data();
       }
-      if constexpr (Update::uses_beta) {
-        x.beta = activate_beta(to_compute<R>(a.beta(bt, t, hv)), a.beta_act);
-      }
+      if constexpr (Update::uses_beta) x.beta = activate_beta(to_compute<R>(a.beta(bt, t, hv)), a.beta_act);
       if constexpr (Update::uses_channel_gates) {
         gather(a.b, bt, t, hv, b_.data());
         gather(a.w, bt, t, hv, w_.data());
@@ -159,117 +232,155 @@ class head_kernel {
       // Read policy: q̃ (CCQ updates its statistics with this token's key).
       R mean_g = 0;
       if constexpr (!Read::is_identity) mean_g = mean_log_decay<Rule>(x, K);
-      const R* qt = reader_.query(a, p_, bt, t, hv, x, mean_g);
+      const R* qt = cur_->reader.query(a, p_, bt, t, hv, x, mean_g);
 
       // Decay: c ← c ⊙ α, or renormalise (multiply the rows out before this token) when c would get small.
-      R* f = f_.data() + l * K;
+      R* f = f_.data() + l * Kp_;
       renorm_[l] = 0;
       if constexpr (Decay::scalar_gate || Decay::key_gate) {
         if constexpr (Decay::key_gate) {
-          exp_n<R, Arch>(gk_.data(), alpha_.data(), K);
+          exp_n<R, Arch>(gk_.data(), alpha_.data(), Kp_);  // padding: exp(0) = 1
         } else {
           std::fill(alpha_.begin(), alpha_.end(), std::exp(x.g));
         }
-        R cmin = R(1);
-        for (index_t i = 0; i < K; ++i) {
-          f[i] = c_[i] * alpha_[i];
-          cmin = std::min(cmin, f[i]);
+        vec vmin = Lv::splat(R(1));
+        for (index_t i = 0; i < Kp_; i += Lv::size) {
+          const vec fi = Lv::load(cur_->c.data() + i) * Lv::load(alpha_.data() + i);
+          Lv::store(f + i, fi);
+          vmin = xsimd_min(vmin, fi);
         }
+        const R cmin = Lv::min(vmin);
         if (cmin < renorm_threshold<R> || !(cmin == cmin)) {
           renorm_[l] = 1;
-          std::fill(c_.begin(), c_.end(), R(1));
+          std::fill(cur_->c.begin(), cur_->c.end(), R(1));
         } else {
-          std::copy(f, f + K, c_.begin());
+          std::copy(f, f + Kp_, cur_->c.begin());
         }
       }
 
-      R* kw = kw_.data() + l * K;
-      R* qr = qr_.data() + l * K;
-      R* e = e_.data() + l * K;
-      for (index_t i = 0; i < K; ++i) {
-        kw[i] = k_[i] / c_[i];
-        qr[i] = scale * c_[i] * qt[i];
+      R* kw = kw_.data() + l * Kp_;
+      R* qr = qr_.data() + l * Kp_;
+      R* e = e_.data() + l * Kp_;
+      const vec vscale = Lv::splat(scale);
+      for (index_t i = 0; i < Kp_; i += Lv::size) {
+        const vec ci = Lv::load(cur_->c.data() + i), ki = Lv::load(k_.data() + i);
+        Lv::store(kw + i, ki / ci);
+        if (qt == q_.data()) Lv::store(qr + i, vscale * ci * Lv::load(q_.data() + i));
       }
+      if (qt != q_.data())
+        for (index_t i = 0; i < K; ++i) qr[i] = scale * cur_->c[i] * qt[i];
       if constexpr (erases) {
-        if constexpr (Update::uses_channel_gates) {
-          for (index_t i = 0; i < K; ++i) e[i] = c_[i] * b_[i] * k_[i];
-        } else {
-          for (index_t i = 0; i < K; ++i) e[i] = c_[i] * (x.beta * k_[i]);
+        for (index_t i = 0; i < Kp_; i += Lv::size) {
+          const vec gate = Update::uses_channel_gates ? Lv::load(b_.data() + i) : Lv::splat(x.beta);
+          Lv::store(e + i, Lv::load(cur_->c.data() + i) * (gate * Lv::load(k_.data() + i)));
+        }
+      } else {  // packed per register tile: [row tile][token][kw ×KR, qr ×KR]
+        for (index_t it = 0; it < Kp_ / KR; ++it) {
+          R* pc = pc_.data() + (it * block_tokens + l) * 2 * KR;
+          std::copy(kw + it * KR, kw + it * KR + KR, pc);
+          std::copy(qr + it * KR, qr + it * KR + KR, pc + KR);
         }
       }
       R* wv = wv_.data() + l * Vp_;
-      if constexpr (Update::uses_channel_gates) {
-        for (index_t j = 0; j < V; ++j) wv[j] = w_[j] * v_[j];
-      } else if constexpr (Update::uses_beta) {
-        for (index_t j = 0; j < V; ++j) wv[j] = x.beta * v_[j];
-      } else {
-        std::copy(v_.begin(), v_.end(), wv);
+      for (index_t j = 0; j < Vp_; j += Lv::size) {
+        const vec vj = Lv::load(v_.data() + j);
+        if constexpr (Update::uses_channel_gates) Lv::store(wv + j, Lv::load(w_.data() + j) * vj);
+        else if constexpr (Update::uses_beta) Lv::store(wv + j, Lv::splat(x.beta) * vj);
+        else Lv::store(wv + j, vj);
       }
       if (a.normalize) {  // o_t / (s q_t · z_t + 1e-10), z_t = Σ_{j≤t} k_j (additive rule only)
         R qz = 0;
         for (index_t i = 0; i < K; ++i) {
-          key_sum_[i] += k_[i];
-          qz += scale * q_[i] * key_sum_[i];
+          cur_->key_sum[i] += k_[i];
+          qz += scale * q_[i] * cur_->key_sum[i];
         }
         denom_[l] = qz + R(1e-10);
       }
     }
   }
 
-  // Tokens [t0, t0 + L) through value-column tile jt.
-  void run_tile(const arguments<T, S>& a, index_t bt, index_t t0, index_t L, index_t hv, index_t jt) {
-    const index_t K = p_.K, j0 = jt * W, cols = std::min(W, p_.V - j0);
-    R* St = state_.data() + jt * K * W;
-    R *u = u_.data(), *o = o_.data(), *r = r_.data();
+  static vec xsimd_min(const vec& x, const vec& y) {
+    if constexpr (Lv::size == 1) return x < y ? x : y;
+    else return xsimd::min(x, y);
+  }
+
+  // Tokens [0, L) of the block through value-column tile jt (delta rules): the L1 tile, one fused pass a token.
+  void run_tile(index_t L, index_t jt) {
+    const index_t K = Kp_, j0 = jt * W;
+    R* St = cur_->state.data() + jt * K * W;
+    R *u = u_.data(), *r = r_.data();
     tile_t::begin(St, K, renorm_[0] ? f_.data() : nullptr, erases ? e_.data() : nullptr, r);
-    const bool residual = !a.residual.empty();
     for (index_t l = 0; l < L; ++l) {
       const R* wv = wv_.data() + l * Vp_ + j0;
-      if constexpr (erases) {
-        for (index_t j = 0; j < W; ++j) u[j] = wv[j] - r[j];
-      } else {
-        std::copy(wv, wv + W, u);
-      }
+      for (index_t j = 0; j < W; ++j) u[j] = wv[j] - r[j];
+      std::copy(u, u + W, wv_.data() + l * Vp_ + j0);  // keep u_t: the residual output
       const bool next = l + 1 < L;
       const bool scale_next = next && renorm_[l + 1];
       const R* kw = kw_.data() + l * K;
       const R* qr = qr_.data() + l * K;
       const R* fn = next ? f_.data() + (l + 1) * K : nullptr;
       const R* en = next ? e_.data() + (l + 1) * K : nullptr;
-      if (erases && next) {
+      R* o = ob_.data() + l * Vp_ + j0;
+      if (next) {
         if (scale_next) tile_t::template token<true, true>(St, K, u, kw, qr, fn, en, o, r);
         else tile_t::template token<true, false>(St, K, u, kw, qr, fn, en, o, r);
       } else {
-        if (scale_next) tile_t::template token<false, true>(St, K, u, kw, qr, fn, en, o, r);
-        else tile_t::template token<false, false>(St, K, u, kw, qr, fn, en, o, r);
+        tile_t::template token<false, false>(St, K, u, kw, qr, fn, en, o, r);
       }
+    }
+  }
+
+  // Tokens [0, L) through register sub-tile `sub` of column tile jt (additive rules), all row tiles.
+  void run_register_tiles(index_t L, index_t jt, index_t sub) {
+    const index_t j0 = jt * W + sub * RW;
+    if (j0 >= p_.V) return;
+    R* part = part_.data();
+    for (index_t it = 0; it < Kp_ / KR; ++it) {
+      R* St = cur_->state.data() + jt * Kp_ * W + it * KR * W + sub * RW;
+      reg_t::run(St, W, L, pc_.data() + it * block_tokens * 2 * KR, wv_.data() + j0, Vp_, renorm_.data(),
+                 f_.data() + it * KR, Kp_, part, it == 0);
+    }
+    for (index_t l = 0; l < L; ++l) std::copy(part + l * RW, part + l * RW + RW, ob_.data() + l * Vp_ + j0);
+  }
+
+  // o (and the residual u) of the block's tokens, one full row per token.
+  void write_outputs(const arguments<T, S>& a, index_t bt, index_t t0, index_t L, index_t hv) {
+    const index_t V = p_.V;
+    const bool residual = !a.residual.empty();
+    for (index_t l = 0; l < L; ++l) {
+      R* o = ob_.data() + l * Vp_;
       if (a.normalize)
-        for (index_t j = 0; j < cols; ++j) o[j] /= denom_[l];
-      T* orow = a.o.row(bt, t0 + l, hv) + j0 * a.o.stride(3);
-      store_row(o, orow, a.o.stride(3), cols);
-      if (residual) store_row(u, a.residual.row(bt, t0 + l, hv) + j0 * a.residual.stride(3), a.residual.stride(3), cols);
+        for (index_t j = 0; j < V; ++j) o[j] /= denom_[l];
+      store_row(o, a.o.row(bt, t0 + l, hv), a.o.stride(3), V);
+      if (residual) store_row(wv_.data() + l * Vp_, a.residual.row(bt, t0 + l, hv), a.residual.stride(3), V);
     }
   }
 
   problem p_;
-  index_t tiles_, Vp_;
-  typename Read::template carried<R> reader_;
-  std::vector<R> state_, c_, alpha_, q_, k_, v_, gk_, b_, w_, key_sum_;
-  std::vector<R> kw_, e_, qr_, f_, wv_, denom_;
+  index_t tiles_, Vp_, Kp_;
+  head_state* cur_ = nullptr;  // the head being advanced
+  std::vector<head_state> heads_;
+  std::vector<R> alpha_, q_, k_, v_, gk_, b_, w_;
+  std::vector<R> kw_, e_, qr_, f_, pc_, wv_, ob_, denom_;
   std::vector<unsigned char> renorm_;
-  std::vector<R> u_, o_, r_;
+  std::vector<R> u_, r_, part_;
 };
 
 // The recurrent form over every (sequence, value head), on a.threads threads.
 template <class Rule, class Read, class Arch, class T, class S>
 void recurrent(const arguments<T, S>& a, const problem& p) {
-  const index_t items = p.N * p.HV;
-  const int threads = thread_count(a.threads, items);
+  // Items: (sequence, group of value heads). Heads of one sequence go together (memory locality) unless
+  // there are fewer sequences than threads; then the heads are split so every thread has work.
+  const int threads = thread_count(a.threads, p.N * p.HV);
+  const index_t groups = std::min<index_t>(p.HV, (threads + p.N - 1) / p.N);
+  const index_t per_group = (p.HV + groups - 1) / groups;
+  const index_t items = p.N * groups;
   parallel_items(
       items, threads, [&](int) { return head_kernel<Rule, Read, T, S, Arch>(p); },
       [&](auto& kernel, index_t item) {
-        const index_t n = item / p.HV, hv = item % p.HV;
-        kernel.run(a, sequence_of(a, p, n), hv, n, n);
+        const index_t n = item / groups, g = item % groups;
+        const index_t hv0 = g * per_group, hv1 = std::min(p.HV, hv0 + per_group);
+        if (hv0 < hv1) kernel.run(a, sequence_of(a, p, n), hv0, hv1, n, n);
       });
 }
 
@@ -289,7 +400,7 @@ void step(const arguments<T, S>& a, const problem& p) {
             for (index_t j = 0; j < p.V; ++j) a.residual(b, 0, hv, j) = store_as<T>(S(0));
           return;
         }
-        kernel.run(a, sequence{b, 0, 1}, hv, idx, idx);
+        kernel.run(a, sequence{b, 0, 1}, hv, hv + 1, idx, idx);
       });
 }
 

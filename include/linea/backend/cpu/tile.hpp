@@ -92,3 +92,65 @@ struct tile {
 };
 
 }  // namespace linea::cpu_backend
+
+namespace linea::cpu_backend {
+
+// The additive rules (additive, simple_gla, gla: u = w ⊙ v is known before the state is read) need no recall,
+// so nothing couples the key rows within a token: a KR × NV-vector block of S̃ stays in registers for a whole
+// block of tokens, and each token costs 2·KR·NV FMAs, KR·2 broadcasts and NV loads/stores of a partial read
+// (the state is loaded and stored once per block instead of once per token).
+//
+//   per token t:  S̃_i *= f_i (only when t renormalises);  S̃_i += kw_i · u;  o_part += qr_i · S̃_i
+template <class R, class Arch, int KR, int NV>
+struct register_tile {
+  using L = lanes<R, Arch>;
+  using vec = typename L::type;
+  static constexpr int rows = KR, width = NV * L::size;
+
+  // S: KR rows of `width` columns with row stride ldS. coef: [tokens][2][KR] (kw, then qr) for these rows.
+  // u: row t at u + t·ldu. renorm/f: per token flag and factors f + t·ldf (this tile's first row).
+  // o: [tokens][width] partial reads, overwritten when `first`, else accumulated.
+  static void run(R* S, index_t ldS, index_t tokens, const R* coef, const R* u, index_t ldu,
+                  const unsigned char* renorm, const R* f, index_t ldf, R* o, bool first) {
+    vec s[KR][NV];
+    for (int i = 0; i < KR; ++i)
+      for (int n = 0; n < NV; ++n) s[i][n] = L::load(S + i * ldS + n * L::size);
+    for (index_t t = 0; t < tokens; ++t) {
+      if (renorm[t]) {
+        for (int i = 0; i < KR; ++i) {
+          const vec fi = L::splat(f[t * ldf + i]);
+          for (int n = 0; n < NV; ++n) s[i][n] = s[i][n] * fi;
+        }
+      }
+      const R* c = coef + t * 2 * KR;
+      vec uv[NV], acc0[NV], acc1[NV];
+      for (int n = 0; n < NV; ++n) {
+        uv[n] = L::load(u + t * ldu + n * L::size);
+        acc0[n] = acc1[n] = L::splat(R(0));
+      }
+      for (int i = 0; i < KR; i += 2) {
+        const vec k0 = L::splat(c[i]), q0 = L::splat(c[KR + i]);
+        for (int n = 0; n < NV; ++n) {
+          s[i][n] = L::fma(k0, uv[n], s[i][n]);
+          acc0[n] = L::fma(q0, s[i][n], acc0[n]);
+        }
+        if (i + 1 < KR) {
+          const vec k1 = L::splat(c[i + 1]), q1 = L::splat(c[KR + i + 1]);
+          for (int n = 0; n < NV; ++n) {
+            s[i + 1][n] = L::fma(k1, uv[n], s[i + 1][n]);
+            acc1[n] = L::fma(q1, s[i + 1][n], acc1[n]);
+          }
+        }
+      }
+      R* ot = o + t * width;
+      for (int n = 0; n < NV; ++n) {
+        const vec part = acc0[n] + acc1[n];
+        L::store(ot + n * L::size, first ? part : part + L::load(ot + n * L::size));
+      }
+    }
+    for (int i = 0; i < KR; ++i)
+      for (int n = 0; n < NV; ++n) L::store(S + i * ldS + n * L::size, s[i][n]);
+  }
+};
+
+}  // namespace linea::cpu_backend
