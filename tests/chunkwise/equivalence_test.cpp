@@ -65,3 +65,21 @@ TEST_SUITE("slow") {
             }
   }
 }
+
+TEST_CASE_TEMPLATE("chunkwise gives the same bits on any thread count and on the generic backend", Rule, simple_gla,
+                   kda, gdn2) {
+  auto one = random_case<Rule, float>::make(
+      {.H = 2, .HV = 4, .K = 16, .V = 8, .seqlens = {70, 1, 33}, .initial_state = true, .seed = 9});
+  auto many = one, generic = one;
+  auto a1 = one.args(), a3 = many.args(), ag = generic.args();
+  a1.chunk_size = a3.chunk_size = ag.chunk_size = 32;
+  a3.threads = 3;
+  chunkwise<Rule>(a1);
+  chunkwise<Rule>(a3);
+  chunkwise<Rule, read::identity, backend::generic>(ag);
+  CHECK(one.o.values() == many.o.values());
+  CHECK(one.ht.values() == many.ht.values());
+  CHECK(one.residual.values() == many.residual.values());
+  CHECK(one.o.values() == generic.o.values());
+  CHECK(one.ht.values() == generic.ht.values());
+}

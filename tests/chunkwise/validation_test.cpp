@@ -68,4 +68,7 @@ TEST_CASE("chunkwise rejects the decode step's state_indices and the rule's own 
   auto b = c.args();
   b.gk = {};  // gla needs a per-key gate: validate<Rule, Read> runs first
   expect_rejected<gla>(c, b, "gk");
+  auto t = c.args();
+  t.threads = -1;
+  expect_rejected<gla>(c, t, "threads");
 }

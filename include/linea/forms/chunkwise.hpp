@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <string>
 
+#include "../backend/cpu/threads.hpp"
 #include "../backend/tags.hpp"
 #include "../chunk/kernel.hpp"
 #include "../core/validate.hpp"
@@ -48,8 +49,26 @@ struct chunkwise_impl {
   static_assert(backend::always_false<Backend>, "linea::chunkwise: this backend has no chunkwise form");
 };
 
+// One kernel (chunk/kernel.hpp: Eigen does the dense algebra, vectorised for the compiler's target) serves every
+// CPU tag: cpu_arch<Arch> runs it on a.threads threads over (sequence, value head); generic on the calling thread.
+template <class Arch>
+struct chunkwise_impl<backend::cpu_arch<Arch>> {
+  template <class Rule, class Read, class T, class S>
+  static void run(const arguments<T, S>& a) {
+    const problem p = validate_chunkwise<Rule, Read>(a);
+    const index_t items = p.N * p.HV;
+    const int threads = cpu_backend::thread_count(a.threads, items);  // fails before anything is written
+    cpu_backend::parallel_items(
+        items, threads, [&](int) { return chunk::kernel<Rule, Read, T, S>(p, a.chunk_size); },
+        [&](auto& kernel, index_t item) {
+          const index_t n = item / p.HV, hv = item % p.HV;
+          kernel.run(a, sequence_of(a, p, n), hv, n);
+        });
+  }
+};
+
 template <>
-struct chunkwise_impl<backend::cpu> {
+struct chunkwise_impl<backend::generic> {
   template <class Rule, class Read, class T, class S>
   static void run(const arguments<T, S>& a) {
     const problem p = validate_chunkwise<Rule, Read>(a);
