@@ -1,4 +1,8 @@
 # The CUDA switch: LINEA_CUDA = AUTO | ON | OFF. Sets LINEA_HAS_CUDA when the CUDA backend is built.
+#
+# The backend is header-only (include/linea/cuda.hpp, for nvcc translation units); what this file adds is the
+# CUDA language for linea's own CUDA tests and benchmarks, and linea_cuda_target(<target>) for their flags:
+# Hopper machine code (sm_90a) plus compute_80 PTX that any newer GPU can compile at load time.
 set(LINEA_HAS_CUDA OFF)
 if(NOT LINEA_CUDA STREQUAL "OFF")
   include(CheckLanguage)
@@ -13,3 +17,25 @@ if(NOT LINEA_CUDA STREQUAL "OFF")
   endif()
 endif()
 message(STATUS "linea: CUDA backend ${LINEA_HAS_CUDA}")
+
+if(LINEA_HAS_CUDA)
+  enable_language(CUDA)
+  set(LINEA_CUDA_GENCODE "-gencode=arch=compute_90a,code=sm_90a;-gencode=arch=compute_80,code=compute_80"
+      CACHE STRING "nvcc code generation flags of linea's CUDA targets")
+  # GPU tests join ctest only where a GPU answers at configure time (CI has nvcc but no GPU).
+  if(NOT DEFINED LINEA_CUDA_TESTS)
+    execute_process(COMMAND nvidia-smi -L RESULT_VARIABLE _linea_smi OUTPUT_QUIET ERROR_QUIET)
+    if(_linea_smi EQUAL 0)
+      set(LINEA_CUDA_TESTS ON)
+    else()
+      set(LINEA_CUDA_TESTS OFF)
+    endif()
+  endif()
+  function(linea_cuda_target target)
+    # C++20 by flag: CMake before 3.26 knows no CUDA20 dialect for nvcc.
+    set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES OFF)
+    # Eigen (pulled in by the CPU forms) needs relaxed constexpr under nvcc; its defaulted-function notes are noise.
+    target_compile_options(${target} PRIVATE
+      $<$<COMPILE_LANGUAGE:CUDA>:${LINEA_CUDA_GENCODE};-std=c++20;--expt-relaxed-constexpr;-diag-suppress=20012,20013,20015>)
+  endfunction()
+endif()

@@ -1,0 +1,266 @@
+// bench/cuda/bench_cuda.cu — CUDA-event timings of linea's CUDA backend at the issue's shapes.
+//
+//   chunkwise forward, every rule, identity and CCQ read: B=8, T=4096, H=HV=16, K=V=128, bf16 in, fp32 states
+//   decode step, every rule: B=256 rows, H=HV=16, K=V=128, bf16 in, fp32 state pool updated in place
+//
+// Each figure is the median over repeats of (the time of `calls` back-to-back calls) / calls, after warm-up;
+// two input sets alternate, and each call streams far more than the 60 MB L2. Prints one JSON object per line
+// (bench/cuda/table.py joins them with fla's timings) and the device's measured copy bandwidth.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <linea/cuda.hpp>
+
+using namespace linea;
+using T = bf16;
+
+#define CK(x) linea::cuda_detail::check((x), #x)
+
+namespace {
+
+// Deterministic pseudo-random fills on the device (no host round trip for 100 MB tensors).
+__device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
+  std::uint64_t x = i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
+  return static_cast<float>(x >> 40) / static_cast<float>(1ull << 24);  // [0, 1)
+}
+enum class fill { normal, logsigmoid, sigmoid };
+__global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float u1 = fmaxf(hash_uniform(i, seed), 1e-7f), u2 = hash_uniform(i, seed + 77);
+    const float z = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);  // N(0, 1)
+    float x = z;
+    if (kind == fill::logsigmoid) x = -log1pf(expf(-z));
+    if (kind == fill::sigmoid) x = 1.f / (1.f + expf(-z));
+    p[i] = linea::cuda_detail::from_float<T>(x);
+  }
+}
+// Rows of length D scaled to unit L2 norm (keys of the delta rules).
+__global__ void normalize_rows(T* p, std::int64_t rows, int D) {
+  const std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= rows) return;
+  float ss = 0;
+  for (int i = threadIdx.x % 32; i < D; i += 32) {
+    const float x = static_cast<float>(p[r * D + i]);
+    ss += x * x;
+  }
+  for (int o = 16; o; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  const float inv = rsqrtf(ss);
+  for (int i = threadIdx.x % 32; i < D; i += 32)
+    p[r * D + i] = linea::cuda_detail::from_float<T>(static_cast<float>(p[r * D + i]) * inv);
+}
+
+template <class X>
+X* dalloc(std::size_t n) {
+  X* p = nullptr;
+  CK(cudaMalloc(&p, n * sizeof(X)));
+  return p;
+}
+T* random_tensor(std::size_t n, std::uint32_t seed, fill kind) {
+  T* p = dalloc<T>(n);
+  fill_kernel<<<2048, 256>>>(p, static_cast<std::int64_t>(n), seed, kind);
+  CK(cudaGetLastError());
+  return p;
+}
+
+struct inputs {
+  T *q, *k, *v, *g, *gk, *beta, *b, *w, *lam;
+};
+inputs make_inputs(index_t B, index_t T_, index_t H, index_t K, index_t V, std::uint32_t seed) {
+  const std::size_t nk = B * T_ * H * K, nv = B * T_ * H * V, ns = B * T_ * H;
+  inputs x;
+  x.q = random_tensor(nk, seed + 1, fill::normal);
+  x.k = random_tensor(nk, seed + 2, fill::normal);
+  normalize_rows<<<static_cast<unsigned>((B * T_ * H + 7) / 8), 256>>>(x.k, B * T_ * H, static_cast<int>(K));
+  x.v = random_tensor(nv, seed + 3, fill::normal);
+  x.g = random_tensor(ns, seed + 4, fill::logsigmoid);
+  x.gk = random_tensor(nk, seed + 5, fill::logsigmoid);
+  x.beta = random_tensor(ns, seed + 6, fill::sigmoid);
+  x.b = random_tensor(nk, seed + 7, fill::sigmoid);
+  x.w = random_tensor(nv, seed + 8, fill::sigmoid);
+  x.lam = random_tensor(ns, seed + 9, fill::sigmoid);
+  CK(cudaDeviceSynchronize());
+  return x;
+}
+
+template <class Rule>
+arguments<T, float> make_args(const inputs& x, index_t B, index_t T_, index_t H, index_t K, index_t V, T* o,
+                              float* state) {
+  using Dc = typename Rule::decay;
+  using Up = typename Rule::update;
+  arguments<T, float> a;
+  a.q = contiguous<4>(static_cast<const T*>(x.q), {B, T_, H, K});
+  a.k = contiguous<4>(static_cast<const T*>(x.k), {B, T_, H, K});
+  a.v = contiguous<4>(static_cast<const T*>(x.v), {B, T_, H, V});
+  if constexpr (Dc::scalar_gate) a.g = contiguous<3>(static_cast<const T*>(x.g), {B, T_, H});
+  if constexpr (Dc::key_gate) a.gk = contiguous<4>(static_cast<const T*>(x.gk), {B, T_, H, K});
+  if constexpr (Up::uses_beta) a.beta = contiguous<3>(static_cast<const T*>(x.beta), {B, T_, H});
+  if constexpr (Up::uses_channel_gates) {
+    a.b = contiguous<4>(static_cast<const T*>(x.b), {B, T_, H, K});
+    a.w = contiguous<4>(static_cast<const T*>(x.w), {B, T_, H, V});
+  }
+  a.o = contiguous<4>(o, {B, T_, H, V});
+  a.final_state = contiguous<4>(state, {B, H, K, V});
+  return a;
+}
+
+// Median over `repeats` of the mean time of `calls` back-to-back calls of f(i), in ms.
+template <class F>
+double time_ms(F&& f, int calls = 10, int repeats = 7, int warmup = 3) {
+  for (int i = 0; i < warmup; ++i) f(i);
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<double> t;
+  for (int r = 0; r < repeats; ++r) {
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < calls; ++i) f(i);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms / calls);
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+// Device-to-device copy bandwidth, bytes read + written.
+double copy_tbps() {
+  const std::size_t n = std::size_t(1) << 31;  // 2 GiB
+  char* a = dalloc<char>(n);
+  char* b = dalloc<char>(n);
+  CK(cudaMemset(a, 1, n));
+  const double ms = time_ms([&](int) { CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice)); }, 5, 7, 2);
+  CK(cudaFree(a));
+  CK(cudaFree(b));
+  return 2.0 * n / (ms * 1e-3) / 1e12;
+}
+
+// Matrix FLOPs of one chunkwise forward (chunk C = 64), per token and head: the products of SPEC §4.
+template <class Rule>
+double chunk_flops_per_token(double C, double K, double V) {
+  const bool erases = Rule::update::erases;
+  double f = 2 * C * K + 2 * K * V + 2 * C * V + 2 * K * V;  // Q Kᵀ, (QΓ) S, P U, state update
+  if (erases) f += 2 * C * K + 2 * K * V + C * V;             // A = bK Kᵀ, Z = W − X S, the solve
+  return f;
+}
+
+template <class Rule, class Read>
+void bench_chunkwise(const inputs* sets, double copy) {
+  const index_t B = 8, T_ = 4096, H = 16, K = 128, V = 128;
+  T* o = dalloc<T>(B * T_ * H * V);
+  float* state = dalloc<float>(B * H * K * V);
+  float *C = nullptr, *m = nullptr, *z = nullptr;
+  arguments<T, float> a[2] = {make_args<Rule>(sets[0], B, T_, H, K, V, o, state),
+                              make_args<Rule>(sets[1], B, T_, H, K, V, o, state)};
+  constexpr bool ccq = !Read::is_identity;
+  if constexpr (ccq) {
+    C = dalloc<float>(B * H * K * K), m = dalloc<float>(B * H * K), z = dalloc<float>(B * H);
+    for (int s = 0; s < 2; ++s) {
+      a[s].ccq.lambda = contiguous<3>(static_cast<const T*>(sets[s].lam), {B, T_, H});
+      a[s].ccq.C = contiguous<4>(C, {B, H, K, K});
+      a[s].ccq.m = contiguous<3>(m, {B, H, K});
+      a[s].ccq.z = contiguous<2>(z, {B, H});
+    }
+  }
+  const double ms = time_ms([&](int i) { linea::chunkwise<Rule, Read, backend::cuda>(a[i & 1]); });
+  // Bytes: every input read once, o and the final state written once.
+  using Dc = typename Rule::decay;
+  using Up = typename Rule::update;
+  const double tok = double(B) * T_ * H;
+  double bytes = tok * (2 * K + V + V) * 2 + double(B) * H * K * V * 4;
+  if (Dc::scalar_gate) bytes += tok * 2;
+  if (Dc::key_gate) bytes += tok * K * 2;
+  if (Up::uses_beta) bytes += tok * 2;
+  if (Up::uses_channel_gates) bytes += tok * (K + V) * 2;
+  double flops = tok * chunk_flops_per_token<Rule>(64, K, V);
+  if (ccq) flops += tok * chunk_flops_per_token<additive>(64, K, K), bytes += tok * 2 + double(B) * H * K * K * 4;
+  std::printf(
+      "{\"kind\":\"chunkwise\",\"rule\":\"%s\",\"read\":\"%s\",\"ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f,"
+      "\"tflops\":%.1f}\n",
+      rule_name<Rule>::value, ccq ? "ccq" : "identity", ms, bytes / (ms * 1e-3) / 1e12,
+      bytes / (ms * 1e-3) / 1e12 / copy, flops / (ms * 1e-3) / 1e12);
+  std::fflush(stdout);
+  CK(cudaFree(o));
+  CK(cudaFree(state));
+  if (C) CK(cudaFree(C)), CK(cudaFree(m)), CK(cudaFree(z));
+}
+
+template <class Rule>
+void bench_decode(const inputs* sets, double copy, bool indices) {
+  const index_t B = 256, H = 16, K = 128, V = 128;
+  T* o = dalloc<T>(B * H * V);
+  float* pool = dalloc<float>(B * H * K * V);
+  CK(cudaMemset(pool, 0, B * H * K * V * sizeof(float)));
+  std::vector<std::int32_t> idx(B);
+  for (index_t b = 0; b < B; ++b) idx[b] = static_cast<std::int32_t>((b * 37) % B);  // a permutation
+  arguments<T, float> a[2];
+  for (int s = 0; s < 2; ++s) {
+    a[s] = make_args<Rule>(sets[s], B, 1, H, K, V, o, pool);
+    a[s].initial_state = contiguous<4>(static_cast<const float*>(pool), {B, H, K, V});  // in place
+    if (indices) a[s].state_indices = idx;
+  }
+  const double ms = time_ms([&](int i) { linea::step<Rule, read::identity, backend::cuda>(a[i & 1]); }, 20, 9, 5);
+  const double bytes = 2.0 * B * H * K * V * 4;  // the state pool read and written; token inputs are < 1%
+  std::printf("{\"kind\":\"decode\",\"rule\":\"%s\",\"indices\":%s,\"ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f}\n",
+              rule_name<Rule>::value, indices ? "true" : "false", ms, bytes / (ms * 1e-3) / 1e12,
+              bytes / (ms * 1e-3) / 1e12 / copy);
+  std::fflush(stdout);
+  CK(cudaFree(o));
+  CK(cudaFree(pool));
+}
+
+template <class... Rules>
+struct rules {};
+
+template <class... Rules>
+void all_chunkwise(rules<Rules...>, const inputs* sets, double copy, bool ccq) {
+  (bench_chunkwise<Rules, read::identity>(sets, copy), ...);
+  if (ccq) (bench_chunkwise<Rules, read::ccq<read::uniform>>(sets, copy), ...);
+}
+template <class... Rules>
+void all_decode(rules<Rules...>, const inputs* sets, double copy) {
+  (bench_decode<Rules>(sets, copy, false), ...);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool ccq = true, chunk = true, decode = true;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--no-ccq")) ccq = false;
+    if (!std::strcmp(argv[i], "--decode-only")) chunk = false;
+    if (!std::strcmp(argv[i], "--chunk-only")) decode = false;
+  }
+  try {
+    cudaDeviceProp prop{};
+    CK(cudaGetDeviceProperties(&prop, 0));
+    const double copy = copy_tbps();
+    std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d,\"copy_tbps\":%.3f}\n", prop.name,
+                prop.multiProcessorCount, copy);
+    std::fflush(stdout);
+    using all = rules<additive, simple_gla, gla, delta, gated_delta, kda, gdn2>;
+    if (chunk) {
+      const inputs sets[2] = {make_inputs(8, 4096, 16, 128, 128, 100), make_inputs(8, 4096, 16, 128, 128, 200)};
+      all_chunkwise(all{}, sets, copy, ccq);
+    }
+    if (decode) {
+      const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};
+      all_decode(all{}, sets, copy);
+      bench_decode<gated_delta>(sets, copy, true);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "bench_cuda: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,142 @@
+// linea/backend/cuda/params.hpp — what a kernel receives: the caller's views (device pointers, any strides),
+// the problem sizes and the options, as one trivially copyable struct passed by value.
+//
+// cu_seqlens and state_indices are host spans in linea::arguments (validate() reads them on the host); the
+// backend copies them to the device before the launch. Every other view must hold device memory, which is
+// checked before anything is launched.
+#pragma once
+#include "check.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../../core/arguments.hpp"
+#include "../../core/error.hpp"
+
+namespace linea::cuda_detail {
+
+// Which recurrence a launch computes: the rule itself, or (for the CCQ read) the key statistics
+// C_t = a_t C_{t-1} + k_t k_tᵀ read with q_t — the same kernel with values := keys and a scalar decay c_t.
+enum class pass { main, stats };
+
+template <class In>
+struct kernel_args {
+  // ---- inputs -----------------------------------------------------------------------------------
+  view<const In, 4> q, k, v, gk, b, w;
+  view<const In, 3> g, beta;
+  view<const float, 1> A_log, dt_bias;
+  view<const float, 4> initial_state;
+  const std::int64_t* cu_seqlens = nullptr;  // device copy, or null
+  const std::int32_t* state_indices = nullptr;  // device copy, or null (decode step)
+  // ---- outputs ----------------------------------------------------------------------------------
+  view<In, 4> o, residual;
+  view<float, 4> final_state;
+  // ---- CCQ --------------------------------------------------------------------------------------
+  view<const float, 4> q_tilde_in;  // main pass: cleaned queries [B, T, HV, K] (replace q, no L2 norm)
+  view<const In, 3> ccq_log_decay;   // stats pass: the caller's c_t, or empty
+  bool ccq_decays = false;          // stats pass: decayed weighting (else a_t = 1)
+  view<const float, 4> C0;          // stats pass: initial / final C [N, HV, K, K]
+  view<float, 4> C;
+  view<float, 4> y;                 // stats pass output: Y_t = C_t q̂_t [B, T, HV, K]
+  // ---- sizes and options ------------------------------------------------------------------------
+  index_t B = 0, T = 0, H = 0, HV = 0, K = 0, V = 0, N = 0, G = 1;
+  float scale = 1;
+  bool l2q = false, l2k = false, normalize = false;
+  int beta_act = 0;  // beta_activation as int
+  bool gate_active = false, has_lower_bound = false;
+  float lower_bound = 0;
+};
+
+// Throws when a given view does not point to device memory (a host pointer would fault inside the kernel).
+template <class P>
+void expect_device(const P* ptr, const char* name) {
+  if (ptr == nullptr) return;
+  cudaPointerAttributes at{};
+  const cudaError_t e = cudaPointerGetAttributes(&at, ptr);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw error(std::string("argument '") + name + "' is not a CUDA pointer (" + cudaGetErrorString(e) + ")");
+  }
+  if (at.type != cudaMemoryTypeDevice && at.type != cudaMemoryTypeManaged)
+    throw error(std::string("argument '") + name +
+                "' points to host memory; the CUDA backend needs device (or managed) memory");
+}
+
+// A device buffer owned for the duration of one call (stream-ordered allocation on the default stream).
+template <class X>
+class device_buffer {
+ public:
+  device_buffer() = default;
+  explicit device_buffer(std::size_t n) : n_(n) {
+    if (n) LINEA_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&p_), n * sizeof(X), 0));
+  }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  device_buffer(device_buffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; }
+  device_buffer& operator=(device_buffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    return *this;
+  }
+  ~device_buffer() {
+    if (p_) (void)cudaFreeAsync(p_, 0);
+  }
+  X* get() const { return p_; }
+  void upload(const X* host, std::size_t n) {
+    LINEA_CUDA_CHECK(cudaMemcpyAsync(p_, host, n * sizeof(X), cudaMemcpyHostToDevice, 0));
+  }
+
+ private:
+  X* p_ = nullptr;
+  std::size_t n_ = 0;
+};
+
+// The kernel arguments of a validated call; `hold` keeps the device copies of cu_seqlens / state_indices.
+struct host_copies {
+  device_buffer<std::int64_t> cu;
+  device_buffer<std::int32_t> idx;
+};
+
+template <class T, class S>
+kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p, host_copies& hold) {
+  static_assert(std::is_same_v<S, float>, "the CUDA backend keeps states in float32");
+  expect_device(a.q.ptr, "q"), expect_device(a.k.ptr, "k"), expect_device(a.v.ptr, "v");
+  expect_device(a.g.ptr, "g"), expect_device(a.gk.ptr, "gk"), expect_device(a.beta.ptr, "beta");
+  expect_device(a.b.ptr, "b"), expect_device(a.w.ptr, "w");
+  expect_device(a.gate.A_log.ptr, "gate.A_log"), expect_device(a.gate.dt_bias.ptr, "gate.dt_bias");
+  expect_device(a.initial_state.ptr, "initial_state"), expect_device(a.final_state.ptr, "final_state");
+  expect_device(a.o.ptr, "o"), expect_device(a.residual.ptr, "residual");
+  expect_device(a.ccq.lambda.ptr, "ccq.lambda"), expect_device(a.ccq.log_decay.ptr, "ccq.log_decay");
+  expect_device(a.ccq.C0.ptr, "ccq.C0"), expect_device(a.ccq.m0.ptr, "ccq.m0"), expect_device(a.ccq.z0.ptr, "ccq.z0");
+  expect_device(a.ccq.C.ptr, "ccq.C"), expect_device(a.ccq.m.ptr, "ccq.m"), expect_device(a.ccq.z.ptr, "ccq.z");
+  expect_device(a.ccq.q_tilde.ptr, "ccq.q_tilde");
+
+  kernel_args<T> k;
+  k.q = a.q, k.k = a.k, k.v = a.v, k.gk = a.gk, k.b = a.b, k.w = a.w, k.g = a.g, k.beta = a.beta;
+  k.A_log = a.gate.A_log, k.dt_bias = a.gate.dt_bias;
+  k.initial_state = a.initial_state;
+  k.o = a.o, k.residual = a.residual, k.final_state = a.final_state;
+  k.B = p.B, k.T = p.T, k.H = p.H, k.HV = p.HV, k.K = p.K, k.V = p.V, k.N = p.N, k.G = p.group;
+  k.scale = static_cast<float>(p.scale);
+  k.l2q = k.l2k = a.qk_l2norm;
+  k.normalize = a.normalize;
+  k.beta_act = static_cast<int>(a.beta_act);
+  k.gate_active = a.gate.active();
+  k.has_lower_bound = a.gate.lower_bound.has_value();
+  k.lower_bound = a.gate.lower_bound ? *a.gate.lower_bound : 0.f;
+  if (!a.cu_seqlens.empty()) {
+    hold.cu = device_buffer<std::int64_t>(a.cu_seqlens.size());
+    hold.cu.upload(a.cu_seqlens.data(), a.cu_seqlens.size());
+    k.cu_seqlens = hold.cu.get();
+  }
+  if (!a.state_indices.empty()) {
+    hold.idx = device_buffer<std::int32_t>(a.state_indices.size());
+    hold.idx.upload(a.state_indices.data(), a.state_indices.size());
+    k.state_indices = hold.idx.get();
+  }
+  return k;
+}
+
+}  // namespace linea::cuda_detail
