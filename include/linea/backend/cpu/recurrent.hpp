@@ -80,7 +80,7 @@ class head_kernel {
         alpha_(Kp_, R(1)),
         q_(Kp_, R(0)), k_(Kp_, R(0)), v_(Vp_, R(0)), gk_(Kp_, R(0)), b_(Kp_, R(0)), w_(Vp_, R(0)),
         kw_(block_tokens * Kp_, R(0)), e_(block_tokens * Kp_, R(0)), qr_(block_tokens * Kp_, R(0)),
-        f_(block_tokens * Kp_, R(1)), pc_(block_tokens * Kp_ * 2, R(0)),
+        f_(block_tokens * Kp_, R(1)),
         wv_(block_tokens * Vp_, R(0)), ob_(block_tokens * Vp_, R(0)),
         denom_(block_tokens), renorm_(block_tokens),
         u_(W), r_(W), part_(block_tokens * RW) {}
@@ -152,6 +152,18 @@ class head_kernel {
   static void gather(const view<const U, 4>& x, index_t bt, index_t t, index_t h, R* dst) {
     load_row(x.row(bt, t, h), x.stride(3), dst, x.extent(3));
   }
+  // Row (bt, t, h) of x as R: the input itself when it already is a contiguous, padded row of R that the
+  // kernel will not modify; else converted into `scratch` (whose padding stays zero).
+  template <class U>
+  static R* source(const view<const U, 4>& x, index_t bt, index_t t, index_t h, R* scratch, bool modified,
+                   index_t padded) {
+    if constexpr (std::is_same_v<U, R>) {
+      if (!modified && x.stride(3) == 1 && x.extent(3) == padded) return const_cast<R*>(x.row(bt, t, h));
+    }
+    gather(x, bt, t, h, scratch);
+    return scratch;
+  }
+
   template <class U>
   static void prefetch(const view<const U, 4>& x, index_t bt, index_t t, index_t h) {
     const char* p = reinterpret_cast<const char*>(x.row(bt, t, h));
@@ -168,6 +180,8 @@ class head_kernel {
       prefetch(a.q, bt, t, h), prefetch(a.k, bt, t, h), prefetch(a.v, bt, t, hv);
       if constexpr (Decay::key_gate) prefetch(a.gk, bt, t, hv);
       if constexpr (Update::uses_channel_gates) prefetch(a.b, bt, t, hv), prefetch(a.w, bt, t, hv);
+      const char* o = reinterpret_cast<const char*>(a.o.row(bt, t, hv));  // o is written: fetch for ownership
+      for (index_t off = 0; off < p_.V * a.o.stride(3) * index_t(sizeof(T)); off += 64) __builtin_prefetch(o + off, 1, 2);
     }
   }
 
@@ -200,33 +214,32 @@ class head_kernel {
         if constexpr (Decay::key_gate) prefetch(a.gk, bt, tp, hv);
         if constexpr (Update::uses_channel_gates) prefetch(a.b, bt, tp, hv), prefetch(a.w, bt, tp, hv);
       }
-      gather(a.q, bt, t, h, q_.data());
-      gather(a.k, bt, t, h, k_.data());
-      gather(a.v, bt, t, hv, v_.data());
+      R* const qp = source(a.q, bt, t, h, q_.data(), a.qk_l2norm, Kp_);
+      R* const kp = source(a.k, bt, t, h, k_.data(), a.qk_l2norm, Kp_);
+      R* const vp = source(a.v, bt, t, hv, v_.data(), false, Vp_);
       if (a.qk_l2norm) {
-        l2norm(q_.data());
-        l2norm(k_.data());
+        l2norm(qp);
+        l2norm(kp);
       }
       token<R> x;
-      x.q = q_.data(), x.k = k_.data(), x.v = v_.data();
+      x.q = qp, x.k = kp, x.v = vp;
       if constexpr (Decay::scalar_gate) {
         x.g = to_compute<R>(a.g(bt, t, hv));
         if (a.gate.active())
           x.g = activate_gate(x.g, R(a.gate.A_log(hv)), a.gate.dt_bias.empty() ? R(0) : R(a.gate.dt_bias(hv)), bound, lb);
       }
       if constexpr (Decay::key_gate) {
-        gather(a.gk, bt, t, hv, gk_.data());
+        R* const gkp = source(a.gk, bt, t, hv, gk_.data(), a.gate.active(), Kp_);
         if (a.gate.active())
           for (index_t i = 0; i < K; ++i)
-            gk_[i] = activate_gate(gk_[i], R(a.gate.A_log(hv)),
+            gkp[i] = activate_gate(gkp[i], R(a.gate.A_log(hv)),
                                    a.gate.dt_bias.empty() ? R(0) : R(a.gate.dt_bias(hv * K + i)), bound, lb);
-        x.gk = gk_.data();
+        x.gk = gkp;
       }
       if constexpr (Update::uses_beta) x.beta = activate_beta(to_compute<R>(a.beta(bt, t, hv)), a.beta_act);
       if constexpr (Update::uses_channel_gates) {
-        gather(a.b, bt, t, hv, b_.data());
-        gather(a.w, bt, t, hv, w_.data());
-        x.b = b_.data(), x.w = w_.data();
+        x.b = source(a.b, bt, t, hv, b_.data(), false, Kp_);
+        x.w = source(a.w, bt, t, hv, w_.data(), false, Vp_);
       }
 
       // Read policy: q̃ (CCQ updates its statistics with this token's key).
@@ -239,7 +252,7 @@ class head_kernel {
       renorm_[l] = 0;
       if constexpr (Decay::scalar_gate || Decay::key_gate) {
         if constexpr (Decay::key_gate) {
-          exp_n<R, Arch>(gk_.data(), alpha_.data(), Kp_);  // padding: exp(0) = 1
+          exp_n<R, Arch>(x.gk, alpha_.data(), Kp_);  // padding: exp(0) = 1
         } else {
           std::fill(alpha_.begin(), alpha_.end(), std::exp(x.g));
         }
@@ -263,36 +276,30 @@ class head_kernel {
       R* e = e_.data() + l * Kp_;
       const vec vscale = Lv::splat(scale);
       for (index_t i = 0; i < Kp_; i += Lv::size) {
-        const vec ci = Lv::load(cur_->c.data() + i), ki = Lv::load(k_.data() + i);
+        const vec ci = Lv::load(cur_->c.data() + i), ki = Lv::load(kp + i);
         Lv::store(kw + i, ki / ci);
-        if (qt == q_.data()) Lv::store(qr + i, vscale * ci * Lv::load(q_.data() + i));
+        if (qt == qp) Lv::store(qr + i, vscale * ci * Lv::load(qp + i));
       }
-      if (qt != q_.data())
+      if (qt != qp)
         for (index_t i = 0; i < K; ++i) qr[i] = scale * cur_->c[i] * qt[i];
       if constexpr (erases) {
         for (index_t i = 0; i < Kp_; i += Lv::size) {
-          const vec gate = Update::uses_channel_gates ? Lv::load(b_.data() + i) : Lv::splat(x.beta);
-          Lv::store(e + i, Lv::load(cur_->c.data() + i) * (gate * Lv::load(k_.data() + i)));
-        }
-      } else {  // packed per register tile: [row tile][token][kw ×KR, qr ×KR]
-        for (index_t it = 0; it < Kp_ / KR; ++it) {
-          R* pc = pc_.data() + (it * block_tokens + l) * 2 * KR;
-          std::copy(kw + it * KR, kw + it * KR + KR, pc);
-          std::copy(qr + it * KR, qr + it * KR + KR, pc + KR);
+          const vec gate = Update::uses_channel_gates ? Lv::load(x.b + i) : Lv::splat(x.beta);
+          Lv::store(e + i, Lv::load(cur_->c.data() + i) * (gate * Lv::load(kp + i)));
         }
       }
       R* wv = wv_.data() + l * Vp_;
       for (index_t j = 0; j < Vp_; j += Lv::size) {
-        const vec vj = Lv::load(v_.data() + j);
-        if constexpr (Update::uses_channel_gates) Lv::store(wv + j, Lv::load(w_.data() + j) * vj);
+        const vec vj = Lv::load(vp + j);
+        if constexpr (Update::uses_channel_gates) Lv::store(wv + j, Lv::load(x.w + j) * vj);
         else if constexpr (Update::uses_beta) Lv::store(wv + j, Lv::splat(x.beta) * vj);
         else Lv::store(wv + j, vj);
       }
       if (a.normalize) {  // o_t / (s q_t · z_t + 1e-10), z_t = Σ_{j≤t} k_j (additive rule only)
         R qz = 0;
         for (index_t i = 0; i < K; ++i) {
-          cur_->key_sum[i] += k_[i];
-          qz += scale * q_[i] * cur_->key_sum[i];
+          cur_->key_sum[i] += kp[i];
+          qz += scale * qp[i] * cur_->key_sum[i];
         }
         denom_[l] = qz + R(1e-10);
       }
@@ -337,7 +344,7 @@ class head_kernel {
     R* part = part_.data();
     for (index_t it = 0; it < Kp_ / KR; ++it) {
       R* St = cur_->state.data() + jt * Kp_ * W + it * KR * W + sub * RW;
-      reg_t::run(St, W, L, pc_.data() + it * block_tokens * 2 * KR, wv_.data() + j0, Vp_, renorm_.data(),
+      reg_t::run(St, W, L, kw_.data() + it * KR, qr_.data() + it * KR, Kp_, wv_.data() + j0, Vp_, renorm_.data(),
                  f_.data() + it * KR, Kp_, part, it == 0);
     }
     for (index_t l = 0; l < L; ++l) std::copy(part + l * RW, part + l * RW + RW, ob_.data() + l * Vp_ + j0);
@@ -361,7 +368,7 @@ class head_kernel {
   head_state* cur_ = nullptr;  // the head being advanced
   std::vector<head_state> heads_;
   std::vector<R> alpha_, q_, k_, v_, gk_, b_, w_;
-  std::vector<R> kw_, e_, qr_, f_, pc_, wv_, ob_, denom_;
+  std::vector<R> kw_, e_, qr_, f_, wv_, ob_, denom_;
   std::vector<unsigned char> renorm_;
   std::vector<R> u_, r_, part_;
 };

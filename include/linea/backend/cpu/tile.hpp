@@ -107,11 +107,11 @@ struct register_tile {
   using vec = typename L::type;
   static constexpr int rows = KR, width = NV * L::size;
 
-  // S: KR rows of `width` columns with row stride ldS. coef: [tokens][2][KR] (kw, then qr) for these rows.
-  // u: row t at u + t·ldu. renorm/f: per token flag and factors f + t·ldf (this tile's first row).
+  // S: KR rows of `width` columns with row stride ldS. kw, qr: token t's coefficients of these rows at
+  // kw + t·ldc, qr + t·ldc. u: row t at u + t·ldu. renorm/f: per token flag and factors at f + t·ldf.
   // o: [tokens][width] partial reads, overwritten when `first`, else accumulated.
-  static void run(R* S, index_t ldS, index_t tokens, const R* coef, const R* u, index_t ldu,
-                  const unsigned char* renorm, const R* f, index_t ldf, R* o, bool first) {
+  static void run(R* S, index_t ldS, index_t tokens, const R* kw, const R* qr, index_t ldc, const R* u,
+                  index_t ldu, const unsigned char* renorm, const R* f, index_t ldf, R* o, bool first) {
     vec s[KR][NV];
     for (int i = 0; i < KR; ++i)
       for (int n = 0; n < NV; ++n) s[i][n] = L::load(S + i * ldS + n * L::size);
@@ -122,20 +122,21 @@ struct register_tile {
           for (int n = 0; n < NV; ++n) s[i][n] = s[i][n] * fi;
         }
       }
-      const R* c = coef + t * 2 * KR;
+      const R* kt = kw + t * ldc;
+      const R* qt = qr + t * ldc;
       vec uv[NV], acc0[NV], acc1[NV];
       for (int n = 0; n < NV; ++n) {
         uv[n] = L::load(u + t * ldu + n * L::size);
         acc0[n] = acc1[n] = L::splat(R(0));
       }
       for (int i = 0; i < KR; i += 2) {
-        const vec k0 = L::splat(c[i]), q0 = L::splat(c[KR + i]);
+        const vec k0 = L::splat(kt[i]), q0 = L::splat(qt[i]);
         for (int n = 0; n < NV; ++n) {
           s[i][n] = L::fma(k0, uv[n], s[i][n]);
           acc0[n] = L::fma(q0, s[i][n], acc0[n]);
         }
         if (i + 1 < KR) {
-          const vec k1 = L::splat(c[i + 1]), q1 = L::splat(c[KR + i + 1]);
+          const vec k1 = L::splat(kt[i + 1]), q1 = L::splat(qt[i + 1]);
           for (int n = 0; n < NV; ++n) {
             s[i + 1][n] = L::fma(k1, uv[n], s[i + 1][n]);
             acc1[n] = L::fma(q1, s[i + 1][n], acc1[n]);
