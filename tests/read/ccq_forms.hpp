@@ -1,7 +1,7 @@
 // tests/read/ccq_forms.hpp — the forms a CCQ test runs, as types (so one test body covers every form).
 #pragma once
-#include <linea/forms/chunkwise.hpp>
 #include <linea/linea.hpp>
+#include <linea/forms/chunkwise.hpp>
 
 namespace linea::testing {
 

@@ -9,7 +9,7 @@
 #include <cmath>
 #include <random>
 
-#include "support/inputs.hpp"
+#include "../support/inputs.hpp"
 
 namespace linea::testing {
 

@@ -10,12 +10,17 @@
 //   C ← Γ_L C + (K ⊙ exp(G_L − G))ᵀ K                              (the statistics after the chunk)
 //
 // Y is the chunkwise linear-attention read of a state C with values := keys, so CCQ costs one extra
-// "values = keys" read per chunk; the write path (state, WY factors) never sees it.
+// "values = keys" read per chunk: Q Cᵀ (L·K² multiply-adds), the lower triangle of Q Kᵀ and P K (≈ L²·K/2 each)
+// and a symmetric rank-L update of C (≈ L·K²/2). The write path (state, WY factors) never sees it.
 #pragma once
 #include <Eigen/Core>
 #include <cmath>
 
+#include <type_traits>
+
+#include "../chunk/decay.hpp"
 #include "../chunk/matrix.hpp"
+#include "../chunk/products.hpp"
 #include "../core/arguments.hpp"
 #include "ccq_statistics.hpp"
 
@@ -24,7 +29,10 @@ namespace linea::read {
 template <class Weighting, class R>
 class ccq_chunk_reader {
  public:
-  explicit ccq_chunk_reader(const problem& p) : K_(p.K), stats_(p.K) {}
+  static constexpr index_t max_chunk = 128;  // the chunkwise form's largest chunk size
+
+  explicit ccq_chunk_reader(const problem& p)
+      : K_(p.K), stats_(p.K), decay_(max_chunk, p.K), c_(max_chunk) {}
 
   template <class A>
   void begin(const A& a, const problem&, index_t n, index_t hv) {
@@ -32,37 +40,34 @@ class ccq_chunk_reader {
   }
 
   template <class A, class Mat, class Vec>
-  const chunk::mat<R>& queries(const A& a, const problem& p, index_t bt, index_t t0, index_t L, index_t hv, const Mat& Q,
-                     const Mat& Kc, const Vec& default_log_decay) {
-    using log_real = chunk::log_real;
+  const chunk::mat<R>& queries(const A& a, const problem&, index_t bt, index_t t0, index_t L, index_t hv, const Mat& Q,
+                               const Mat& Kc, const Vec& default_log_decay) {
     Eigen::Map<chunk::mat<R>> C(stats_.C.data(), K_, K_);
     Eigen::Map<chunk::vec<R>> m(stats_.m.data(), K_);
     const auto Qc = Q.topRows(L);
     const auto Kr = Kc.topRows(L);
 
-    // 1. the statistics' log decays c_r and their in-chunk cumulative sums G_r (in double, like the backbone's)
-    c_.resize(L), G_.resize(L);
+    // 1. the statistics' log decays c_r and their in-chunk cumulative sums G_r (chunk/decay.hpp: in double,
+    //    only exponents ≤ 0 are formed)
+    decay_.reset(L);
     for (index_t r = 0; r < L; ++r) {
-      c_(r) = ccq_log_decay<Weighting, R>(a, bt, t0 + r, hv, R(default_log_decay(r)));
-      G_(r) = (r ? G_(r - 1) : log_real(0)) + log_real(c_(r));
+      token<R> x;
+      x.g = ccq_log_decay<Weighting, R>(a, bt, t0 + r, hv, R(default_log_decay(r)));
+      c_(r) = x.g;
+      decay_.push(r, x);
     }
 
-    // 2. P = (Q Kᵀ) ⊙ exp(G_r − G_s), causal with the diagonal (the current key is included)
-    P_.noalias() = Qc * Kr.transpose();
-    for (index_t r = 0; r < L; ++r) {
-      for (index_t s = r + 1; s < L; ++s) P_(r, s) = R(0);
-      if constexpr (Weighting::decays)
-        for (index_t s = 0; s < r; ++s) P_(r, s) *= std::exp(R(G_(r) - G_(s)));
-    }
+    // 2. P = (Q Kᵀ) ⊙ exp(G_r − G_s), causal with the diagonal (the current key is included); lower triangle only
+    chunk::decayed_product(Q, Kc, decay_, chunk::diagonal::include, P_, work_);
 
-    // 3. Y = (Q C) ⊙ Γ + P K: the carried keys, decayed to each row, plus the chunk's own keys
-    Y_.noalias() = Qc * C;  // C is symmetric
-    if constexpr (Weighting::decays)
-      for (index_t r = 0; r < L; ++r) Y_.row(r) *= std::exp(R(G_(r)));
-    Y_.noalias() += P_ * Kr;
+    // 3. Y = (Q Cᵀ) ⊙ Γ + P K: the carried keys, decayed to each row, plus the chunk's own keys
+    //    (Cᵀ: row i of Y is Σ_j C_ij q_j, as in the token-by-token read, even for a non-symmetric C0)
+    Y_.noalias() = Qc * C.transpose();
+    decay_.times_gamma(Y_);
+    Y_.noalias() += P_.template triangularView<Eigen::Lower>() * Kr;
 
     // 4. prefix sums for m and z, row by row, then q̃_r = q_r − λ_r (Y_r / z_r − μ_r (μ_rᵀ q_r))
-    qt_ = Q;  // rows past L (if the caller's matrices are taller) stay the plain queries
+    qt_ = Qc;
     for (index_t r = 0; r < L; ++r) {
       const R a_r = Weighting::decays ? std::exp(c_(r)) : R(1);
       m = a_r * m + Kr.row(r).transpose();
@@ -73,15 +78,16 @@ class ccq_chunk_reader {
       qt_.row(r) -= lambda * (inv_z * Y_.row(r) - (inv_z * mu_q) * m.transpose());
     }
 
-    // 5. C ← Γ_L C + (K ⊙ exp(G_L − G))ᵀ K
-    if constexpr (Weighting::decays) {
-      Kd_ = Kr;
-      for (index_t r = 0; r < L; ++r) Kd_.row(r) *= std::exp(R(G_(L - 1) - G_(r)));
-      C *= std::exp(R(G_(L - 1)));
-      C.noalias() += Kd_.transpose() * Kr;
-    } else {
-      C.noalias() += Kr.transpose() * Kr;
-    }
+    // 5. C ← Γ_L C + (K ⊙ exp(G_L − G))ᵀ K. The chunk's part is symmetric: one rank-L update of its lower
+    //    triangle, with both factors scaled by exp((G_L − G_r)/2), mirrored, then added to the decayed C.
+    Kd_ = Kr;
+    if constexpr (Weighting::decays)
+      for (index_t r = 0; r < L; ++r) Kd_.row(r) *= std::exp(R(0.5 * (decay_.G(L - 1) - decay_.G(r))));
+    D_.setZero(K_, K_);
+    D_.template selfadjointView<Eigen::Lower>().rankUpdate(Kd_.transpose());
+    D_.template triangularView<Eigen::StrictlyUpper>() = D_.transpose();
+    if constexpr (Weighting::decays) C *= std::exp(R(decay_.G(L - 1)));
+    C += D_;
 
     if (!a.ccq.q_tilde.empty())
       for (index_t r = 0; r < L; ++r)
@@ -96,11 +102,15 @@ class ccq_chunk_reader {
   }
 
  private:
+  // The statistics decay like a scalar gate (none for the uniform weighting): chunk/decay.hpp's G and products.
+  using stats_decay = std::conditional_t<Weighting::decays, decay::scalar, decay::none>;
+
   index_t K_;
   ccq_statistics<R> stats_;
+  chunk::cumulative_decay<stats_decay, R> decay_;
+  chunk::product_scratch<R> work_;
   chunk::vec<R> c_;
-  chunk::vec<chunk::log_real> G_;
-  chunk::mat<R> P_, Y_, Kd_, qt_;
+  chunk::mat<R> P_, Y_, Kd_, D_, qt_;
 };
 
 }  // namespace linea::read

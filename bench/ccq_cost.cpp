@@ -1,0 +1,82 @@
+// bench/ccq_cost.cpp — what the CCQ read costs on top of the identity read, in the chunkwise form.
+//
+//   chunkwise/<rule>/identity/f32/threads:1      the backbone alone
+//   chunkwise/<rule>/ccq/f32/threads:1           + CCQ, uniform weighting
+//   chunkwise/<rule>/ccq_decayed/f32/threads:1   + CCQ, decayed weighting (rules with a decay)
+//
+// Shape of the issue: B = 1, H = HV = 16, K = V = 128, T = 4096, chunk 64, float32. The ratio ccq / identity is
+// the cost of CCQ (goal ≤ 1.3×). Timed in CPU time of the calling thread (the default of Google Benchmark), so
+// that other processes on a shared machine do not distort the ratio.
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+
+#include <linea/linea.hpp>
+#include <linea/forms/chunkwise.hpp>
+
+#include "../tests/read/ccq_inputs.hpp"
+#include "../tests/support/inputs.hpp"
+
+namespace {
+
+using namespace linea;
+using linea::testing::ccq_tensors;
+using linea::testing::random_case;
+
+constexpr index_t B = 1, T = 4096, H = 16, K = 128, V = 128;
+
+template <class Rule>
+struct ccq_bench_inputs {
+  random_case<Rule, float> c = random_case<Rule, float>::make({.B = B, .T = T, .H = H, .HV = H, .K = K, .V = V, .seed = 7});
+  ccq_tensors<float> s = ccq_tensors<float>::make(c.shape, c.N, {});
+};
+
+template <class Rule>
+ccq_bench_inputs<Rule>& inputs() {
+  static auto in = std::make_unique<ccq_bench_inputs<Rule>>();
+  return *in;
+}
+
+template <class Rule, class Read>
+void chunkwise_bench(benchmark::State& st) {
+  auto& in = inputs<Rule>();
+  auto a = in.c.args();
+  a.residual = {};
+  if constexpr (!Read::is_identity) {
+    in.s.attach(a);
+    a.ccq.q_tilde = {};  // an optional output: not part of the cost
+  }
+  for (auto _ : st) {
+    chunkwise<Rule, Read>(a);
+    benchmark::DoNotOptimize(in.c.o.data());
+  }
+  st.counters["tokens/s"] = benchmark::Counter(double(B * T) * double(st.iterations()), benchmark::Counter::kIsRate);
+}
+
+template <class Rule>
+void register_rule() {
+  const std::string rule = rule_name<Rule>::value;
+  auto reg = [&](const char* read, auto fn) {
+    benchmark::RegisterBenchmark(("chunkwise/" + rule + "/" + read + "/f32/threads:1").c_str(), fn)
+        ->Unit(benchmark::kMillisecond)
+        ->MinTime(1.0);
+  };
+  reg("identity", chunkwise_bench<Rule, read::identity>);
+  reg("ccq", chunkwise_bench<Rule, read::ccq<read::uniform>>);
+  if constexpr (Rule::decay::scalar_gate || Rule::decay::key_gate)
+    reg("ccq_decayed", chunkwise_bench<Rule, read::ccq<read::decayed>>);
+}
+
+[[maybe_unused]] const bool registered = [] {
+  register_rule<additive>();
+  register_rule<simple_gla>();
+  register_rule<gla>();
+  register_rule<delta>();
+  register_rule<gated_delta>();
+  register_rule<kda>();
+  register_rule<gdn2>();
+  return true;
+}();
+
+}  // namespace
