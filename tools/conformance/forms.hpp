@@ -132,7 +132,25 @@ struct step_form {
   }
 };
 
+// The chunkwise form (forms/chunkwise.hpp) at chunk size C: the whole case in one call.
+template <index_t C>
+struct chunkwise_form {
+  std::string name() const { return "chunkwise/C=" + std::to_string(C); }
+  std::string not_applicable(const conformance_case&) const { return {}; }
+
+  template <class Rule, class Read, class T, class S>
+  void run(const case_inputs<T, S>& in, case_outputs<T, S>& out) const {
+    arguments<T, S> a = in.args;
+    out.attach(a);
+    a.chunk_size = C;
+    linea::chunkwise<Rule, Read>(a);
+  }
+};
+
 // Every form the library has, in the order the runner prints them.
-inline auto all_forms() { return std::tuple{recurrent_form{}, step_form{}}; }
+inline auto all_forms() {
+  return std::tuple{recurrent_form{}, step_form{}, chunkwise_form<16>{}, chunkwise_form<32>{}, chunkwise_form<64>{},
+                    chunkwise_form<128>{}};
+}
 
 }  // namespace linea::conformance
