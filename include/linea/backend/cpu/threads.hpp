@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "../../config.hpp"
 #include "../../core/error.hpp"
 
 namespace linea::cpu_backend {
