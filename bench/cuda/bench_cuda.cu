@@ -9,6 +9,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -110,17 +111,21 @@ arguments<T, float> make_args(const inputs& x, index_t B, index_t T_, index_t H,
   return a;
 }
 
-// Median over `repeats` of the mean time of `calls` back-to-back calls of f(i), in ms.
+// Median over `repeats` of the mean time of `calls` back-to-back calls of f(i), in ms. `host_us` receives the
+// host's own time per call (enqueueing, validation): when it exceeds the device time, the host is the limit.
+double host_us = 0;
 template <class F>
 double time_ms(F&& f, int calls = 10, int repeats = 7, int warmup = 3) {
   for (int i = 0; i < warmup; ++i) f(i);
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
-  std::vector<double> t;
+  std::vector<double> t, h;
   for (int r = 0; r < repeats; ++r) {
     CK(cudaEventRecord(e0));
+    const auto h0 = std::chrono::steady_clock::now();
     for (int i = 0; i < calls; ++i) f(i);
+    h.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count() / calls);
     CK(cudaEventRecord(e1));
     CK(cudaEventSynchronize(e1));
     float ms = 0;
@@ -130,6 +135,8 @@ double time_ms(F&& f, int calls = 10, int repeats = 7, int warmup = 3) {
   CK(cudaEventDestroy(e0));
   CK(cudaEventDestroy(e1));
   std::sort(t.begin(), t.end());
+  std::sort(h.begin(), h.end());
+  host_us = h[h.size() / 2];
   return t[t.size() / 2];
 }
 
@@ -186,9 +193,9 @@ void bench_chunkwise(const inputs* sets, double copy) {
   if (ccq) flops += tok * chunk_flops_per_token<additive>(64, K, K), bytes += tok * 2 + double(B) * H * K * K * 4;
   std::printf(
       "{\"kind\":\"chunkwise\",\"rule\":\"%s\",\"read\":\"%s\",\"ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f,"
-      "\"tflops\":%.1f}\n",
+      "\"tflops\":%.1f,\"host_us\":%.1f}\n",
       rule_name<Rule>::value, ccq ? "ccq" : "identity", ms, bytes / (ms * 1e-3) / 1e12,
-      bytes / (ms * 1e-3) / 1e12 / copy, flops / (ms * 1e-3) / 1e12);
+      bytes / (ms * 1e-3) / 1e12 / copy, flops / (ms * 1e-3) / 1e12, host_us);
   std::fflush(stdout);
   CK(cudaFree(o));
   CK(cudaFree(state));
@@ -211,9 +218,11 @@ void bench_decode(const inputs* sets, double copy, bool indices) {
   }
   const double ms = time_ms([&](int i) { linea::step<Rule, read::identity, backend::cuda>(a[i & 1]); }, 20, 9, 5);
   const double bytes = 2.0 * B * H * K * V * 4;  // the state pool read and written; token inputs are < 1%
-  std::printf("{\"kind\":\"decode\",\"rule\":\"%s\",\"indices\":%s,\"ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f}\n",
-              rule_name<Rule>::value, indices ? "true" : "false", ms, bytes / (ms * 1e-3) / 1e12,
-              bytes / (ms * 1e-3) / 1e12 / copy);
+  std::printf(
+      "{\"kind\":\"decode\",\"rule\":\"%s\",\"indices\":%s,\"ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f,"
+      "\"host_us\":%.1f}\n",
+      rule_name<Rule>::value, indices ? "true" : "false", ms, bytes / (ms * 1e-3) / 1e12, bytes / (ms * 1e-3) / 1e12 / copy,
+      host_us);
   std::fflush(stdout);
   CK(cudaFree(o));
   CK(cudaFree(pool));
@@ -235,11 +244,12 @@ void all_decode(rules<Rules...>, const inputs* sets, double copy) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool ccq = true, chunk = true, decode = true;
+  bool ccq = true, chunk = true, decode = true, once = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--no-ccq")) ccq = false;
     if (!std::strcmp(argv[i], "--decode-only")) chunk = false;
     if (!std::strcmp(argv[i], "--chunk-only")) decode = false;
+    if (!std::strcmp(argv[i], "--profile")) once = true;  // one gated_delta chunkwise call and one decode step, for ncu
   }
   try {
     cudaDeviceProp prop{};
@@ -249,6 +259,24 @@ int main(int argc, char** argv) {
                 prop.multiProcessorCount, copy);
     std::fflush(stdout);
     using all = rules<additive, simple_gla, gla, delta, gated_delta, kda, gdn2>;
+    if (once) {
+      const inputs sets[2] = {make_inputs(8, 4096, 16, 128, 128, 100), make_inputs(8, 4096, 16, 128, 128, 200)};
+      const index_t B = 8, T_ = 4096, H = 16, K = 128, V = 128;
+      T* o = dalloc<T>(B * T_ * H * V);
+      float* state = dalloc<float>(B * H * K * V);
+      auto a = make_args<gated_delta>(sets[0], B, T_, H, K, V, o, state);
+      linea::chunkwise<gated_delta, read::identity, backend::cuda>(a);
+      auto b = make_args<kda>(sets[0], B, T_, H, K, V, o, state);
+      linea::chunkwise<kda, read::identity, backend::cuda>(b);
+      CK(cudaDeviceSynchronize());
+      const inputs d[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};
+      float* pool = dalloc<float>(256 * H * K * V);
+      auto s = make_args<gated_delta>(d[0], 256, 1, H, K, V, o, pool);
+      s.initial_state = contiguous<4>(static_cast<const float*>(pool), {256, H, K, V});
+      linea::step<gated_delta, read::identity, backend::cuda>(s);
+      CK(cudaDeviceSynchronize());
+      return 0;
+    }
     if (chunk) {
       const inputs sets[2] = {make_inputs(8, 4096, 16, 128, 128, 100), make_inputs(8, 4096, 16, 128, 128, 200)};
       all_chunkwise(all{}, sets, copy, ccq);

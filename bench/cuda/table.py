@@ -30,8 +30,8 @@ def main(linea_path, fla_path):
     print()
     print("Chunkwise forward, B=8 T=4096 H=16 K=V=128, bf16 inputs, fp32 states (ms, median)")
     print()
-    print("| rule | read | linea ms | fla Triton ms | fla / linea | TB/s | of copy | TFLOP/s | of bf16 mma |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| rule | read | linea ms | fla Triton ms | fla / linea | TB/s | of copy | TFLOP/s | of bf16 mma | host µs/call |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
     fms = {r["rule"]: r.get("ms") for r in fla if r["kind"] == "chunkwise"}
     for r in lin:
         if r["kind"] != "chunkwise":
@@ -40,12 +40,12 @@ def main(linea_path, fla_path):
         ratio = f"{f / r['ms']:.2f}" if f else "–"
         frac = f"{r['tflops'] / peak:.3f}" if peak else "?"
         print(f"| {r['rule']} | {r['read']} | {r['ms']:.3f} | {f if f else '–'} | {ratio} | {r['tbps']:.2f} | "
-              f"{r['copy_frac']:.2f} | {r['tflops']:.1f} | {frac} |")
+              f"{r['copy_frac']:.2f} | {r['tflops']:.1f} | {frac} | {r.get('host_us', '?')} |")
     print()
     print("Decode step, B=256 H=16 K=V=128, bf16 inputs, fp32 state pool in place")
     print()
-    print("| rule | state_indices | linea ms | TB/s | of copy | fla Triton ms | fla TB/s | fla / linea |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| rule | state_indices | linea ms | TB/s | of copy | fla Triton ms | fla TB/s | fla / linea | host µs/call |")
+    print("|---|---|---|---|---|---|---|---|---|")
     fd = next((r for r in fla if r["kind"] == "decode"), {})
     for r in lin:
         if r["kind"] != "decode":
@@ -53,7 +53,7 @@ def main(linea_path, fla_path):
         f = fd.get("ms") if r["rule"] == "gated_delta_rule" else None
         print(f"| {r['rule']} | {'permutation' if r['indices'] else 'none'} | {r['ms']:.4f} | {r['tbps']:.2f} | "
               f"{r['copy_frac']:.2f} | {f if f else '–'} | {fd.get('tbps', '–') if f else '–'} | "
-              f"{(f / r['ms']) if f else 0:.2f} |")
+              f"{(f / r['ms']) if f else 0:.2f} | {r.get('host_us', '?')} |")
     errs = [r for r in fla if "error" in r]
     for r in errs:
         print(f"\nfla {r['kind']} {r['rule']} failed: {r['error']}")

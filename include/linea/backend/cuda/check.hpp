@@ -13,8 +13,10 @@
 namespace linea::cuda_detail {
 
 inline void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();  // a non-sticky error must not resurface at the next, unrelated check
     throw error(std::string("CUDA: ") + what + " failed: " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  }
 }
 
 // After a launch: the launch itself (bad configuration, too much shared memory) is reported at once.

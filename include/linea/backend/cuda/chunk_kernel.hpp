@@ -32,13 +32,15 @@ struct chunk_shape {
   static constexpr int staged = async ? 3 + (traits::per_key ? 1 : 0) + (traits::channel_gates ? 2 : 0) : 0;
   // shared memory, in bytes, in the order the kernel carves it
   static constexpr std::size_t e_tiles = sizeof(E) * (std::size_t(chunk_vp) * LDK     // SopT
-                                                      + 4 * std::size_t(CL) * LDK     // Qs, Ks, EK, XG
+                                                      + (traits::per_key ? 6 : 4) * std::size_t(CL) * LDK  // Qs Ks EK XG (OF OE)
                                                       + std::size_t(chunk_kp) * LDC   // KdT
                                                       + std::size_t(chunk_vp) * LDC   // UsT
                                                       + std::size_t(CL) * LDC);       // Pe
-  static constexpr std::size_t f_tiles = sizeof(float) * (std::size_t(CL) * LDZ + std::size_t(CL) * LDM +
+  // Z is fp32: a tile of its own for 16-bit operands, the U tile itself when E = float (saves 16 KB).
+  static constexpr bool z_in_u = std::is_same_v<E, float>;
+  static constexpr std::size_t f_tiles = sizeof(float) * ((z_in_u ? 0 : std::size_t(CL) * LDZ) + std::size_t(CL) * LDM +
                                                           (traits::per_key ? std::size_t(CL) * chunk_kp : 0) +
-                                                          4 * CL + chunk_kp);
+                                                          5 * CL + chunk_kp);
   static constexpr std::size_t stage_bytes = sizeof(T) * std::size_t(staged) * CL * chunk_kp;
   static constexpr std::size_t bytes = e_tiles + f_tiles + stage_bytes;
 };
@@ -67,34 +69,45 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
   E* Ks = Qs + CL * LDK;                     // k̂ [CL][LDK]
   E* EK = Ks + CL * LDK;                     // erase key β k̂ or b ⊙ k̂ [CL][LDK]
   E* XG = EK + CL * LDK;                     // erase key ⊙ Γ (per-key decays) [CL][LDK]
-  E* KdT = XG + CL * LDK;                    // (K ⊙ exp(G_C − G))ᵀ [KP][LDC]
+  E* OF = XG + CL * LDK;                     // per-key: rows < 16 k ⊙ exp(G_15 − G), rows ≥ 16 q ⊙ exp(G − G_15)
+  E* OE = OF + (traits::per_key ? CL * LDK : 0);  // per-key: rows ≥ 16 erase key ⊙ exp(G − G_15)
+  E* KdT = OE + (traits::per_key ? CL * LDK : 0);  // (K ⊙ exp(G_C − G))ᵀ [KP][LDC]
   E* UsT = KdT + KP * LDC;                   // w ⊙ v, then U, transposed [VP][LDC]
   E* Pe = UsT + VP * LDC;                    // P [CL][LDC]
-  float* Zs = reinterpret_cast<float*>(Pe + CL * LDC);  // Z [CL][LDZ]
-  float* Ms = Zs + CL * LDZ;                            // A [CL][LDM]
+  float* Zs = reinterpret_cast<float*>(Pe + CL * LDC);  // Z [CL][LDZ] (16-bit operands; else Z is in UsT)
+  float* Ms = Zs + (shape::z_in_u ? 0 : CL * LDZ);      // A [CL][LDM]
   float* Gs = Ms + CL * LDM;                            // per-key log decays, cumulated [CL][KP]
-  float* gsc = Gs + (traits::per_key ? CL * KP : 0);    // scalar log decays, cumulated [CL]
+  float* gsc = Gs + (traits::per_key ? CL * KP : 0);    // scalar log decays [CL] (cumulated: gcum)
   float* bet = gsc + CL;                                // β [CL]
   float* qz = bet + CL;                                 // normaliser per row [2·CL]
-  float* zsum = qz + 2 * CL;                            // Σ k so far (normalize) [KP]
+  float* gcum = qz + 2 * CL;                            // scalar log decays, cumulated [CL]
+  float* zsum = gcum + CL;                              // Σ k so far (normalize) [KP]
   T* stage = reinterpret_cast<T*>(zsum + KP);           // raw q, k, v (, gk) (, b, w) [staged][CL][KP]
 
+  // Log decays are kept in base 2 (G · log2 e), so every decay factor is one exp2.
   auto G = [&](int r, int d) -> float {
     if constexpr (traits::per_key) return Gs[r * KP + d];
-    else if constexpr (traits::scalar) return gsc[r];
+    else if constexpr (traits::scalar) return gcum[r];
     else return 0.f;
   };
   auto f = [](E x) { return to_float(x); };
-  auto ex = [](float x) {  // accurate exp for float32 inputs (SPEC §5: 1e-5), the fast one for 16-bit operands
-    if constexpr (std::is_same_v<E, float>) return expf(x);
-    else return __expf(x);
+  auto ex = [](float x) {  // 2^x: accurate for float32 inputs (SPEC §5: 1e-5), ex2.approx for 16-bit operands
+    if constexpr (std::is_same_v<E, float>) {
+      return exp2f(x);
+    } else {
+      float y;
+      asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+      return y;
+    }
   };
+  constexpr float log2e = 1.4426950408889634f;
 
   // ---- prefetch: the raw tiles of the chunk at c0 into `stage`, and its per-row scalars into registers ------------
   // Thread r < CL keeps row r's scalar gate and beta (pre_g, pre_b) until the chunk is staged.
   float pre_g = 0, pre_b = 0;
   auto prefetch = [&](index_t c0) {
     const int L = static_cast<int>(seq.t1 - c0 < CL ? seq.t1 - c0 : index_t(CL));
+    pre_g = 0.f, pre_b = 0.f;  // rows past the end: zero decay and zero beta
     if (tid < L) {
       const index_t t = c0 + tid;
       if constexpr (traits::stats) {
@@ -169,7 +182,7 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
 #pragma unroll
       for (int e = 0; e < 4; ++e)
         SopT[(8 * nt + acc_col(e)) * LDK + 16 * warp + acc_row(e)] = from_float<E>(acc[nt][e]);
-    if (tid < CL) gsc[tid] = pre_g, bet[tid] = pre_b;
+    if (tid < CL) gsc[tid] = pre_g * log2e, bet[tid] = pre_b;
     if constexpr (shape::async) cp_async_wait_all();
     __syncthreads();
 
@@ -203,7 +216,7 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
               l = src.gk(seq.bt, t, hv, i);
             }
           }
-          if constexpr (traits::per_key) Gs[r * KP + i] = l;
+          if constexpr (traits::per_key) Gs[r * KP + i] = l * log2e;
           gs += l;
         }
       }
@@ -215,9 +228,8 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
       }
       const float qn = src.q_normalised() ? rsqrtf(qq + 1e-6f) : 1.f, kn = a.l2k ? rsqrtf(kk + 1e-6f) : 1.f;
       if constexpr (traits::stats_mean_gk) {
-        if (lane == 0 && live) gsc[r] = src.stats_log_decay(seq.bt, t, hv, gs / static_cast<float>(K));
+        if (lane == 0 && live) gsc[r] = src.stats_log_decay(seq.bt, t, hv, gs / static_cast<float>(K)) * log2e;
       }
-      if (!live && lane == 0) gsc[r] = 0.f, bet[r] = 0.f;
       const float beta = bet[r];
 #pragma unroll
       for (int u = 0; u < U; ++u) {
@@ -255,96 +267,125 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
     __syncthreads();
     if (c0 + CL < seq.t1) prefetch(c0 + CL);  // lands while this chunk computes
 
-    // ---- 1. cumulative log decays; K_d and X, a thread per key channel ------------------------------------------
+    // ---- 1. cumulative log decays; K_d, X and the per-key off-diagonal operands, a thread per key channel --------
     if (tid < KP) {
       const int d = tid;
+      float g_run[CL];
       float run = 0;
+#pragma unroll
       for (int r = 0; r < CL; ++r) {
+        if constexpr (traits::per_key) run = Gs[r * KP + d] += run;
+        else if constexpr (traits::scalar) run += gsc[r];
+        g_run[r] = run;
+      }
+#pragma unroll
+      for (int r = 0; r < CL; ++r) {
+        const float k = f(Ks[r * LDK + d]);
+        KdT[d * LDC + r] = from_float<E>(k * ex(g_run[CL - 1] - g_run[r]));
         if constexpr (traits::per_key) {
-          run = Gs[r * KP + d] += run;
-          if constexpr (traits::erases) XG[r * LDK + d] = from_float<E>(f(EK[r * LDK + d]) * ex(run));
+          const float e = traits::erases ? f(EK[r * LDK + d]) : 0.f;
+          if constexpr (traits::erases) XG[r * LDK + d] = from_float<E>(e * ex(g_run[r]));
+          // off-diagonal sub-block (rows 16..31 × columns 0..15) through row 15: both factors ≤ 1
+          if (r < 16) {
+            OF[r * LDK + d] = from_float<E>(k * ex(g_run[15] - g_run[r]));
+          } else {
+            OF[r * LDK + d] = from_float<E>(f(Qs[r * LDK + d]) * ex(g_run[r] - g_run[15]));
+            if constexpr (traits::erases) OE[r * LDK + d] = from_float<E>(e * ex(g_run[r] - g_run[15]));
+          }
         }
       }
-      float g_run[CL];
+    } else if (tid < KP + 32) {  // one warp: inclusive scan of the scalar log decays
       if constexpr (traits::scalar && !traits::per_key) {
-        float s = 0;
+        float x = gsc[lane];
 #pragma unroll
-        for (int r = 0; r < CL; ++r) g_run[r] = s += gsc[r];
+        for (int o = 1; o < 32; o <<= 1) {
+          const float y = __shfl_up_sync(0xffffffffu, x, o);
+          if (lane >= o) x += y;
+        }
+        gcum[lane] = x;
       }
-#pragma unroll
-      for (int r = 0; r < CL; ++r) {
-        float gr = 0, gc = 0;
-        if constexpr (traits::per_key) gr = Gs[r * KP + d], gc = Gs[(CL - 1) * KP + d];
-        else if constexpr (traits::scalar) gr = g_run[r], gc = g_run[CL - 1];
-        KdT[d * LDC + r] = from_float<E>(f(Ks[r * LDK + d]) * ex(gc - gr));
-      }
+    } else {  // the rest: clear P and A (phase 2 writes only their nonzero entries)
+      for (int x = tid - KP - 32; x < CL * LDC; x += chunk_threads - KP - 32) Pe[x] = from_float<E>(0.f);
+      if constexpr (traits::erases)
+        for (int x = tid - KP - 32; x < CL * LDM; x += chunk_threads - KP - 32) Ms[x] = 0.f;
     }
     __syncthreads();
-    if constexpr (traits::scalar && !traits::per_key) {  // cumulate the scalar decays in place (all threads read above)
-      if (tid == 0) {
-        float s = 0;
-        for (int r = 0; r < CL; ++r) gsc[r] = s += gsc[r];
-      }
-      __syncthreads();
-    }
 
     // ---- 2. P, A and Z -------------------------------------------------------------------------------------------
-    // One 16×8 tile of a decayed, masked product X Kᵀ (X = Q for P, the erase key for A), written by `put`.
-    auto decayed_tile = [&](int r0, int s0, bool strict, const E* X, auto&& put) {
-      float c[4] = {0, 0, 0, 0};
-      if (s0 <= r0 + 15) {
-        if constexpr (traits::per_key) {
-          if (s0 / 16 == r0 / 16) {  // diagonal sub-block: exponents G_r − G_s ≤ 0, in log space
+    static_assert(CL == 32, "phase 2 is laid out for two 16-row sub-chunks");
+    {
+      // Z = W_v − X S: eight 16×32 strips, one per warp.
+      if constexpr (traits::erases) {
+        const int r0 = 16 * (warp / 4), j0 = 32 * (warp % 4);
+        float c[4][4] = {};
+        mma_rows4<E>(c, (traits::per_key ? XG : EK) + r0 * LDK, LDK, SopT + j0 * LDK, LDK, KP / 16);
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) {
+            const int r = r0 + acc_row(e), j = j0 + 8 * t + acc_col(e);
+            float x = c[t][e];
+            if constexpr (!traits::per_key && traits::scalar) x *= ex(G(r, 0));
+            if constexpr (shape::z_in_u) UsT[j * LDC + r] = f(UsT[j * LDC + r]) - x;
+            else Zs[r * LDZ + j] = f(UsT[j * LDC + r]) - x;
+          }
+      }
+      if constexpr (!traits::per_key) {
+        // P = Q Kᵀ and A = bK Kᵀ, decays as a row/column factor (G_r − G_s ≤ 0 on and below the diagonal).
+        constexpr int jobs = traits::erases ? 4 : 2;  // (P | A) × two row blocks, 16×32 each
+        for (int job = warp; job < jobs; job += NW) {
+          const bool is_a = job >= 2;
+          const int r0 = 16 * (job % 2);
+          float c[4][4] = {};
+          mma_rows4<E>(c, (is_a ? EK : Qs) + r0 * LDK, LDK, Ks, LDK, KP / 16);
+#pragma unroll
+          for (int t = 0; t < 4; ++t)
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int r = r0 + acc_row(e), s = s0 + acc_col(e);
-              if (strict ? s < r : s <= r) {
-                float sum = 0;
-                for (int d = 0; d < KP; ++d) sum += f(X[r * LDK + d]) * f(Ks[s * LDK + d]) * ex(G(r, d) - G(s, d));
-                c[e] = sum;
+              const int r = r0 + acc_row(e), s = 8 * t + acc_col(e);
+              if (is_a ? s < r : s <= r) {
+                const float x = c[t][e] * ex(G(r, 0) - G(s, 0));
+                if (is_a) Ms[r * LDM + s] = x;
+                else Pe[r * LDC + s] = from_float<E>(x);
               }
             }
-          } else {  // through the row before the sub-block: both factors ≤ 1
-            const int ref = r0 - 1;
-            for (int d0 = 0; d0 < KP; d0 += 16)
-              mma_k16<E>(
-                  c, [&](int m, int k) { return f(X[(r0 + m) * LDK + d0 + k]) * ex(G(r0 + m, d0 + k) - G(ref, d0 + k)); },
-                  [&](int k, int nn) { return f(Ks[(s0 + nn) * LDK + d0 + k]) * ex(G(ref, d0 + k) - G(s0 + nn, d0 + k)); });
-          }
-        } else {
-          mma_rows<E>(c, X + r0 * LDK, LDK, Ks + s0 * LDK, LDK, KP / 16);
-#pragma unroll
-          for (int e = 0; e < 4; ++e) c[e] *= ex(G(r0 + acc_row(e), 0) - G(s0 + acc_col(e), 0));
         }
-      }
+      } else {
+        // Off-diagonal sub-block (rows 16..31, columns 0..15) on tensor cores, through row 15.
+        if (warp < (traits::erases ? 2 : 1)) {
+          const bool is_a = warp == 1;
+          float c[2][4] = {};
 #pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const int r = r0 + acc_row(e), s = s0 + acc_col(e);
-        put(r, s, (strict ? s < r : s <= r) ? c[e] : 0.f);
-      }
-    };
-    constexpr int cc_tiles = (CL / 16) * (CL / 8);
-    for (int id = warp; id < 2 * cc_tiles; id += NW) {
-      const int tile = id % cc_tiles, r0 = 16 * (tile / (CL / 8)), s0 = 8 * (tile % (CL / 8));
-      if (id < cc_tiles) {
-        decayed_tile(r0, s0, false, Qs, [&](int r, int s, float x) { Pe[r * LDC + s] = from_float<E>(x); });
-      } else if constexpr (traits::erases) {
-        decayed_tile(r0, s0, true, EK, [&](int r, int s, float x) { Ms[r * LDM + s] = x; });
-      }
-    }
-    if constexpr (traits::erases) {
-      constexpr int cv_tiles = (CL / 16) * (VP / 8);
-      const E* X = traits::per_key ? XG : EK;
-      for (int id = warp; id < cv_tiles; id += NW) {
-        const int r0 = 16 * (id / (VP / 8)), j0 = 8 * (id % (VP / 8));
-        float c[4] = {0, 0, 0, 0};
-        mma_rows<E>(c, X + r0 * LDK, LDK, SopT + j0 * LDK, LDK, KP / 16);
+          for (int t = 0; t < 2; ++t) mma_rows<E>(c[t], (is_a ? OE : OF) + 16 * LDK, LDK, OF + 8 * t * LDK, LDK, KP / 16);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = r0 + acc_row(e), j = j0 + acc_col(e);
-          float x = c[e];
-          if constexpr (traits::scalar && !traits::per_key) x *= ex(G(r, 0));
-          Zs[r * LDZ + j] = f(UsT[j * LDC + r]) - x;
+          for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int r = 16 + acc_row(e), s = 8 * t + acc_col(e);
+              if (is_a) Ms[r * LDM + s] = c[t][e];
+              else Pe[r * LDC + s] = from_float<E>(c[t][e]);
+            }
+        }
+        // Diagonal sub-blocks in log space: the entries s ≤ r (P) or s < r (A) of each 16×16 block, spread over
+        // all warps so that no lane idles on the masked half.
+        constexpr int nP = 136, nA = 120;  // entries per block
+        constexpr int total = 2 * nP + (traits::erases ? 2 * nA : 0);
+        for (int x = tid; x < total; x += chunk_threads) {
+          const bool is_a = x >= 2 * nP;
+          const int y = is_a ? x - 2 * nP : x, block = is_a ? y / nA : y / nP, idx = is_a ? y % nA : y % nP;
+          // idx → (row, column) within the triangle, with or without the diagonal
+          int rr = static_cast<int>((sqrtf(8.f * idx + 1.f) - 1.f) * 0.5f);
+          if (is_a) rr = static_cast<int>((sqrtf(8.f * idx + 1.f) + 1.f) * 0.5f);
+          int base = is_a ? rr * (rr - 1) / 2 : rr * (rr + 1) / 2;
+          while (base > idx) --rr, base = is_a ? rr * (rr - 1) / 2 : rr * (rr + 1) / 2;
+          while ((is_a ? (rr + 1) * rr / 2 : (rr + 1) * (rr + 2) / 2) <= idx)
+            ++rr, base = is_a ? rr * (rr - 1) / 2 : rr * (rr + 1) / 2;
+          const int r = 16 * block + rr, sc = 16 * block + (idx - base);
+          const E* X = is_a ? EK : Qs;
+          float sum = 0;
+          for (int d = 0; d < KP; ++d) sum += f(X[r * LDK + d]) * f(Ks[sc * LDK + d]) * ex(Gs[r * KP + d] - Gs[sc * KP + d]);
+          if (is_a) Ms[r * LDM + sc] = sum;
+          else Pe[r * LDC + sc] = from_float<E>(sum);
         }
       }
     }
@@ -357,7 +398,7 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
       float z[CL];
 #pragma unroll
       for (int r = 0; r < CL; ++r) {
-        float x = Zs[r * LDZ + j];
+        float x = shape::z_in_u ? f(UsT[j * LDC + r]) : Zs[r * LDZ + j];
 #pragma unroll
         for (int s = 0; s < r; ++s) x -= Ms[r * LDM + s] * z[s];
         z[r] = x;
@@ -391,25 +432,24 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
 
     // ---- 4. output, and the state update in registers --------------------------------------------------------------
     {
-      constexpr int cv_tiles = (CL / 16) * (VP / 8);
-      for (int id = warp; id < cv_tiles; id += NW) {
-        const int r0 = 16 * (id / (VP / 8)), j0 = 8 * (id % (VP / 8));
-        float c[4] = {0, 0, 0, 0};
-        mma_rows<E>(c, Qs + r0 * LDK, LDK, SopT + j0 * LDK, LDK, KP / 16);
-        mma_rows<E>(c, Pe + r0 * LDC, LDC, UsT + j0 * LDC, LDC, (r0 + 16) / 16);  // P is zero above the diagonal
+      const int r0 = 16 * (warp / 4), j0 = 32 * (warp % 4);  // one 16×32 strip of O per warp
+      float c[4][4] = {};
+      mma_rows4<E>(c, Qs + r0 * LDK, LDK, SopT + j0 * LDK, LDK, KP / 16);
+      mma_rows4<E>(c, Pe + r0 * LDC, LDC, UsT + j0 * LDC, LDC, (r0 + 16) / 16);  // P is zero above the diagonal
+#pragma unroll
+      for (int t = 0; t < 4; ++t)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          const int r = r0 + acc_row(e), j = j0 + acc_col(e);
+          const int r = r0 + acc_row(e), j = j0 + 8 * t + acc_col(e);
           if (r >= L || j >= Vd) continue;
           if constexpr (traits::stats) {
-            a.y(seq.bt, c0 + r, hv, j) = c[e];
+            a.y(seq.bt, c0 + r, hv, j) = c[t][e];
           } else {
-            float o = c[e] * a.scale;
+            float o = c[t][e] * a.scale;
             if (a.normalize) o /= qz[r] + 1e-10f;
             a.o(seq.bt, c0 + r, hv, j) = from_float<T>(o);
           }
         }
-      }
     }
     {
 #pragma unroll
@@ -420,8 +460,9 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
         for (int nt = 0; nt < VP / 8; ++nt) acc[nt][e] *= gamma, acc[nt][e + 1] *= gamma;
       }
 #pragma unroll
-      for (int nt = 0; nt < VP / 8; ++nt)
-        mma_rows<E>(acc[nt], KdT + 16 * warp * LDC, LDC, UsT + 8 * nt * LDC, LDC, CL / 16);
+      for (int q4 = 0; q4 < VP / 32; ++q4)
+        mma_rows4<E>(*reinterpret_cast<float(*)[4][4]>(&acc[4 * q4][0]), KdT + 16 * warp * LDC, LDC,
+                     UsT + 32 * q4 * LDC, LDC, CL / 16);
       if (a.normalize)
         for (int d = tid; d < KP; d += chunk_threads)
           for (int r = 0; r < CL; ++r) zsum[d] += f(Ks[r * LDK + d]);

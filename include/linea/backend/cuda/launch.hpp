@@ -60,8 +60,13 @@ void launch_chunk(const kernel_args<T>& k, index_t rows) {
                 ", V = " + std::to_string(k.V) + " (use the recurrent form)");
   using E = typename operand_type<T>::type;  // bf16 / fp16 on tensor cores, float in fp32 FMAs
   constexpr std::size_t bytes = chunk_shape<Rule, T, E, P>::bytes;
+  static_assert(bytes <= 227 * 1024, "chunk_kernel: shared memory over the 227 KB a Hopper block can have");
   auto kernel = chunk_kernel<Rule, T, E, P>;
-  LINEA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  static const bool sized = [&] {  // once per instantiation (per process): the call is not free
+    LINEA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+    return true;
+  }();
+  (void)sized;
   kernel<<<dim3(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows)), chunk_threads, bytes>>>(k);
   check_launch("chunk_kernel");
 }

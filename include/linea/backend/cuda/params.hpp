@@ -50,9 +50,16 @@ struct kernel_args {
 };
 
 // Throws when a given view does not point to device memory (a host pointer would fault inside the kernel).
+// cudaPointerGetAttributes costs microseconds, which matters to a decode step called every token: the last
+// pointers found on the device are remembered (per host thread), so a serving loop pays for the check once.
 template <class P>
 void expect_device(const P* ptr, const char* name) {
   if (ptr == nullptr) return;
+  constexpr int remembered = 64;
+  thread_local const void* seen[remembered] = {};
+  thread_local int next = 0;
+  for (const void* s : seen)
+    if (s == ptr) return;
   cudaPointerAttributes at{};
   const cudaError_t e = cudaPointerGetAttributes(&at, ptr);
   if (e != cudaSuccess) {
@@ -62,6 +69,8 @@ void expect_device(const P* ptr, const char* name) {
   if (at.type != cudaMemoryTypeDevice && at.type != cudaMemoryTypeManaged)
     throw error(std::string("argument '") + name +
                 "' points to host memory; the CUDA backend needs device (or managed) memory");
+  seen[next] = ptr;
+  next = (next + 1) % remembered;
 }
 
 // A device buffer owned for the duration of one call (stream-ordered allocation on the default stream).
