@@ -1,9 +1,14 @@
-// bench/recurrent.cpp — the recurrent form and the decode step on the CPU backend, every rule.
+// bench/recurrent.cpp — every form on the CPU backend, every rule, with the counters of bench/common.hpp.
 //
 //   recurrent/<rule>/identity/{f32,bf16}/threads:{1,2}   B = 1, H = 16, K = V = 128, T = 4096
+//   chunkwise/<rule>/identity/{f32,bf16}/threads:{1,2}   the same shape, chunk 64 (forms/chunkwise.hpp)
+//   recurrent/{gla,gated_delta_rule}/ccq/f32/threads:1    + the CCQ read (uniform weighting)
 //   step/<rule>/identity/f32/threads:{1,2}               one token for a batch of 64 states, in place
 //   generic/<rule>/identity/f32/threads:1                the plain fused loops (backend::generic), for comparison
 //   reference/<rule>/identity/f64/threads:1              the float64 oracle, for comparison (one iteration)
+#include <linea/forms/chunkwise.hpp>
+
+#include "../tests/read/ccq_inputs.hpp"
 #include "common.hpp"
 
 namespace linea_bench {
@@ -20,6 +25,30 @@ void recurrent_bench(benchmark::State& st, int threads) {
   a.threads = threads;
   timed_loop(st, double(s.B * s.T), 4.0 * s.K * s.V * s.T * s.B * s.H, threads,
              [&] { recurrent<Rule, read::identity, Backend>(a); });
+}
+
+template <class Rule, class T>
+void chunkwise_bench(benchmark::State& st, int threads) {
+  const shape s;
+  auto& c = inputs<Rule, T>(s);
+  auto a = c.args();
+  a.residual = {};
+  a.threads = threads;
+  timed_loop(st, double(s.B * s.T), 4.0 * s.K * s.V * s.T * s.B * s.H, threads, [&] { chunkwise<Rule>(a); });
+}
+
+template <class Rule>
+void recurrent_ccq_bench(benchmark::State& st, int threads) {
+  const shape s;
+  auto& c = inputs<Rule, float>(s);
+  static auto stats = testing::ccq_tensors<float>::make(c.shape, c.N, {});
+  auto a = c.args();
+  a.residual = {};
+  a.threads = threads;
+  stats.attach(a);
+  a.ccq.q_tilde = {};
+  timed_loop(st, double(s.B * s.T), 4.0 * s.K * s.V * s.T * s.B * s.H, threads,
+             [&] { recurrent<Rule, read::ccq<read::uniform>>(a); });
 }
 
 template <class Rule>
@@ -53,6 +82,12 @@ void register_rule() {
     reg(name("recurrent", rule, "identity", "f32", threads), recurrent_bench<Rule, float, backend::cpu>, threads);
     reg(name("recurrent", rule, "identity", "bf16", threads), recurrent_bench<Rule, bf16, backend::cpu>, threads);
   }
+  for (int threads : {1, 2}) {
+    reg(name("chunkwise", rule, "identity", "f32", threads), chunkwise_bench<Rule, float>, threads);
+    reg(name("chunkwise", rule, "identity", "bf16", threads), chunkwise_bench<Rule, bf16>, threads);
+  }
+  if constexpr (std::is_same_v<Rule, gla> || std::is_same_v<Rule, gated_delta>)
+    reg(name("recurrent", rule, "ccq", "f32", 1), recurrent_ccq_bench<Rule>, 1);
   for (int threads : {1, 2}) reg(name("step", rule, "identity", "f32", threads), step_bench<Rule, float>, threads);
   benchmark::RegisterBenchmark(name("generic", rule, "identity", "f32", 1).c_str(),
                                recurrent_bench<Rule, float, backend::generic>, 1)

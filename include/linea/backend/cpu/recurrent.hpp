@@ -33,9 +33,10 @@ namespace linea::cpu_backend {
 template <class R>
 inline constexpr R renorm_threshold = R(1e-15);
 
-// Vectors per tile row: 4 (64 floats with AVX-512: a 32 KiB tile at K = 128; 32 floats with AVX2).
+// Vectors per tile row: 2 (32 floats with AVX-512: a 16 KiB tile at K = 128; the two-token pass keeps
+// u, o, r, y of both tokens in 12 registers).
 template <class Arch>
-inline constexpr int tile_vectors = 4;
+inline constexpr int tile_vectors = 2;
 
 // Register tiles of the additive rules: 8 key rows × 2 vectors (16 accumulators with AVX-512's 32 registers).
 inline constexpr int register_rows = 8;
@@ -83,21 +84,19 @@ class head_kernel {
         f_(block_tokens * Kp_, R(1)),
         wv_(block_tokens * Vp_, R(0)), ob_(block_tokens * Vp_, R(0)),
         denom_(block_tokens), renorm_(block_tokens),
-        u_(W), r_(W), part_(block_tokens * RW) {}
+        d_(block_tokens), u_(W), u1_(W), r_(W), y_(W), part_(block_tokens * RW) {}
 
   // Tokens [seq.t_begin, seq.t_end) of batch row seq.batch at value heads [hv0, hv1), from initial_state(n_in)
   // (or zero) to final_state(n_out) (when given). The heads advance together block by block: their rows of a
   // token are neighbours in time-major memory, so one head's misses bring in the next one's pages.
   void run(const arguments<T, S>& a, const sequence& seq, index_t hv0, index_t hv1, index_t n_in, index_t n_out) {
-    const index_t K = p_.K, V = p_.V, G = hv1 - hv0;
+    const index_t G = hv1 - hv0;
     while (static_cast<index_t>(heads_.size()) < G) heads_.emplace_back(p_, Kp_, Vp_);
     for (index_t g = 0; g < G; ++g) {
       const index_t hv = hv0 + g;
       cur_ = &heads_[g];
       std::fill(cur_->state.begin(), cur_->state.end(), R(0));
-      if (!a.initial_state.empty())
-        for (index_t i = 0; i < K; ++i)
-          for (index_t j = 0; j < V; ++j) cur_->state[at(i, j)] = static_cast<R>(a.initial_state(n_in, hv, i, j));
+      if (!a.initial_state.empty()) load_state(a.initial_state, n_in, hv);
       std::fill(cur_->c.begin(), cur_->c.end(), R(1));
       std::fill(cur_->key_sum.begin(), cur_->key_sum.end(), R(0));
       cur_->reader.begin(a, p_, n_in, hv);
@@ -135,17 +134,14 @@ class head_kernel {
     for (index_t g = 0; g < G; ++g) {
       const index_t hv = hv0 + g;
       cur_ = &heads_[g];
-      if (!a.final_state.empty())  // S = Diag(c) S̃
-        for (index_t i = 0; i < K; ++i)
-          for (index_t j = 0; j < V; ++j)
-            a.final_state(n_out, hv, i, j) = static_cast<S>(cur_->c[i] * cur_->state[at(i, j)]);
+      if (!a.final_state.empty()) store_state(a.final_state, n_out, hv);  // S = Diag(c) S̃
       cur_->reader.end(a, p_, n_out, hv);
     }
   }
 
  private:
-  // The state in tile order: tile jt holds columns [jt·W, jt·W + W) as a Kp×W block; padding stays zero.
-  index_t at(index_t i, index_t j) const { return (j / W) * Kp_ * W + i * W + j % W; }
+  // The state is kept in tile order: tile jt holds columns [jt·W, jt·W + W) as a Kp×W block (state_of(jt));
+  // padding stays zero.
 
   // Row d of a [B, T, H, D] view at (bt, t, h), converted to R.
   template <class U>
@@ -170,6 +166,34 @@ class head_kernel {
     const index_t bytes = x.extent(3) * x.stride(3) * index_t(sizeof(U));
     for (index_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 2);
   }
+
+  // S̃ ← S_0 (c = 1), row by row into the tiles.
+  void load_state(const view<const S, 4>& s0, index_t n, index_t hv) {
+    const index_t sj = s0.stride(3);
+    for (index_t i = 0; i < p_.K; ++i) {
+      const S* src = s0.row(n, hv, i);
+      for (index_t jt = 0; jt < tiles_; ++jt) {
+        R* dst = state_of(jt) + i * W;
+        const index_t j0 = jt * W, cols = std::min(W, p_.V - j0);
+        for (index_t j = 0; j < cols; ++j) dst[j] = static_cast<R>(src[(j0 + j) * sj]);
+      }
+    }
+  }
+  // S = Diag(c) S̃, row by row out of the tiles.
+  void store_state(const view<S, 4>& st, index_t n, index_t hv) const {
+    const index_t sj = st.stride(3);
+    for (index_t i = 0; i < p_.K; ++i) {
+      S* dst = st.row(n, hv, i);
+      const R ci = cur_->c[i];
+      for (index_t jt = 0; jt < tiles_; ++jt) {
+        const R* src = state_of(jt) + i * W;
+        const index_t j0 = jt * W, cols = std::min(W, p_.V - j0);
+        for (index_t j = 0; j < cols; ++j) dst[(j0 + j) * sj] = static_cast<S>(ci * src[j]);
+      }
+    }
+  }
+
+  R* state_of(index_t jt) const { return cur_->state.data() + jt * Kp_ * W; }
 
   // Part `part` of `parts` of the inputs of tokens [t0, t0 + L), into L2.
   void prefetch_slice(const arguments<T, S>& a, index_t bt, index_t t0, index_t L, index_t hv, index_t part,
@@ -287,6 +311,15 @@ class head_kernel {
           const vec gate = Update::uses_channel_gates ? Lv::load(x.b + i) : Lv::splat(x.beta);
           Lv::store(e + i, Lv::load(cur_->c.data() + i) * (gate * Lv::load(kp + i)));
         }
+        if (l > 0) {  // d_l = e_l · kw_{l-1}: what the write of token l-1 adds to token l's recall, per unit u
+          vec acc = Lv::splat(R(0));
+          for (index_t i = 0; i < Kp_; i += Lv::size) acc = Lv::fma(Lv::load(e + i), Lv::load(kw - Kp_ + i), acc);
+          alignas(64) R part[Lv::size];
+          Lv::store(part, acc);
+          R dsum = 0;
+          for (int q = 0; q < Lv::size; ++q) dsum += part[q];
+          d_[l] = dsum;
+        }
       }
       R* wv = wv_.data() + l * Vp_;
       for (index_t j = 0; j < Vp_; j += Lv::size) {
@@ -311,29 +344,52 @@ class head_kernel {
     else return xsimd::min(x, y);
   }
 
-  // Tokens [0, L) of the block through value-column tile jt (delta rules): the L1 tile, one fused pass a token.
+  // Tokens [0, L) of the block through value-column tile jt (delta rules): the L1 tile, one fused pass per
+  // token, or per two tokens (tile::pair) where no renormalisation intervenes. The pair needs u_{t+1} before
+  // the pass: r_{t+1} = S̃_{t-1}ᵀ e_{t+1} + (e_{t+1}·kw_t) u_t, the first term (y) recalled by the pass before.
   void run_tile(index_t L, index_t jt) {
     const index_t K = Kp_, j0 = jt * W;
-    R* St = cur_->state.data() + jt * K * W;
-    R *u = u_.data(), *r = r_.data();
-    tile_t::begin(St, K, renorm_[0] ? f_.data() : nullptr, erases ? e_.data() : nullptr, r);
-    for (index_t l = 0; l < L; ++l) {
-      const R* wv = wv_.data() + l * Vp_ + j0;
-      for (index_t j = 0; j < W; ++j) u[j] = wv[j] - r[j];
-      std::copy(u, u + W, wv_.data() + l * Vp_ + j0);  // keep u_t: the residual output
-      const bool next = l + 1 < L;
-      const bool scale_next = next && renorm_[l + 1];
-      const R* kw = kw_.data() + l * K;
-      const R* qr = qr_.data() + l * K;
-      const R* fn = next ? f_.data() + (l + 1) * K : nullptr;
-      const R* en = next ? e_.data() + (l + 1) * K : nullptr;
+    R* St = state_of(jt);
+    R *u0 = u_.data(), *u1 = u1_.data(), *r = r_.data(), *y = y_.data();
+    auto row = [&](std::vector<R>& x, index_t l) { return x.data() + l * K; };
+    auto calm = [&](index_t l) { return l >= L || !renorm_[l]; };  // no renormalisation before token l
+    bool have_y = L > 1 && calm(1);
+    tile_t::begin(St, K, renorm_[0] ? f_.data() : nullptr, e_.data(), r, have_y ? row(e_, 1) : nullptr, y);
+    auto make_u = [&](index_t l, R* u, const R* recall) {
+      R* wv = wv_.data() + l * Vp_ + j0;
+      for (index_t j = 0; j < W; ++j) u[j] = wv[j] - recall[j];
+      std::copy(u, u + W, wv);  // keep u_t: the residual output
+    };
+    for (index_t l = 0; l < L;) {
       R* o = ob_.data() + l * Vp_ + j0;
-      if (next) {
-        if (scale_next) tile_t::template token<true, true>(St, K, u, kw, qr, fn, en, o, r);
-        else tile_t::template token<true, false>(St, K, u, kw, qr, fn, en, o, r);
-      } else {
-        tile_t::template token<false, false>(St, K, u, kw, qr, fn, en, o, r);
+      if (have_y && l + 1 < L && calm(l + 1) && calm(l + 2)) {
+        make_u(l, u0, r);
+        for (index_t j = 0; j < W; ++j) y[j] += d_[l + 1] * u0[j];
+        make_u(l + 1, u1, y);
+        const bool rec = l + 2 < L, rec2 = l + 3 < L;
+        const R* e2 = rec ? row(e_, l + 2) : nullptr;
+        const R* e3 = rec2 ? row(e_, l + 3) : nullptr;
+        R* o1 = o + Vp_;
+        if (rec2) tile_t::template pair<true, true>(St, K, u0, u1, row(kw_, l), row(qr_, l), row(kw_, l + 1), row(qr_, l + 1), e2, e3, o, o1, r, y);
+        else if (rec) tile_t::template pair<true, false>(St, K, u0, u1, row(kw_, l), row(qr_, l), row(kw_, l + 1), row(qr_, l + 1), e2, e3, o, o1, r, y);
+        else tile_t::template pair<false, false>(St, K, u0, u1, row(kw_, l), row(qr_, l), row(kw_, l + 1), row(qr_, l + 1), e2, e3, o, o1, r, y);
+        have_y = rec2;
+        l += 2;
+        continue;
       }
+      make_u(l, u0, r);
+      const bool next = l + 1 < L, after = l + 2 < L, scale = next && renorm_[l + 1];
+      const R* fn = next ? row(f_, l + 1) : nullptr;
+      const R* en = next ? row(e_, l + 1) : nullptr;
+      const R* ea = after ? row(e_, l + 2) : nullptr;
+      const R *kw = row(kw_, l), *qr = row(qr_, l);
+      if (!next) tile_t::template token<false, false, false>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
+      else if (after && scale) tile_t::template token<true, true, true>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
+      else if (after) tile_t::template token<true, true, false>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
+      else if (scale) tile_t::template token<true, false, true>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
+      else tile_t::template token<true, false, false>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
+      have_y = after;
+      l += 1;
     }
   }
 
@@ -370,7 +426,7 @@ class head_kernel {
   std::vector<R> alpha_, q_, k_, v_, gk_, b_, w_;
   std::vector<R> kw_, e_, qr_, f_, wv_, ob_, denom_;
   std::vector<unsigned char> renorm_;
-  std::vector<R> u_, r_, part_;
+  std::vector<R> d_, u_, u1_, r_, y_, part_;
 };
 
 // The recurrent form over every (sequence, value head), on a.threads threads.

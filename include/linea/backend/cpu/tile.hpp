@@ -13,6 +13,7 @@
 //   r   += e'_i · S̃_i                   the next token's recall S'ᵀ(b⊙k), fused so the tile is read once
 //
 // Three FMAs per state element for the delta rules, two for the additive ones: the nominal count is two.
+// pair() runs two tokens per pass (the state is loaded and stored once for both; see its comment).
 #pragma once
 #include "simd.hpp"
 
@@ -25,8 +26,9 @@ struct tile {
   static constexpr int lanes_per_vec = L::size;
   static constexpr int width = NV * L::size;  // value columns per tile
 
-  // Before a block's first token: scale rows by f (when given), then r = Σ_i e_i S̃_i (when e is given).
-  static void begin(R* S, index_t K, const R* f, const R* e, R* r) {
+  // Before a block's first token: scale rows by f (when given), then r = Σ_i e_i S̃_i (when e is given) and
+  // y = Σ_i e2_i S̃_i (when e2 is given: the token after, for the two-token pass).
+  static void begin(R* S, index_t K, const R* f, const R* e, R* r, const R* e2, R* y) {
     if (f) {
       for (index_t i = 0; i < K; ++i) {
         const vec fi = L::splat(f[i]);
@@ -35,46 +37,46 @@ struct tile {
       }
     }
     if (!e) return;
-    vec acc0[NV], acc1[NV];  // two sets: each FMA chain advances every other row
-    for (int n = 0; n < NV; ++n) acc0[n] = acc1[n] = L::splat(R(0));
-    index_t i = 0;
-    for (; i + 1 < K; i += 2) {
-      const vec e0 = L::splat(e[i]), e1 = L::splat(e[i + 1]);
-      const R* r0 = S + i * width;
-      const R* r1 = r0 + width;
+    vec acc[NV], acc2[NV];
+    for (int n = 0; n < NV; ++n) acc[n] = acc2[n] = L::splat(R(0));
+    for (index_t i = 0; i < K; ++i) {
+      const vec ei = L::splat(e[i]), e2i = L::splat(e2 ? e2[i] : R(0));
       for (int n = 0; n < NV; ++n) {
-        acc0[n] = L::fma(e0, L::load(r0 + n * L::size), acc0[n]);
-        acc1[n] = L::fma(e1, L::load(r1 + n * L::size), acc1[n]);
+        const vec x = L::load(S + i * width + n * L::size);
+        acc[n] = L::fma(ei, x, acc[n]);
+        acc2[n] = L::fma(e2i, x, acc2[n]);
       }
     }
-    if (i < K) {
-      const vec e0 = L::splat(e[i]);
-      for (int n = 0; n < NV; ++n) acc0[n] = L::fma(e0, L::load(S + i * width + n * L::size), acc0[n]);
+    for (int n = 0; n < NV; ++n) {
+      L::store(r + n * L::size, acc[n]);
+      if (e2) L::store(y + n * L::size, acc2[n]);
     }
-    for (int n = 0; n < NV; ++n) L::store(r + n * L::size, acc0[n] + acc1[n]);
   }
 
-  // One token over the tile (see the file comment). Recall: the next token's r is computed when Recall.
-  // Scale: rows are multiplied by f_next before the recall and the store.
-  template <bool Recall, bool Scale>
-  static void token(R* S, index_t K, const R* u, const R* kw, const R* qr, const R* f_next, const R* e_next, R* o,
-                    R* r) {
-    vec uv[NV], ov0[NV], ov1[NV], rv[NV];
+  // One token over the tile (see the file comment). Recall: the next token's r (with e_next) is computed;
+  // Recall2: also y = S̃ᵀ e_after (the token after next), which lets the next step be a two-token pass.
+  // Scale: rows are multiplied by f_next before the recalls and the store.
+  template <bool Recall, bool Recall2, bool Scale>
+  static void token(R* S, index_t K, const R* u, const R* kw, const R* qr, const R* f_next, const R* e_next,
+                    const R* e_after, R* o, R* r, R* y) {
+    vec uv[NV], ov0[NV], ov1[NV], rv[NV], yv[NV];
     for (int n = 0; n < NV; ++n) {
       uv[n] = L::load(u + n * L::size);
-      ov0[n] = ov1[n] = rv[n] = L::splat(R(0));
+      ov0[n] = ov1[n] = rv[n] = yv[n] = L::splat(R(0));
     }
     auto row_step = [&](index_t i, vec* ov) {
       R* row = S + i * width;
       const vec kwi = L::splat(kw[i]), qri = L::splat(qr[i]);
-      vec fi{}, ei{};
+      vec fi{}, ei{}, ai{};
       if constexpr (Scale) fi = L::splat(f_next[i]);
       if constexpr (Recall) ei = L::splat(e_next[i]);
+      if constexpr (Recall2) ai = L::splat(e_after[i]);
       for (int n = 0; n < NV; ++n) {
         vec s = L::fma(kwi, uv[n], L::load(row + n * L::size));
         ov[n] = L::fma(qri, s, ov[n]);
         if constexpr (Scale) s = s * fi;
         if constexpr (Recall) rv[n] = L::fma(ei, s, rv[n]);
+        if constexpr (Recall2) yv[n] = L::fma(ai, s, yv[n]);
         L::store(row + n * L::size, s);
       }
     };
@@ -87,6 +89,43 @@ struct tile {
     for (int n = 0; n < NV; ++n) {
       L::store(o + n * L::size, ov0[n] + ov1[n]);
       if constexpr (Recall) L::store(r + n * L::size, rv[n]);
+      if constexpr (Recall2) L::store(y + n * L::size, yv[n]);
+    }
+  }
+
+  // Two tokens t, t+1 in one pass (no renormalisation at t+1 .. t+3): the state is loaded and stored once
+  // for both, and the recalls of t+2 (r, with e2) and t+3 (y, with e3) come from the state after t+1.
+  //   A_i = S̃_i + kw_t,i u_t;  o_t += qr_t,i A_i;  B_i = A_i + kw_t+1,i u_t+1;  o_t+1 += qr_t+1,i B_i
+  template <bool Recall, bool Recall2>
+  static void pair(R* S, index_t K, const R* u0, const R* u1, const R* kw0, const R* qr0, const R* kw1,
+                   const R* qr1, const R* e2, const R* e3, R* o0, R* o1, R* r, R* y) {
+    vec ua[NV], ub[NV], oa[NV], ob[NV], rv[NV], yv[NV];
+    for (int n = 0; n < NV; ++n) {
+      ua[n] = L::load(u0 + n * L::size);
+      ub[n] = L::load(u1 + n * L::size);
+      oa[n] = ob[n] = rv[n] = yv[n] = L::splat(R(0));
+    }
+    for (index_t i = 0; i < K; ++i) {
+      R* row = S + i * width;
+      const vec k0 = L::splat(kw0[i]), q0 = L::splat(qr0[i]), k1 = L::splat(kw1[i]), q1 = L::splat(qr1[i]);
+      vec ei{}, ai{};
+      if constexpr (Recall) ei = L::splat(e2[i]);
+      if constexpr (Recall2) ai = L::splat(e3[i]);
+      for (int n = 0; n < NV; ++n) {
+        vec s = L::fma(k0, ua[n], L::load(row + n * L::size));
+        oa[n] = L::fma(q0, s, oa[n]);
+        s = L::fma(k1, ub[n], s);
+        ob[n] = L::fma(q1, s, ob[n]);
+        if constexpr (Recall) rv[n] = L::fma(ei, s, rv[n]);
+        if constexpr (Recall2) yv[n] = L::fma(ai, s, yv[n]);
+        L::store(row + n * L::size, s);
+      }
+    }
+    for (int n = 0; n < NV; ++n) {
+      L::store(o0 + n * L::size, oa[n]);
+      L::store(o1 + n * L::size, ob[n]);
+      if constexpr (Recall) L::store(r + n * L::size, rv[n]);
+      if constexpr (Recall2) L::store(y + n * L::size, yv[n]);
     }
   }
 };
