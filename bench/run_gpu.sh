@@ -13,7 +13,8 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${LINEA_GPU_BUILD:-$ROOT/build-gpu}
 LOG=${LOG:-${OUT:-$BUILD/gpu-logs}}
-SKIP=${SKIP:-}  # words: tests conformance sanitize bench fla
+SKIP=${SKIP:-}  # words: tests conformance memcheck racecheck bench fla
+LIMIT=${LIMIT:-}  # e.g. "timeout 150": a cap on each step
 mkdir -p "$LOG"
 TESTS=$BUILD/tests/cuda/linea_cuda_tests
 BENCH=$BUILD/bench/cuda/linea_cuda_bench
@@ -37,26 +38,26 @@ status=0
 
 if ! skip tests; then
   echo "== CUDA test suite"
-  "$TESTS" 2>&1 | tee "$LOG/tests.log" | tail -n 25
+  $LIMIT "$TESTS" 2>&1 | tee "$LOG/tests.log" | grep -E "ERROR|error|TEST CASE|test cases|assertions" | head -n 60
   [ "${PIPESTATUS[0]}" = 0 ] || status=1
 fi
 if ! skip conformance && [ -x "$CONF" ]; then
   echo "== conformance vectors, CUDA forms ($CONF_DIR)"
-  "$CONF" "$CONF_DIR/fla" "$CONF_DIR/linea" > "$LOG/conformance.log" 2>&1 || status=1
+  $LIMIT "$CONF" "$CONF_DIR/fla" "$CONF_DIR/linea" > "$LOG/conformance.log" 2>&1 || status=1
   grep -c '^PASS' "$LOG/conformance.log" | sed 's/^/PASS lines: /'
   grep -E '^FAIL' "$LOG/conformance.log" | head -n 20
   tail -n 3 "$LOG/conformance.log"
 fi
-if ! skip sanitize; then
-  for tool in memcheck racecheck; do
+for tool in memcheck racecheck; do
+  if ! skip $tool; then
     echo "== compute-sanitizer --tool $tool (small runs of every kernel)"
-    compute-sanitizer --tool "$tool" --error-exitcode 9 "$TESTS" -ts=sanitize > "$LOG/sanitize-$tool.log" 2>&1
-    rc=$?; tail -n 4 "$LOG/sanitize-$tool.log"; echo "exit $rc"; [ $rc = 0 ] || status=1
-  done
-fi
+    $LIMIT compute-sanitizer --tool "$tool" --error-exitcode 9 "$TESTS" -ts=sanitize > "$LOG/sanitize-$tool.log" 2>&1
+    rc=$?; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases" "$LOG/sanitize-$tool.log"; echo "exit $rc"; [ $rc = 0 ] || status=1
+  fi
+done
 if ! skip bench; then
   echo "== linea CUDA benchmarks"
-  "$BENCH" ${BENCH_ARGS:-} 2>&1 | tee "$LOG/linea.jsonl"
+  $LIMIT "$BENCH" ${BENCH_ARGS:-} 2>&1 | tee "$LOG/linea.jsonl"
 fi
 if ! skip fla; then
   echo "== fla Triton kernels (same run)"

@@ -62,7 +62,8 @@ def main():
     from fla.ops.linear_attn import chunk_linear_attn
     from fla.ops.simple_gla import chunk_simple_gla
 
-    device_ceilings()
+    if not os.environ.get("FLA_ONLY"):
+        device_ceilings()
     x = inputs()
     q, k, v, g, gk, beta, b, w = (x[n] for n in ("q", "k", "v", "g", "gk", "beta", "b", "w"))
     ops = {
@@ -74,12 +75,17 @@ def main():
         "kda": lambda: chunk_kda(q, k, v, gk, beta, output_final_state=True),
         "gdn2": lambda: chunk_gdn2(q, k, v, gk, b, w, output_final_state=True),
     }
+    only = os.environ.get("FLA_ONLY", "").split()  # e.g. FLA_ONLY="kda gdn2 decode"
     with torch.inference_mode():
         for name, fn in ops.items():
+            if only and name not in only:
+                continue
             try:
                 emit(kind="chunkwise", rule=name, impl="fla", ms=round(ms(fn), 4), fla=fla.__version__)
             except Exception as e:  # an op that fails is reported, the others still run
                 emit(kind="chunkwise", rule=name, impl="fla", error=f"{type(e).__name__}: {e}"[:300])
+        if only and "decode" not in only:
+            return
         Bd = 256
         r = torch.Generator(device=dev).manual_seed(1)
         qd = torch.randn(Bd, 1, H, K, device=dev, generator=r).bfloat16()
