@@ -148,9 +148,14 @@ struct chunkwise_form {
 };
 
 // Every form the library has, in the order the runner prints them.
+#if defined(LINEA_CONFORMANCE_CUDA)
+// linea_cuda_conformance (tools/linea_cuda_conformance.cu): the CUDA backend's forms, from cuda_forms.hpp.
+inline auto all_forms() { return cuda_forms(); }
+#else
 inline auto all_forms() {
   return std::tuple{recurrent_form{}, step_form{}, chunkwise_form<16>{}, chunkwise_form<32>{}, chunkwise_form<64>{},
                     chunkwise_form<128>{}};
 }
+#endif
 
 }  // namespace linea::conformance
