@@ -15,7 +15,11 @@
 //    the inputs, never on S, so they are computed for a block of tokens at once (prepare()).
 // 3. Column tiles. Value columns are independent, so each tile of W columns (backend/cpu/tile.hpp) stays in
 //    L1 for the whole block, with one fused pass per token.
-// 4. Threads over (sequence, value head); nothing is shared between items.
+// 4. Memory order. The value heads of a sequence advance together, block by block, so a token's rows of all
+//    heads (neighbours in time-major memory) are read close in time; each block's input rows are first
+//    touched with independent loads (touch()) so their cache misses overlap instead of stalling one token at
+//    a time in the coefficient loop.
+// 5. Threads over (sequence, group of value heads); nothing is shared between items, no per-token sync.
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -61,7 +65,6 @@ class head_kernel {
   static constexpr index_t KA = KR > Lv::size ? KR : Lv::size;  // key rows are padded to a multiple of this
   static_assert(KA % KR == 0 && KA % Lv::size == 0, "padding fits both the register tiles and the vectors");
   static constexpr bool erases = Update::erases;
-  static constexpr index_t prefetch_ahead = 4;  // tokens: time-major inputs put every token on another page
 
   // What one value head carries from block to block: S̃ (tile order), c, the normaliser's key sum, the read
   // policy's statistics.
@@ -87,8 +90,7 @@ class head_kernel {
         d_(block_tokens), u_(W), u1_(W), r_(W), y_(W), part_(block_tokens * RW) {}
 
   // Tokens [seq.t_begin, seq.t_end) of batch row seq.batch at value heads [hv0, hv1), from initial_state(n_in)
-  // (or zero) to final_state(n_out) (when given). The heads advance together block by block: their rows of a
-  // token are neighbours in time-major memory, so one head's misses bring in the next one's pages.
+  // (or zero) to final_state(n_out) (when given). The heads advance together block by block (point 4 above).
   void run(const arguments<T, S>& a, const sequence& seq, index_t hv0, index_t hv1, index_t n_in, index_t n_out) {
     const index_t G = hv1 - hv0;
     while (static_cast<index_t>(heads_.size()) < G) heads_.emplace_back(p_, Kp_, Vp_);
@@ -108,24 +110,10 @@ class head_kernel {
         const index_t hv = hv0 + g;
         cur_ = &heads_[g];
         prepare(a, seq.batch, t0, L, hv);
-        // While the tiles compute, the next unit's inputs are fetched into L2, a slice before each tile call
-        // (time-major inputs put every token's rows on another page: the hardware prefetchers do not follow).
-        const bool last_head = g + 1 == G;
-        const index_t next_hv = last_head ? hv0 : hv + 1;
-        const index_t next0 = last_head ? t0 + L : t0;
-        const index_t nextL = std::min(block_tokens, seq.t_end - next0);
-        const index_t calls = erases ? tiles_ : tiles_ * (W / RW);
-        index_t call = 0;
         for (index_t jt = 0; jt < tiles_; ++jt) {
-          if constexpr (erases) {
-            prefetch_slice(a, seq.batch, next0, nextL, next_hv, call++, calls);
-            run_tile(L, jt);
-          } else {
-            for (index_t sub = 0; sub < W / RW; ++sub) {
-              prefetch_slice(a, seq.batch, next0, nextL, next_hv, call++, calls);
-              run_register_tiles(L, jt, sub);
-            }
-          }
+          if constexpr (erases) run_tile(L, jt);
+          else
+            for (index_t sub = 0; sub < W / RW; ++sub) run_register_tiles(L, jt, sub);
         }
         write_outputs(a, seq.batch, t0, L, hv);
       }
@@ -160,13 +148,6 @@ class head_kernel {
     return scratch;
   }
 
-  template <class U>
-  static void prefetch(const view<const U, 4>& x, index_t bt, index_t t, index_t h) {
-    const char* p = reinterpret_cast<const char*>(x.row(bt, t, h));
-    const index_t bytes = x.extent(3) * x.stride(3) * index_t(sizeof(U));
-    for (index_t off = 0; off < bytes; off += 64) __builtin_prefetch(p + off, 0, 2);
-  }
-
   // S̃ ← S_0 (c = 1), row by row into the tiles.
   void load_state(const view<const S, 4>& s0, index_t n, index_t hv) {
     const index_t sj = s0.stride(3);
@@ -193,21 +174,26 @@ class head_kernel {
     }
   }
 
-  R* state_of(index_t jt) const { return cur_->state.data() + jt * Kp_ * W; }
-
-  // Part `part` of `parts` of the inputs of tokens [t0, t0 + L), into L2.
-  void prefetch_slice(const arguments<T, S>& a, index_t bt, index_t t0, index_t L, index_t hv, index_t part,
-                      index_t parts) const {
-    if (L <= 0) return;
+  // One load per cache line of the block's input rows, all independent: the misses overlap (as many as the
+  // core tracks) instead of arriving one token at a time in the coefficient loop.
+  void touch(const arguments<T, S>& a, index_t bt, index_t t0, index_t L, index_t hv) {
     const index_t h = hv / p_.group;
-    for (index_t t = t0 + part * L / parts; t < t0 + (part + 1) * L / parts; ++t) {
-      prefetch(a.q, bt, t, h), prefetch(a.k, bt, t, h), prefetch(a.v, bt, t, hv);
-      if constexpr (Decay::key_gate) prefetch(a.gk, bt, t, hv);
-      if constexpr (Update::uses_channel_gates) prefetch(a.b, bt, t, hv), prefetch(a.w, bt, t, hv);
-      const char* o = reinterpret_cast<const char*>(a.o.row(bt, t, hv));  // o is written: fetch for ownership
-      for (index_t off = 0; off < p_.V * a.o.stride(3) * index_t(sizeof(T)); off += 64) __builtin_prefetch(o + off, 1, 2);
-    }
+    unsigned sink = 0;
+    auto rows = [&](const auto& x, index_t head) {
+      using U = std::remove_cv_t<std::remove_reference_t<decltype(*x.ptr)>>;
+      const index_t bytes = x.extent(3) * x.stride(3) * index_t(sizeof(U));
+      for (index_t t = t0; t < t0 + L; ++t) {
+        const unsigned char* p = reinterpret_cast<const unsigned char*>(x.row(bt, t, head));
+        for (index_t off = 0; off < bytes; off += 64) sink += p[off];
+      }
+    };
+    rows(a.q, h), rows(a.k, h), rows(a.v, hv);
+    if constexpr (Decay::key_gate) rows(a.gk, hv);
+    if constexpr (Update::uses_channel_gates) rows(a.b, hv), rows(a.w, hv);
+    touched_ += sink;
   }
+
+  R* state_of(index_t jt) const { return cur_->state.data() + jt * Kp_ * W; }
 
   void l2norm(R* x) const {  // padding is zero, so the sum runs over Kp
     vec acc = Lv::splat(R(0));
@@ -229,15 +215,9 @@ class head_kernel {
     const R scale = R(p_.scale);
     const bool bound = a.gate.lower_bound.has_value();
     const R lb = bound ? R(*a.gate.lower_bound) : R(0);
-    const index_t t_end = t0 + L;
+    touch(a, bt, t0, L, hv);
     for (index_t l = 0; l < L; ++l) {
       const index_t t = t0 + l;
-      if (t + prefetch_ahead < t_end) {
-        const index_t tp = t + prefetch_ahead;
-        prefetch(a.q, bt, tp, h), prefetch(a.k, bt, tp, h), prefetch(a.v, bt, tp, hv);
-        if constexpr (Decay::key_gate) prefetch(a.gk, bt, tp, hv);
-        if constexpr (Update::uses_channel_gates) prefetch(a.b, bt, tp, hv), prefetch(a.w, bt, tp, hv);
-      }
       R* const qp = source(a.q, bt, t, h, q_.data(), a.qk_l2norm, Kp_);
       R* const kp = source(a.k, bt, t, h, k_.data(), a.qk_l2norm, Kp_);
       R* const vp = source(a.v, bt, t, hv, v_.data(), false, Vp_);
@@ -427,6 +407,7 @@ class head_kernel {
   std::vector<R> kw_, e_, qr_, f_, wv_, ob_, denom_;
   std::vector<unsigned char> renorm_;
   std::vector<R> d_, u_, u1_, r_, y_, part_;
+  unsigned touched_ = 0;  // keeps touch()'s loads
 };
 
 // The recurrent form over every (sequence, value head), on a.threads threads.
