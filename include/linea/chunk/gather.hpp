@@ -35,6 +35,7 @@ class chunk_loader {
       decay.push(r, x);
       default_log_decay(r) = mean_log_decay<Rule>(x, K_);
     }
+    decay.finish();
   }
 
   mat<R> Q;                          // queries q_t (after L2 norm, before scale)           L×K

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "../core/arguments.hpp"
+#include "flush_denormals.hpp"
 #include "gather.hpp"
 #include "matrix.hpp"
 #include "products.hpp"
@@ -31,6 +32,7 @@ class kernel {
   // Sequence `seq` (sequence index n) at value head hv: from initial_state(n) (or zero) to final_state(n),
   // writing o, the residual and the checkpoints when they are given.
   void run(const arguments<T, S>& a, const sequence& seq, index_t hv, index_t n) {
+    const flush_denormals ftz;  // decay factors below 1e-38 would take the slow path (chunk/flush_denormals.hpp)
     for (index_t i = 0; i < p_.K; ++i)
       for (index_t j = 0; j < p_.V; ++j) state_(i, j) = a.initial_state.empty() ? S(0) : a.initial_state(n, hv, i, j);
     key_sum_.setZero();
@@ -54,11 +56,13 @@ class kernel {
     const auto& dec = in_.decay;
     const mat<S>& Qt = reader_.queries(a, p_, bt, t0, L, hv, in_.Q, in_.Kc, in_.default_log_decay);
 
-    // The corrections U_new (rows are the write residuals u_t).
+    // The decayed products: P (read, diagonal included) and, for the delta family, A (strictly lower).
+    decayed_products(in_.Kc, dec, Qt, P_, Update::erases ? &in_.BK : nullptr, &A_, work_);
+
+    // The corrections U_new (rows are the write residuals u_t): (I + A) U_new = w ⊙ V − (b ⊙ K ⊙ Γ) S.
     if constexpr (Update::erases) {
-      decayed_product(in_.BK, in_.Kc, dec, diagonal::exclude, A_, work_);
       X_ = in_.BK;
-      dec.times_gamma(X_);  // b ⊙ K ⊙ Γ
+      dec.times_gamma(X_);
       U_ = in_.WV;
       U_.noalias() -= X_ * state_;
       forward_substitute(A_, U_);
@@ -66,7 +70,6 @@ class kernel {
     const mat<S>& U = Update::erases ? U_ : in_.WV;
 
     // The read: O = s [(Q̃ ⊙ Γ) S + P U_new].
-    decayed_product(Qt, in_.Kc, dec, diagonal::include, P_, work_);
     X_ = Qt;
     dec.times_gamma(X_);
     O_.noalias() = X_ * state_;

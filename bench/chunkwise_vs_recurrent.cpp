@@ -1,0 +1,70 @@
+// bench/chunkwise_vs_recurrent.cpp — the chunkwise form against the recurrent form, same inputs, same outputs.
+//
+//   recurrent/<rule>/identity/f32/threads:1       token by token (backend::cpu)
+//   chunkwise/<rule>/identity/f32/threads:1       chunks of 64 (forms/chunkwise.hpp)
+//   chunkwise/<rule>/identity/f32/threads:1/C:16  ... and the other chunk sizes, to see the trade-off
+//
+// Shape of issue #3: B = 1, H = HV = 16, K = V = 128, T = 4096, float32, one thread, for gated_delta and gla.
+// Both forms also write the final state (a prefill returns it), not the residual. Google Benchmark's CPU time of
+// the calling thread is the figure to read on a shared machine. (bench/recurrent.cpp and bench/ccq_cost.cpp
+// register the same recurrent/ and chunkwise/ names at this shape: a name filter runs all of them.)
+#include <benchmark/benchmark.h>
+
+#include <memory>
+#include <string>
+
+#include <linea/linea.hpp>
+
+#include "../tests/support/inputs.hpp"
+
+namespace {
+
+using namespace linea;
+using linea::testing::random_case;
+
+constexpr index_t B = 1, T = 4096, H = 16, K = 128, V = 128;
+
+template <class Rule>
+random_case<Rule, float>& inputs() {
+  static auto c = std::make_unique<random_case<Rule, float>>(
+      random_case<Rule, float>::make({.B = B, .T = T, .H = H, .HV = H, .K = K, .V = V, .seed = 3}));
+  return *c;
+}
+
+template <class Rule, bool Chunkwise>
+void run_form(benchmark::State& st, index_t C) {
+  auto& c = inputs<Rule>();
+  auto a = c.args();
+  a.residual = {};
+  a.threads = 1;
+  a.chunk_size = C;
+  for (auto _ : st) {
+    if constexpr (Chunkwise)
+      chunkwise<Rule>(a);
+    else
+      recurrent<Rule>(a);
+    benchmark::DoNotOptimize(c.o.data());
+    benchmark::ClobberMemory();
+  }
+  st.counters["tokens/s"] = benchmark::Counter(double(B * T) * double(st.iterations()), benchmark::Counter::kIsRate);
+}
+
+template <class Rule>
+void register_rule() {
+  const std::string tail = std::string("/") + rule_name<Rule>::value + "/identity/f32/threads:1";
+  benchmark::RegisterBenchmark(("recurrent" + tail).c_str(), run_form<Rule, false>, index_t(64))
+      ->Unit(benchmark::kMillisecond);
+  benchmark::RegisterBenchmark(("chunkwise" + tail).c_str(), run_form<Rule, true>, index_t(64))
+      ->Unit(benchmark::kMillisecond);
+  for (index_t C : {16, 32, 128})
+    benchmark::RegisterBenchmark(("chunkwise" + tail + "/C:" + std::to_string(C)).c_str(), run_form<Rule, true>, C)
+        ->Unit(benchmark::kMillisecond);
+}
+
+[[maybe_unused]] const bool registered = [] {
+  register_rule<gated_delta>();
+  register_rule<gla>();
+  return true;
+}();
+
+}  // namespace
