@@ -75,3 +75,23 @@ TEST_CASE_TEMPLATE("cpu backend: recurrent with 16-bit storage (bf16, fp16)", T,
   check_recurrent<simple_gla, T, backend::cpu>(s, 1);
   check_recurrent<delta, T, backend::cpu>(s, 1);
 }
+
+TEST_CASE_TEMPLATE("cpu backend: chunkwise with 16-bit storage and 2 threads matches the float64 reference", T, bf16,
+                   fp16) {
+  const case_shape s{.B = 2, .T = 130, .H = 2, .HV = 4, .K = 64, .V = 48, .initial_state = true};
+  auto run = [&](auto rule) {
+    using Rule = decltype(rule);
+    auto c = random_case<Rule, T>::make(s);
+    auto ref = c.template cast<double>();
+    auto a = c.args();
+    a.threads = 2;
+    chunkwise<Rule>(a);
+    reference::recurrent<Rule>(ref.args());
+    CHECK(relative_error(c.o, ref.o) <= tolerance_for<T>());
+    CHECK(relative_error(c.ht, ref.ht) <= tolerance_for<T>());
+  };
+  run(gla{});
+  run(gated_delta{});
+  run(kda{});
+  run(gdn2{});
+}
