@@ -104,18 +104,19 @@ void check_step_pool() {
   auto da = d.args(ha);
   da.final_state = strided<4>(const_cast<float*>(da.initial_state.ptr), {B, 4, 40, 24},
                               {4 * 40 * 24, 40 * 24, 24, 1});  // in place: the pool
-  da.residual = {};
   linea::step<Rule, read::identity, backend::cuda>(da);
   tensor<float, 4> pool({B, 4, 40, 24});
   cuda_ok(cudaDeviceSynchronize());
   copy_back(pool, da.final_state.ptr);
   copy_back(c.o, d.o);
+  copy_back(c.residual, d.res);
 
   tensor<double, 4> want_pool = ref.h0;
-  tensor<double, 4> want_o = gathered.o;
+  tensor<double, 4> want_o = gathered.o, want_u = gathered.residual;
   for (index_t b = 0; b < B; ++b) {
-    if (idx[b] < 0) {
-      for (std::size_t e = 0; e < static_cast<std::size_t>(4 * 24); ++e) want_o.data()[b * 4 * 24 + e] = 0;
+    if (idx[b] < 0) {  // a skipped row writes zeros to o and the residual
+      for (std::size_t e = 0; e < static_cast<std::size_t>(4 * 24); ++e)
+        want_o.data()[b * 4 * 24 + e] = 0, want_u.data()[b * 4 * 24 + e] = 0;
       continue;
     }
     for (std::size_t e = 0; e < static_cast<std::size_t>(4 * 40 * 24); ++e)
@@ -124,6 +125,7 @@ void check_step_pool() {
   INFO(rule_name<Rule>::value << " step pool " << type_name<T>());
   expect_close("o", c.o, want_o, tolerance_for<T>());
   expect_close("state pool", pool, want_pool, tolerance_for<T>());
+  expect_close("residual", c.residual, want_u, tolerance_for<T>());
 }
 
 template <class Rule, class Form>

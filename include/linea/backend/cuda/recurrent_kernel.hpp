@@ -34,8 +34,11 @@ __global__ void __launch_bounds__(recurrent_threads) recurrent_kernel(const kern
   const bool own = j < Vd;
   const seq_range seq = sequence_of(a, n);
 
-  if (seq.row < 0) {  // decode step, skipped row: zero output, state untouched
-    if (own && !traits::stats) a.o(seq.bt, 0, hv, j) = from_float<T>(0.f);
+  if (seq.row < 0) {  // decode step, skipped row: zero output (and residual), state untouched — as on the CPU
+    if (own && !traits::stats) {
+      a.o(seq.bt, 0, hv, j) = from_float<T>(0.f);
+      if (a.residual.ptr) a.residual(seq.bt, 0, hv, j) = from_float<T>(0.f);
+    }
     return;
   }
 
