@@ -53,6 +53,29 @@ void expect_absent(const V& v, const char* name, const std::string& why) {
     throw error(std::string("argument '") + name + "' (shape " + shape_string(v) + ") must not be given: " + why);
 }
 
+// A given view with elements needs data: a null pointer is only allowed where there is nothing to read or
+// write (a shape with a zero extent, T = 0) or for the default view ("not given").
+template <class V>
+void expect_data(const V& v, const char* name) {
+  if (v.ptr != nullptr || v.empty()) return;
+  for (int r = 0; r < V::rank; ++r)
+    if (v.extent(r) <= 0) return;
+  throw error(std::string("argument '") + name + "' has shape " + shape_string(v) + " but a null data pointer");
+}
+
+template <class T, class S>
+void expect_data_everywhere(const arguments<T, S>& a) {
+  expect_data(a.q, "q"), expect_data(a.k, "k"), expect_data(a.v, "v"), expect_data(a.g, "g");
+  expect_data(a.gk, "gk"), expect_data(a.beta, "beta"), expect_data(a.b, "b"), expect_data(a.w, "w");
+  expect_data(a.initial_state, "initial_state"), expect_data(a.o, "o"), expect_data(a.final_state, "final_state");
+  expect_data(a.residual, "residual"), expect_data(a.checkpoints, "checkpoints");
+  expect_data(a.gate.A_log, "gate.A_log"), expect_data(a.gate.dt_bias, "gate.dt_bias");
+  expect_data(a.ccq.lambda, "ccq.lambda"), expect_data(a.ccq.log_decay, "ccq.log_decay");
+  expect_data(a.ccq.C0, "ccq.C0"), expect_data(a.ccq.m0, "ccq.m0"), expect_data(a.ccq.z0, "ccq.z0");
+  expect_data(a.ccq.C, "ccq.C"), expect_data(a.ccq.m, "ccq.m"), expect_data(a.ccq.z, "ccq.z");
+  expect_data(a.ccq.q_tilde, "ccq.q_tilde");
+}
+
 template <class V>
 void expect_nonnegative_extents(const V& v, const char* name) {
   for (int r = 0; r < V::rank; ++r)
@@ -74,6 +97,7 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
   expect_given(a.k, "k", "keys [B, T, H, K] are required");
   expect_given(a.v, "v", "values [B, T, HV, V] are required");
   expect_given(a.o, "o", "the output [B, T, HV, V] is required");
+  expect_data_everywhere(a);
   expect_nonnegative_extents(a.q, "q");
   expect_nonnegative_extents(a.v, "v");
 

@@ -2,7 +2,7 @@
 //
 // Views are in the logical order (b, t, h, d). fla's time-major [B,T,H,D] is the contiguous layout;
 // head-first [B,H,T,D] is the same view with other strides; a stride of 0 broadcasts (g_gamma is a
-// gate view with stride 0 over b and t). An empty view (null pointer) means "not given".
+// gate view with stride 0 over b and t). An empty view (the default: null pointer, no shape) means "not given".
 #pragma once
 #include <array>
 #include <cstddef>
@@ -27,8 +27,16 @@ struct view {
   LINEA_HD T* data_handle() const { return ptr; }
   LINEA_HD index_t extent(int r) const { return ext[r]; }
   LINEA_HD index_t stride(int r) const { return str[r]; }
-  LINEA_HD bool empty() const { return ptr == nullptr; }
-  LINEA_HD explicit operator bool() const { return ptr != nullptr; }
+  // "Not given" is the default view: a null pointer and no shape. A view with a shape but no elements (T = 0)
+  // is given even when its pointer is null, as torch's empty tensors report data_ptr() == 0; validate()
+  // rejects a null pointer only where there are elements to read or write.
+  LINEA_HD bool empty() const {
+    if (ptr != nullptr) return false;
+    for (int r = 0; r < Rank; ++r)
+      if (ext[r] != 0) return false;
+    return true;
+  }
+  LINEA_HD explicit operator bool() const { return !empty(); }
 
   LINEA_HD index_t size() const {
     index_t n = 1;
