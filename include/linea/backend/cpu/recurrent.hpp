@@ -14,7 +14,8 @@
 // 2. Coefficients first. c, renormalisations, kw = k/c, e = c⊙b⊙k, qr = s·c⊙q̃, w⊙v (and CCQ's q̃) depend only on
 //    the inputs, never on S, so they are computed for a block of tokens at once (prepare()).
 // 3. Column tiles. Value columns are independent, so each tile of W columns (backend/cpu/tile.hpp) stays in
-//    L1 for the whole block, with one fused pass per token.
+//    L1 for the whole block: delta rules make one fused pass per token, or per two tokens (tile::pair);
+//    additive rules keep 8-row blocks of the tile in registers for the whole block (register_tile).
 // 4. Memory order. The value heads of a sequence advance together, block by block, so a token's rows of all
 //    heads (neighbours in time-major memory) are read close in time; each block's input rows are first
 //    touched with independent loads (touch()) so their cache misses overlap instead of stalling one token at
