@@ -23,12 +23,12 @@ TEST_CASE_TEMPLATE("cpu backend: decode step over a state pool matches the float
     CAPTURE(threads);
     tensor<float, 4> states = pool.h0;  // updated in place
     auto a = c.args();
-    a.residual = {};
     a.initial_state = states.view_of();
     a.final_state = states.view_of();
     a.state_indices = idx;
     a.threads = threads;
     std::fill(c.o.values().begin(), c.o.values().end(), 7.0f);  // the skipped row must be overwritten with zeros
+    std::fill(c.residual.values().begin(), c.residual.values().end(), 7.0f);
     step<Rule>(a);
 
     // Truth: each used row is a one-token recurrent call of the float64 reference from its pool state.
@@ -55,7 +55,10 @@ TEST_CASE_TEMPLATE("cpu backend: decode step over a state pool matches the float
     }
     CHECK(relative_error(states, want_states) <= tolerance_for<float>());
     CHECK(relative_error(c.o, want_o) <= tolerance_for<float>());
-    for (index_t j = 0; j < 40; ++j) CHECK(c.o(2, 0, 1, j) == 0.0f);  // the skipped row's output is zero
+    for (index_t j = 0; j < 40; ++j) {  // the skipped row's output and residual are zero
+      CHECK(c.o(2, 0, 1, j) == 0.0f);
+      CHECK(c.residual(2, 0, 3, j) == 0.0f);
+    }
   }
 }
 
