@@ -47,8 +47,11 @@ void lambda_zero_is_identity(bool varlen) {
 }
 
 // The first token of every sequence, with no initial statistics, reads with its own query: Σ_1 = 0.
+// Token by token, Σ_1 = k kᵀ/1 − (k/1)(k/1)ᵀ subtracts the same rounded products: exactly zero, unless the compiler
+// fuses a product and the subtraction into one FMA (-march=native), which leaves one rounding error of a product.
+// The chunkwise form sums the same products in another order. Both: within SPEC §5.
 template <class Rule, class Weighting, class Form>
-void first_token_query_is_unchanged(bool exact) {
+void first_token_query_is_unchanged() {
   case_shape shape{.B = 1, .T = 0, .H = 2, .HV = 4, .K = 32, .V = 16, .seqlens = {1, 9, 30}};
   auto c = random_case<Rule, float>::make(shape);
   auto s = ccq_tensors<float>::make(c.shape, c.N, {});
@@ -60,10 +63,7 @@ void first_token_query_is_unchanged(bool exact) {
     for (index_t hv = 0; hv < c.shape.HV; ++hv) {
       const float* q = &c.q(0, t, hv / 2, 0);
       const float* qt = &s.q_tilde(0, t, hv, 0);
-      if (exact)
-        CHECK(std::equal(q, q + c.shape.K, qt));
-      else
-        CHECK(relative_error(qt, q, c.shape.K) <= tolerance_for<float>());
+      CHECK(relative_error(qt, q, c.shape.K) <= tolerance_for<float>());
     }
   }
 }
@@ -83,12 +83,10 @@ TEST_CASE_TEMPLATE("ccq: lambda = 0 gives exactly the identity read", Rule, addi
 
 TEST_CASE_TEMPLATE("ccq: Sigma_1 = 0, so the first query of every sequence is unchanged", Rule, additive, gla,
                    gated_delta, gdn2) {
-  // Token-by-token: Σ_1 = k kᵀ/1 − (k/1)(k/1)ᵀ is the same rounded products subtracted: exactly zero.
-  first_token_query_is_unchanged<Rule, read::uniform, recurrent_form>(true);
-  first_token_query_is_unchanged<Rule, read::decayed, recurrent_form>(true);
-  // Chunkwise: Y_1/z_1 − μ_1(μ_1ᵀq) sums the same products in another order: equal within SPEC §5.
-  first_token_query_is_unchanged<Rule, read::uniform, chunkwise_form<16>>(false);
-  first_token_query_is_unchanged<Rule, read::decayed, chunkwise_form<64>>(false);
+  first_token_query_is_unchanged<Rule, read::uniform, recurrent_form>();
+  first_token_query_is_unchanged<Rule, read::decayed, recurrent_form>();
+  first_token_query_is_unchanged<Rule, read::uniform, chunkwise_form<16>>();
+  first_token_query_is_unchanged<Rule, read::decayed, chunkwise_form<64>>();
 }
 
 // The same tokens in one call, and in two calls with the state and statistics carried between them.
