@@ -6,6 +6,8 @@
 // An index of −1 skips the row: no state is read or written and its output (and residual) row is set to zero.
 #pragma once
 #include <algorithm>
+#include <cstdint>
+#include <vector>
 
 #include "../backend/cpu/recurrent.hpp"
 #include "../backend/tags.hpp"
@@ -43,6 +45,18 @@ problem validate_step(const arguments<T, S>& a) {
       if (idx < -1 || idx >= p.N)
         throw error("argument 'state_indices[" + std::to_string(b) + "]' = " + std::to_string(idx) +
                     " is outside [-1, N) for a state pool of N = " + std::to_string(p.N) + " rows");
+    }
+    // Rows may share a state they only read; two rows writing one state back would race (rows run in
+    // parallel) and have no sequential meaning.
+    const bool writes_back = !a.final_state.empty() || !a.ccq.C.empty() || !a.ccq.m.empty() || !a.ccq.z.empty();
+    if (writes_back) {
+      std::vector<std::int32_t> sorted(a.state_indices.begin(), a.state_indices.end());
+      std::sort(sorted.begin(), sorted.end());
+      for (std::size_t b = 1; b < sorted.size(); ++b)
+        if (sorted[b] >= 0 && sorted[b] == sorted[b - 1])
+          throw error("argument 'state_indices' names state " + std::to_string(sorted[b]) +
+                      " for more than one batch row while final_state (or CCQ statistics) is written; each "
+                      "state takes at most one token per step");
     }
   }
   return p;
