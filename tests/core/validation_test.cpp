@@ -554,6 +554,13 @@ TEST_CASE("validate step: cu_seqlens given") {
   expect_step_rejected<gated_delta>(c, a, {"'cu_seqlens'"});
 }
 
+TEST_CASE("validate step: normalize given") {
+  auto c = make_case<additive>({.B = 2, .T = 1, .H = 2, .HV = 4, .K = 16, .V = 8, .initial_state = true});
+  auto a = c.args();
+  a.normalize = true;
+  expect_step_rejected<additive>(c, a, {"'normalize'"});
+}
+
 TEST_CASE("validate step: two rows naming the same state") {
   auto c = make_case<gated_delta>({.B = 3, .T = 1, .H = 2, .HV = 4, .K = 16, .V = 8});
   tensor<float, 4> pool({4, 4, 16, 8}, float(sentinel));

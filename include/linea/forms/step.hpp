@@ -33,6 +33,9 @@ problem validate_step(const arguments<T, S>& a) {
     throw error("argument 'q' has shape " + shape_string(a.q) + "; the decode step takes one token per row (T = 1)");
   if (!a.cu_seqlens.empty()) throw error("argument 'cu_seqlens' is not used by the decode step (one token per row)");
   if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is produced by the chunkwise form only");
+  // The normaliser needs z_t = Σ_{j≤t} k_j over the whole sequence, which no state carries between steps.
+  if (a.normalize)
+    throw error("argument 'normalize' is not supported by the decode step (its key sum z_t is not carried state)");
   const problem p = validate<Rule, Read>(a, state_pool_rows(a));
   if (!a.state_indices.empty()) {
     if (static_cast<index_t>(a.state_indices.size()) != p.B)
