@@ -1,8 +1,9 @@
 // bench/ccq_cost.cpp — what the CCQ read costs on top of the identity read, in the chunkwise form.
 //
-//   chunkwise/<rule>/identity/f32/threads:1      the backbone alone
-//   chunkwise/<rule>/ccq/f32/threads:1           + CCQ, uniform weighting
-//   chunkwise/<rule>/ccq_decayed/f32/threads:1   + CCQ, decayed weighting (rules with a decay)
+//   chunkwise/<rule>/identity/f32/threads:1/ccq_cost      the backbone alone (same inputs as the CCQ runs)
+//   chunkwise/<rule>/ccq/f32/threads:1/ccq_cost           + CCQ, uniform weighting
+//   chunkwise/<rule>/ccq_decayed/f32/threads:1/ccq_cost   + CCQ, decayed weighting (rules with a decay)
+// (the suffix keeps these apart from bench/recurrent.cpp's chunkwise/<rule>/identity/f32/threads:1)
 //
 // Shape of the issue: B = 1, H = HV = 16, K = V = 128, T = 4096, chunk 64, float32. The ratio ccq / identity is
 // the cost of CCQ (goal ≤ 1.3×). Timed in CPU time of the calling thread (the default of Google Benchmark), so
@@ -58,7 +59,7 @@ template <class Rule>
 void register_rule() {
   const std::string rule = rule_name<Rule>::value;
   auto reg = [&](const char* read, auto fn) {
-    benchmark::RegisterBenchmark(("chunkwise/" + rule + "/" + read + "/f32/threads:1").c_str(), fn)
+    benchmark::RegisterBenchmark(("chunkwise/" + rule + "/" + read + "/f32/threads:1/ccq_cost").c_str(), fn)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(1.0);
   };
