@@ -28,21 +28,6 @@ struct forms_compared {
 // Packed sequences around a case length T: T itself, one just over a chunk, and one of a single token.
 inline std::vector<std::int64_t> packed_lengths(index_t T, index_t C) { return {T, C + 1, 1}; }
 
-inline std::string describe_shape(const case_shape& s) {
-  std::string d = "B=" + std::to_string(s.B) + " T=" + std::to_string(s.T) + " H=" + std::to_string(s.H) +
-                  " HV=" + std::to_string(s.HV) + " K=" + std::to_string(s.K) + " V=" + std::to_string(s.V);
-  if (!s.seqlens.empty()) {
-    d += " seqlens={";
-    for (auto L : s.seqlens) d += std::to_string(L) + ",";
-    d.back() = '}';
-  }
-  if (s.initial_state) d += " h0";
-  if (s.head_first) d += " head-first";
-  if (s.gates == gate_range::extreme) d += " extreme-gates";
-  if (s.beta_max != 1) d += " beta_max=" + std::to_string(s.beta_max);
-  return d;
-}
-
 template <class Rule, class T>
 forms_compared compare_forms(const case_shape& shape, index_t C, bool run_recurrent = true) {
   auto c = random_case<Rule, T>::make(shape);

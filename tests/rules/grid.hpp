@@ -36,19 +36,6 @@ inline std::vector<case_shape> grid_shapes() {
   return shapes;
 }
 
-inline std::string describe(const case_shape& s) {
-  std::string d = "B=" + std::to_string(s.B) + " T=" + std::to_string(s.T) + " H=" + std::to_string(s.H) +
-                  " HV=" + std::to_string(s.HV) + " K=" + std::to_string(s.K) + " V=" + std::to_string(s.V);
-  if (!s.seqlens.empty()) {
-    d += " seqlens={";
-    for (auto L : s.seqlens) d += std::to_string(L) + ",";
-    d.back() = '}';
-  }
-  if (s.initial_state) d += " h0";
-  if (s.head_first) d += " head-first";
-  return d;
-}
-
 // Runs every grid shape for Rule with input type T, checks each against SPEC §5 and returns the maxima.
 template <class Rule, class T, class Backend = backend::cpu>
 grid_errors run_grid() {
@@ -65,7 +52,7 @@ grid_errors run_grid() {
     const double tol = tolerance_for<T>(c.shape.T);
     const double eo = relative_error(c.o, ref.o), es = relative_error(c.ht, ref.ht);
     const double er = relative_error(c.residual, ref.residual);
-    INFO(std::string(rule_name<Rule>::value), " ", describe(c.shape));
+    INFO(std::string(rule_name<Rule>::value), " ", describe_shape(c.shape));
     CHECK(eo <= tol);
     CHECK(es <= tol);
     CHECK(er <= tol);

@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstdint>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <linea/linea.hpp>
@@ -167,5 +168,21 @@ struct random_case {
     return c;
   }
 };
+
+// "B=2 T=65 H=2 HV=4 K=32 V=16 h0 head-first": how test messages name a case shape.
+inline std::string describe_shape(const case_shape& s) {
+  std::string d = "B=" + std::to_string(s.B) + " T=" + std::to_string(s.T) + " H=" + std::to_string(s.H) +
+                  " HV=" + std::to_string(s.HV) + " K=" + std::to_string(s.K) + " V=" + std::to_string(s.V);
+  if (!s.seqlens.empty()) {
+    d += " seqlens={";
+    for (auto L : s.seqlens) d += std::to_string(L) + ",";
+    d.back() = '}';
+  }
+  if (s.initial_state) d += " h0";
+  if (s.head_first) d += " head-first";
+  if (s.gates == gate_range::extreme) d += " extreme-gates";
+  if (s.beta_max != 1) d += " beta_max=" + std::to_string(s.beta_max);
+  return d;
+}
 
 }  // namespace linea::testing
