@@ -1,12 +1,14 @@
 // linea/backend/cuda/chunk_kernel.hpp — the chunkwise forward (SPEC §4) on tensor cores.
 //
-// One CTA per (sequence, value head), 8 warps; the K×V state lives in registers for the whole sequence (fp32
-// mma accumulators: warp w owns key rows 16w..16w+15), and each chunk of CL = 32 tokens runs five phases:
+// One CTA per (sequence, value head, tile of BV value columns: 64 when two CTAs fit an SM, else 128), 8 warps;
+// the K×BV state tile lives in registers for the whole sequence (fp32 mma accumulators: warp w owns key rows
+// 16w..16w+15), and each chunk of CL = 32 tokens runs five phases:
 //   0. stage:  S (transposed, as the operand type E) and the chunk's q̂, k̂, erase keys, w⊙v into shared memory,
 //              from a staging buffer that cp.async filled during the previous chunk
 //   1. G:      in-chunk cumulative log decays (scalar or per key channel), K_d = K ⊙ exp(G_C − G), X = bK ⊙ Γ
 //   2. P = (Q Kᵀ ⊙ decay) masked s ≤ r;  A = (bK Kᵀ ⊙ decay) strictly lower;  Z = W_v − X S
-//   3. U = (I + A)⁻¹ Z by forward substitution, a thread per value column (the delta family's solve, on-chip);
+//   3. U = (I + A)⁻¹ Z by (right-looking) forward substitution, a thread per value column (the delta family's
+//      solve, on-chip);
 //      meanwhile the other warps scale Q ← Q ⊙ Γ
 //   4. O = s[(Q ⊙ Γ) S + P U] to memory;  S ← Diag(Γ_C) S + K_dᵀ U in registers
 // All products are C = A·Btᵀ with both operands row-major along the contracted index (mma_rows: ldmatrix +
@@ -21,20 +23,20 @@ namespace linea::cuda_detail {
 
 constexpr int chunk_threads = 256, chunk_kp = 128, chunk_vp = 128;  // K and V are padded to 128
 
-template <class Rule, class T, class E, pass P>
+template <class Rule, class T, class E, pass P, int BV>
 struct chunk_shape {
   using traits = pass_traits<Rule, P>;
   static constexpr int CL = 32;                                  // tokens per chunk
   static constexpr int PE = 16 / static_cast<int>(sizeof(E));   // row padding: 16 bytes (ldmatrix, banks)
-  static constexpr int LDK = chunk_kp + PE, LDC = CL + PE, LDZ = chunk_vp + 1, LDM = CL + 1;
+  static constexpr int LDK = chunk_kp + PE, LDC = CL + PE, LDZ = BV + 1, LDM = CL + 1;
   // The raw chunk is staged asynchronously (cp.async) for 16-bit inputs; float inputs load it directly.
   static constexpr bool async = sizeof(T) == 2;
   static constexpr int staged = async ? 3 + (traits::per_key ? 1 : 0) + (traits::channel_gates ? 2 : 0) : 0;
   // shared memory, in bytes, in the order the kernel carves it
-  static constexpr std::size_t e_tiles = sizeof(E) * (std::size_t(chunk_vp) * LDK     // SopT
+  static constexpr std::size_t e_tiles = sizeof(E) * (std::size_t(BV) * LDK           // SopT
                                                       + (traits::per_key ? 6 : 4) * std::size_t(CL) * LDK  // Qs Ks EK XG (OF OE)
                                                       + std::size_t(chunk_kp) * LDC   // KdT
-                                                      + std::size_t(chunk_vp) * LDC   // UsT
+                                                      + std::size_t(BV) * LDC         // UsT
                                                       + std::size_t(CL) * LDC);       // Pe
   // Z is fp32: a tile of its own for 16-bit operands, the U tile itself when E = float (saves 16 KB).
   static constexpr bool z_in_u = std::is_same_v<E, float>;
@@ -43,7 +45,16 @@ struct chunk_shape {
                                                           5 * CL + chunk_kp);
   static constexpr std::size_t stage_bytes = sizeof(T) * std::size_t(staged) * CL * chunk_kp;
   static constexpr std::size_t bytes = e_tiles + f_tiles + stage_bytes;
+  // Two CTAs per SM when the value columns are split (registers capped at 128 per thread to fit them).
+  static constexpr int min_blocks = BV < chunk_vp ? 2 : 1;
 };
+
+// Value columns per CTA. The K×V state splits by value columns (the delta rule's solve is column by column, and
+// every key-side quantity — decays, P, A — is the same for all columns): 64 columns give two CTAs per
+// (sequence, head) and two CTAs per SM when the shared memory of both fits, which hides the latency of one
+// CTA's serial phases behind the other's. Rules whose tiles do not fit twice keep one CTA of 128 columns.
+template <class Rule, class T, class E, pass P>
+inline constexpr int chunk_bv = chunk_shape<Rule, T, E, P, 64>::bytes <= 112 * 1024 ? 64 : chunk_vp;
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
   const std::uint32_t s = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
@@ -51,15 +62,45 @@ __device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
 
-template <class Rule, class T, class E, pass P>
-__global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_args<T> a) {
+// N consecutive elements (N · sizeof(X) bytes, aligned to that) as one shared or global access, in float.
+template <int N, class X>
+struct packed {
+  static_assert(N == 1 || N == 2 || N == 4, "packed: 1, 2 or 4 elements");
+  static constexpr int bytes = N * static_cast<int>(sizeof(X));
+  using word = std::conditional_t<bytes == 16, uint4, std::conditional_t<bytes == 8, uint2, std::conditional_t<bytes == 4, unsigned, unsigned short>>>;
+};
+template <int N, class X>
+__device__ __forceinline__ void load_n(const X* p, float (&v)[N]) {
+  using W = typename packed<N, X>::word;
+  const W w = *reinterpret_cast<const W*>(p);
+  X e[N];
+  memcpy(e, &w, sizeof(W));
+#pragma unroll
+  for (int c = 0; c < N; ++c) v[c] = to_float(e[c]);
+}
+template <int N, class X>
+__device__ __forceinline__ void store_n(X* p, const float (&v)[N]) {
+  using W = typename packed<N, X>::word;
+  X e[N];
+#pragma unroll
+  for (int c = 0; c < N; ++c) e[c] = from_float<X>(v[c]);
+  W w;
+  memcpy(&w, e, sizeof(W));
+  *reinterpret_cast<W*>(p) = w;
+}
+
+template <class Rule, class T, class E, pass P, int BV>
+__global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>::min_blocks))
+    chunk_kernel(const kernel_args<T> a) {
   using traits = pass_traits<Rule, P>;
-  using shape = chunk_shape<Rule, T, E, P>;
-  constexpr int CL = shape::CL, KP = chunk_kp, VP = chunk_vp, LDK = shape::LDK, LDC = shape::LDC;
+  using shape = chunk_shape<Rule, T, E, P, BV>;
+  // VP: the value columns of this CTA, global columns jt .. jt + VP − 1
+  constexpr int CL = shape::CL, KP = chunk_kp, VP = BV, LDK = shape::LDK, LDC = shape::LDC;
   constexpr int LDZ = shape::LDZ, LDM = shape::LDM, NW = chunk_threads / 32;
   const source<T> src{a};
   const index_t K = a.K, Vd = traits::stats ? a.K : a.V;
-  const index_t hv = blockIdx.x, n = blockIdx.y;
+  const index_t hv = blockIdx.x, n = blockIdx.y, jt = static_cast<index_t>(blockIdx.z) * VP;
+  const index_t hk = hv / a.G;  // the query / key head (once: a 64-bit division is not cheap)
   const seq_range seq = sequence_of(a, n);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
 
@@ -75,7 +116,7 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
   E* UsT = KdT + KP * LDC;                   // w ⊙ v, then U, transposed [VP][LDC]
   E* Pe = UsT + VP * LDC;                    // P [CL][LDC]
   float* Zs = reinterpret_cast<float*>(Pe + CL * LDC);  // Z [CL][LDZ] (16-bit operands; else Z is in UsT)
-  float* Ms = Zs + (shape::z_in_u ? 0 : CL * LDZ);      // A [CL][LDM]
+  float* Ms = Zs + (shape::z_in_u ? 0 : CL * LDZ);      // Aᵀ [CL][LDM]
   float* Gs = Ms + CL * LDM;                            // per-key log decays, cumulated [CL][KP]
   float* gsc = Gs + (traits::per_key ? CL * KP : 0);    // scalar log decays [CL] (cumulated: gcum)
   float* bet = gsc + CL;                                // β [CL]
@@ -121,40 +162,33 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
       if constexpr (traits::uses_beta) pre_b = src.beta(seq.bt, t, hv);
     }
     if constexpr (shape::async) {
-      constexpr int per_row = KP * static_cast<int>(sizeof(T)) / 16;  // 16-byte pieces of a padded row
-      for (int x = tid; x < shape::staged * CL * per_row; x += chunk_threads) {
-        const int tile = x / (CL * per_row), r = (x / per_row) % CL, piece = x % per_row;
-        const int i0 = piece * (16 / static_cast<int>(sizeof(T)));
-        T* dst = stage + (tile * CL + r) * KP + i0;
-        const index_t t = c0 + r;
-        const index_t width = (tile == 2 || tile == 5) && !traits::stats ? Vd : K;  // v and w have V columns
-        const T* row = nullptr;
-        index_t inner = 1;
-        if (r < L && i0 < width) {
-          switch (tile) {
-            case 0: row = a.q_tilde_in.ptr ? nullptr : a.q.row(seq.bt, t, hv / a.G), inner = a.q.str[3]; break;
-            case 1: row = a.k.row(seq.bt, t, hv / a.G), inner = a.k.str[3]; break;
-            case 2:
-              if constexpr (traits::stats) row = nullptr;
-              else row = a.v.row(seq.bt, t, hv), inner = a.v.str[3];
-              break;
-            case 3:
-              if constexpr (traits::per_key) row = a.gk.row(seq.bt, t, hv), inner = a.gk.str[3];
-              else if constexpr (traits::channel_gates) row = a.b.row(seq.bt, t, hv), inner = a.b.str[3];
-              break;
-            case 4: if constexpr (traits::channel_gates) row = a.b.row(seq.bt, t, hv), inner = a.b.str[3]; break;
-            default: if constexpr (traits::channel_gates) row = a.w.row(seq.bt, t, hv), inner = a.w.str[3]; break;
+      // Thread tid copies 16-byte piece tid % per_row of rows tid / per_row + passes·k of every tile: the row
+      // pointer is one multiply-add per row, and zeros fill what lies past the sequence or the width.
+      constexpr int EPP = 16 / static_cast<int>(sizeof(T)), per_row = KP / EPP, passes = chunk_threads / per_row;
+      const int i0 = (tid % per_row) * EPP, r_first = tid / per_row;
+      auto stage_tile = [&](const view<const T, 4>& v, index_t head, int tile, bool value_tile) {
+        if (value_tile && i0 >= VP) return;
+        const index_t width = value_tile ? Vd - jt : K, inner = v.str[3];
+        const T* base = v.ptr + seq.bt * v.str[0] + head * v.str[2] + (value_tile ? jt : 0) * inner;
+        const bool whole = inner == 1 && i0 + EPP <= width && (v.str[1] * static_cast<index_t>(sizeof(T))) % 16 == 0 &&
+                           (reinterpret_cast<std::uintptr_t>(base) & 15) == 0;
+#pragma unroll
+        for (int k = 0; k < CL / passes; ++k) {
+          const int r = r_first + k * passes;
+          T* dst = stage + (tile * CL + r) * KP + i0;
+          const T* row = base + (c0 + r) * v.str[1];
+          if (r < L && whole) {
+            cp_async16(dst, row + i0);
+          } else {
+            for (int e = 0; e < EPP; ++e) dst[e] = (r < L && i0 + e < width) ? row[(i0 + e) * inner] : from_float<T>(0.f);
           }
         }
-        const bool fast = row && inner == 1 && i0 + 16 / static_cast<index_t>(sizeof(T)) <= width &&
-                          (reinterpret_cast<std::uintptr_t>(row + i0) & 15) == 0;
-        if (fast) {
-          cp_async16(dst, row + i0);
-        } else {
-          for (int e = 0; e < 16 / static_cast<int>(sizeof(T)); ++e)
-            dst[e] = (row && i0 + e < width) ? row[(i0 + e) * inner] : from_float<T>(0.f);
-        }
-      }
+      };
+      if (!a.q_tilde_in.ptr) stage_tile(a.q, hk, 0, false);  // CCQ main pass: q̃ is read in place of q
+      stage_tile(a.k, hk, 1, false);
+      if constexpr (!traits::stats) stage_tile(a.v, hv, 2, true);  // the stats pass's values are its keys
+      if constexpr (traits::per_key) stage_tile(a.gk, hv, 3, false);
+      if constexpr (traits::channel_gates) stage_tile(a.b, hv, 4, false), stage_tile(a.w, hv, 5, true);
     }
   };
 
@@ -166,7 +200,7 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
     for (int nt = 0; nt < VP / 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const index_t i = 16 * warp + acc_row(e), j = 8 * nt + acc_col(e);
+        const index_t i = 16 * warp + acc_row(e), j = jt + 8 * nt + acc_col(e);
         acc[nt][e] = (s0.ptr && i < K && j < Vd) ? s0(seq.row, hv, i, j) : 0.f;
       }
   }
@@ -186,28 +220,35 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
     if constexpr (shape::async) cp_async_wait_all();
     __syncthreads();
 
+    // One warp per row; lane l holds key channels 4l .. 4l+3 (8-byte shared loads and stores).
+    static_assert(KP == 4 * 32, "the row staging gives each lane four key channels");
+    constexpr int VPL = VP / 32;  // value columns per lane
     for (int r = warp; r < CL; r += NW) {
       const index_t t = c0 + r;
       const bool live = r < L;
-      constexpr int U = KP / 32;
-      float qv[U], kv[U], qq = 0, kk = 0, gs = 0;
+      const int i0 = 4 * lane, j0 = VPL * lane;
+      float qv[4], kv[4], lg[4] = {}, bv[4] = {}, qq = 0, kk = 0, gs = 0;
+      if constexpr (shape::async) {  // the stage is zero past the sequence and past K
+        load_n<4>(stage + (0 * CL + r) * KP + i0, qv);
+        load_n<4>(stage + (1 * CL + r) * KP + i0, kv);
+        if constexpr (traits::per_key) load_n<4>(stage + (3 * CL + r) * KP + i0, lg);
+        if constexpr (traits::channel_gates) load_n<4>(stage + (4 * CL + r) * KP + i0, bv);
+      }
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int i = lane + 32 * u;
-        if constexpr (shape::async) {
-          qv[u] = live && !a.q_tilde_in.ptr ? to_float(stage[(0 * CL + r) * KP + i]) : 0.f;
-          if (live && a.q_tilde_in.ptr && i < K) qv[u] = a.q_tilde_in(seq.bt, t, hv, i);
-          kv[u] = live ? to_float(stage[(1 * CL + r) * KP + i]) : 0.f;
-        } else {
-          qv[u] = live && i < K ? src.q(seq.bt, t, hv, i) : 0.f;
-          kv[u] = live && i < K ? src.k(seq.bt, t, hv, i) : 0.f;
+      for (int u = 0; u < 4; ++u) {
+        const int i = i0 + u;
+        const bool in = live && i < K;
+        if (!shape::async || a.q_tilde_in.ptr) qv[u] = in ? src.q(seq.bt, t, hv, i) : 0.f;
+        if constexpr (!shape::async) {
+          kv[u] = in ? src.k(seq.bt, t, hv, i) : 0.f;
+          if constexpr (traits::channel_gates) bv[u] = in ? src.b(seq.bt, t, hv, i) : 0.f;
         }
         qq += qv[u] * qv[u], kk += kv[u] * kv[u];
         if constexpr (traits::per_key || traits::stats_mean_gk) {
           float l = 0;
-          if (live && i < K) {
+          if (in) {
             if constexpr (shape::async && traits::per_key) {
-              l = to_float(stage[(3 * CL + r) * KP + i]);
+              l = lg[u];
               if (a.gate_active) {
                 const float bias = a.dt_bias.ptr ? a.dt_bias(hv * a.K + i) : 0.f;
                 l = activate_gate(l, a.A_log(hv), bias, a.has_lower_bound, a.lower_bound);
@@ -216,10 +257,11 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
               l = src.gk(seq.bt, t, hv, i);
             }
           }
-          if constexpr (traits::per_key) Gs[r * KP + i] = l * log2e;
+          lg[u] = l * log2e;
           gs += l;
         }
       }
+      if constexpr (traits::per_key) store_n<4>(Gs + r * KP + i0, lg);
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) {
         qq += __shfl_xor_sync(0xffffffffu, qq, o);
@@ -231,38 +273,45 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
         if (lane == 0 && live) gsc[r] = src.stats_log_decay(seq.bt, t, hv, gs / static_cast<float>(K)) * log2e;
       }
       const float beta = bet[r];
+      float ev[4];
 #pragma unroll
-      for (int u = 0; u < U; ++u) {
-        const int i = lane + 32 * u;
-        kv[u] *= kn;
-        Qs[r * LDK + i] = from_float<E>(qv[u] * qn);
-        Ks[r * LDK + i] = from_float<E>(kv[u]);
-        if constexpr (traits::erases) {
-          float e = 0;
-          if constexpr (traits::channel_gates) {
-            if (live && i < K) e = (shape::async ? to_float(stage[(4 * CL + r) * KP + i]) : src.b(seq.bt, t, hv, i)) * kv[u];
-          } else {
-            e = beta * kv[u];
-          }
-          EK[r * LDK + i] = from_float<E>(e);
-        }
+      for (int u = 0; u < 4; ++u) {
+        kv[u] *= kn, qv[u] *= qn;
+        ev[u] = (traits::channel_gates ? bv[u] : beta) * kv[u];
       }
+      store_n<4>(Qs + r * LDK + i0, qv);
+      store_n<4>(Ks + r * LDK + i0, kv);
+      if constexpr (traits::erases) store_n<4>(EK + r * LDK + i0, ev);
+      // the values (w ⊙ v or β v), this CTA's columns jt + j0 ..; transposed into UsT
+      float x[VPL] = {};
+      if constexpr (traits::stats) {
+        __syncwarp();  // the values are this row's keys, written just above
 #pragma unroll
-      for (int u = 0; u < VP / 32; ++u) {
-        const int j = lane + 32 * u;
-        float x = 0;
-        if constexpr (traits::stats) {
-          x = kv[u];  // values are the keys (VP == KP: lane holds channel j)
-        } else if (live && j < Vd) {
-          x = shape::async ? to_float(stage[(2 * CL + r) * KP + j]) : src.v(seq.bt, t, hv, j);
+        for (int c = 0; c < VPL; ++c) x[c] = f(Ks[r * LDK + jt + j0 + c]);
+      } else {
+        float wv[VPL];
+        if constexpr (shape::async) {
+          load_n<VPL>(stage + (2 * CL + r) * KP + j0, x);
+          if constexpr (traits::channel_gates) load_n<VPL>(stage + (5 * CL + r) * KP + j0, wv);
+        } else {
+#pragma unroll
+          for (int c = 0; c < VPL; ++c) {
+            const bool in = live && jt + j0 + c < Vd;
+            x[c] = in ? src.v(seq.bt, t, hv, jt + j0 + c) : 0.f;
+            if constexpr (traits::channel_gates) wv[c] = in ? src.w(seq.bt, t, hv, jt + j0 + c) : 0.f;
+          }
+        }
+#pragma unroll
+        for (int c = 0; c < VPL; ++c) {
           if constexpr (!traits::erases) {
-            if (a.residual.ptr) a.residual(seq.bt, t, hv, j) = from_float<T>(x);  // u_t = v_t
+            if (a.residual.ptr && live && jt + j0 + c < Vd) a.residual(seq.bt, t, hv, jt + j0 + c) = from_float<T>(x[c]);  // u_t = v_t
           }
-          if constexpr (traits::channel_gates) x *= shape::async ? to_float(stage[(5 * CL + r) * KP + j]) : src.w(seq.bt, t, hv, j);
-          else if constexpr (traits::uses_beta) x *= beta;
+          if constexpr (traits::channel_gates) x[c] *= wv[c];
+          else if constexpr (traits::uses_beta) x[c] *= beta;
         }
-        UsT[j * LDC + r] = from_float<E>(x);
       }
+#pragma unroll
+      for (int c = 0; c < VPL; ++c) UsT[(j0 + c) * LDC + r] = from_float<E>(x[c]);
     }
     __syncthreads();
     if (c0 + CL < seq.t1) prefetch(c0 + CL);  // lands while this chunk computes
@@ -313,10 +362,14 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
 
     // ---- 2. P, A and Z -------------------------------------------------------------------------------------------
     static_assert(CL == 32, "phase 2 is laid out for two 16-row sub-chunks");
+    // Z (and later O) is cut into 16×32 strips, one per warp; P and A go to the warps that have no strip.
+    constexpr int strips = (CL / 16) * (VP / 32), spare = strips % NW;
+    const int pa_warp = (warp - spare + NW) % NW;
     {
-      // Z = W_v − X S: eight 16×32 strips, one per warp.
+      // Z = W_v − X S
       if constexpr (traits::erases) {
-        const int r0 = 16 * (warp / 4), j0 = 32 * (warp % 4);
+       for (int job = warp; job < strips; job += NW) {
+        const int r0 = 16 * (job / (VP / 32)), j0 = 32 * (job % (VP / 32));
         float c[4][4] = {};
         mma_rows4<E>(c, (traits::per_key ? XG : EK) + r0 * LDK, LDK, SopT + j0 * LDK, LDK, KP / 16);
 #pragma unroll
@@ -329,11 +382,12 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
             if constexpr (shape::z_in_u) UsT[j * LDC + r] = f(UsT[j * LDC + r]) - x;
             else Zs[r * LDZ + j] = f(UsT[j * LDC + r]) - x;
           }
+       }
       }
       if constexpr (!traits::per_key) {
         // P = Q Kᵀ and A = bK Kᵀ, decays as a row/column factor (G_r − G_s ≤ 0 on and below the diagonal).
         constexpr int jobs = traits::erases ? 4 : 2;  // (P | A) × two row blocks, 16×32 each
-        for (int job = warp; job < jobs; job += NW) {
+        for (int job = pa_warp; job < jobs; job += NW) {
           const bool is_a = job >= 2;
           const int r0 = 16 * (job % 2);
           float c[4][4] = {};
@@ -345,15 +399,15 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
               const int r = r0 + acc_row(e), s = 8 * t + acc_col(e);
               if (is_a ? s < r : s <= r) {
                 const float x = c[t][e] * ex(G(r, 0) - G(s, 0));
-                if (is_a) Ms[r * LDM + s] = x;
+                if (is_a) Ms[s * LDM + r] = x;  // A is kept transposed (the solve reads its columns)
                 else Pe[r * LDC + s] = from_float<E>(x);
               }
             }
         }
       } else {
         // Off-diagonal sub-block (rows 16..31, columns 0..15) on tensor cores, through row 15.
-        if (warp < (traits::erases ? 2 : 1)) {
-          const bool is_a = warp == 1;
+        if (pa_warp < (traits::erases ? 2 : 1)) {
+          const bool is_a = pa_warp == 1;
           float c[2][4] = {};
 #pragma unroll
           for (int t = 0; t < 2; ++t) mma_rows<E>(c[t], (is_a ? OE : OF) + 16 * LDK, LDK, OF + 8 * t * LDK, LDK, KP / 16);
@@ -362,7 +416,7 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
               const int r = 16 + acc_row(e), s = 8 * t + acc_col(e);
-              if (is_a) Ms[r * LDM + s] = c[t][e];
+              if (is_a) Ms[s * LDM + r] = c[t][e];
               else Pe[r * LDC + s] = from_float<E>(c[t][e]);
             }
         }
@@ -384,7 +438,7 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
           const E* X = is_a ? EK : Qs;
           float sum = 0;
           for (int d = 0; d < KP; ++d) sum += f(X[r * LDK + d]) * f(Ks[sc * LDK + d]) * ex(Gs[r * KP + d] - Gs[sc * KP + d]);
-          if (is_a) Ms[r * LDM + sc] = sum;
+          if (is_a) Ms[sc * LDM + r] = sum;
           else Pe[r * LDC + sc] = from_float<E>(sum);
         }
       }
@@ -397,18 +451,19 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
       const int j = tid;
       float z[CL];
 #pragma unroll
-      for (int r = 0; r < CL; ++r) {
-        float x = shape::z_in_u ? f(UsT[j * LDC + r]) : Zs[r * LDZ + j];
+      for (int r = 0; r < CL; ++r) z[r] = shape::z_in_u ? f(UsT[j * LDC + r]) : Zs[r * LDZ + j];
+      // Right-looking substitution: once z_s is final it leaves every later row at once. The 31 − s updates
+      // of a step are independent, so the dependent chain is 31 FMAs long instead of 496 (row by row).
 #pragma unroll
-        for (int s = 0; s < r; ++s) x -= Ms[r * LDM + s] * z[s];
-        z[r] = x;
-      }
+      for (int s = 0; s < CL - 1; ++s)
+#pragma unroll
+        for (int r = s + 1; r < CL; ++r) z[r] = fmaf(-Ms[s * LDM + r], z[s], z[r]);
 #pragma unroll
       for (int r = 0; r < CL; ++r) UsT[j * LDC + r] = from_float<E>(z[r]);
-      if (a.residual.ptr && j < Vd) {
+      if (a.residual.ptr && jt + j < Vd) {
 #pragma unroll
         for (int r = 0; r < CL; ++r)
-          if (r < L) a.residual(seq.bt, c0 + r, hv, j) = from_float<T>(z[r]);
+          if (r < L) a.residual(seq.bt, c0 + r, hv, jt + j) = from_float<T>(z[r]);
       }
     }
     if (tid >= helpers_from) {
@@ -421,35 +476,57 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
           qz[r] = x * a.scale;
         }
       }
-      if constexpr (traits::per_key || traits::scalar) {
-        for (int x = h; x < CL * KP; x += nh) {
-          const int r = x / KP, d = x % KP;
-          Qs[r * LDK + d] = from_float<E>(f(Qs[r * LDK + d]) * ex(G(r, d)));
+      if constexpr (traits::per_key || traits::scalar) {  // four channels at a time
+        for (int x = h; x < CL * KP / 4; x += nh) {
+          const int r = x / (KP / 4), d = 4 * (x % (KP / 4));
+          float qv[4], gv[4];
+          load_n<4>(Qs + r * LDK + d, qv);
+          if constexpr (traits::per_key) load_n<4>(Gs + r * KP + d, gv);
+#pragma unroll
+          for (int u = 0; u < 4; ++u) qv[u] *= ex(traits::per_key ? gv[u] : gcum[r]);
+          store_n<4>(Qs + r * LDK + d, qv);
         }
       }
     }
     __syncthreads();
 
     // ---- 4. output, and the state update in registers --------------------------------------------------------------
-    {
-      const int r0 = 16 * (warp / 4), j0 = 32 * (warp % 4);  // one 16×32 strip of O per warp
+    for (int job = warp; job < strips; job += NW) {
+      const int r0 = 16 * (job / (VP / 32)), j0 = 32 * (job % (VP / 32));  // one 16×32 strip of O per warp
       float c[4][4] = {};
       mma_rows4<E>(c, Qs + r0 * LDK, LDK, SopT + j0 * LDK, LDK, KP / 16);
       mma_rows4<E>(c, Pe + r0 * LDC, LDC, UsT + j0 * LDC, LDC, (r0 + 16) / 16);  // P is zero above the diagonal
+      // This lane's outputs: rows r0 + g and r0 + g + 8, column pairs jt + j0 + 8t + 2q (+1).
 #pragma unroll
-      for (int t = 0; t < 4; ++t)
+      for (int h = 0; h < 2; ++h) {
+        const int r = r0 + acc_row(2 * h);
+        if (r >= L) continue;
+        const float mul = traits::stats ? 1.f : a.normalize ? a.scale / (qz[r] + 1e-10f) : a.scale;
+        if constexpr (traits::stats) {
+          float* row = a.y.row(seq.bt, c0 + r, hv);
 #pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int r = r0 + acc_row(e), j = j0 + 8 * t + acc_col(e);
-          if (r >= L || j >= Vd) continue;
-          if constexpr (traits::stats) {
-            a.y(seq.bt, c0 + r, hv, j) = c[t][e];
-          } else {
-            float o = c[t][e] * a.scale;
-            if (a.normalize) o /= qz[r] + 1e-10f;
-            a.o(seq.bt, c0 + r, hv, j) = from_float<T>(o);
+          for (int t = 0; t < 4; ++t)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+              const index_t j = jt + j0 + 8 * t + acc_col(e);
+              if (j < Vd) row[j * a.y.str[3]] = c[t][2 * h + e];
+            }
+        } else {
+          T* row = a.o.row(seq.bt, c0 + r, hv);
+          const index_t inner = a.o.str[3];
+#pragma unroll
+          for (int t = 0; t < 4; ++t) {
+            const index_t j = jt + j0 + 8 * t + acc_col(0);
+            const float o0 = c[t][2 * h] * mul, o1 = c[t][2 * h + 1] * mul;
+            if (sizeof(T) == 2 && inner == 1 && j + 1 < Vd && (reinterpret_cast<std::uintptr_t>(row + j) & 3) == 0) {
+              store_n<2>(row + j, {o0, o1});  // one 4-byte store
+            } else {
+              if (j < Vd) row[j * inner] = from_float<T>(o0);
+              if (j + 1 < Vd) row[(j + 1) * inner] = from_float<T>(o1);
+            }
           }
         }
+      }
     }
     {
 #pragma unroll
@@ -476,7 +553,7 @@ __global__ void __launch_bounds__(chunk_threads, 1) chunk_kernel(const kernel_ar
     for (int nt = 0; nt < VP / 8; ++nt)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        const index_t i = 16 * warp + acc_row(e), j = 8 * nt + acc_col(e);
+        const index_t i = 16 * warp + acc_row(e), j = jt + 8 * nt + acc_col(e);
         if (i < K && j < Vd) s1(seq.row, hv, i, j) = acc[nt][e];
       }
   }

@@ -3,6 +3,7 @@
 #pragma once
 #include "ccq_kernel.hpp"
 #include "chunk_kernel.hpp"
+#include "decode_kernel.hpp"
 #include "recurrent_kernel.hpp"
 
 #include <type_traits>
@@ -51,6 +52,26 @@ void launch_recurrent(const kernel_args<T>& k, index_t rows) {
   else throw error("the CUDA recurrent form and decode step support K <= 256, but K = " + std::to_string(k.K));
 }
 
+// ---- decode step (main pass, K <= 128); the stats pass and larger K use the token-by-token kernel -----------------
+template <class Rule, class T, int KMAX>
+void launch_decode_k(const kernel_args<T>& k, index_t rows) {
+  const dim3 grid(static_cast<unsigned>((k.V + decode_cols - 1) / decode_cols), static_cast<unsigned>(k.HV),
+                  static_cast<unsigned>(rows));
+  decode_kernel<Rule, T, KMAX><<<grid, decode_threads>>>(k);
+  check_launch("decode_kernel");
+}
+
+template <class Rule, class T, pass P>
+void launch_step(const kernel_args<T>& k, index_t rows) {
+  if (rows == 0 || k.HV == 0) return;
+  if constexpr (P == pass::main) {
+    if (k.K <= 32) return launch_decode_k<Rule, T, 32>(k, rows);
+    if (k.K <= 64) return launch_decode_k<Rule, T, 64>(k, rows);
+    if (k.K <= 128) return launch_decode_k<Rule, T, 128>(k, rows);
+  }
+  launch_recurrent<Rule, T, P>(k, rows);
+}
+
 // ---- chunk kernel -----------------------------------------------------------------------------------------------
 template <class Rule, class T, pass P>
 void launch_chunk(const kernel_args<T>& k, index_t rows) {
@@ -59,15 +80,18 @@ void launch_chunk(const kernel_args<T>& k, index_t rows) {
     throw error("the CUDA chunkwise form supports K, V <= 128, but K = " + std::to_string(k.K) +
                 ", V = " + std::to_string(k.V) + " (use the recurrent form)");
   using E = typename operand_type<T>::type;  // bf16 / fp16 on tensor cores, float in fp32 FMAs
-  constexpr std::size_t bytes = chunk_shape<Rule, T, E, P>::bytes;
+  constexpr int BV = chunk_bv<Rule, T, E, P>;
+  constexpr std::size_t bytes = chunk_shape<Rule, T, E, P, BV>::bytes;
   static_assert(bytes <= 227 * 1024, "chunk_kernel: shared memory over the 227 KB a Hopper block can have");
-  auto kernel = chunk_kernel<Rule, T, E, P>;
+  auto kernel = chunk_kernel<Rule, T, E, P, BV>;
   static const bool sized = [&] {  // once per instantiation (per process): the call is not free
     LINEA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
     return true;
   }();
   (void)sized;
-  kernel<<<dim3(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows)), chunk_threads, bytes>>>(k);
+  const index_t cols = P == pass::stats ? k.K : k.V;
+  const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((cols + BV - 1) / BV));
+  kernel<<<grid, chunk_threads, bytes>>>(k);
   check_launch("chunk_kernel");
 }
 
@@ -77,6 +101,7 @@ enum class form { recurrent, step, chunkwise };
 template <class Rule, form F, pass P, class T>
 void launch_form(const kernel_args<T>& k, index_t rows) {
   if constexpr (F == form::chunkwise) launch_chunk<Rule, T, P>(k, rows);
+  else if constexpr (F == form::step) launch_step<Rule, T, P>(k, rows);
   else launch_recurrent<Rule, T, P>(k, rows);
 }
 
