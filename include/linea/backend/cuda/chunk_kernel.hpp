@@ -28,7 +28,10 @@ struct chunk_shape {
   using traits = pass_traits<Rule, P>;
   static constexpr int CL = 32;                                  // tokens per chunk
   static constexpr int PE = 16 / static_cast<int>(sizeof(E));   // row padding: 16 bytes (ldmatrix, banks)
-  static constexpr int LDK = chunk_kp + PE, LDC = CL + PE, LDZ = BV + 1, LDM = CL + 1;
+  static constexpr int LDK = chunk_kp + PE, LDC = CL + PE, LDZ = BV + 1, LDM = CL + 4;  // LDM: 16-byte rows (the solve reads Aᵀ four at a time)
+  // per-key log decays [CL][LDG]: rows 4 words apart mod 32 banks, so 16-byte reads of 8 rows never collide
+  // (not for float operands: their tiles leave no room under the 227 KB)
+  static constexpr int LDG = chunk_kp + (sizeof(E) == 2 ? 4 : 0);
   // The raw chunk is staged asynchronously (cp.async) for 16-bit inputs; float inputs load it directly.
   static constexpr bool async = sizeof(T) == 2;
   static constexpr int staged = async ? 3 + (traits::per_key ? 1 : 0) + (traits::channel_gates ? 2 : 0) : 0;
@@ -41,7 +44,7 @@ struct chunk_shape {
   // Z is fp32: a tile of its own for 16-bit operands, the U tile itself when E = float (saves 16 KB).
   static constexpr bool z_in_u = std::is_same_v<E, float>;
   static constexpr std::size_t f_tiles = sizeof(float) * ((z_in_u ? 0 : std::size_t(CL) * LDZ) + std::size_t(CL) * LDM +
-                                                          (traits::per_key ? std::size_t(CL) * chunk_kp : 0) +
+                                                          (traits::per_key ? std::size_t(CL) * LDG : 0) +
                                                           5 * CL + chunk_kp);
   static constexpr std::size_t stage_bytes = sizeof(T) * std::size_t(staged) * CL * chunk_kp;
   static constexpr std::size_t bytes = e_tiles + f_tiles + stage_bytes;
@@ -96,7 +99,7 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
   using shape = chunk_shape<Rule, T, E, P, BV>;
   // VP: the value columns of this CTA, global columns jt .. jt + VP − 1
   constexpr int CL = shape::CL, KP = chunk_kp, VP = BV, LDK = shape::LDK, LDC = shape::LDC;
-  constexpr int LDZ = shape::LDZ, LDM = shape::LDM, NW = chunk_threads / 32;
+  constexpr int LDZ = shape::LDZ, LDM = shape::LDM, LDG = shape::LDG, NW = chunk_threads / 32;
   const source<T> src{a};
   const index_t K = a.K, Vd = traits::stats ? a.K : a.V;
   const index_t hv = blockIdx.x, n = blockIdx.y, jt = static_cast<index_t>(blockIdx.z) * VP;
@@ -117,8 +120,8 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
   E* Pe = UsT + VP * LDC;                    // P [CL][LDC]
   float* Zs = reinterpret_cast<float*>(Pe + CL * LDC);  // Z [CL][LDZ] (16-bit operands; else Z is in UsT)
   float* Ms = Zs + (shape::z_in_u ? 0 : CL * LDZ);      // Aᵀ [CL][LDM]
-  float* Gs = Ms + CL * LDM;                            // per-key log decays, cumulated [CL][KP]
-  float* gsc = Gs + (traits::per_key ? CL * KP : 0);    // scalar log decays [CL] (cumulated: gcum)
+  float* Gs = Ms + CL * LDM;                            // per-key log decays, cumulated [CL][LDG]
+  float* gsc = Gs + (traits::per_key ? CL * LDG : 0);   // scalar log decays [CL] (cumulated: gcum)
   float* bet = gsc + CL;                                // β [CL]
   float* qz = bet + CL;                                 // normaliser per row [2·CL]
   float* gcum = qz + 2 * CL;                            // scalar log decays, cumulated [CL]
@@ -127,7 +130,7 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
 
   // Log decays are kept in base 2 (G · log2 e), so every decay factor is one exp2.
   auto G = [&](int r, int d) -> float {
-    if constexpr (traits::per_key) return Gs[r * KP + d];
+    if constexpr (traits::per_key) return Gs[r * LDG + d];
     else if constexpr (traits::scalar) return gcum[r];
     else return 0.f;
   };
@@ -261,7 +264,7 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
           gs += l;
         }
       }
-      if constexpr (traits::per_key) store_n<4>(Gs + r * KP + i0, lg);
+      if constexpr (traits::per_key) store_n<4>(Gs + r * LDG + i0, lg);
 #pragma unroll
       for (int o = 16; o > 0; o >>= 1) {
         qq += __shfl_xor_sync(0xffffffffu, qq, o);
@@ -323,14 +326,16 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
       float run = 0;
 #pragma unroll
       for (int r = 0; r < CL; ++r) {
-        if constexpr (traits::per_key) run = Gs[r * KP + d] += run;
+        if constexpr (traits::per_key) run = Gs[r * LDG + d] += run;
         else if constexpr (traits::scalar) run += gsc[r];
         g_run[r] = run;
       }
+      float kd[2];  // K_d of rows r − 1 and r: stored as one pair (a transposed tile, half the store requests)
 #pragma unroll
       for (int r = 0; r < CL; ++r) {
         const float k = f(Ks[r * LDK + d]);
-        KdT[d * LDC + r] = from_float<E>(k * ex(g_run[CL - 1] - g_run[r]));
+        kd[r & 1] = k * ex(g_run[CL - 1] - g_run[r]);
+        if (r & 1) store_n<2>(KdT + d * LDC + r - 1, kd);
         if constexpr (traits::per_key) {
           const float e = traits::erases ? f(EK[r * LDK + d]) : 0.f;
           if constexpr (traits::erases) XG[r * LDK + d] = from_float<E>(e * ex(g_run[r]));
@@ -437,7 +442,16 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
           const int r = 16 * block + rr, sc = 16 * block + (idx - base);
           const E* X = is_a ? EK : Qs;
           float sum = 0;
-          for (int d = 0; d < KP; ++d) sum += f(X[r * LDK + d]) * f(Ks[sc * LDK + d]) * ex(Gs[r * KP + d] - Gs[sc * KP + d]);
+          // four channels per step: 8-byte operand and 16-byte decay reads (padded rows: no bank conflicts)
+          for (int d = 0; d < KP; d += 4) {
+            float xv[4], kv[4], gr[4], gs[4];
+            load_n<4>(X + r * LDK + d, xv);
+            load_n<4>(Ks + sc * LDK + d, kv);
+            load_n<4>(Gs + r * LDG + d, gr);
+            load_n<4>(Gs + sc * LDG + d, gs);
+#pragma unroll
+            for (int u = 0; u < 4; ++u) sum = fmaf(xv[u] * kv[u], ex(gr[u] - gs[u]), sum);
+          }
           if (is_a) Ms[sc * LDM + r] = sum;
           else Pe[r * LDC + sc] = from_float<E>(sum);
         }
@@ -457,7 +471,13 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
 #pragma unroll
       for (int s = 0; s < CL - 1; ++s)
 #pragma unroll
-        for (int r = s + 1; r < CL; ++r) z[r] = fmaf(-Ms[s * LDM + r], z[s], z[r]);
+        for (int r4 = (s + 1) / 4; r4 < CL / 4; ++r4) {  // Aᵀ(s, 4 r4 ..): one 16-byte broadcast read
+          float m[4];
+          load_n<4>(Ms + s * LDM + 4 * r4, m);
+#pragma unroll
+          for (int u = 0; u < 4; ++u)
+            if (4 * r4 + u > s) z[4 * r4 + u] = fmaf(-m[u], z[s], z[4 * r4 + u]);
+        }
 #pragma unroll
       for (int r = 0; r < CL; ++r) UsT[j * LDC + r] = from_float<E>(z[r]);
       if (a.residual.ptr && jt + j < Vd) {
@@ -481,7 +501,7 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
           const int r = x / (KP / 4), d = 4 * (x % (KP / 4));
           float qv[4], gv[4];
           load_n<4>(Qs + r * LDK + d, qv);
-          if constexpr (traits::per_key) load_n<4>(Gs + r * KP + d, gv);
+          if constexpr (traits::per_key) load_n<4>(Gs + r * LDG + d, gv);
 #pragma unroll
           for (int u = 0; u < 4; ++u) qv[u] *= ex(traits::per_key ? gv[u] : gcum[r]);
           store_n<4>(Qs + r * LDK + d, qv);
