@@ -28,16 +28,21 @@ struct chunk_shape {
   using traits = pass_traits<Rule, P>;
   static constexpr int CL = 32;                                  // tokens per chunk
   static constexpr int PE = 16 / static_cast<int>(sizeof(E));   // row padding: 16 bytes (ldmatrix, banks)
-  static constexpr int LDK = chunk_kp + PE, LDC = CL + PE, LDZ = BV + 1, LDM = CL + 4;  // LDM: 16-byte rows (the solve reads Aᵀ four at a time)
+  static constexpr int LDK = chunk_kp + PE, LDC = CL + PE, LDZ = BV + 1;
+  // Aᵀ rows: 16 bytes aligned for 16-bit operands (the solve reads four at a time); float operands have no room
+  static constexpr int LDM = CL + (sizeof(E) == 2 ? 4 : 1);
   // per-key log decays [CL][LDG]: rows 4 words apart mod 32 banks, so 16-byte reads of 8 rows never collide
   // (not for float operands: their tiles leave no room under the 227 KB)
   static constexpr int LDG = chunk_kp + (sizeof(E) == 2 ? 4 : 0);
   // The raw chunk is staged asynchronously (cp.async) for 16-bit inputs; float inputs load it directly.
   static constexpr bool async = sizeof(T) == 2;
+  // Per-key decays, 16-bit operands: the 16×16 diagonal blocks split once more at their row 7 (8×8 blocks in
+  // log space, the 8×8 block below them on tensor cores); float operands have no room for the extra tile.
+  static constexpr bool split8 = traits::per_key && sizeof(E) == 2;
   static constexpr int staged = async ? 3 + (traits::per_key ? 1 : 0) + (traits::channel_gates ? 2 : 0) : 0;
   // shared memory, in bytes, in the order the kernel carves it
   static constexpr std::size_t e_tiles = sizeof(E) * (std::size_t(BV) * LDK           // SopT
-                                                      + (traits::per_key ? 6 : 4) * std::size_t(CL) * LDK  // Qs Ks EK XG (OF OE)
+                                                      + (traits::per_key ? (split8 ? 7 : 6) : 4) * std::size_t(CL) * LDK  // Qs Ks EK XG (OF OE D8)
                                                       + std::size_t(chunk_kp) * LDC   // KdT
                                                       + std::size_t(BV) * LDC         // UsT
                                                       + std::size_t(CL) * LDC);       // Pe
@@ -114,8 +119,11 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
   E* EK = Ks + CL * LDK;                     // erase key β k̂ or b ⊙ k̂ [CL][LDK]
   E* XG = EK + CL * LDK;                     // erase key ⊙ Γ (per-key decays) [CL][LDK]
   E* OF = XG + CL * LDK;                     // per-key: rows < 16 k ⊙ exp(G_15 − G), rows ≥ 16 q ⊙ exp(G − G_15)
-  E* OE = OF + (traits::per_key ? CL * LDK : 0);  // per-key: rows ≥ 16 erase key ⊙ exp(G − G_15)
-  E* KdT = OE + (traits::per_key ? CL * LDK : 0);  // (K ⊙ exp(G_C − G))ᵀ [KP][LDC]
+  E* OE = OF + (traits::per_key ? CL * LDK : 0);  // per-key: rows ≥ 16 erase key ⊙ exp(G − G_15); split8: rows
+                                                   // 8h..8h+7 k ⊙ exp(G_m − G) of rows 16h..16h+7
+  E* D8 = OE + (traits::per_key ? CL * LDK : 0);   // split8, half h: rows 16h..+7 q ⊙ exp(G − G_m), rows
+                                                   // 16h+8..+15 erase key ⊙ exp(G − G_m), m = 16h + 7
+  E* KdT = D8 + (shape::split8 ? CL * LDK : 0);    // (K ⊙ exp(G_C − G))ᵀ [KP][LDC]
   E* UsT = KdT + KP * LDC;                   // w ⊙ v, then U, transposed [VP][LDC]
   E* Pe = UsT + VP * LDC;                    // P [CL][LDC]
   float* Zs = reinterpret_cast<float*>(Pe + CL * LDC);  // Z [CL][LDZ] (16-bit operands; else Z is in UsT)
@@ -175,11 +183,12 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
         const T* base = v.ptr + seq.bt * v.str[0] + head * v.str[2] + (value_tile ? jt : 0) * inner;
         const bool whole = inner == 1 && i0 + EPP <= width && (v.str[1] * static_cast<index_t>(sizeof(T))) % 16 == 0 &&
                            (reinterpret_cast<std::uintptr_t>(base) & 15) == 0;
+        const T* row = base + (c0 + r_first) * v.str[1];
+        const index_t step = passes * v.str[1];
 #pragma unroll
-        for (int k = 0; k < CL / passes; ++k) {
+        for (int k = 0; k < CL / passes; ++k, row += step) {
           const int r = r_first + k * passes;
           T* dst = stage + (tile * CL + r) * KP + i0;
-          const T* row = base + (c0 + r) * v.str[1];
           if (r < L && whole) {
             cp_async16(dst, row + i0);
           } else {
@@ -214,11 +223,20 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
     const int L = static_cast<int>(seq.t1 - c0 < CL ? seq.t1 - c0 : index_t(CL));
 
     // ---- 0. stage the state and the chunk ------------------------------------------------------------------
+    if constexpr (std::is_same_v<E, float>) {
 #pragma unroll
-    for (int nt = 0; nt < VP / 8; ++nt)
+      for (int nt = 0; nt < VP / 8; ++nt)
 #pragma unroll
-      for (int e = 0; e < 4; ++e)
-        SopT[(8 * nt + acc_col(e)) * LDK + 16 * warp + acc_row(e)] = from_float<E>(acc[nt][e]);
+        for (int e = 0; e < 4; ++e) SopT[(8 * nt + acc_col(e)) * LDK + 16 * warp + acc_row(e)] = acc[nt][e];
+    } else {  // stmatrix.trans: four 8×8 tiles per instruction, transposed on the way (rows of Sᵀ, 16 bytes)
+#pragma unroll
+      for (int nt = 0; nt < VP / 8; nt += 2) {
+        const int m = lane >> 3;  // the tile whose row address this lane gives: (nt + m / 2, half m % 2)
+        E* row = SopT + (8 * (nt + m / 2) + (lane & 7)) * LDK + 16 * warp + 8 * (m % 2);
+        stmatrix_x4_trans(row, pack2<E>(acc[nt][0], acc[nt][1]), pack2<E>(acc[nt][2], acc[nt][3]),
+                          pack2<E>(acc[nt + 1][0], acc[nt + 1][1]), pack2<E>(acc[nt + 1][2], acc[nt + 1][3]));
+      }
+    }
     if (tid < CL) gsc[tid] = pre_g * log2e, bet[tid] = pre_b;
     if constexpr (shape::async) cp_async_wait_all();
     __syncthreads();
@@ -232,7 +250,14 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
       const int i0 = 4 * lane, j0 = VPL * lane;
       float qv[4], kv[4], lg[4] = {}, bv[4] = {}, qq = 0, kk = 0, gs = 0;
       if constexpr (shape::async) {  // the stage is zero past the sequence and past K
-        load_n<4>(stage + (0 * CL + r) * KP + i0, qv);
+        if (a.q_tilde_in.ptr) {  // CCQ main pass: the cleaned queries, float, read in place of q
+          const float* row = a.q_tilde_in.row(seq.bt, t, hv);
+          const index_t inner = a.q_tilde_in.str[3];
+#pragma unroll
+          for (int u = 0; u < 4; ++u) qv[u] = live && i0 + u < K ? row[(i0 + u) * inner] : 0.f;
+        } else {
+          load_n<4>(stage + (0 * CL + r) * KP + i0, qv);
+        }
         load_n<4>(stage + (1 * CL + r) * KP + i0, kv);
         if constexpr (traits::per_key) load_n<4>(stage + (3 * CL + r) * KP + i0, lg);
         if constexpr (traits::channel_gates) load_n<4>(stage + (4 * CL + r) * KP + i0, bv);
@@ -241,8 +266,8 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
       for (int u = 0; u < 4; ++u) {
         const int i = i0 + u;
         const bool in = live && i < K;
-        if (!shape::async || a.q_tilde_in.ptr) qv[u] = in ? src.q(seq.bt, t, hv, i) : 0.f;
         if constexpr (!shape::async) {
+          qv[u] = in ? src.q(seq.bt, t, hv, i) : 0.f;
           kv[u] = in ? src.k(seq.bt, t, hv, i) : 0.f;
           if constexpr (traits::channel_gates) bv[u] = in ? src.b(seq.bt, t, hv, i) : 0.f;
         }
@@ -346,6 +371,15 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
             OF[r * LDK + d] = from_float<E>(f(Qs[r * LDK + d]) * ex(g_run[r] - g_run[15]));
             if constexpr (traits::erases) OE[r * LDK + d] = from_float<E>(e * ex(g_run[r] - g_run[15]));
           }
+          if constexpr (shape::split8) {  // inside half h: rows 8..15 against columns 0..7, through row m = 16h + 7
+            const int h = r / 16, m = 16 * h + 7, rl = r % 16;
+            if (rl < 8) {
+              OE[(8 * h + rl) * LDK + d] = from_float<E>(k * ex(g_run[m] - g_run[r]));
+            } else {
+              D8[(16 * h + rl - 8) * LDK + d] = from_float<E>(f(Qs[r * LDK + d]) * ex(g_run[r] - g_run[m]));
+              if constexpr (traits::erases) D8[(16 * h + rl) * LDK + d] = from_float<E>(e * ex(g_run[r] - g_run[m]));
+            }
+          }
         }
       }
     } else if (tid < KP + 32) {  // one warp: inclusive scan of the scalar log decays
@@ -425,13 +459,26 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
               else Pe[r * LDC + s] = from_float<E>(c[t][e]);
             }
         }
-        // Diagonal sub-blocks in log space: the entries s ≤ r (P) or s < r (A) of each 16×16 block, spread over
-        // all warps so that no lane idles on the masked half.
-        constexpr int nP = 136, nA = 120;  // entries per block
-        constexpr int total = 2 * nP + (traits::erases ? 2 * nA : 0);
+        if constexpr (shape::split8) {  // the 8×8 blocks below the 8×8 diagonal: P in rows 0..7, A in rows 8..15
+          if (pa_warp >= 2 && pa_warp < 4) {
+            const int h = pa_warp - 2;
+            float c[4] = {};
+            mma_rows<E>(c, D8 + 16 * h * LDK, LDK, OE + 8 * h * LDK, LDK, KP / 16);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int row = acc_row(e), s = 16 * h + acc_col(e);
+              if (row < 8) Pe[(16 * h + 8 + row) * LDC + s] = from_float<E>(c[e]);
+              else if (traits::erases) Ms[s * LDM + 16 * h + row] = c[e];  // row 8 + i of the tile is A's row 16h + 8 + i
+            }
+          }
+        }
+        // Diagonal blocks (DB×DB) in log space: the entries s ≤ r (P) or s < r (A) of each, spread over all warps so
+        // that no lane idles on the masked half.
+        constexpr int DB = shape::split8 ? 8 : 16, nP = DB * (DB + 1) / 2, nA = DB * (DB - 1) / 2;  // entries per block
+        constexpr int total = (CL / DB) * (nP + (traits::erases ? nA : 0));
         for (int x = tid; x < total; x += chunk_threads) {
-          const bool is_a = x >= 2 * nP;
-          const int y = is_a ? x - 2 * nP : x, block = is_a ? y / nA : y / nP, idx = is_a ? y % nA : y % nP;
+          const bool is_a = x >= (CL / DB) * nP;
+          const int y = is_a ? x - (CL / DB) * nP : x, block = is_a ? y / nA : y / nP, idx = is_a ? y % nA : y % nP;
           // idx → (row, column) within the triangle, with or without the diagonal
           int rr = static_cast<int>((sqrtf(8.f * idx + 1.f) - 1.f) * 0.5f);
           if (is_a) rr = static_cast<int>((sqrtf(8.f * idx + 1.f) + 1.f) * 0.5f);
@@ -439,7 +486,7 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
           while (base > idx) --rr, base = is_a ? rr * (rr - 1) / 2 : rr * (rr + 1) / 2;
           while ((is_a ? (rr + 1) * rr / 2 : (rr + 1) * (rr + 2) / 2) <= idx)
             ++rr, base = is_a ? rr * (rr - 1) / 2 : rr * (rr + 1) / 2;
-          const int r = 16 * block + rr, sc = 16 * block + (idx - base);
+          const int r = DB * block + rr, sc = DB * block + (idx - base);
           const E* X = is_a ? EK : Qs;
           float sum = 0;
           // four channels per step: 8-byte operand and 16-byte decay reads (padded rows: no bank conflicts)
@@ -473,7 +520,12 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
 #pragma unroll
         for (int r4 = (s + 1) / 4; r4 < CL / 4; ++r4) {  // Aᵀ(s, 4 r4 ..): one 16-byte broadcast read
           float m[4];
-          load_n<4>(Ms + s * LDM + 4 * r4, m);
+          if constexpr (LDM % 4 == 0) {
+            load_n<4>(Ms + s * LDM + 4 * r4, m);
+          } else {
+#pragma unroll
+            for (int u = 0; u < 4; ++u) m[u] = Ms[s * LDM + 4 * r4 + u];
+          }
 #pragma unroll
           for (int u = 0; u < 4; ++u)
             if (4 * r4 + u > s) z[4 * r4 + u] = fmaf(-m[u], z[s], z[4 * r4 + u]);

@@ -124,6 +124,17 @@ __device__ __forceinline__ void mma_rows4(float (&c)[4][4], const E* A, int lda,
   }
 }
 
+// Four 8×8 16-bit tiles from mma accumulator fragments (r_m: this lane's packed pair of tile m) to shared
+// memory, transposed: lane l gives the address of row l % 8 of tile l / 8 (16-byte aligned).
+template <class E>
+__device__ __forceinline__ void stmatrix_x4_trans(E* row, std::uint32_t r0, std::uint32_t r1, std::uint32_t r2,
+                                                  std::uint32_t r3) {
+  const std::uint32_t s = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.trans.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(s), "r"(r0), "r"(r1),
+               "r"(r2), "r"(r3)
+               : "memory");
+}
+
 // The (row, column) of accumulator element e ∈ {0..3} of this lane, within a 16×8 tile.
 __device__ __forceinline__ int acc_row(int e) { return ((threadIdx.x & 31) >> 2) + (e >= 2 ? 8 : 0); }
 __device__ __forceinline__ int acc_col(int e) { return 2 * (threadIdx.x & 3) + (e & 1); }
