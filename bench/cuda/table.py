@@ -19,6 +19,10 @@ def load(path):
     return out
 
 
+def ratio_text(fla_ms, linea_ms):
+    return f"{fla_ms / linea_ms:.2f}" if fla_ms else "–"
+
+
 def main(linea_path, fla_path):
     lin, fla = load(linea_path), load(fla_path)
     dev = next((r for r in lin if r["kind"] == "device"), {})
@@ -53,7 +57,7 @@ def main(linea_path, fla_path):
         f = fd.get("ms") if r["rule"] == "gated_delta_rule" else None
         print(f"| {r['rule']} | {'permutation' if r['indices'] else 'none'} | {r['ms']:.4f} | {r['tbps']:.2f} | "
               f"{r['copy_frac']:.2f} | {f if f else '–'} | {fd.get('tbps', '–') if f else '–'} | "
-              f"{(f / r['ms']) if f else 0:.2f} | {r.get('host_us', '?')} |")
+              f"{ratio_text(f, r['ms'])} | {r.get('host_us', '?')} |")
     errs = [r for r in fla if "error" in r]
     for r in errs:
         print(f"\nfla {r['kind']} {r['rule']} failed: {r['error']}")
