@@ -228,7 +228,9 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
       for (int nt = 0; nt < VP / 8; ++nt)
 #pragma unroll
         for (int e = 0; e < 4; ++e) SopT[(8 * nt + acc_col(e)) * LDK + 16 * warp + acc_row(e)] = acc[nt][e];
-    } else {  // stmatrix.trans: four 8×8 tiles per instruction, transposed on the way (rows of Sᵀ, 16 bytes)
+    } else {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      // stmatrix.trans (sm_90): four 8×8 tiles per instruction, transposed on the way (rows of Sᵀ, 16 bytes)
 #pragma unroll
       for (int nt = 0; nt < VP / 8; nt += 2) {
         const int m = lane >> 3;  // the tile whose row address this lane gives: (nt + m / 2, half m % 2)
@@ -236,6 +238,13 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
         stmatrix_x4_trans(row, pack2<E>(acc[nt][0], acc[nt][1]), pack2<E>(acc[nt][2], acc[nt][3]),
                           pack2<E>(acc[nt + 1][0], acc[nt + 1][1]), pack2<E>(acc[nt + 1][2], acc[nt + 1][3]));
       }
+#else  // the portable PTX (compute_80): element by element
+#pragma unroll
+      for (int nt = 0; nt < VP / 8; ++nt)
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          SopT[(8 * nt + acc_col(e)) * LDK + 16 * warp + acc_row(e)] = from_float<E>(acc[nt][e]);
+#endif
     }
     if (tid < CL) gsc[tid] = pre_g * log2e, bet[tid] = pre_b;
     if constexpr (shape::async) cp_async_wait_all();

@@ -124,7 +124,7 @@ __device__ __forceinline__ void mma_rows4(float (&c)[4][4], const E* A, int lda,
   }
 }
 
-// Four 8×8 16-bit tiles from mma accumulator fragments (r_m: this lane's packed pair of tile m) to shared
+// (sm_90 and later.) Four 8×8 16-bit tiles from mma accumulator fragments (r_m: this lane's packed pair of tile m) to shared
 // memory, transposed: lane l gives the address of row l % 8 of tile l / 8 (16-byte aligned).
 template <class E>
 __device__ __forceinline__ void stmatrix_x4_trans(E* row, std::uint32_t r0, std::uint32_t r1, std::uint32_t r2,
