@@ -1,0 +1,24 @@
+// tests/cuda/tiles_test.cu — value widths that leave the kernels' tiles partly empty: the chunk kernel splits V
+// into tiles of 64 columns (two CTAs per head for the scalar-decay rules), the decode kernel into tiles of 128
+// with four columns per lane. V = 100 gives a partial second chunk tile and a lane with 0 < columns < 4; K = 72
+// leaves key rows of the state tiles empty. Scalar-decay rules (split tiles) and a per-key rule (one tile).
+#include "cuda/consistency.hpp"
+
+namespace linea::testing {
+
+template <class Rule>
+void partial_tiles() {
+  const case_shape seq{.B = 2, .T = 97, .H = 1, .HV = 2, .K = 72, .V = 100, .initial_state = true, .seed = 21};
+  const case_shape one{.B = 5, .T = 1, .H = 1, .HV = 3, .K = 72, .V = 100, .initial_state = true, .seed = 22};
+  check_against_reference<Rule, read::identity, cuda_chunkwise, bf16>(seq);
+  check_against_reference<Rule, read::identity, cuda_chunkwise, fp16>(seq);
+  check_against_reference<Rule, read::ccq<read::decayed>, cuda_chunkwise, bf16>(seq, {.initial_stats = true});
+  check_against_reference<Rule, read::identity, cuda_step, float>(one);
+  check_against_reference<Rule, read::identity, cuda_step, bf16>(one);
+}
+
+TEST_CASE("cuda: partial value tiles (V = 100, K = 72), gated_delta") { partial_tiles<gated_delta>(); }
+TEST_CASE("cuda: partial value tiles (V = 100, K = 72), additive") { partial_tiles<additive>(); }
+TEST_CASE("cuda: partial value tiles (V = 100, K = 72), kda") { partial_tiles<kda>(); }
+
+}  // namespace linea::testing
