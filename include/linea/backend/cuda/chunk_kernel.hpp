@@ -8,13 +8,16 @@
 //   1. G:      in-chunk cumulative log decays (scalar or per key channel), K_d = K ⊙ exp(G_C − G), X = bK ⊙ Γ
 //   2. P = (Q Kᵀ ⊙ decay) masked s ≤ r;  A = (bK Kᵀ ⊙ decay) strictly lower;  Z = W_v − X S
 //   3. U = (I + A)⁻¹ Z by (right-looking) forward substitution, a thread per value column (the delta family's
-//      solve, on-chip);
-//      meanwhile the other warps scale Q ← Q ⊙ Γ
+//      solve, on-chip); meanwhile the other warps scale Q ← Q ⊙ Γ
 //   4. O = s[(Q ⊙ Γ) S + P U] to memory;  S ← Diag(Γ_C) S + K_dᵀ U in registers
 // All products are C = A·Btᵀ with both operands row-major along the contracted index (mma_rows: ldmatrix +
 // mma.sync for bf16 / fp16, the same tiles in fp32 FMAs for float inputs).
-// Per-key decays never form exp(−G): off-diagonal 16-row sub-blocks go through the row before the sub-block
-// (both factors ≤ 1), diagonal sub-blocks are summed in log space (secondary chunking, SPEC §4).
+// Per-key decays never form exp(−G): an off-diagonal block goes through the last row of its column block (both
+// factors ≤ 1) on tensor cores — rows 16..31 × columns 0..15 through row 15, and for 16-bit operands, inside each
+// 16-row half, rows 8..15 × columns 0..7 through row 7 — and the remaining diagonal blocks (8×8, or 16×16 for
+// float operands) are summed in log space (secondary chunking, SPEC §4).
+// Element-wise work is done four channels at a time (8- or 16-byte shared accesses): on the H200 the kernel is
+// bound by issuing the work around the products, not by the products (bench/cuda/README.md).
 #pragma once
 #include "mma.hpp"
 #include "source.hpp"
