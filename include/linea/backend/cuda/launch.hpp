@@ -53,18 +53,14 @@ void launch_recurrent(const kernel_args<T>& k, index_t rows) {
 }
 
 // ---- decode step (main pass, K <= 128); the stats pass and larger K use the token-by-token kernel -----------------
-template <class Rule, class T, int KMAX, int CPL>
-void launch_decode_cpl(const kernel_args<T>& k, index_t rows) {
-  constexpr int cols = 32 * CPL;
-  const dim3 grid(static_cast<unsigned>((k.V + cols - 1) / cols), static_cast<unsigned>(k.HV), static_cast<unsigned>(rows));
-  decode_kernel<Rule, T, KMAX, CPL><<<grid, decode_threads>>>(k);
-  check_launch("decode_kernel");
-}
 // Four columns per lane (16-byte loads): on the H200 0.80–0.90 of copy bandwidth, against 0.72–0.89 with two
 // (bench/cuda/README.md).
 template <class Rule, class T, int KMAX>
 void launch_decode_k(const kernel_args<T>& k, index_t rows) {
-  launch_decode_cpl<Rule, T, KMAX, 4>(k, rows);
+  constexpr int CPL = 4, cols = 32 * CPL;
+  const dim3 grid(static_cast<unsigned>((k.V + cols - 1) / cols), static_cast<unsigned>(k.HV), static_cast<unsigned>(rows));
+  decode_kernel<Rule, T, KMAX, CPL><<<grid, decode_threads>>>(k);
+  check_launch("decode_kernel");
 }
 
 template <class Rule, class T, pass P>
