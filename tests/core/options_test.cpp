@@ -11,24 +11,13 @@
 #include "support/compare.hpp"
 #include "support/inputs.hpp"
 #include "support/outputs.hpp"
+#include "support/rules.hpp"
 #include "support/tolerance.hpp"
 
 using namespace linea;
 using namespace linea::testing;
 
-#define LINEA_ALL_RULES additive, simple_gla, gla, delta, gated_delta, kda, gdn2
-#define LINEA_DECAY_RULES simple_gla, gla, gated_delta, kda, gdn2
-#define LINEA_BETA_RULES delta, gated_delta, kda
-
 namespace {
-
-// Calls f.template operator()<Backend>() for each backend that runs the recurrent form on the host.
-template <class F>
-void for_each_backend(F&& f) {
-  SUBCASE("cpu") { f.template operator()<backend::cpu>(); }
-  SUBCASE("generic") { f.template operator()<backend::generic>(); }
-  SUBCASE("reference") { f.template operator()<backend::reference>(); }
-}
 
 // o, residual and final state of `got` against the float64 truth `want`.
 template <class T, class S>

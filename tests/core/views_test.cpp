@@ -6,23 +6,11 @@
 #include "support/compare.hpp"
 #include "support/inputs.hpp"
 #include "support/outputs.hpp"
+#include "support/rules.hpp"
 #include "support/tolerance.hpp"
 
 using namespace linea;
 using namespace linea::testing;
-
-#define LINEA_ALL_RULES additive, simple_gla, gla, delta, gated_delta, kda, gdn2
-
-namespace {
-
-template <class F>
-void for_each_backend(F&& f) {
-  SUBCASE("cpu") { f.template operator()<backend::cpu>(); }
-  SUBCASE("generic") { f.template operator()<backend::generic>(); }
-  SUBCASE("reference") { f.template operator()<backend::reference>(); }
-}
-
-}  // namespace
 
 TEST_CASE_TEMPLATE("views: head-first outputs and transposed states equal the contiguous layout", Rule,
                    LINEA_ALL_RULES) {

@@ -8,13 +8,12 @@
 #include "support/compare.hpp"
 #include "support/inputs.hpp"
 #include "support/outputs.hpp"
+#include "support/rules.hpp"
 #include "support/slice.hpp"
 #include "support/tolerance.hpp"
 
 using namespace linea;
 using namespace linea::testing;
-
-#define LINEA_ALL_RULES additive, simple_gla, gla, delta, gated_delta, kda, gdn2
 
 namespace {
 

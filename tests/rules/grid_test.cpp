@@ -4,11 +4,10 @@
 #include <cstdio>
 
 #include "rules/grid.hpp"
+#include "support/rules.hpp"
 
 using namespace linea;
 using namespace linea::testing;
-
-#define LINEA_ALL_RULES additive, simple_gla, gla, delta, gated_delta, kda, gdn2
 
 TEST_CASE_TEMPLATE("recurrent (cpu, float32 inputs) matches the float64 reference over the grid", Rule,
                    LINEA_ALL_RULES) {
