@@ -124,6 +124,48 @@ __device__ __forceinline__ void mma_rows4(float (&c)[4][4], const E* A, int lda,
   }
 }
 
+// A 16 × 8·NT strip, 16-bit operands in shared memory, either layout: c[t] += A · B(·, 8t ..) over 16·ksteps.
+// A is [m][k] row-major (A_KM = false) or [k][m] (A_KM = true: e.g. Kᵀ read from a token-major key tile);
+// B is [n][k] (B_KN = false) or [k][n] (B_KN = true: e.g. V read from a token-major value tile). The stored-
+// transposed layouts go through ldmatrix .trans, so no tile has to be rewritten transposed first. NT is even;
+// rows 16-byte aligned.
+template <class E, int NT, bool A_KM, bool B_KN>
+__device__ __forceinline__ void mma_strip(float (&c)[NT][4], const E* A, int lda, const E* B, int ldb, int ksteps) {
+  static_assert(NT % 2 == 0, "mma_strip: pairs of n-tiles (one ldmatrix.x4 each)");
+  const int lane = threadIdx.x & 31, l8 = lane & 7, m = lane >> 3;
+  // Lane l gives the row address of 8×8 matrix l / 8 of each x4 load; the matrices come back as the fragments
+  // (a0, a1, a2, a3) = (m 0-7 k 0-7, m 8-15 k 0-7, m 0-7 k 8-15, m 8-15 k 8-15) and, per n-tile pair,
+  // (b[t][0], b[t][1], b[t+1][0], b[t+1][1]) = (n 0-7 k 0-7, n 0-7 k 8-15, n 8-15 k 0-7, n 8-15 k 8-15).
+  const E* pa = A_KM ? A + (l8 + 8 * (m >> 1)) * lda + 8 * (m & 1) : A + (l8 + 8 * (m & 1)) * lda + 8 * (m >> 1);
+  const E* pb = B_KN ? B + (l8 + 8 * (m & 1)) * ldb + 8 * (m >> 1) : B + (l8 + 8 * (m >> 1)) * ldb + 8 * (m & 1);
+  const int a_step = A_KM ? 16 * lda : 16, b_step = B_KN ? 16 * ldb : 16;  // one k-step of 16
+  const int b_pair = B_KN ? 16 : 16 * ldb;                                 // the next two n-tiles
+  for (int s = 0; s < ksteps; ++s) {
+    std::uint32_t a[4];
+    const std::uint32_t sa = static_cast<std::uint32_t>(__cvta_generic_to_shared(pa + s * a_step));
+    if constexpr (A_KM)
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(sa));
+    else
+      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                   : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(sa));
+#pragma unroll
+    for (int h = 0; h < NT / 2; ++h) {
+      std::uint32_t b[4];
+      const std::uint32_t sb = static_cast<std::uint32_t>(__cvta_generic_to_shared(pb + s * b_step + h * b_pair));
+      if constexpr (B_KN)
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "r"(sb));
+      else
+        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "r"(sb));
+      const std::uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+      mma_regs<E>(c[2 * h], a, b0);
+      mma_regs<E>(c[2 * h + 1], a, b1);
+    }
+  }
+}
+
 // (sm_90 and later.) Four 8×8 16-bit tiles from mma accumulator fragments (r_m: this lane's packed pair of tile m) to shared
 // memory, transposed: lane l gives the address of row l % 8 of tile l / 8 (16-byte aligned).
 template <class E>
