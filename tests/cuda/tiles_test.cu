@@ -17,9 +17,9 @@ void partial_tiles() {
   check_against_reference<Rule, read::identity, cuda_step, bf16>(one);
 }
 
-// The additive and scalar-gated rules' own chunk kernel (scalar_chunk_kernel.hpp) needs 16-byte aligned rows: V = 104
-// and K = 72 give it a second value tile of 40 columns and key rows past K, and T = 150 a last chunk of 22 tokens
-// (V = 100 above runs the general kernel).
+// The 64-token chunk kernels of the scalar-decay rules (scalar_chunk_kernel.hpp, delta_chunk_kernel.hpp) need
+// 16-byte aligned rows: V = 104 and K = 72 give them a second value tile of 40 columns and key rows past K, and
+// T = 150 a last chunk of 22 tokens (V = 100 above runs the general kernel).
 template <class Rule>
 void partial_tiles_aligned() {
   const case_shape seq{.B = 2, .T = 150, .H = 1, .HV = 2, .K = 72, .V = 104, .initial_state = true, .seed = 23};
@@ -36,4 +36,6 @@ TEST_CASE("cuda: partial value tiles (V = 100, K = 72), kda") { partial_tiles<kd
 namespace linea::testing {
 TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), additive") { partial_tiles_aligned<additive>(); }
 TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), simple_gla") { partial_tiles_aligned<simple_gla>(); }
+TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), delta") { partial_tiles_aligned<delta>(); }
+TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), gated_delta") { partial_tiles_aligned<gated_delta>(); }
 }  // namespace linea::testing

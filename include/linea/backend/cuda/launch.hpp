@@ -4,6 +4,7 @@
 #include "ccq_kernel.hpp"
 #include "chunk_kernel.hpp"
 #include "decode_kernel.hpp"
+#include "delta_chunk_kernel.hpp"
 #include "recurrent_kernel.hpp"
 #include "scalar_chunk_kernel.hpp"
 
@@ -75,19 +76,24 @@ void launch_step(const kernel_args<T>& k, index_t rows) {
   launch_recurrent<Rule, T, P>(k, rows);
 }
 
-// ---- chunk kernels: the additive and scalar-gated rules' own when their inputs allow, else the general one -------
+// ---- chunk kernels: the 64-token ones of the scalar-decay rules when their inputs allow, else the general one --------
+// One CTA per (head, sequence, 64 value columns).
 template <class Rule, class T, class E>
-void launch_scalar_chunk(const kernel_args<T>& k, index_t rows) {
-  using sh = scalar_chunk_shape;
-  auto kernel = scalar_chunk_kernel<Rule, T, E>;
+void launch_chunk64(const kernel_args<T>& k, index_t rows) {
+  constexpr bool delta = delta_chunk_rule<Rule, pass::main>;
+  using sh = std::conditional_t<delta, delta_chunk_shape, scalar_chunk_shape>;
+  const auto kernel = [] {  // only the one kernel is instantiated
+    if constexpr (delta) return delta_chunk_kernel<Rule, T, E>;
+    else return scalar_chunk_kernel<Rule, T, E>;
+  }();
   static const bool sized = [&] {
     LINEA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sh::bytes)));
     return true;
   }();
   (void)sized;
   const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BV - 1) / sh::BV));
-  kernel<<<grid, sh::threads, sh::bytes>>>(k);
-  check_launch("scalar_chunk_kernel");
+  kernel<<<grid, tiles::threads, sh::bytes>>>(k);
+  check_launch(delta ? "delta_chunk_kernel" : "scalar_chunk_kernel");
 }
 
 // ---- chunk kernel -----------------------------------------------------------------------------------------------
@@ -98,8 +104,8 @@ void launch_chunk(const kernel_args<T>& k, index_t rows) {
     throw error("the CUDA chunkwise form supports K, V <= 128, but K = " + std::to_string(k.K) +
                 ", V = " + std::to_string(k.V) + " (use the recurrent form)");
   using E = typename operand_type<T>::type;  // bf16 / fp16 on tensor cores, float in fp32 FMAs
-  if constexpr (scalar_chunk_rule<Rule, P> && sizeof(T) == 2) {
-    if (scalar_chunk_fits(k)) return launch_scalar_chunk<Rule, T, E>(k, rows);
+  if constexpr ((scalar_chunk_rule<Rule, P> || delta_chunk_rule<Rule, P>) && sizeof(T) == 2) {
+    if (tiles::inputs_fit(k)) return launch_chunk64<Rule, T, E>(k, rows);  // the 64-token kernels
   }
   constexpr int BV = chunk_bv<Rule, T, E, P>;
   constexpr std::size_t bytes = chunk_shape<Rule, T, E, P, BV>::bytes;

@@ -13,11 +13,10 @@
 // the operand tiles — k and v double-buffered, q refilled during Y, when nothing reads it — and Kᵀ and V are
 // read token-major through ldmatrix .trans, so no tile is rewritten or transposed on the way.
 //
-// It takes 16-bit inputs with 16-byte aligned rows and K ≤ 128; everything else (float inputs, other strides,
-// in-kernel L2 norms, normalize, the CCQ passes) runs the general chunk kernel (chunk_kernel.hpp).
+// It takes what tiles::inputs_fit accepts (16-bit inputs, aligned rows, K ≤ 128); everything else (float inputs,
+// other strides, in-kernel L2 norms, normalize, the CCQ passes) runs the general chunk kernel (chunk_kernel.hpp).
 #pragma once
-#include "mma.hpp"
-#include "source.hpp"
+#include "chunk_tiles.hpp"
 
 namespace linea::cuda_detail {
 
@@ -27,9 +26,7 @@ inline constexpr bool scalar_chunk_rule = P == pass::main && !Rule::update::eras
                                           !Rule::update::uses_channel_gates && !Rule::decay::key_gate;
 
 struct scalar_chunk_shape {
-  static constexpr int CL = 64, KP = 128, BV = 64, threads = 256;
-  // 16-byte row pads: consecutive rows 4 banks apart, so the 8 rows of an ldmatrix phase never collide
-  static constexpr int LDK = KP + 8, LDV = BV + 8, LDP = CL + 8;
+  static constexpr int CL = tiles::CL, BV = tiles::BV, LDK = tiles::LDK, LDV = tiles::LD64, LDP = tiles::LD64;
   // the 16-bit tiles, in elements, in the order they are carved
   static constexpr int q_at = 0,                   // q            [CL][LDK]
       k_at = q_at + CL * LDK,                      // k, 2 buffers [2][CL][LDK]
@@ -37,38 +34,17 @@ struct scalar_chunk_shape {
       s_at = v_at + 2 * CL * LDV,                  // Sᵀ           [BV][LDK]
       p_at = s_at + BV * LDK,                      // P            [CL][LDP]
       vd_at = p_at + CL * LDP,                     // V_d          [CL][LDV]
-      tiles = vd_at + CL * LDV;
-  static constexpr std::size_t bytes = 2 * std::size_t(tiles) + sizeof(float) * 2 * CL;  // + G, 2 buffers
+      end = vd_at + CL * LDV;
+  static constexpr std::size_t bytes = 2 * std::size_t(end) + sizeof(float) * 2 * CL;  // + G, 2 buffers
   static_assert(bytes <= 113 * 1024, "two CTAs per SM");
 };
 
-// Whether the fast kernel can read this call's q, k, v: contiguous rows, 16-byte aligned (cp.async), K ≤ 128.
-template <class T>
-bool scalar_chunk_fits(const kernel_args<T>& k) {
-  if constexpr (sizeof(T) != 2) {
-    return false;
-  } else {
-    auto rows16 = [](const auto& v) {
-      return v.str[3] == 1 && v.str[2] % 8 == 0 && v.str[1] % 8 == 0 && v.str[0] % 8 == 0 &&
-             reinterpret_cast<std::uintptr_t>(v.ptr) % 16 == 0;
-    };
-    return k.K <= scalar_chunk_shape::KP && !k.l2q && !k.l2k && !k.normalize && !k.q_tilde_in.ptr && rows16(k.q) &&
-           rows16(k.k) && rows16(k.v);
-  }
-}
-
-// 16 bytes global → shared, asynchronously; the `bytes` < 16 first ones are read and the rest filled with zeros.
-__device__ __forceinline__ void cp_async16_fill(void* smem, const void* gmem, int bytes) {
-  const std::uint32_t s = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
-}
-
 template <class Rule, class T, class E>
-__global__ void __launch_bounds__(scalar_chunk_shape::threads, 2) scalar_chunk_kernel(const kernel_args<T> a) {
+__global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const kernel_args<T> a) {
   using sh = scalar_chunk_shape;
-  constexpr int CL = sh::CL, KP = sh::KP, BV = sh::BV, LDK = sh::LDK, LDV = sh::LDV, LDP = sh::LDP;
+  using tiles::ex2;
+  constexpr int CL = sh::CL, KP = tiles::KP, BV = sh::BV, LDK = sh::LDK, LDV = sh::LDV, LDP = sh::LDP;
   constexpr bool decays = Rule::decay::scalar_gate;
-  constexpr float log2e = 1.4426950408889634f;
   const source<T> src{a};
   const index_t hv = blockIdx.x, n = blockIdx.y, jt = static_cast<index_t>(blockIdx.z) * BV;
   const seq_range seq = sequence_of(a, n);
@@ -76,78 +52,30 @@ __global__ void __launch_bounds__(scalar_chunk_shape::threads, 2) scalar_chunk_k
   const int Kw = static_cast<int>(a.K), Vw = static_cast<int>(a.V - jt < BV ? a.V - jt : index_t(BV));
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  E* tiles = reinterpret_cast<E*>(smem_raw);
-  E *Qs = tiles + sh::q_at, *ST = tiles + sh::s_at, *Pe = tiles + sh::p_at, *Vd = tiles + sh::vd_at;
-  float* Gbuf = reinterpret_cast<float*>(tiles + sh::tiles);  // [2][CL]
+  E* base = reinterpret_cast<E*>(smem_raw);
+  E *Qs = base + sh::q_at, *ST = base + sh::s_at, *Pe = base + sh::p_at, *Vd = base + sh::vd_at;
+  float* Gbuf = reinterpret_cast<float*>(base + sh::end);  // [2][CL]
+  auto Kbuf = [&](int b) { return base + sh::k_at + b * CL * LDK; };
+  auto Vbuf = [&](int b) { return base + sh::v_at + b * CL * LDV; };
 
-  auto ex2 = [](float x) {  // 2^x (16-bit operands: the approximate unit is accurate enough)
-    float y;
-    asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-    return y;
-  };
-
-  // ---- loads: row pointers once (64-bit math), then one cp.async per 16-byte piece --------------------------------
+  // row pointers once (64-bit math); the chunk's rows are fetched from them
   const T* q0 = a.q.ptr + seq.bt * a.q.str[0] + (hv / a.G) * a.q.str[2];
   const T* k0 = a.k.ptr + seq.bt * a.k.str[0] + (hv / a.G) * a.k.str[2];
   const T* v0 = a.v.ptr + seq.bt * a.v.str[0] + hv * a.v.str[2] + jt;
-  // rows c0 .. c0 + L − 1 of a [.][width] source into a [CL][ld] tile (PR pieces of 8 per row); zeros elsewhere
-  auto fetch = [&](E* dst, const T* base, index_t stride, index_t c0, int L, int width, int ld, int PR) {
-    for (int p = tid; p < CL * PR; p += sh::threads) {
-      const int r = p / PR, c = 8 * (p % PR);
-      const int w = width - c, bytes = r < L && w > 0 ? 2 * (w < 8 ? w : 8) : 0;
-      cp_async16_fill(dst + r * ld + c, bytes ? base + (c0 + r) * stride + c : base, bytes);
-    }
-  };
-  auto Kbuf = [&](int b) { return tiles + sh::k_at + b * CL * LDK; };
-  auto Vbuf = [&](int b) { return tiles + sh::v_at + b * CL * LDV; };
   auto rows_in = [&](index_t c0) { return static_cast<int>(seq.t1 - c0 < CL ? seq.t1 - c0 : index_t(CL)); };
-  // warp 0: the chunk's cumulative log₂ decays G (lanes hold rows l and l + 32), into buffer `dst`
-  auto raw_g = [&](index_t c0, int L, int r) { return r < L ? src.g(seq.bt, c0 + r, hv) * log2e : 0.f; };
-  auto scan_g = [&](float x0, float x1, float* dst) {
-#pragma unroll
-    for (int o = 1; o < 32; o <<= 1) {
-      const float y0 = __shfl_up_sync(0xffffffffu, x0, o), y1 = __shfl_up_sync(0xffffffffu, x1, o);
-      if (lane >= o) x0 += y0, x1 += y1;
-    }
-    dst[lane] = x0;
-    dst[lane + 32] = x1 + __shfl_sync(0xffffffffu, x0, 31);
-  };
+  auto raw_g = [&](index_t c0, int L, int r) { return r < L ? src.g(seq.bt, c0 + r, hv) * tiles::log2e : 0.f; };
 
-  // ---- the state: acc[nt][e] = S(16 warp + acc_row(e), jt + 8 nt + acc_col(e)) -------------------------------------
+  // the state: acc[nt][e] = S(16 warp + acc_row(e), jt + 8 nt + acc_col(e))
   float acc[BV / 8][4];
-#pragma unroll
-  for (int nt = 0; nt < BV / 8; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) {
-      const index_t i = 16 * warp + acc_row(e), j = jt + 8 * nt + acc_col(e);
-      acc[nt][e] = (a.initial_state.ptr && i < a.K && j < a.V) ? a.initial_state(seq.row, hv, i, j) : 0.f;
-    }
-  // Sᵀ as the operand type (Q S reads it as B = [value column][key]); stmatrix.trans on sm_90
-  auto store_state = [&] {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-#pragma unroll
-    for (int nt = 0; nt < BV / 8; nt += 2) {
-      const int m = lane >> 3;
-      E* row = ST + (8 * (nt + m / 2) + (lane & 7)) * LDK + 16 * warp + 8 * (m % 2);
-      stmatrix_x4_trans(row, pack2<E>(acc[nt][0], acc[nt][1]), pack2<E>(acc[nt][2], acc[nt][3]),
-                        pack2<E>(acc[nt + 1][0], acc[nt + 1][1]), pack2<E>(acc[nt + 1][2], acc[nt + 1][3]));
-    }
-#else
-#pragma unroll
-    for (int nt = 0; nt < BV / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) ST[(8 * nt + acc_col(e)) * LDK + 16 * warp + acc_row(e)] = from_float<E>(acc[nt][e]);
-#endif
-  };
-
+  tiles::load_state(acc, a.initial_state, seq.row, hv, jt, a.K, a.V);
   if (seq.t0 < seq.t1) {
     const int L = rows_in(seq.t0);
-    fetch(Qs, q0, a.q.str[1], seq.t0, L, Kw, LDK, KP / 8);
-    fetch(Kbuf(0), k0, a.k.str[1], seq.t0, L, Kw, LDK, KP / 8);
-    fetch(Vbuf(0), v0, a.v.str[1], seq.t0, L, Vw, LDV, BV / 8);
-    if (decays && warp == 0) scan_g(raw_g(seq.t0, L, lane), raw_g(seq.t0, L, lane + 32), Gbuf);
+    tiles::fetch_rows<KP / 8>(Qs, LDK, q0, a.q.str[1], seq.t0, L, Kw);
+    tiles::fetch_rows<KP / 8>(Kbuf(0), LDK, k0, a.k.str[1], seq.t0, L, Kw);
+    tiles::fetch_rows<BV / 8>(Vbuf(0), LDV, v0, a.v.str[1], seq.t0, L, Vw);
+    if (decays && warp == 0) tiles::scan64(raw_g(seq.t0, L, lane), raw_g(seq.t0, L, lane + 32), Gbuf);
   }
-  store_state();
+  tiles::store_state_t(ST, LDK, acc);
 
   // Warp w: rows r0 .. r0 + 15 of P and O, columns c0w .. c0w + 31 (tokens of P, value columns of O).
   const int r0 = 16 * (warp >> 1), c0w = 32 * (warp & 1);
@@ -158,11 +86,11 @@ __global__ void __launch_bounds__(scalar_chunk_shape::threads, 2) scalar_chunk_k
     const int Ln = more ? rows_in(c0 + CL) : 0;
     const E *Ks = Kbuf(buf), *Vs = Vbuf(buf);
     const float* Gc = Gbuf + buf * CL;
-    asm volatile("cp.async.wait_all;\n" ::);
+    tiles::cp_async_wait_all();
     __syncthreads();  // this chunk's q, k, v, G and the state's Sᵀ are in; last chunk's P, V_d are read
     if (more) {       // the next chunk's k, v and G: land during this chunk
-      fetch(Kbuf(buf ^ 1), k0, a.k.str[1], c0 + CL, Ln, Kw, LDK, KP / 8);
-      fetch(Vbuf(buf ^ 1), v0, a.v.str[1], c0 + CL, Ln, Vw, LDV, BV / 8);
+      tiles::fetch_rows<KP / 8>(Kbuf(buf ^ 1), LDK, k0, a.k.str[1], c0 + CL, Ln, Kw);
+      tiles::fetch_rows<BV / 8>(Vbuf(buf ^ 1), LDV, v0, a.v.str[1], c0 + CL, Ln, Vw);
     }
     float gn0 = 0, gn1 = 0;
     if (decays && warp == 0 && more) gn0 = raw_g(c0 + CL, Ln, lane), gn1 = raw_g(c0 + CL, Ln, lane + 32);
@@ -194,13 +122,12 @@ __global__ void __launch_bounds__(scalar_chunk_shape::threads, 2) scalar_chunk_k
       raw[1] = *reinterpret_cast<const uint4*>(Vs + r * LDV + c + 8);
       if constexpr (decays) {
         const float f = ex2(Gc[CL - 1] - Gc[r]);
-        E* e = reinterpret_cast<E*>(raw);
+        uint4 d[2] = {raw[0], raw[1]};
+        E* e = reinterpret_cast<E*>(d);
 #pragma unroll
         for (int u = 0; u < 16; ++u) e[u] = from_float<E>(to_float(e[u]) * f);
-        *reinterpret_cast<uint4*>(Vd + r * LDV + c) = raw[0];
-        *reinterpret_cast<uint4*>(Vd + r * LDV + c + 8) = raw[1];
-        raw[0] = *reinterpret_cast<const uint4*>(Vs + r * LDV + c);
-        raw[1] = *reinterpret_cast<const uint4*>(Vs + r * LDV + c + 8);
+        *reinterpret_cast<uint4*>(Vd + r * LDV + c) = d[0];
+        *reinterpret_cast<uint4*>(Vd + r * LDV + c + 8) = d[1];
       }
       if (a.residual.ptr && r < L) {
         T* row = a.residual.row(seq.bt, c0 + r, hv);
@@ -211,39 +138,19 @@ __global__ void __launch_bounds__(scalar_chunk_shape::threads, 2) scalar_chunk_k
       }
     }
     __syncthreads();  // P, V_d in; every read of q and Sᵀ done
-    if (more) fetch(Qs, q0, a.q.str[1], c0 + CL, Ln, Kw, LDK, KP / 8);
+    if (more) tiles::fetch_rows<KP / 8>(Qs, LDK, q0, a.q.str[1], c0 + CL, Ln, Kw);
 
     // ---- Y: O += P V, out; S ← 2^(G_C) S + Kᵀ V_d; Sᵀ for the next chunk ---------------------------------------------
+    if constexpr (decays) {
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if constexpr (decays) {
+      for (int h = 0; h < 2; ++h) {
         const float f = ex2(Gc[r0 + acc_row(2 * h)]);
 #pragma unroll
         for (int t = 0; t < 4; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
       }
     }
     mma_strip<E, 4, false, true>(o, Pe + r0 * LDP, LDP, Vs + c0w, LDV, r0 / 16 + 1);  // P is zero past the diagonal
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = r0 + acc_row(2 * h);
-      if (r >= L) continue;
-      T* row = a.o.row(seq.bt, c0 + r, hv);
-      const index_t inner = a.o.str[3];
-#pragma unroll
-      for (int t = 0; t < 4; ++t) {
-        const int j = c0w + 8 * t + acc_col(0);
-        const float o0 = o[t][2 * h] * a.scale, o1 = o[t][2 * h + 1] * a.scale;
-        if (inner == 1 && j + 1 < Vw && (reinterpret_cast<std::uintptr_t>(row + jt + j) & 3) == 0) {
-          const T pair[2] = {from_float<T>(o0), from_float<T>(o1)};  // one 4-byte store
-          std::uint32_t w;
-          memcpy(&w, pair, sizeof w);
-          *reinterpret_cast<std::uint32_t*>(row + jt + j) = w;
-        } else {
-          if (j < Vw) row[(jt + j) * inner] = from_float<T>(o0);
-          if (j + 1 < Vw) row[(jt + j + 1) * inner] = from_float<T>(o1);
-        }
-      }
-    }
+    tiles::store_strip(a.o, seq.bt, c0, hv, jt, r0, c0w, L, Vw, o, a.scale);
     if constexpr (decays) {
       const float f = ex2(Gc[CL - 1]);
 #pragma unroll
@@ -252,19 +159,10 @@ __global__ void __launch_bounds__(scalar_chunk_shape::threads, 2) scalar_chunk_k
         for (int e = 0; e < 4; ++e) acc[nt][e] *= f;
     }
     mma_strip<E, BV / 8, true, true>(acc, Ks + 16 * warp, LDK, decays ? Vd : Vs, LDV, CL / 16);
-    store_state();  // no warp reads Sᵀ until the next chunk's first barrier
-    if (decays && warp == 0 && more) scan_g(gn0, gn1, Gbuf + (buf ^ 1) * CL);
+    tiles::store_state_t(ST, LDK, acc);  // no warp reads Sᵀ until the next chunk's first barrier
+    if (decays && warp == 0 && more) tiles::scan64(gn0, gn1, Gbuf + (buf ^ 1) * CL);
   }
-
-  if (a.final_state.ptr) {
-#pragma unroll
-    for (int nt = 0; nt < BV / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const index_t i = 16 * warp + acc_row(e), j = jt + 8 * nt + acc_col(e);
-        if (i < a.K && j < a.V) a.final_state(seq.row, hv, i, j) = acc[nt][e];
-      }
-  }
+  tiles::save_state(acc, a.final_state, seq.row, hv, jt, a.K, a.V);
 }
 
 }  // namespace linea::cuda_detail

@@ -1,0 +1,148 @@
+// linea/backend/cuda/chunk_tiles.hpp — what the 64-token chunk kernels (scalar_chunk_kernel.hpp,
+// delta_chunk_kernel.hpp) share: their tile sizes, the cp.async row loads, the in-chunk scan of the log decays,
+// Sᵀ from the state accumulators, and the output strips.
+#pragma once
+#include "mma.hpp"
+#include "source.hpp"
+
+namespace linea::cuda_detail::tiles {
+
+constexpr int CL = 64, KP = 128, BV = 64, threads = 256;  // tokens per chunk, padded K, value columns per CTA
+// 16-byte row pads: consecutive rows 4 banks apart, so the 8 rows of an ldmatrix phase never collide
+constexpr int LDK = KP + 8, LD64 = 64 + 8;
+constexpr float log2e = 1.4426950408889634f;
+
+// Whether a 64-token chunk kernel can read this call's q, k, v: 16-bit, contiguous rows 16-byte aligned
+// (cp.async), K ≤ 128, no in-kernel L2 norm, no normalize, not the CCQ main pass.
+template <class T>
+bool inputs_fit(const kernel_args<T>& k) {
+  if constexpr (sizeof(T) != 2) {
+    return false;
+  } else {
+    auto rows16 = [](const auto& v) {
+      return v.str[3] == 1 && v.str[2] % 8 == 0 && v.str[1] % 8 == 0 && v.str[0] % 8 == 0 &&
+             reinterpret_cast<std::uintptr_t>(v.ptr) % 16 == 0;
+    };
+    return k.K <= KP && !k.l2q && !k.l2k && !k.normalize && !k.q_tilde_in.ptr && rows16(k.q) && rows16(k.k) &&
+           rows16(k.v);
+  }
+}
+
+__device__ __forceinline__ float ex2(float x) {  // 2^x; the approximate unit is enough for 16-bit operands
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// 16 bytes global → shared, asynchronously; the first `bytes` are read, the rest of the 16 filled with zeros.
+__device__ __forceinline__ void cp_async16_fill(void* smem, const void* gmem, int bytes) {
+  const std::uint32_t s = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
+
+// Rows c0 .. c0 + L − 1 (columns 0 .. width − 1) of a 16-bit source whose row r starts at base + r·stride, into
+// a [CL][ld] tile of 8·PR columns, one cp.async per 16-byte piece; zeros past L and past width.
+template <int PR, class T, class E>
+__device__ __forceinline__ void fetch_rows(E* dst, int ld, const T* base, index_t stride, index_t c0, int L, int width) {
+  static_assert(sizeof(T) == 2 && sizeof(E) == 2, "16-bit tiles");
+  static_assert(CL * PR % threads == 0, "every thread copies the same number of pieces");
+#pragma unroll
+  for (int i = 0; i < CL * PR / threads; ++i) {
+    const int p = static_cast<int>(threadIdx.x) + i * threads, r = p / PR, c = 8 * (p % PR);
+    const int w = width - c, bytes = r < L && w > 0 ? 2 * (w < 8 ? w : 8) : 0;
+    cp_async16_fill(dst + r * ld + c, bytes ? base + (c0 + r) * stride + c : base, bytes);
+  }
+}
+
+// One warp: dst[r] = Σ_{s ≤ r} x_s over the chunk's 64 rows, lane l holding x_l (x0) and x_{l+32} (x1).
+__device__ __forceinline__ void scan64(float x0, float x1, float* dst) {
+  const int lane = threadIdx.x & 31;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const float y0 = __shfl_up_sync(0xffffffffu, x0, o), y1 = __shfl_up_sync(0xffffffffu, x1, o);
+    if (lane >= o) x0 += y0, x1 += y1;
+  }
+  dst[lane] = x0;
+  dst[lane + 32] = x1 + __shfl_sync(0xffffffffu, x0, 31);
+}
+
+// Sᵀ [BV][ld] in the operand type from the state accumulators (warp w holds key rows 16w .. 16w + 15):
+// stmatrix.trans on sm_90 (four 8×8 tiles per instruction), element stores in the portable PTX.
+template <class E, int NT>
+__device__ __forceinline__ void store_state_t(E* ST, int ld, const float (&acc)[NT][4]) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+#pragma unroll
+  for (int nt = 0; nt < NT; nt += 2) {
+    const int m = lane >> 3;
+    E* row = ST + (8 * (nt + m / 2) + (lane & 7)) * ld + 16 * warp + 8 * (m % 2);
+    stmatrix_x4_trans(row, pack2<E>(acc[nt][0], acc[nt][1]), pack2<E>(acc[nt][2], acc[nt][3]),
+                      pack2<E>(acc[nt + 1][0], acc[nt + 1][1]), pack2<E>(acc[nt + 1][2], acc[nt + 1][3]));
+  }
+#else
+  (void)lane;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) ST[(8 * nt + acc_col(e)) * ld + 16 * warp + acc_row(e)] = from_float<E>(acc[nt][e]);
+#endif
+}
+
+// A warp's 16×32 strip c (mma accumulators: rows r0 + acc_row, columns c0w + 8t + acc_col) times `mul` into the
+// [B, T, HV, V] view x at tokens c0 + row (rows < L) and value columns jt + column (columns < Vw); pairs of
+// columns as one 4-byte store where the row allows it.
+template <class T>
+__device__ __forceinline__ void store_strip(const view<T, 4>& x, index_t bt, index_t c0, index_t hv, index_t jt,
+                                            int r0, int c0w, int L, int Vw, const float (&c)[4][4], float mul) {
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = r0 + acc_row(2 * h);
+    if (r >= L) continue;
+    T* row = x.row(bt, c0 + r, hv) + jt * x.str[3];
+    const index_t inner = x.str[3];
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const int j = c0w + 8 * t + acc_col(0);
+      const float v0 = c[t][2 * h] * mul, v1 = c[t][2 * h + 1] * mul;
+      if (inner == 1 && j + 1 < Vw && (reinterpret_cast<std::uintptr_t>(row + j) & 3) == 0) {
+        const T pair[2] = {from_float<T>(v0), from_float<T>(v1)};
+        std::uint32_t w;
+        memcpy(&w, pair, sizeof w);
+        *reinterpret_cast<std::uint32_t*>(row + j) = w;
+      } else {
+        if (j < Vw) row[j * inner] = from_float<T>(v0);
+        if (j + 1 < Vw) row[(j + 1) * inner] = from_float<T>(v1);
+      }
+    }
+  }
+}
+
+// The state tile of this CTA from / to a [N, HV, K, V] fp32 view (absent: zeros / nothing).
+template <int NT>
+__device__ __forceinline__ void load_state(float (&acc)[NT][4], const view<const float, 4>& s, index_t row, index_t hv,
+                                           index_t jt, index_t K, index_t V) {
+  const int warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const index_t i = 16 * warp + acc_row(e), j = jt + 8 * nt + acc_col(e);
+      acc[nt][e] = (s.ptr && i < K && j < V) ? s(row, hv, i, j) : 0.f;
+    }
+}
+template <int NT>
+__device__ __forceinline__ void save_state(const float (&acc)[NT][4], const view<float, 4>& s, index_t row, index_t hv,
+                                           index_t jt, index_t K, index_t V) {
+  if (!s.ptr) return;
+  const int warp = threadIdx.x >> 5;
+#pragma unroll
+  for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const index_t i = 16 * warp + acc_row(e), j = jt + 8 * nt + acc_col(e);
+      if (i < K && j < V) s(row, hv, i, j) = acc[nt][e];
+    }
+}
+
+}  // namespace linea::cuda_detail::tiles
