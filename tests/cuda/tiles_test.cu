@@ -39,3 +39,32 @@ TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), simple_gla") { p
 TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), delta") { partial_tiles_aligned<delta>(); }
 TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), gated_delta") { partial_tiles_aligned<gated_delta>(); }
 }  // namespace linea::testing
+
+// Which chunk kernel a call gets (docs/usage.md, "The CUDA backend"): the 64-token kernels need 16-bit inputs,
+// contiguous 16-byte aligned q, k, v rows, K ≤ 128, no in-kernel L2 norm, no normalize, not the CCQ main pass.
+TEST_CASE("cuda: the inputs the 64-token chunk kernels take") {
+  using namespace linea;
+  using cuda_detail::tiles::inputs_fit;
+  alignas(16) static bf16 buf[16];
+  auto args = [&](index_t K, index_t V, const bf16* p) {
+    cuda_detail::kernel_args<bf16> k;
+    k.q = contiguous<4>(p, {2, 64, 4, K}), k.k = contiguous<4>(p, {2, 64, 4, K}), k.v = contiguous<4>(p, {2, 64, 4, V});
+    k.K = K, k.V = V;
+    return k;
+  };
+  CHECK(inputs_fit(args(128, 128, buf)));
+  CHECK(inputs_fit(args(72, 104, buf)));      // strides multiples of 8 elements
+  CHECK_FALSE(inputs_fit(args(72, 100, buf)));  // v rows 200 bytes apart: not 16-byte aligned
+  CHECK_FALSE(inputs_fit(args(136, 64, buf)));  // K > 128
+  CHECK_FALSE(inputs_fit(args(64, 64, buf + 1)));  // base not 16-byte aligned
+  auto k = args(64, 64, buf);
+  k.l2q = k.l2k = true;
+  CHECK_FALSE(inputs_fit(k));
+  k = args(64, 64, buf);
+  k.normalize = true;
+  CHECK_FALSE(inputs_fit(k));
+  cuda_detail::kernel_args<float> f;
+  alignas(16) static float fbuf[16];
+  f.q = contiguous<4>(static_cast<const float*>(fbuf), {2, 64, 4, 64}), f.k = f.q, f.v = f.q, f.K = 64, f.V = 64;
+  CHECK_FALSE(inputs_fit(f));  // float inputs: the general kernel
+}

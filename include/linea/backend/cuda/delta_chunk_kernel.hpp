@@ -103,11 +103,6 @@ __global__ void __launch_bounds__(tiles::threads, 2) delta_chunk_kernel(const ke
     tiles::cp_async_wait_all();
     __syncthreads();  // this chunk's q, k, v, G, β and Sᵀ are in; the last chunk's tiles are read
     if (more) tiles::fetch_rows<KP / 8>(Kbuf(buf ^ 1), LDK, k0, a.k.str[1], c0 + CL, Ln, Kw);
-    float gn0 = 0, gn1 = 0, bn0 = 0, bn1 = 0;
-    if (warp == 0 && more) {
-      gn0 = raw_g(c0 + CL, Ln, lane), gn1 = raw_g(c0 + CL, Ln, lane + 32);
-      bn0 = raw_beta(c0 + CL, Ln, lane), bn1 = raw_beta(c0 + CL, Ln, lane + 32);
-    }
 
     // ---- X: Q S; Z = Diag(β) (V − Diag(2^G) K S) in place of V; P and A ---------------------------------------------
     float o[4][4] = {};
@@ -216,6 +211,12 @@ __global__ void __launch_bounds__(tiles::threads, 2) delta_chunk_kernel(const ke
       if (a.residual.ptr) tiles::store_strip(a.residual, seq.bt, c0, hv, jt, r0, c0w, L, Vw, u, 1.f);
     }
     __syncthreads();  // U, U_d in; Z and T are read
+    // the next chunk's g and β: read here, not at the top, so that they hold no registers through X (the peak)
+    float gn0 = 0, gn1 = 0, bn0 = 0, bn1 = 0;
+    if (warp == 0 && more) {
+      gn0 = raw_g(c0 + CL, Ln, lane), gn1 = raw_g(c0 + CL, Ln, lane + 32);
+      bn0 = raw_beta(c0 + CL, Ln, lane), bn1 = raw_beta(c0 + CL, Ln, lane + 32);
+    }
     if (more) tiles::fetch_rows<BV / 8>(Zs, LD, v0, a.v.str[1], c0 + CL, Ln, Vw);
 
     // ---- Y: O += P U, out; S ← 2^(G_C) S + Kᵀ U_d; Sᵀ for the next chunk ----------------------------------------------
