@@ -21,8 +21,7 @@
 // Element-wise work is done four channels at a time (8- or 16-byte shared accesses): on the H200 the kernel is
 // bound by issuing the work around the products, not by the products (bench/cuda/README.md).
 #pragma once
-#include "mma.hpp"
-#include "source.hpp"
+#include "chunk_tiles.hpp"
 
 namespace linea::cuda_detail {
 
@@ -69,11 +68,6 @@ struct chunk_shape {
 template <class Rule, class T, class E, pass P>
 inline constexpr int chunk_bv = chunk_shape<Rule, T, E, P, 64>::bytes <= 112 * 1024 ? 64 : chunk_vp;
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const std::uint32_t s = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem));
-}
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
 
 // N consecutive elements (N · sizeof(X) bytes, aligned to that) as one shared or global access, in float.
 template <int N, class X>
@@ -195,7 +189,7 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
           const int r = r_first + k * passes;
           T* dst = stage + (tile * CL + r) * KP + i0;
           if (r < L && whole) {
-            cp_async16(dst, row + i0);
+            tiles::cp_async16_fill(dst, row + i0, 16);
           } else {
             for (int e = 0; e < EPP; ++e) dst[e] = (r < L && i0 + e < width) ? row[(i0 + e) * inner] : from_float<T>(0.f);
           }
@@ -211,16 +205,7 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
 
   // ---- the state, in registers: acc[nt][e] = S(16 warp + acc_row(e), 8 nt + acc_col(e)) --------------------------
   float acc[VP / 8][4];
-  {
-    const view<const float, 4>& s0 = traits::stats ? a.C0 : a.initial_state;
-#pragma unroll
-    for (int nt = 0; nt < VP / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const index_t i = 16 * warp + acc_row(e), j = jt + 8 * nt + acc_col(e);
-        acc[nt][e] = (s0.ptr && i < K && j < Vd) ? s0(seq.row, hv, i, j) : 0.f;
-      }
-  }
+  tiles::load_state(acc, traits::stats ? a.C0 : a.initial_state, seq.row, hv, jt, K, Vd);
   for (int d = tid; d < KP; d += chunk_threads) zsum[d] = 0.f;
   if (seq.t0 < seq.t1) prefetch(seq.t0);
 
@@ -234,25 +219,10 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
 #pragma unroll
         for (int e = 0; e < 4; ++e) SopT[(8 * nt + acc_col(e)) * LDK + 16 * warp + acc_row(e)] = acc[nt][e];
     } else {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-      // stmatrix.trans (sm_90): four 8×8 tiles per instruction, transposed on the way (rows of Sᵀ, 16 bytes)
-#pragma unroll
-      for (int nt = 0; nt < VP / 8; nt += 2) {
-        const int m = lane >> 3;  // the tile whose row address this lane gives: (nt + m / 2, half m % 2)
-        E* row = SopT + (8 * (nt + m / 2) + (lane & 7)) * LDK + 16 * warp + 8 * (m % 2);
-        stmatrix_x4_trans(row, pack2<E>(acc[nt][0], acc[nt][1]), pack2<E>(acc[nt][2], acc[nt][3]),
-                          pack2<E>(acc[nt + 1][0], acc[nt + 1][1]), pack2<E>(acc[nt + 1][2], acc[nt + 1][3]));
-      }
-#else  // the portable PTX (compute_80): element by element
-#pragma unroll
-      for (int nt = 0; nt < VP / 8; ++nt)
-#pragma unroll
-        for (int e = 0; e < 4; ++e)
-          SopT[(8 * nt + acc_col(e)) * LDK + 16 * warp + acc_row(e)] = from_float<E>(acc[nt][e]);
-#endif
+      tiles::store_state_t(SopT, LDK, acc);  // stmatrix.trans on sm_90
     }
     if (tid < CL) gsc[tid] = pre_g * log2e, bet[tid] = pre_b;
-    if constexpr (shape::async) cp_async_wait_all();
+    if constexpr (shape::async) tiles::cp_async_wait_all();
     __syncthreads();
 
     // One warp per row; lane l holds key channels 4l .. 4l+3 (8-byte shared loads and stores).
@@ -633,16 +603,7 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
     __syncthreads();
   }
 
-  const view<float, 4>& s1 = traits::stats ? a.C : a.final_state;
-  if (s1.ptr) {
-#pragma unroll
-    for (int nt = 0; nt < VP / 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        const index_t i = 16 * warp + acc_row(e), j = jt + 8 * nt + acc_col(e);
-        if (i < K && j < Vd) s1(seq.row, hv, i, j) = acc[nt][e];
-      }
-  }
+  tiles::save_state(acc, traits::stats ? a.C : a.final_state, seq.row, hv, jt, K, Vd);
 }
 
 }  // namespace linea::cuda_detail

@@ -55,6 +55,38 @@ __device__ __forceinline__ void fetch_rows(E* dst, int ld, const T* base, index_
   }
 }
 
+// Where a CTA of a 64-token kernel works — blockIdx = (value head, sequence, tile of BV value columns) — and the
+// chunk rows it reads: q and k at the query / key head (grouped value heads share it), v at its own head and
+// columns. Row pointers are formed once (64-bit math); a chunk is then one cp.async per 16-byte piece.
+template <class T>
+struct site {
+  index_t hv, jt;
+  seq_range seq;
+  int Kw, Vw;  // key width; value columns of this tile
+  const T *q0, *k0, *v0;
+
+  __device__ explicit site(const kernel_args<T>& a)
+      : hv(blockIdx.x), jt(static_cast<index_t>(blockIdx.z) * BV), seq(sequence_of(a, blockIdx.y)),
+        Kw(static_cast<int>(a.K)), Vw(static_cast<int>(a.V - jt < BV ? a.V - jt : index_t(BV))),
+        q0(a.q.ptr + seq.bt * a.q.str[0] + (hv / a.G) * a.q.str[2]),
+        k0(a.k.ptr + seq.bt * a.k.str[0] + (hv / a.G) * a.k.str[2]),
+        v0(a.v.ptr + seq.bt * a.v.str[0] + hv * a.v.str[2] + jt) {}
+  // tokens of the chunk at c0 (CL, or fewer at the end of the sequence)
+  __device__ int rows_in(index_t c0) const { return static_cast<int>(seq.t1 - c0 < CL ? seq.t1 - c0 : index_t(CL)); }
+  template <class E>
+  __device__ void fetch_q(E* dst, const kernel_args<T>& a, index_t c0, int L) const {
+    fetch_rows<KP / 8>(dst, LDK, q0, a.q.str[1], c0, L, Kw);
+  }
+  template <class E>
+  __device__ void fetch_k(E* dst, const kernel_args<T>& a, index_t c0, int L) const {
+    fetch_rows<KP / 8>(dst, LDK, k0, a.k.str[1], c0, L, Kw);
+  }
+  template <class E>
+  __device__ void fetch_v(E* dst, const kernel_args<T>& a, index_t c0, int L) const {
+    fetch_rows<BV / 8>(dst, LD64, v0, a.v.str[1], c0, L, Vw);
+  }
+};
+
 // One warp: dst[r] = Σ_{s ≤ r} x_s over the chunk's 64 rows, lane l holding x_l (x0) and x_{l+32} (x1).
 __device__ __forceinline__ void scan64(float x0, float x1, float* dst) {
   const int lane = threadIdx.x & 31;

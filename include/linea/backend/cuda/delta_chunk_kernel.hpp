@@ -48,10 +48,11 @@ __global__ void __launch_bounds__(tiles::threads, 2) delta_chunk_kernel(const ke
   constexpr int CL = sh::CL, KP = tiles::KP, BV = sh::BV, LDK = sh::LDK, LD = sh::LD, LDX = sh::LDX;
   constexpr bool decays = Rule::decay::scalar_gate;
   const source<T> src{a};
-  const index_t hv = blockIdx.x, n = blockIdx.y, jt = static_cast<index_t>(blockIdx.z) * BV;
-  const seq_range seq = sequence_of(a, n);
+  const tiles::site<T> cta{a};
+  const index_t hv = cta.hv, jt = cta.jt;
+  const seq_range& seq = cta.seq;
+  const int Vw = cta.Vw;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int Kw = static_cast<int>(a.K), Vw = static_cast<int>(a.V - jt < BV ? a.V - jt : index_t(BV));
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   E* base = reinterpret_cast<E*>(smem_raw);
@@ -63,16 +64,12 @@ __global__ void __launch_bounds__(tiles::threads, 2) delta_chunk_kernel(const ke
   float* Bbuf = Gbuf + 2 * CL;                             // β [2][CL]
   auto Kbuf = [&](int b) { return base + sh::k_at + b * CL * LDK; };
 
-  const T* q0 = a.q.ptr + seq.bt * a.q.str[0] + (hv / a.G) * a.q.str[2];
-  const T* k0 = a.k.ptr + seq.bt * a.k.str[0] + (hv / a.G) * a.k.str[2];
-  const T* v0 = a.v.ptr + seq.bt * a.v.str[0] + hv * a.v.str[2] + jt;
-  auto rows_in = [&](index_t c0) { return static_cast<int>(seq.t1 - c0 < CL ? seq.t1 - c0 : index_t(CL)); };
   auto raw_g = [&](index_t c0, int L, int r) {
     if constexpr (decays) return r < L ? src.g(seq.bt, c0 + r, hv) * tiles::log2e : 0.f;
     else return 0.f;
   };
   auto raw_beta = [&](index_t c0, int L, int r) { return r < L ? src.beta(seq.bt, c0 + r, hv) : 0.f; };
-  auto put_scalars = [&](float g0, float g1, float b0, float b1, int b) {  // warp 0
+  auto put_scalars = [&](float g0, float g1, float b0, float b1, int b) {  // one warp
     if constexpr (decays) tiles::scan64(g0, g1, Gbuf + b * CL);
     Bbuf[b * CL + lane] = b0, Bbuf[b * CL + lane + 32] = b1;
   };
@@ -80,10 +77,8 @@ __global__ void __launch_bounds__(tiles::threads, 2) delta_chunk_kernel(const ke
   float acc[BV / 8][4];
   tiles::load_state(acc, a.initial_state, seq.row, hv, jt, a.K, a.V);
   if (seq.t0 < seq.t1) {
-    const int L = rows_in(seq.t0);
-    tiles::fetch_rows<KP / 8>(Qs, LDK, q0, a.q.str[1], seq.t0, L, Kw);
-    tiles::fetch_rows<KP / 8>(Kbuf(0), LDK, k0, a.k.str[1], seq.t0, L, Kw);
-    tiles::fetch_rows<BV / 8>(Zs, LD, v0, a.v.str[1], seq.t0, L, Vw);
+    const int L = cta.rows_in(seq.t0);
+    cta.fetch_q(Qs, a, seq.t0, L), cta.fetch_k(Kbuf(0), a, seq.t0, L), cta.fetch_v(Zs, a, seq.t0, L);
     if (warp == 0)
       put_scalars(raw_g(seq.t0, L, lane), raw_g(seq.t0, L, lane + 32), raw_beta(seq.t0, L, lane),
                   raw_beta(seq.t0, L, lane + 32), 0);
@@ -94,15 +89,15 @@ __global__ void __launch_bounds__(tiles::threads, 2) delta_chunk_kernel(const ke
   const int rb = warp >> 1, r0 = 16 * rb, c0w = 32 * (warp & 1);
   int buf = 0;
   for (index_t c0 = seq.t0; c0 < seq.t1; c0 += CL, buf ^= 1) {
-    const int L = rows_in(c0);
+    const int L = cta.rows_in(c0);
     const bool more = c0 + CL < seq.t1;
-    const int Ln = more ? rows_in(c0 + CL) : 0;
+    const int Ln = more ? cta.rows_in(c0 + CL) : 0;
     const E* Ks = Kbuf(buf);
     const float *Gc = Gbuf + buf * CL, *Bc = Bbuf + buf * CL;
     auto G = [&](int r) { return decays ? Gc[r] : 0.f; };
     tiles::cp_async_wait_all();
     __syncthreads();  // this chunk's q, k, v, G, β and Sᵀ are in; the last chunk's tiles are read
-    if (more) tiles::fetch_rows<KP / 8>(Kbuf(buf ^ 1), LDK, k0, a.k.str[1], c0 + CL, Ln, Kw);
+    if (more) cta.fetch_k(Kbuf(buf ^ 1), a, c0 + CL, Ln);
 
     // ---- X: Q S; Z = Diag(β) (V − Diag(2^G) K S) in place of V; P and A ---------------------------------------------
     float o[4][4] = {};
@@ -148,7 +143,7 @@ __global__ void __launch_bounds__(tiles::threads, 2) delta_chunk_kernel(const ke
       }
     }
     __syncthreads();  // Z, P, A in; every read of q and Sᵀ done
-    if (more) tiles::fetch_rows<KP / 8>(Qs, LDK, q0, a.q.str[1], c0 + CL, Ln, Kw);
+    if (more) cta.fetch_q(Qs, a, c0 + CL, Ln);
 
     // ---- T: the diagonal blocks, T_bb = (I + A_bb)⁻¹ by forward substitution, a lane per column ----------------------
     if (warp < 2) {
@@ -217,7 +212,7 @@ __global__ void __launch_bounds__(tiles::threads, 2) delta_chunk_kernel(const ke
       gn0 = raw_g(c0 + CL, Ln, lane), gn1 = raw_g(c0 + CL, Ln, lane + 32);
       bn0 = raw_beta(c0 + CL, Ln, lane), bn1 = raw_beta(c0 + CL, Ln, lane + 32);
     }
-    if (more) tiles::fetch_rows<BV / 8>(Zs, LD, v0, a.v.str[1], c0 + CL, Ln, Vw);
+    if (more) cta.fetch_v(Zs, a, c0 + CL, Ln);
 
     // ---- Y: O += P U, out; S ← 2^(G_C) S + Kᵀ U_d; Sᵀ for the next chunk ----------------------------------------------
     if constexpr (decays) {

@@ -76,21 +76,28 @@ void launch_step(const kernel_args<T>& k, index_t rows) {
   launch_recurrent<Rule, T, P>(k, rows);
 }
 
+// Lets Kernel use Bytes of dynamic shared memory (past the 48 KB default): once per kernel and process, the call
+// is not free and the size is fixed at compile time.
+template <auto Kernel, std::size_t Bytes>
+void allow_dynamic_shared() {
+  static const bool done = [] {
+    LINEA_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(Bytes)));
+    return true;
+  }();
+  (void)done;
+}
+
 // ---- chunk kernels: the 64-token ones of the scalar-decay rules when their inputs allow, else the general one --------
 // One CTA per (head, sequence, 64 value columns).
 template <class Rule, class T, class E>
 void launch_chunk64(const kernel_args<T>& k, index_t rows) {
   constexpr bool delta = delta_chunk_rule<Rule, pass::main>;
   using sh = std::conditional_t<delta, delta_chunk_shape, scalar_chunk_shape>;
-  const auto kernel = [] {  // only the one kernel is instantiated
+  constexpr auto kernel = [] {  // only the one kernel is instantiated
     if constexpr (delta) return delta_chunk_kernel<Rule, T, E>;
     else return scalar_chunk_kernel<Rule, T, E>;
   }();
-  static const bool sized = [&] {
-    LINEA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(sh::bytes)));
-    return true;
-  }();
-  (void)sized;
+  allow_dynamic_shared<kernel, sh::bytes>();
   const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BV - 1) / sh::BV));
   kernel<<<grid, tiles::threads, sh::bytes>>>(k);
   check_launch(delta ? "delta_chunk_kernel" : "scalar_chunk_kernel");
@@ -110,12 +117,8 @@ void launch_chunk(const kernel_args<T>& k, index_t rows) {
   constexpr int BV = chunk_bv<Rule, T, E, P>;
   constexpr std::size_t bytes = chunk_shape<Rule, T, E, P, BV>::bytes;
   static_assert(bytes <= 227 * 1024, "chunk_kernel: shared memory over the 227 KB a Hopper block can have");
-  auto kernel = chunk_kernel<Rule, T, E, P, BV>;
-  static const bool sized = [&] {  // once per instantiation (per process): the call is not free
-    LINEA_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
-    return true;
-  }();
-  (void)sized;
+  constexpr auto kernel = chunk_kernel<Rule, T, E, P, BV>;
+  allow_dynamic_shared<kernel, bytes>();
   const index_t cols = P == pass::stats ? k.K : k.V;
   const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((cols + BV - 1) / BV));
   kernel<<<grid, chunk_threads, bytes>>>(k);

@@ -95,35 +95,6 @@ __device__ __forceinline__ void mma_rows(float (&c)[4], const E* A, int lda, con
   }
 }
 
-// Four adjacent n-tiles at once: c[t] += A · Bt(n0 + 8t ..)ᵀ, t = 0..3 (a 16×32 strip); the A fragment is
-// loaded once per k-step and the four accumulator chains are independent (latency hidden within the warp).
-template <class E>
-__device__ __forceinline__ void mma_rows4(float (&c)[4][4], const E* A, int lda, const E* Bt, int ldb, int ksteps) {
-  if constexpr (std::is_same_v<E, float>) {
-#pragma unroll
-    for (int t = 0; t < 4; ++t) mma_rows<E>(c[t], A, lda, Bt + 8 * t * ldb, ldb, ksteps);
-  } else {
-    const int lane = threadIdx.x & 31;
-    const E* pa = A + (lane & 15) * lda + (lane >> 4) * 8;
-    // ldmatrix.x4 over Bt rows n0..n0+15: matrices (n 0-7, k 0-7), (n 0-7, k 8-15), (n 8-15, k 0-7), (n 8-15, k 8-15)
-    const E* pb = Bt + ((lane & 7) + ((lane >> 4) << 3)) * ldb + ((lane >> 3) & 1) * 8;
-    for (int s = 0; s < ksteps; ++s) {
-      std::uint32_t a[4], b[4][2];
-      const std::uint32_t sa = static_cast<std::uint32_t>(__cvta_generic_to_shared(pa + 16 * s));
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(sa));
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const std::uint32_t sb = static_cast<std::uint32_t>(__cvta_generic_to_shared(pb + 16 * h * ldb + 16 * s));
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(b[2 * h][0]), "=r"(b[2 * h][1]), "=r"(b[2 * h + 1][0]), "=r"(b[2 * h + 1][1]) : "r"(sb));
-      }
-#pragma unroll
-      for (int t = 0; t < 4; ++t) mma_regs<E>(c[t], a, b[t]);
-    }
-  }
-}
-
 // A 16 × 8·NT strip, 16-bit operands in shared memory, either layout: c[t] += A · B(·, 8t ..) over 16·ksteps.
 // A is [m][k] row-major (A_KM = false) or [k][m] (A_KM = true: e.g. Kᵀ read from a token-major key tile);
 // B is [n][k] (B_KN = false) or [k][n] (B_KN = true: e.g. V read from a token-major value tile). The stored-
@@ -163,6 +134,18 @@ __device__ __forceinline__ void mma_strip(float (&c)[NT][4], const E* A, int lda
       mma_regs<E>(c[2 * h], a, b0);
       mma_regs<E>(c[2 * h + 1], a, b1);
     }
+  }
+}
+
+// Four adjacent n-tiles at once: c[t] += A · Bt(n0 + 8t ..)ᵀ, t = 0..3 (a 16×32 strip); the A fragment is
+// loaded once per k-step and the four accumulator chains are independent (latency hidden within the warp).
+template <class E>
+__device__ __forceinline__ void mma_rows4(float (&c)[4][4], const E* A, int lda, const E* Bt, int ldb, int ksteps) {
+  if constexpr (std::is_same_v<E, float>) {
+#pragma unroll
+    for (int t = 0; t < 4; ++t) mma_rows<E>(c[t], A, lda, Bt + 8 * t * ldb, ldb, ksteps);
+  } else {
+    mma_strip<E, 4, false, false>(c, A, lda, Bt, ldb, ksteps);
   }
 }
 

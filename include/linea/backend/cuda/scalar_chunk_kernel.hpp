@@ -46,10 +46,11 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
   constexpr int CL = sh::CL, KP = tiles::KP, BV = sh::BV, LDK = sh::LDK, LDV = sh::LDV, LDP = sh::LDP;
   constexpr bool decays = Rule::decay::scalar_gate;
   const source<T> src{a};
-  const index_t hv = blockIdx.x, n = blockIdx.y, jt = static_cast<index_t>(blockIdx.z) * BV;
-  const seq_range seq = sequence_of(a, n);
+  const tiles::site<T> cta{a};
+  const index_t hv = cta.hv, jt = cta.jt;
+  const seq_range& seq = cta.seq;
+  const int Vw = cta.Vw;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int Kw = static_cast<int>(a.K), Vw = static_cast<int>(a.V - jt < BV ? a.V - jt : index_t(BV));
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   E* base = reinterpret_cast<E*>(smem_raw);
@@ -58,21 +59,14 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
   auto Kbuf = [&](int b) { return base + sh::k_at + b * CL * LDK; };
   auto Vbuf = [&](int b) { return base + sh::v_at + b * CL * LDV; };
 
-  // row pointers once (64-bit math); the chunk's rows are fetched from them
-  const T* q0 = a.q.ptr + seq.bt * a.q.str[0] + (hv / a.G) * a.q.str[2];
-  const T* k0 = a.k.ptr + seq.bt * a.k.str[0] + (hv / a.G) * a.k.str[2];
-  const T* v0 = a.v.ptr + seq.bt * a.v.str[0] + hv * a.v.str[2] + jt;
-  auto rows_in = [&](index_t c0) { return static_cast<int>(seq.t1 - c0 < CL ? seq.t1 - c0 : index_t(CL)); };
   auto raw_g = [&](index_t c0, int L, int r) { return r < L ? src.g(seq.bt, c0 + r, hv) * tiles::log2e : 0.f; };
 
   // the state: acc[nt][e] = S(16 warp + acc_row(e), jt + 8 nt + acc_col(e))
   float acc[BV / 8][4];
   tiles::load_state(acc, a.initial_state, seq.row, hv, jt, a.K, a.V);
   if (seq.t0 < seq.t1) {
-    const int L = rows_in(seq.t0);
-    tiles::fetch_rows<KP / 8>(Qs, LDK, q0, a.q.str[1], seq.t0, L, Kw);
-    tiles::fetch_rows<KP / 8>(Kbuf(0), LDK, k0, a.k.str[1], seq.t0, L, Kw);
-    tiles::fetch_rows<BV / 8>(Vbuf(0), LDV, v0, a.v.str[1], seq.t0, L, Vw);
+    const int L = cta.rows_in(seq.t0);
+    cta.fetch_q(Qs, a, seq.t0, L), cta.fetch_k(Kbuf(0), a, seq.t0, L), cta.fetch_v(Vbuf(0), a, seq.t0, L);
     if (decays && warp == 0) tiles::scan64(raw_g(seq.t0, L, lane), raw_g(seq.t0, L, lane + 32), Gbuf);
   }
   tiles::store_state_t(ST, LDK, acc);
@@ -81,16 +75,15 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
   const int r0 = 16 * (warp >> 1), c0w = 32 * (warp & 1);
   int buf = 0;
   for (index_t c0 = seq.t0; c0 < seq.t1; c0 += CL, buf ^= 1) {
-    const int L = rows_in(c0);
+    const int L = cta.rows_in(c0);
     const bool more = c0 + CL < seq.t1;
-    const int Ln = more ? rows_in(c0 + CL) : 0;
+    const int Ln = more ? cta.rows_in(c0 + CL) : 0;
     const E *Ks = Kbuf(buf), *Vs = Vbuf(buf);
     const float* Gc = Gbuf + buf * CL;
     tiles::cp_async_wait_all();
     __syncthreads();  // this chunk's q, k, v, G and the state's Sᵀ are in; last chunk's P, V_d are read
     if (more) {       // the next chunk's k, v and G: land during this chunk
-      tiles::fetch_rows<KP / 8>(Kbuf(buf ^ 1), LDK, k0, a.k.str[1], c0 + CL, Ln, Kw);
-      tiles::fetch_rows<BV / 8>(Vbuf(buf ^ 1), LDV, v0, a.v.str[1], c0 + CL, Ln, Vw);
+      cta.fetch_k(Kbuf(buf ^ 1), a, c0 + CL, Ln), cta.fetch_v(Vbuf(buf ^ 1), a, c0 + CL, Ln);
     }
     float gn0 = 0, gn1 = 0;
     if (decays && warp == 0 && more) gn0 = raw_g(c0 + CL, Ln, lane), gn1 = raw_g(c0 + CL, Ln, lane + 32);
@@ -138,7 +131,7 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
       }
     }
     __syncthreads();  // P, V_d in; every read of q and Sᵀ done
-    if (more) tiles::fetch_rows<KP / 8>(Qs, LDK, q0, a.q.str[1], c0 + CL, Ln, Kw);
+    if (more) cta.fetch_q(Qs, a, c0 + CL, Ln);
 
     // ---- Y: O += P V, out; S ← 2^(G_C) S + Kᵀ V_d; Sᵀ for the next chunk ---------------------------------------------
     if constexpr (decays) {
