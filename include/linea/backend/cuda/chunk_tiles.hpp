@@ -40,25 +40,36 @@ __device__ __forceinline__ void cp_async16_fill(void* smem, const void* gmem, in
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
+// The cp.async issued so far by this thread as one group; wait until at most N groups are still in flight.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 // Rows c0 .. c0 + L − 1 (columns 0 .. width − 1) of a 16-bit source whose row r starts at base + r·stride, into
-// a [CL][ld] tile of 8·PR columns, one cp.async per 16-byte piece; zeros past L and past width.
-template <int PR, class T, class E>
-__device__ __forceinline__ void fetch_rows(E* dst, int ld, const T* base, index_t stride, index_t c0, int L, int width) {
+// a [CL][ld] tile of 8·PR columns, one cp.async per 16-byte piece; zeros past L and past width. NTH threads
+// copy (tid: this thread's place among them): a thread keeps one 8-column piece and walks down the rows NTH / PR
+// at a time, so its addresses are one pointer and a stride (no index arithmetic per piece).
+template <int PR, int NTH = threads, class T, class E>
+__device__ __forceinline__ void fetch_rows(E* dst, int ld, const T* base, index_t stride, index_t c0, int L, int width,
+                                           int tid) {
   static_assert(sizeof(T) == 2 && sizeof(E) == 2, "16-bit tiles");
-  static_assert(CL * PR % threads == 0, "every thread copies the same number of pieces");
+  static_assert(NTH % PR == 0 && CL % (NTH / PR) == 0, "every thread copies the same number of pieces");
+  constexpr int RP = NTH / PR;  // rows per pass
+  const int r = tid / PR, c = 8 * (tid % PR), w = width - c;
+  const int piece = w > 0 ? 2 * (w < 8 ? w : 8) : 0;  // bytes of this column piece in a row
+  const T* src = base + (c0 + r) * stride + c;
+  E* d = dst + r * ld + c;
 #pragma unroll
-  for (int i = 0; i < CL * PR / threads; ++i) {
-    const int p = static_cast<int>(threadIdx.x) + i * threads, r = p / PR, c = 8 * (p % PR);
-    const int w = width - c, bytes = r < L && w > 0 ? 2 * (w < 8 ? w : 8) : 0;
-    cp_async16_fill(dst + r * ld + c, bytes ? base + (c0 + r) * stride + c : base, bytes);
+  for (int i = 0; i < CL / RP; ++i) {
+    const int bytes = r + i * RP < L ? piece : 0;
+    cp_async16_fill(d + i * RP * ld, bytes ? src + i * RP * stride : base, bytes);
   }
 }
 
-// Where a CTA of a 64-token kernel works — blockIdx = (value head, sequence, tile of BV value columns) — and the
+// Where a CTA of a 64-token kernel works — blockIdx = (value head, sequence, tile of BVW value columns) — and the
 // chunk rows it reads: q and k at the query / key head (grouped value heads share it), v at its own head and
 // columns. Row pointers are formed once (64-bit math); a chunk is then one cp.async per 16-byte piece.
-template <class T>
+template <class T, int BVW = BV>
 struct site {
   index_t hv, jt;
   seq_range seq;
@@ -66,24 +77,25 @@ struct site {
   const T *q0, *k0, *v0;
 
   __device__ explicit site(const kernel_args<T>& a)
-      : hv(blockIdx.x), jt(static_cast<index_t>(blockIdx.z) * BV), seq(sequence_of(a, blockIdx.y)),
-        Kw(static_cast<int>(a.K)), Vw(static_cast<int>(a.V - jt < BV ? a.V - jt : index_t(BV))),
+      : hv(blockIdx.x), jt(static_cast<index_t>(blockIdx.z) * BVW), seq(sequence_of(a, blockIdx.y)),
+        Kw(static_cast<int>(a.K)), Vw(static_cast<int>(a.V - jt < BVW ? a.V - jt : index_t(BVW))),
         q0(a.q.ptr + seq.bt * a.q.str[0] + (hv / a.G) * a.q.str[2]),
         k0(a.k.ptr + seq.bt * a.k.str[0] + (hv / a.G) * a.k.str[2]),
         v0(a.v.ptr + seq.bt * a.v.str[0] + hv * a.v.str[2] + jt) {}
   // tokens of the chunk at c0 (CL, or fewer at the end of the sequence)
   __device__ int rows_in(index_t c0) const { return static_cast<int>(seq.t1 - c0 < CL ? seq.t1 - c0 : index_t(CL)); }
-  template <class E>
-  __device__ void fetch_q(E* dst, const kernel_args<T>& a, index_t c0, int L) const {
-    fetch_rows<KP / 8>(dst, LDK, q0, a.q.str[1], c0, L, Kw);
+  // copied by NTH threads, this one at tid among them; the value tile is [CL][BVW + 8]
+  template <int NTH = threads, class E>
+  __device__ void fetch_q(E* dst, const kernel_args<T>& a, index_t c0, int L, int tid = threadIdx.x) const {
+    fetch_rows<KP / 8, NTH>(dst, LDK, q0, a.q.str[1], c0, L, Kw, tid);
   }
-  template <class E>
-  __device__ void fetch_k(E* dst, const kernel_args<T>& a, index_t c0, int L) const {
-    fetch_rows<KP / 8>(dst, LDK, k0, a.k.str[1], c0, L, Kw);
+  template <int NTH = threads, class E>
+  __device__ void fetch_k(E* dst, const kernel_args<T>& a, index_t c0, int L, int tid = threadIdx.x) const {
+    fetch_rows<KP / 8, NTH>(dst, LDK, k0, a.k.str[1], c0, L, Kw, tid);
   }
-  template <class E>
-  __device__ void fetch_v(E* dst, const kernel_args<T>& a, index_t c0, int L) const {
-    fetch_rows<BV / 8>(dst, LD64, v0, a.v.str[1], c0, L, Vw);
+  template <int NTH = threads, class E>
+  __device__ void fetch_v(E* dst, const kernel_args<T>& a, index_t c0, int L, int tid = threadIdx.x) const {
+    fetch_rows<BVW / 8, NTH>(dst, BVW + 8, v0, a.v.str[1], c0, L, Vw, tid);
   }
 };
 
@@ -121,12 +133,12 @@ __device__ __forceinline__ void store_state_t(E* ST, int ld, const float (&acc)[
 #endif
 }
 
-// A warp's 16×32 strip c (mma accumulators: rows r0 + acc_row, columns c0w + 8t + acc_col) times `mul` into the
+// A warp's 16×8·NT strip c (mma accumulators: rows r0 + acc_row, columns c0w + 8t + acc_col) times `mul` into the
 // [B, T, HV, V] view x at tokens c0 + row (rows < L) and value columns jt + column (columns < Vw); pairs of
 // columns as one 4-byte store where the row allows it.
-template <class T>
+template <class T, int NT>
 __device__ __forceinline__ void store_strip(const view<T, 4>& x, index_t bt, index_t c0, index_t hv, index_t jt,
-                                            int r0, int c0w, int L, int Vw, const float (&c)[4][4], float mul) {
+                                            int r0, int c0w, int L, int Vw, const float (&c)[NT][4], float mul) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = r0 + acc_row(2 * h);
@@ -134,7 +146,7 @@ __device__ __forceinline__ void store_strip(const view<T, 4>& x, index_t bt, ind
     T* row = x.row(bt, c0 + r, hv) + jt * x.str[3];
     const index_t inner = x.str[3];
 #pragma unroll
-    for (int t = 0; t < 4; ++t) {
+    for (int t = 0; t < NT; ++t) {
       const int j = c0w + 8 * t + acc_col(0);
       const float v0 = c[t][2 * h] * mul, v1 = c[t][2 * h + 1] * mul;
       if (inner == 1 && j + 1 < Vw && (reinterpret_cast<std::uintptr_t>(row + j) & 3) == 0) {

@@ -16,6 +16,7 @@
 // fp32 diagonal blocks', Z in V's (so v is single-buffered and refilled during Y).
 #pragma once
 #include "chunk_tiles.hpp"
+#include "ut_blocks.hpp"
 
 namespace linea::cuda_detail {
 
@@ -25,7 +26,7 @@ inline constexpr bool delta_chunk_rule = P == pass::main && Rule::update::erases
                                          !Rule::update::uses_channel_gates && !Rule::decay::key_gate;
 
 struct delta_chunk_shape {
-  static constexpr int CL = tiles::CL, BV = tiles::BV, LDK = tiles::LDK, LD = tiles::LD64, LDX = 24;
+  static constexpr int CL = tiles::CL, BV = tiles::BV, LDK = tiles::LDK, LD = tiles::LD64, LDX = tiles::ut_scratch_ld;
   // the 16-bit tiles, in elements, in the order they are carved (second name: what reuses the tile later)
   static constexpr int q_at = 0,        // q                                   [CL][LDK]
       k_at = q_at + CL * LDK,           // k, 2 buffers                        [2][CL][LDK]
@@ -145,47 +146,10 @@ __global__ void __launch_bounds__(tiles::threads, 2) delta_chunk_kernel(const ke
     __syncthreads();  // Z, P, A in; every read of q and Sᵀ done
     if (more) cta.fetch_q(Qs, a, c0 + CL, Ln);
 
-    // ---- T: the diagonal blocks, T_bb = (I + A_bb)⁻¹ by forward substitution, a lane per column ----------------------
-    if (warp < 2) {
-      const int b = 2 * warp + (lane >> 4), c = lane & 15;
-      const float* Ab = Ad + b * 16 * 17;
-      float t[16];
-#pragma unroll
-      for (int r = 0; r < 16; ++r) {
-        float x = r == c ? 1.f : 0.f;
-#pragma unroll
-        for (int s = 0; s < r; ++s) x = fmaf(-Ab[r * 17 + s], t[s], x);  // t_s = 0 for s < c
-        t[r] = x;
-      }
-#pragma unroll
-      for (int r = 0; r < 16; ++r) Ts[(16 * b + r) * LD + 16 * b + c] = from_float<E>(t[r]);
-    }
+    // ---- T = (I + A)⁻¹: the diagonal blocks (warps 0, 1), then the block columns (warps 0 .. 2) -------------------------
+    if (warp < 2) tiles::invert_diagonal_blocks(Ad, Ts, LD, warp);
     __syncthreads();
-    // ---- T: block column j by warp j, down from the diagonal: T_ij = −T_ii Σ_{j ≤ k < i} A_ik T_kj -------------------
-    if (warp < 3) {
-      const int j = warp;
-      E* X = scratch + j * 16 * LDX;
-      for (int i = j + 1; i < 4; ++i) {
-        float x[2][4] = {}, y[2][4] = {};
-        for (int k = j; k < i; ++k)
-          mma_strip<E, 2, false, true>(x, As + 16 * i * LD + 16 * k, LD, Ts + 16 * k * LD + 16 * j, LD, 1);
-#pragma unroll
-        for (int t = 0; t < 2; ++t)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            *reinterpret_cast<std::uint32_t*>(X + acc_row(2 * h) * LDX + 8 * t + acc_col(0)) =
-                pack2<E>(x[t][2 * h], x[t][2 * h + 1]);
-        __syncwarp();
-        mma_strip<E, 2, false, true>(y, Ts + 16 * i * LD + 16 * i, LD, X, LDX, 1);
-#pragma unroll
-        for (int t = 0; t < 2; ++t)
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-            *reinterpret_cast<std::uint32_t*>(Ts + (16 * i + acc_row(2 * h)) * LD + 16 * j + 8 * t + acc_col(0)) =
-                pack2<E>(-y[t][2 * h], -y[t][2 * h + 1]);
-        __syncwarp();  // T_ij is read by the next block down; the scratch is rewritten
-      }
-    }
+    if (warp < 3) tiles::fill_block_column(As, Ts, LD, scratch + warp * 16 * LDX, warp);
     __syncthreads();  // T in; A's tiles are free
 
     // ---- U = T Z (T is zero past the diagonal block); U_d; the residual ------------------------------------------------
