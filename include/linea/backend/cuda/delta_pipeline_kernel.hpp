@@ -3,7 +3,7 @@
 //   S_t = γ_t (I − β_t k_t k_tᵀ) S_{t-1} + β_t k_t v_tᵀ,  o_t = s S_tᵀ q_t   (DeltaNet: γ = 1; Gated DeltaNet)
 //
 // Same UT form as delta_chunk_kernel.hpp (per 64-token chunk, G_r = Σ_{s ≤ r} log₂ γ_s, C the last row):
-//   producers (4 warps), no state:   P = (Q Kᵀ) ⊙ 2^(G_r − G_s), s ≤ r;   A = Diag(β)(K Kᵀ) ⊙ 2^(G_r − G_s), s < r;
+//   producers (8 warps), no state:   P = (Q Kᵀ) ⊙ 2^(G_r − G_s), s ≤ r;   A = Diag(β)(K Kᵀ) ⊙ 2^(G_r − G_s), s < r;
 //                                    T = (I + A)⁻¹ (ut_blocks.hpp); q and k of the next chunk by cp.async
 //   consumers (8 warps), the state:  Z = Diag(β)(V − Diag(2^G) K S) in place of V (v copied a chunk ahead by them),
 //                                    O₁ = Q S;   U = T Z in place of Z;
@@ -29,7 +29,9 @@ namespace linea::cuda_detail {
 struct delta_pipeline_shape {
   static constexpr int CL = tiles::CL, KP = tiles::KP, BVW = 128;  // tokens per chunk, padded K, value columns
   static constexpr int LDK = tiles::LDK, LDV = BVW + 8, LDT = tiles::LD64, LDX = tiles::ut_scratch_ld;
-  static constexpr int consumers = 256, producers = 128, threads = consumers + producers;
+  static constexpr int consumers = 256, producers = 256, threads = consumers + producers;
+  // registers per thread after setmaxnreg (sm_90a): the consumers hold the state, 256 · (104 + 152) = 64 K
+  static constexpr int producer_regs = 104, consumer_regs = 152;
   // 16-bit tiles, in elements
   static constexpr int qk_stage = 2 * CL * LDK;  // q [CL][LDK], then k [CL][LDK]; three stages from 0
   static constexpr int v_at = 3 * qk_stage,      // a slot: v, then Z, then U   [CL][LDV]
@@ -77,6 +79,9 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
 
   if (warp >= sh::consumers / 32) {
     // ================= producers: q, k copied a chunk ahead; P, A, T a chunk ahead of the consumers =================
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(sh::producer_regs));
+#endif
     const int pw = warp - sh::consumers / 32, ptid = tid - sh::consumers;
     E *As = base + sh::a_at, *X = base + sh::x_at + pw * 16 * sh::LDX;
     const source<T> src{a};
@@ -122,15 +127,16 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       const E *Qs = q_of(c), *Ks = q_of(c) + CL * LDK;
       E *Ps = in_slot(c, sh::p_at), *Ts = in_slot(c, sh::t_at);
 
-      // P (warps 0, 1) or A (warps 2, 3), by row blocks of 16: warp parity 0 takes rows 48..63 and 0..15,
-      // parity 1 rows 32..47 and 16..31 (ten 16×16 blocks on or below the diagonal each way).
-      const bool is_a = pw >= 2;
+      // P (warps 0..3) or A (warps 4..7) in 16-row strips of the blocks on or below the diagonal (ten 16×16
+      // blocks): warp j = pw mod 4 takes rows 48..63 columns 0..31 (j = 0) or 32..63 (j = 1), rows 32..47 (j = 2),
+      // rows 16..31 and 0..15 (j = 3): at most three blocks each.
+      const bool is_a = pw >= 4;
       const E* Xs = is_a ? Ks : Qs;
-      auto strip = [&](auto nt_tag, int rb) {
+      auto strip = [&](auto nt_tag, int rb, int col0) {
         constexpr int NT = decltype(nt_tag)::value;
         const int r0 = 16 * rb;
         float x[NT][4] = {};
-        mma_strip<E, NT, false, false>(x, Xs + r0 * LDK, LDK, Ks, LDK, KP / 16);
+        mma_strip<E, NT, false, false>(x, Xs + r0 * LDK, LDK, Ks + col0 * LDK, LDK, KP / 16);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = r0 + acc_row(2 * h);
@@ -138,7 +144,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           const float mul = is_a ? G[CL + r] : 1.f;
 #pragma unroll
           for (int t = 0; t < NT; ++t) {
-            const int s0 = 8 * t + acc_col(0);
+            const int s0 = col0 + 8 * t + acc_col(0);
             float d0 = mul, d1 = mul;
             if constexpr (decays) d0 *= ex2(gr - G[s0]), d1 *= ex2(gr - G[s0 + 1]);
             // selects: what is masked may be inf
@@ -152,8 +158,13 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           }
         }
       };
-      if ((pw & 1) == 0) strip(std::integral_constant<int, 8>{}, 3), strip(std::integral_constant<int, 2>{}, 0);
-      else strip(std::integral_constant<int, 6>{}, 2), strip(std::integral_constant<int, 4>{}, 1);
+      using four = std::integral_constant<int, 4>;
+      switch (pw & 3) {
+        case 0: strip(four{}, 3, 0); break;
+        case 1: strip(four{}, 3, 32); break;
+        case 2: strip(std::integral_constant<int, 6>{}, 2, 0); break;
+        default: strip(four{}, 1, 0), strip(std::integral_constant<int, 2>{}, 0, 0);
+      }
       bar::sync(bar::producers, sh::producers);  // P, A and A's diagonal blocks in
       if (pw < 2) tiles::invert_diagonal_blocks(Ad, Ts, LDT, pw);
       bar::sync(bar::producers, sh::producers);
@@ -165,6 +176,9 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
     }
   } else {
     // ================= consumers: the state, its three products, the outputs =================
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(sh::consumer_regs));
+#endif
     float acc[sh::BVW / 8][4];  // S: key rows 16·warp .. + 15, all 128 value columns
     tiles::load_state(acc, a.initial_state, seq.row, cta.hv, cta.jt, a.K, a.V);
     tiles::store_state_t(ST, LDK, acc);
