@@ -17,9 +17,10 @@ void partial_tiles() {
   check_against_reference<Rule, read::identity, cuda_step, bf16>(one);
 }
 
-// The 64-token chunk kernels of the scalar-decay rules (scalar_chunk_kernel.hpp, delta_chunk_kernel.hpp) need
-// 16-byte aligned rows: V = 104 and K = 72 give them a second value tile of 40 columns and key rows past K, and
-// T = 150 a last chunk of 22 tokens (V = 100 above runs the general kernel).
+// The 64-token chunk kernels of the scalar-decay rules (scalar_chunk_kernel.hpp, delta_pipeline_kernel.hpp) need
+// 16-byte aligned rows: V = 104 and K = 72 give them a partial value tile (the second of 40 columns in the scalar
+// kernel, 104 of 128 in the delta kernel) and key rows past K, and T = 150 a last chunk of 22 tokens (V = 100 above
+// runs the general kernel).
 template <class Rule>
 void partial_tiles_aligned() {
   const case_shape seq{.B = 2, .T = 150, .H = 1, .HV = 2, .K = 72, .V = 104, .initial_state = true, .seed = 23};

@@ -1,5 +1,5 @@
 // linea/backend/cuda/chunk_tiles.hpp — what the 64-token chunk kernels (scalar_chunk_kernel.hpp,
-// delta_chunk_kernel.hpp) share: their tile sizes, the cp.async row loads, the in-chunk scan of the log decays,
+// delta_pipeline_kernel.hpp) share: their tile sizes, the cp.async row loads, the in-chunk scan of the log decays,
 // Sᵀ from the state accumulators, and the output strips.
 #pragma once
 #include "mma.hpp"
@@ -40,10 +40,6 @@ __device__ __forceinline__ void cp_async16_fill(void* smem, const void* gmem, in
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
-// The cp.async issued so far by this thread as one group; wait until at most N groups are still in flight.
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;\n" ::"n"(N)); }
 
 // Rows c0 .. c0 + L − 1 (columns 0 .. width − 1) of a 16-bit source whose row r starts at base + r·stride, into
 // a [CL][ld] tile of 8·PR columns, one cp.async per 16-byte piece; zeros past L and past width. NTH threads

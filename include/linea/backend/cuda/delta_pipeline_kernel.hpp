@@ -2,49 +2,51 @@
 // decay, warp-specialised: key-side producers run a chunk ahead of the state-holding consumers.
 //   S_t = γ_t (I − β_t k_t k_tᵀ) S_{t-1} + β_t k_t v_tᵀ,  o_t = s S_tᵀ q_t   (DeltaNet: γ = 1; Gated DeltaNet)
 //
-// Same UT form as delta_chunk_kernel.hpp (per 64-token chunk, G_r = Σ_{s ≤ r} log₂ γ_s, C the last row):
-//   producers (8 warps), no state:   P = (Q Kᵀ) ⊙ 2^(G_r − G_s), s ≤ r;   A = Diag(β)(K Kᵀ) ⊙ 2^(G_r − G_s), s < r;
-//                                    T = (I + A)⁻¹ (ut_blocks.hpp); q and k of the next chunk by cp.async
-//   consumers (8 warps), the state:  Z = Diag(β)(V − Diag(2^G) K S) in place of V (v copied a chunk ahead by them),
-//                                    O₁ = Q S;   U = T Z in place of Z;
-//                                    O = s [Diag(2^G) O₁ + P U];  S ← 2^(G_C) S + (K Diag(F))ᵀ U,  F_r = 2^(G_C − G_r)
-// Why: in delta_chunk_kernel every warp waits through P, A and the solve of each chunk (half its time, most of it
-// in two warps); here they are done for chunk c + 1 while the consumers work on chunk c, so the state's critical
-// path is the three state products. One CTA per (value head, sequence) holds the whole 128-column state
-// (64 fp32 registers per consumer thread), so P, A and T are formed once per head, not once per value tile.
+// UT form, per 64-token chunk (G_r = Σ_{s ≤ r} log₂ γ_s inside the chunk, C its last row; SPEC §4):
+//   producers (4 warps), no state:   P = (Q Kᵀ) ⊙ 2^(G_r − G_s), s ≤ r;   A = Diag(β)(K Kᵀ) ⊙ 2^(G_r − G_s), s < r;
+//                                    T = (I + A)⁻¹ (ut_blocks.hpp); the cp.async copies of q and k
+//   consumers (8 warps), the state:  Z = Diag(β)(V − Diag(2^G) K S) in place of V (v copied a chunk ahead by them);
+//                                    O₁ = Q S;   U = T Z (the write residual u), U_d = Diag(2^(G_C − G)) U;
+//                                    O = s [Diag(2^G) O₁ + P U];  S ← 2^(G_C) S + Kᵀ U_d
+// Why: the key-side work (P, A and the solve, whose 16×16 forward substitutions keep two warps busy while the
+// others wait) has no state in it; done for chunk c + 1 while the consumers work on chunk c, it leaves the
+// state's critical path with the three state products. One CTA per (value head, sequence) holds the whole
+// 128-column state (64 fp32 registers per consumer thread), so P, A and T are formed once per head.
 //
-// Buffers: q and k in three stages (chunk c mod 3: the producers copy chunk c + 1's while they work on chunk c,
-// so its latency is hidden); v / Z / U, P, T, G, β, F in two slots (chunk c mod 2). Named barriers hand them over:
-//   full[s]:  producers arrive when chunk c (slot s = c mod 2) is ready, consumers wait
-//   empty[s]: consumers arrive when they are done with chunk c; producers wait before they reuse its slot (for
-//             chunk c + 2) and its q / k stage (for chunk c + 3, copied during chunk c + 2)
-// U overwrites Z (one barrier more) and U's row factors F scale Kᵀ's fragments in registers (no U_d tile), so
-// that the third stage fits in the 227 KB of one SM.
+// Chunk tiles live in two slots (chunk c mod 2: q, k, v / Z, P, T, G, β); named barriers hand a slot over:
+//   full[s]:  producers arrive when chunk c (slot s) is ready, consumers wait
+//   empty[s]: consumers arrive when they are done with chunk c, producers wait before they copy chunk c + 2
 #pragma once
 #include "chunk_tiles.hpp"
 #include "ut_blocks.hpp"
 
 namespace linea::cuda_detail {
 
+// The rules this kernel computes: erase with β, scalar or no decay (delta, gated_delta), main pass.
+template <class Rule, pass P>
+inline constexpr bool delta_chunk_rule = P == pass::main && Rule::update::erases && Rule::update::uses_beta &&
+                                         !Rule::update::uses_channel_gates && !Rule::decay::key_gate;
+
 struct delta_pipeline_shape {
   static constexpr int CL = tiles::CL, KP = tiles::KP, BVW = 128;  // tokens per chunk, padded K, value columns
   static constexpr int LDK = tiles::LDK, LDV = BVW + 8, LDT = tiles::LD64, LDX = tiles::ut_scratch_ld;
-  static constexpr int consumers = 256, producers = 256, threads = consumers + producers;
-  // registers per thread after setmaxnreg (sm_90a): the consumers hold the state, 256 · (104 + 152) = 64 K
-  static constexpr int producer_regs = 104, consumer_regs = 152;
-  // 16-bit tiles, in elements
-  static constexpr int qk_stage = 2 * CL * LDK;  // q [CL][LDK], then k [CL][LDK]; three stages from 0
-  static constexpr int v_at = 3 * qk_stage,      // a slot: v, then Z, then U   [CL][LDV]
-      p_at = v_at + CL * LDV,                    //         P                   [CL][LDT]
-      t_at = p_at + CL * LDT,                    //         T                   [CL][LDT]
-      slot = t_at + CL * LDT - v_at;             // two slots from v_at
-  static constexpr int s_at = v_at + 2 * slot,   // Sᵀ (consumers)              [BVW][LDK]
-      a_at = s_at + BVW * LDK,                   // A (producers)               [CL][LDT]
-      x_at = a_at + CL * LDT,                    // block-column scratch        [3][16][LDX]
+  static constexpr int consumers = 256, producers = 128, threads = consumers + producers;
+  // 16-bit tiles, in elements: a slot (one chunk), then the consumers' and the producers' own
+  static constexpr int q_at = 0,  // q                                 [CL][LDK]
+      k_at = q_at + CL * LDK,     // k                                 [CL][LDK]
+      v_at = k_at + CL * LDK,     // v, then Z                         [CL][LDV]
+      p_at = v_at + CL * LDV,     // P                                 [CL][LDT]
+      t_at = p_at + CL * LDT,     // T                                 [CL][LDT]
+      slot = t_at + CL * LDT;
+  static constexpr int s_at = 2 * slot,  // Sᵀ                        [BVW][LDK]
+      u_at = s_at + BVW * LDK,           // U                         [CL][LDV]
+      ud_at = u_at + CL * LDV,           // U_d                       [CL][LDV]
+      a_at = ud_at + CL * LDV,           // A (producers)             [CL][LDT]
+      x_at = a_at + CL * LDT,            // block-column scratch      [3][16][LDX]
       end = x_at + 3 * 16 * LDX;
   static constexpr std::size_t ad_offset = 2 * std::size_t(end);         // A's diagonal blocks, fp32 [4][16][17]
-  static constexpr std::size_t gb_offset = ad_offset + 4 * 16 * 17 * 4;  // G, β, F per slot, fp32 [2][3][CL]
-  static constexpr std::size_t bytes = gb_offset + 2 * 3 * CL * sizeof(float);
+  static constexpr std::size_t gb_offset = ad_offset + 4 * 16 * 17 * 4;  // G, β per slot, fp32 [2][2][CL]
+  static constexpr std::size_t bytes = gb_offset + 4 * CL * sizeof(float);
   static_assert(ad_offset % 16 == 0 && gb_offset % 16 == 0, "16-byte aligned tiles");
   static_assert(bytes <= 227 * 1024, "one CTA per SM");
 };
@@ -71,27 +73,16 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   E* base = reinterpret_cast<E*>(smem_raw);
-  auto q_of = [&](int c) { return base + (c % 3) * sh::qk_stage; };  // chunk c's q; its k at + CL · LDK
-  auto in_slot = [&](int c, int at) { return base + (c & 1) * sh::slot + at; };
-  auto gbf = [&](int c) { return reinterpret_cast<float*>(smem_raw + sh::gb_offset) + 3 * CL * (c & 1); };  // G, β, F
+  auto tile = [&](int c, int at) { return base + (c & 1) * sh::slot + at; };  // chunk c's tile
+  auto gbf = [&](int c) { return reinterpret_cast<float*>(smem_raw + sh::gb_offset) + 2 * CL * (c & 1); };  // G, β
   float* Ad = reinterpret_cast<float*>(smem_raw + sh::ad_offset);
-  E* ST = base + sh::s_at;
+  E *ST = base + sh::s_at, *Us = base + sh::u_at, *Ud = base + sh::ud_at;
 
   if (warp >= sh::consumers / 32) {
-    // ================= producers: q, k copied a chunk ahead; P, A, T a chunk ahead of the consumers =================
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(sh::producer_regs));
-#endif
+    // ================= producers: q and k, then P, A, T of each chunk, a chunk ahead of the consumers =================
     const int pw = warp - sh::consumers / 32, ptid = tid - sh::consumers;
     E *As = base + sh::a_at, *X = base + sh::x_at + pw * 16 * sh::LDX;
     const source<T> src{a};
-    auto fetch_qk = [&](int c) {  // one cp.async group
-      const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
-      const int L = cta.rows_in(c0);
-      cta.template fetch_q<sh::producers>(q_of(c), a, c0, L, ptid);
-      cta.template fetch_k<sh::producers>(q_of(c) + CL * LDK, a, c0, L, ptid);
-      tiles::cp_async_commit();
-    };
     float gb[4] = {};  // warp 0: log₂ γ and β of rows lane, lane + 32 of the next chunk, read a chunk ahead
     auto load_gb = [&](int c) {
       const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
@@ -103,40 +94,32 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       gb[2] = lane < L ? src.beta(seq.bt, c0 + lane, cta.hv) : 0.f;
       gb[3] = lane + 32 < L ? src.beta(seq.bt, c0 + lane + 32, cta.hv) : 0.f;
     };
-    if (chunks > 0) {
-      fetch_qk(0);
-      if (pw == 0) load_gb(0);
-    }
+    if (chunks > 0 && pw == 0) load_gb(0);
     for (int c = 0; c < chunks; ++c) {
-      const int s = c & 1;
-      const bool next = c + 1 < chunks;
-      if (c >= 2) bar::sync(bar::empty + s, sh::threads);  // consumers done with chunk c − 2: slot s, stage (c + 1) mod 3
-      if (next) fetch_qk(c + 1);
+      const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
+      const int L = cta.rows_in(c0);
+      if (c >= 2) bar::sync(bar::empty + (c & 1), sh::threads);  // the consumers are done with chunk c − 2
+      E *Qs = tile(c, sh::q_at), *Ks = tile(c, sh::k_at), *Ps = tile(c, sh::p_at), *Ts = tile(c, sh::t_at);
+      cta.template fetch_q<sh::producers>(Qs, a, c0, L, ptid);
+      cta.template fetch_k<sh::producers>(Ks, a, c0, L, ptid);
       float* G = gbf(c);
-      if (pw == 0) {  // G (the in-chunk scan), β, F = 2^(G_C − G); then the next chunk's g and β, landing meanwhile
+      if (pw == 0) {  // G (the in-chunk scan) and β; then the next chunk's g and β, landing meanwhile
         tiles::scan64(gb[0], gb[1], G);
         G[CL + lane] = gb[2], G[CL + lane + 32] = gb[3];
-        __syncwarp();
-        G[2 * CL + lane] = decays ? ex2(G[CL - 1] - G[lane]) : 1.f;
-        G[2 * CL + lane + 32] = decays ? ex2(G[CL - 1] - G[lane + 32]) : 1.f;
-        if (next) load_gb(c + 1);
+        if (c + 1 < chunks) load_gb(c + 1);
       }
-      if (next) tiles::cp_async_wait<1>();  // this thread's pieces of chunk c's q and k (chunk c + 1's in flight)
-      else tiles::cp_async_wait<0>();
-      bar::sync(bar::producers, sh::producers);  // everyone's, and G, β, F; chunk c − 1's solve is done with A
-      const E *Qs = q_of(c), *Ks = q_of(c) + CL * LDK;
-      E *Ps = in_slot(c, sh::p_at), *Ts = in_slot(c, sh::t_at);
+      tiles::cp_async_wait_all();                // this thread's pieces of q and k
+      bar::sync(bar::producers, sh::producers);  // everyone's, G and β; chunk c − 1's solve is done with A
 
-      // P (warps 0..3) or A (warps 4..7) in 16-row strips of the blocks on or below the diagonal (ten 16×16
-      // blocks): warp j = pw mod 4 takes rows 48..63 columns 0..31 (j = 0) or 32..63 (j = 1), rows 32..47 (j = 2),
-      // rows 16..31 and 0..15 (j = 3): at most three blocks each.
-      const bool is_a = pw >= 4;
+      // P (warps 0, 1) or A (warps 2, 3), by row blocks of 16: warp parity 0 takes rows 48..63 and 0..15,
+      // parity 1 rows 32..47 and 16..31 (ten 16×16 blocks on or below the diagonal each way).
+      const bool is_a = pw >= 2;
       const E* Xs = is_a ? Ks : Qs;
-      auto strip = [&](auto nt_tag, int rb, int col0) {
+      auto strip = [&](auto nt_tag, int rb) {
         constexpr int NT = decltype(nt_tag)::value;
         const int r0 = 16 * rb;
         float x[NT][4] = {};
-        mma_strip<E, NT, false, false>(x, Xs + r0 * LDK, LDK, Ks + col0 * LDK, LDK, KP / 16);
+        mma_strip<E, NT, false, false>(x, Xs + r0 * LDK, LDK, Ks, LDK, KP / 16);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = r0 + acc_row(2 * h);
@@ -144,7 +127,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           const float mul = is_a ? G[CL + r] : 1.f;
 #pragma unroll
           for (int t = 0; t < NT; ++t) {
-            const int s0 = col0 + 8 * t + acc_col(0);
+            const int s0 = 8 * t + acc_col(0);
             float d0 = mul, d1 = mul;
             if constexpr (decays) d0 *= ex2(gr - G[s0]), d1 *= ex2(gr - G[s0 + 1]);
             // selects: what is masked may be inf
@@ -158,13 +141,8 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           }
         }
       };
-      using four = std::integral_constant<int, 4>;
-      switch (pw & 3) {
-        case 0: strip(four{}, 3, 0); break;
-        case 1: strip(four{}, 3, 32); break;
-        case 2: strip(std::integral_constant<int, 6>{}, 2, 0); break;
-        default: strip(four{}, 1, 0), strip(std::integral_constant<int, 2>{}, 0, 0);
-      }
+      if ((pw & 1) == 0) strip(std::integral_constant<int, 8>{}, 3), strip(std::integral_constant<int, 2>{}, 0);
+      else strip(std::integral_constant<int, 6>{}, 2), strip(std::integral_constant<int, 4>{}, 1);
       bar::sync(bar::producers, sh::producers);  // P, A and A's diagonal blocks in
       if (pw < 2) tiles::invert_diagonal_blocks(Ad, Ts, LDT, pw);
       bar::sync(bar::producers, sh::producers);
@@ -172,31 +150,28 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       // (bar.arrive alone would order the writes above for the consumers — it synchronises with their bar.sync —
       // but compute-sanitizer's racecheck does not model it: the producers' own barrier first keeps it clean.)
       bar::sync(bar::producers, sh::producers);
-      bar::arrive(bar::full + s, sh::threads);     // chunk c is ready
+      bar::arrive(bar::full + (c & 1), sh::threads);  // chunk c is ready
     }
   } else {
     // ================= consumers: the state, its three products, the outputs =================
-#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-    asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(sh::consumer_regs));
-#endif
     float acc[sh::BVW / 8][4];  // S: key rows 16·warp .. + 15, all 128 value columns
     tiles::load_state(acc, a.initial_state, seq.row, cta.hv, cta.jt, a.K, a.V);
     tiles::store_state_t(ST, LDK, acc);
     // Warp w: rows r0 .. r0 + 15 of Z, U and O, value columns c0w .. c0w + 63.
     const int rb = warp >> 1, r0 = 16 * rb, c0w = 64 * (warp & 1);
-    // v is the consumers' own input: they copy chunk c + 1's while they work on chunk c
-    if (chunks > 0) cta.template fetch_v<sh::consumers>(in_slot(0, sh::v_at), a, seq.t0, cta.rows_in(seq.t0), tid);
+    // v is the consumers' own input: they copy chunk c + 1's while they work on chunk c (no producer time on it)
+    if (chunks > 0) cta.template fetch_v<sh::consumers>(tile(0, sh::v_at), a, seq.t0, cta.rows_in(seq.t0), tid);
     for (int c = 0; c < chunks; ++c) {
       const int s = c & 1;
       const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
       const int L = cta.rows_in(c0);
-      const E *Qs = q_of(c), *Ks = q_of(c) + CL * LDK, *Ps = in_slot(c, sh::p_at), *Ts = in_slot(c, sh::t_at);
-      E* Zs = in_slot(c, sh::v_at);  // v, then Z, then U
-      const float* G = gbf(c);        // G, then β at + CL, F at + 2 CL
+      const E *Qs = tile(c, sh::q_at), *Ks = tile(c, sh::k_at), *Ps = tile(c, sh::p_at), *Ts = tile(c, sh::t_at);
+      E* Zs = tile(c, sh::v_at);
+      const float* G = gbf(c);  // G, then β at + CL
       tiles::cp_async_wait_all();             // this thread's pieces of v
       bar::sync(bar::full + s, sh::threads);  // chunk c ready, its v in; every consumer done with chunk c − 1
-      if (c + 1 < chunks)                     // into chunk c − 1's slot, last read before the barrier above
-        cta.template fetch_v<sh::consumers>(in_slot(c + 1, sh::v_at), a, c0 + CL, cta.rows_in(c0 + CL), tid);
+      if (c + 1 < chunks)                     // into chunk c − 1's Z, last read before the barrier above
+        cta.template fetch_v<sh::consumers>(tile(c + 1, sh::v_at), a, c0 + CL, cta.rows_in(c0 + CL), tid);
 
       // ---- X: Z = Diag(β) (V − Diag(2^G) K S) in place of V; O₁ = Q S ----------------------------------------------
       {
@@ -218,22 +193,26 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       mma_strip<E, 8, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
       bar::sync(bar::consumers, sh::consumers);  // Z in; every read of Sᵀ done
 
-      // ---- U = T Z (T is zero past the diagonal block), in place of Z; the residual ----------------------------------
+      // ---- U = T Z (T is zero past the diagonal block); U_d; the residual ---------------------------------------------
       {
         float u[8][4] = {};
         mma_strip<E, 8, false, true>(u, Ts + r0 * LDT, LDT, Zs + c0w, LDV, rb + 1);
-        bar::sync(bar::consumers, sh::consumers);  // every read of Z done
 #pragma unroll
-        for (int h = 0; h < 2; ++h)
+        for (int h = 0; h < 2; ++h) {
+          const int r = r0 + acc_row(2 * h);
+          const float f = decays ? ex2(G[CL - 1] - G[r]) : 1.f;
 #pragma unroll
-          for (int t = 0; t < 8; ++t)
-            *reinterpret_cast<std::uint32_t*>(Zs + (r0 + acc_row(2 * h)) * LDV + c0w + 8 * t + acc_col(0)) =
-                pack2<E>(u[t][2 * h], u[t][2 * h + 1]);
+          for (int t = 0; t < 8; ++t) {
+            const int j = c0w + 8 * t + acc_col(0);
+            *reinterpret_cast<std::uint32_t*>(Us + r * LDV + j) = pack2<E>(u[t][2 * h], u[t][2 * h + 1]);
+            *reinterpret_cast<std::uint32_t*>(Ud + r * LDV + j) = pack2<E>(f * u[t][2 * h], f * u[t][2 * h + 1]);
+          }
+        }
         if (a.residual.ptr) tiles::store_strip(a.residual, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, u, 1.f);
       }
-      bar::sync(bar::consumers, sh::consumers);  // U in
+      bar::sync(bar::consumers, sh::consumers);  // U, U_d in
 
-      // ---- Y: O = Diag(2^G) O₁ + P U, out; S ← 2^(G_C) S + (K Diag(F))ᵀ U; Sᵀ for the next chunk --------------------
+      // ---- Y: O = Diag(2^G) O₁ + P U, out; S ← 2^(G_C) S + Kᵀ U_d; Sᵀ for the next chunk ---------------------------
       if constexpr (decays) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -242,7 +221,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           for (int t = 0; t < 8; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
         }
       }
-      mma_strip<E, 8, false, true>(o, Ps + r0 * LDT, LDT, Zs + c0w, LDV, rb + 1);  // P is zero past the diagonal
+      mma_strip<E, 8, false, true>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1);  // P is zero past the diagonal
       tiles::store_strip(a.o, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, o, a.scale);
       if constexpr (decays) {
         const float f = ex2(G[CL - 1]);
@@ -251,9 +230,9 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
 #pragma unroll
           for (int e = 0; e < 4; ++e) acc[nt][e] *= f;
       }
-      mma_strip<E, sh::BVW / 8, true, true, decays>(acc, Ks + 16 * warp, LDK, Zs, LDV, CL / 16, G + 2 * CL);
+      mma_strip<E, sh::BVW / 8, true, true>(acc, Ks + 16 * warp, LDK, Ud, LDV, CL / 16);
       tiles::store_state_t(ST, LDK, acc);  // every read of Sᵀ was before the first barrier of this chunk
-      if (c + 2 < chunks) bar::arrive(bar::empty + s, sh::threads);  // slot s and chunk c's q / k stage are free
+      if (c + 2 < chunks) bar::arrive(bar::empty + s, sh::threads);  // slot s is free for chunk c + 2
     }
     tiles::save_state(acc, a.final_state, seq.row, cta.hv, cta.jt, a.K, a.V);
   }

@@ -4,12 +4,10 @@
 #include "ccq_kernel.hpp"
 #include "chunk_kernel.hpp"
 #include "decode_kernel.hpp"
-#include "delta_chunk_kernel.hpp"
 #include "delta_pipeline_kernel.hpp"
 #include "recurrent_kernel.hpp"
 #include "scalar_chunk_kernel.hpp"
 
-#include <cstdlib>
 #include <type_traits>
 
 namespace linea::cuda_detail {
@@ -90,30 +88,25 @@ void allow_dynamic_shared() {
 }
 
 // ---- chunk kernels: the 64-token ones of the scalar-decay rules when their inputs allow, else the general one --------
-// One CTA per (head, sequence, 64 value columns).
+// additive / simple_gla: one CTA per (head, sequence, 64 value columns); delta / gated_delta: one warp-specialised
+// CTA per (head, sequence) holding all value columns (V <= 128 here).
 template <class Rule, class T, class E>
 void launch_chunk64(const kernel_args<T>& k, index_t rows) {
-  constexpr bool delta = delta_chunk_rule<Rule, pass::main>;
-  if constexpr (delta) {
-    static const bool old = std::getenv("LINEA_DELTA_TILES") != nullptr;  // TEMPORARY A/B switch
-    if (!old) {
-      using sh = delta_pipeline_shape;
-      constexpr auto kernel = delta_pipeline_kernel<Rule, T, E>;
-      allow_dynamic_shared<kernel, sh::bytes>();
-      const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BVW - 1) / sh::BVW));
-      kernel<<<grid, sh::threads, sh::bytes>>>(k);
-      return check_launch("delta_pipeline_kernel");
-    }
+  if constexpr (delta_chunk_rule<Rule, pass::main>) {
+    using sh = delta_pipeline_shape;
+    constexpr auto kernel = delta_pipeline_kernel<Rule, T, E>;
+    allow_dynamic_shared<kernel, sh::bytes>();
+    const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BVW - 1) / sh::BVW));
+    kernel<<<grid, sh::threads, sh::bytes>>>(k);
+    check_launch("delta_pipeline_kernel");
+  } else {
+    using sh = scalar_chunk_shape;
+    constexpr auto kernel = scalar_chunk_kernel<Rule, T, E>;
+    allow_dynamic_shared<kernel, sh::bytes>();
+    const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BV - 1) / sh::BV));
+    kernel<<<grid, tiles::threads, sh::bytes>>>(k);
+    check_launch("scalar_chunk_kernel");
   }
-  using sh = std::conditional_t<delta, delta_chunk_shape, scalar_chunk_shape>;
-  constexpr auto kernel = [] {  // only the one kernel is instantiated
-    if constexpr (delta) return delta_chunk_kernel<Rule, T, E>;
-    else return scalar_chunk_kernel<Rule, T, E>;
-  }();
-  allow_dynamic_shared<kernel, sh::bytes>();
-  const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BV - 1) / sh::BV));
-  kernel<<<grid, tiles::threads, sh::bytes>>>(k);
-  check_launch(delta ? "delta_chunk_kernel" : "scalar_chunk_kernel");
 }
 
 // ---- chunk kernel -----------------------------------------------------------------------------------------------

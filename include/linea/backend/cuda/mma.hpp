@@ -25,17 +25,6 @@ __device__ __forceinline__ std::uint32_t pack2(float lo, float hi) {
   }
 }
 
-// Two 16-bit products at once, a · b per half (round to nearest): a packed fragment scaled in registers.
-template <class E>
-__device__ __forceinline__ std::uint32_t mul2(std::uint32_t a, std::uint32_t b) {
-  std::uint32_t d;
-  if constexpr (std::is_same_v<E, __nv_bfloat16>)  // fma with −0: the bf16x2 multiply that sm_80 has
-    asm("fma.rn.bf16x2 %0, %1, %2, %3;\n" : "=r"(d) : "r"(a), "r"(b), "r"(0x80008000u));
-  else
-    asm("mul.rn.f16x2 %0, %1, %2;\n" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-
 // One m16n8k16 tensor-core product on fragments already in registers (fp32 accumulation).
 template <class E>
 __device__ __forceinline__ void mma_regs(float (&c)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
@@ -110,11 +99,9 @@ __device__ __forceinline__ void mma_rows(float (&c)[4], const E* A, int lda, con
 // A is [m][k] row-major (A_KM = false) or [k][m] (A_KM = true: e.g. Kᵀ read from a token-major key tile);
 // B is [n][k] (B_KN = false) or [k][n] (B_KN = true: e.g. V read from a token-major value tile). The stored-
 // transposed layouts go through ldmatrix .trans, so no tile has to be rewritten transposed first. NT is even;
-// rows 16-byte aligned. With SCALE_K, A's columns are scaled by fk[k] (fp32, k over the 16·ksteps) in registers:
-// c += A Diag(fk) B without a scaled copy of A.
-template <class E, int NT, bool A_KM, bool B_KN, bool SCALE_K = false>
-__device__ __forceinline__ void mma_strip(float (&c)[NT][4], const E* A, int lda, const E* B, int ldb, int ksteps,
-                                          const float* fk = nullptr) {
+// rows 16-byte aligned.
+template <class E, int NT, bool A_KM, bool B_KN>
+__device__ __forceinline__ void mma_strip(float (&c)[NT][4], const E* A, int lda, const E* B, int ldb, int ksteps) {
   static_assert(NT % 2 == 0, "mma_strip: pairs of n-tiles (one ldmatrix.x4 each)");
   const int lane = threadIdx.x & 31, l8 = lane & 7, m = lane >> 3;
   // Lane l gives the row address of 8×8 matrix l / 8 of each x4 load; the matrices come back as the fragments
@@ -133,11 +120,6 @@ __device__ __forceinline__ void mma_strip(float (&c)[NT][4], const E* A, int lda
     else
       asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
                    : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(sa));
-    if constexpr (SCALE_K) {  // a0, a1 hold columns k = 2q, 2q + 1 of this step; a2, a3 columns 2q + 8, 2q + 9
-      const float* f = fk + 16 * s + 2 * (lane & 3);
-      const std::uint32_t lo = pack2<E>(f[0], f[1]), hi = pack2<E>(f[8], f[9]);
-      a[0] = mul2<E>(a[0], lo), a[1] = mul2<E>(a[1], lo), a[2] = mul2<E>(a[2], hi), a[3] = mul2<E>(a[3], hi);
-    }
 #pragma unroll
     for (int h = 0; h < NT / 2; ++h) {
       std::uint32_t b[4];
