@@ -115,11 +115,14 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       // parity 1 rows 32..47 and 16..31 (ten 16×16 blocks on or below the diagonal each way).
       const bool is_a = pw >= 2;
       const E* Xs = is_a ? Ks : Qs;
-      auto strip = [&](auto nt_tag, int rb) {
-        constexpr int NT = decltype(nt_tag)::value;
+      // a warp's two strips: both products first, then their element-wise work (which overlaps the second's latency)
+      auto product = [&](auto& x, int rb) {
+        constexpr int NT = std::extent_v<std::remove_reference_t<decltype(x)>>;
+        mma_strip<E, NT, false, false>(x, Xs + 16 * rb * LDK, LDK, Ks, LDK, KP / 16);
+      };
+      auto finish = [&](const auto& x, int rb) {
+        constexpr int NT = std::extent_v<std::remove_reference_t<decltype(x)>>;
         const int r0 = 16 * rb;
-        float x[NT][4] = {};
-        mma_strip<E, NT, false, false>(x, Xs + r0 * LDK, LDK, Ks, LDK, KP / 16);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = r0 + acc_row(2 * h);
@@ -141,8 +144,13 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           }
         }
       };
-      if ((pw & 1) == 0) strip(std::integral_constant<int, 8>{}, 3), strip(std::integral_constant<int, 2>{}, 0);
-      else strip(std::integral_constant<int, 6>{}, 2), strip(std::integral_constant<int, 4>{}, 1);
+      if ((pw & 1) == 0) {
+        float x3[8][4] = {}, x0[2][4] = {};
+        product(x3, 3), product(x0, 0), finish(x3, 3), finish(x0, 0);
+      } else {
+        float x2[6][4] = {}, x1[4][4] = {};
+        product(x2, 2), product(x1, 1), finish(x2, 2), finish(x1, 1);
+      }
       bar::sync(bar::producers, sh::producers);  // P, A and A's diagonal blocks in
       if (pw < 2) tiles::invert_diagonal_blocks(Ad, Ts, LDT, pw);
       bar::sync(bar::producers, sh::producers);
@@ -174,9 +182,11 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
         cta.template fetch_v<sh::consumers>(tile(c + 1, sh::v_at), a, c0 + CL, cta.rows_in(c0 + CL), tid);
 
       // ---- X: Z = Diag(β) (V − Diag(2^G) K S) in place of V; O₁ = Q S ----------------------------------------------
+      float o[8][4] = {};
       {
         float z[8][4] = {};
         mma_strip<E, 8, false, false>(z, Ks + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
+        mma_strip<E, 8, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);  // Z's work overlaps it
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = r0 + acc_row(2 * h);
@@ -189,8 +199,6 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           }
         }
       }
-      float o[8][4] = {};
-      mma_strip<E, 8, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
       bar::sync(bar::consumers, sh::consumers);  // Z in; every read of Sᵀ done
 
       // ---- U = T Z (T is zero past the diagonal block); U_d; the residual ---------------------------------------------
@@ -222,7 +230,6 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
         }
       }
       mma_strip<E, 8, false, true>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1);  // P is zero past the diagonal
-      tiles::store_strip(a.o, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, o, a.scale);
       if constexpr (decays) {
         const float f = ex2(G[CL - 1]);
 #pragma unroll
@@ -231,6 +238,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           for (int e = 0; e < 4; ++e) acc[nt][e] *= f;
       }
       mma_strip<E, sh::BVW / 8, true, true>(acc, Ks + 16 * warp, LDK, Ud, LDV, CL / 16);
+      tiles::store_strip(a.o, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, o, a.scale);  // under the products
       tiles::store_state_t(ST, LDK, acc);  // every read of Sᵀ was before the first barrier of this chunk
       if (c + 2 < chunks) bar::arrive(bar::empty + s, sh::threads);  // slot s is free for chunk c + 2
     }
