@@ -65,18 +65,12 @@ void register_rule() {
   };
   reg("identity", chunkwise_bench<Rule, read::identity>);
   reg("ccq", chunkwise_bench<Rule, read::ccq<read::uniform>>);
-  if constexpr (Rule::decay::scalar_gate || Rule::decay::key_gate)
+  if constexpr (linea::reads(Rule::inputs, linea::input::g | linea::input::gk))
     reg("ccq_decayed", chunkwise_bench<Rule, read::ccq<read::decayed>>);
 }
 
 [[maybe_unused]] const bool registered = [] {
-  register_rule<additive>();
-  register_rule<simple_gla>();
-  register_rule<gla>();
-  register_rule<delta>();
-  register_rule<gated_delta>();
-  register_rule<kda>();
-  register_rule<gdn2>();
+  all_rules::for_each([]<class Rule>() { register_rule<Rule>(); });
   return true;
 }();
 

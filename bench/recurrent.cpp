@@ -97,13 +97,7 @@ void register_rule() {
 }
 
 [[maybe_unused]] const bool registered = [] {
-  register_rule<additive>();
-  register_rule<simple_gla>();
-  register_rule<gla>();
-  register_rule<delta>();
-  register_rule<gated_delta>();
-  register_rule<kda>();
-  register_rule<gdn2>();
+  all_rules::for_each([]<class Rule>() { register_rule<Rule>(); });
   return true;
 }();
 

@@ -92,10 +92,10 @@ linea::arguments<F> arguments_for(inputs<F>& x, linea::tensor<S, 4>& ht) {
   linea::arguments<F> a{.q = x.q, .k = x.k, .v = x.v, .o = x.o, .final_state = ht};
   using Decay = typename Rule::decay;
   using Update = typename Rule::update;
-  if constexpr (Decay::scalar_gate) a.g = x.g;              // simple_gla, gated_delta
-  if constexpr (Decay::key_gate) a.gk = x.gk;               // gla, kda, gdn2
-  if constexpr (Update::uses_beta) a.beta = x.beta;         // delta, gated_delta, kda
-  if constexpr (Update::uses_channel_gates) a.b = x.b, a.w = x.w;  // gdn2
+  if constexpr (linea::reads(Rule::inputs, linea::input::g)) a.g = x.g;              // simple_gla, gated_delta
+  if constexpr (linea::reads(Rule::inputs, linea::input::gk)) a.gk = x.gk;               // gla, kda, gdn2
+  if constexpr (linea::reads(Rule::inputs, linea::input::beta)) a.beta = x.beta;         // delta, gated_delta, kda
+  if constexpr (linea::reads(Rule::inputs, linea::input::b | linea::input::w)) a.b = x.b, a.w = x.w;  // gdn2
   return a;
 }
 

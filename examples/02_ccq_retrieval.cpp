@@ -149,9 +149,9 @@ std::vector<int> run_rule(const batch& b) {
   linea::tensor<float, 3> m({B, 1, K});
   linea::tensor<float, 2> z({B, 1});
   linea::arguments<float> w{.q = b.k, .k = b.k, .v = b.v, .o = o, .final_state = S};
-  if constexpr (Decay::scalar_gate) w.g = g;
-  if constexpr (Decay::key_gate) w.gk = gk;
-  if constexpr (Update::uses_beta) w.beta = betas;
+  if constexpr (linea::reads(Rule::inputs, linea::input::g)) w.g = g;
+  if constexpr (linea::reads(Rule::inputs, linea::input::gk)) w.gk = gk;
+  if constexpr (linea::reads(Rule::inputs, linea::input::beta)) w.beta = betas;
   w.ccq = {.lambda = zero_lambda, .C = C, .m = m, .z = z};
   linea::chunkwise<Rule, Read>(w);
 
@@ -168,9 +168,9 @@ std::vector<int> run_rule(const batch& b) {
       for (index_t i = 0; i < K; ++i) q(r, 0, 0, i) = b.question(n, 0, 0, i);
     }
   linea::arguments<float> a{.q = q, .k = k0, .v = v0, .initial_state = S, .o = out, .state_indices = rows};
-  if constexpr (Decay::scalar_gate) a.g = g0;
-  if constexpr (Decay::key_gate) a.gk = gk0;
-  if constexpr (Update::uses_beta) a.beta = beta0;
+  if constexpr (linea::reads(Rule::inputs, linea::input::g)) a.g = g0;
+  if constexpr (linea::reads(Rule::inputs, linea::input::gk)) a.gk = gk0;
+  if constexpr (linea::reads(Rule::inputs, linea::input::beta)) a.beta = beta0;
   a.ccq = {.lambda = lambda, .C0 = C, .m0 = m, .z0 = z};
   linea::step<Rule, Read>(a);
 

@@ -1,6 +1,7 @@
 // Recurrent (CPU) against the float64 reference on one small case per rule; the full grid is in rules/.
 #include <doctest/doctest.h>
 
+#include "support/rules.hpp"
 #include "support/compare.hpp"
 #include "support/inputs.hpp"
 #include "support/tolerance.hpp"
@@ -8,8 +9,7 @@
 using namespace linea;
 using namespace linea::testing;
 
-TEST_CASE_TEMPLATE("recurrent matches the float64 reference", Rule, additive, simple_gla, gla, delta, gated_delta,
-                   kda, gdn2) {
+TEST_CASE_TEMPLATE("recurrent matches the float64 reference", Rule, LINEA_ALL_RULES) {
   auto c = random_case<Rule, float>::make({.B = 2, .T = 65, .H = 2, .HV = 4, .K = 32, .V = 16, .initial_state = true});
   auto ref = c.template cast<double>();
   recurrent<Rule>(c.args());

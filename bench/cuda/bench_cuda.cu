@@ -99,10 +99,10 @@ arguments<T, float> make_args(const inputs& x, index_t B, index_t T_, index_t H,
   a.q = contiguous<4>(static_cast<const T*>(x.q), {B, T_, H, K});
   a.k = contiguous<4>(static_cast<const T*>(x.k), {B, T_, H, K});
   a.v = contiguous<4>(static_cast<const T*>(x.v), {B, T_, H, V});
-  if constexpr (Dc::scalar_gate) a.g = contiguous<3>(static_cast<const T*>(x.g), {B, T_, H});
-  if constexpr (Dc::key_gate) a.gk = contiguous<4>(static_cast<const T*>(x.gk), {B, T_, H, K});
-  if constexpr (Up::uses_beta) a.beta = contiguous<3>(static_cast<const T*>(x.beta), {B, T_, H});
-  if constexpr (Up::uses_channel_gates) {
+  if constexpr (linea::reads(Rule::inputs, linea::input::g)) a.g = contiguous<3>(static_cast<const T*>(x.g), {B, T_, H});
+  if constexpr (linea::reads(Rule::inputs, linea::input::gk)) a.gk = contiguous<4>(static_cast<const T*>(x.gk), {B, T_, H, K});
+  if constexpr (linea::reads(Rule::inputs, linea::input::beta)) a.beta = contiguous<3>(static_cast<const T*>(x.beta), {B, T_, H});
+  if constexpr (linea::reads(Rule::inputs, linea::input::b | linea::input::w)) {
     a.b = contiguous<4>(static_cast<const T*>(x.b), {B, T_, H, K});
     a.w = contiguous<4>(static_cast<const T*>(x.w), {B, T_, H, V});
   }
@@ -155,7 +155,7 @@ double copy_tbps() {
 // Matrix FLOPs of one chunkwise forward (chunk C = 64), per token and head: the products of SPEC §4.
 template <class Rule>
 double chunk_flops_per_token(double C, double K, double V) {
-  const bool erases = Rule::update::erases;
+  const bool erases = linea::erases<Rule>;
   double f = 2 * C * K + 2 * K * V + 2 * C * V + 2 * K * V;  // Q Kᵀ, (QΓ) S, P U, state update
   if (erases) f += 2 * C * K + 2 * K * V + C * V;             // A = bK Kᵀ, Z = W − X S, the solve
   return f;
@@ -185,10 +185,10 @@ void bench_chunkwise(const inputs* sets, double copy) {
   using Up = typename Rule::update;
   const double tok = double(B) * T_ * H;
   double bytes = tok * (2 * K + V + V) * 2 + double(B) * H * K * V * 4;
-  if (Dc::scalar_gate) bytes += tok * 2;
-  if (Dc::key_gate) bytes += tok * K * 2;
-  if (Up::uses_beta) bytes += tok * 2;
-  if (Up::uses_channel_gates) bytes += tok * (K + V) * 2;
+  if (linea::reads(Rule::inputs, linea::input::g)) bytes += tok * 2;
+  if (linea::reads(Rule::inputs, linea::input::gk)) bytes += tok * K * 2;
+  if (linea::reads(Rule::inputs, linea::input::beta)) bytes += tok * 2;
+  if (linea::reads(Rule::inputs, linea::input::b | linea::input::w)) bytes += tok * (K + V) * 2;
   double flops = tok * chunk_flops_per_token<Rule>(64, K, V);
   if (ccq) flops += tok * chunk_flops_per_token<additive>(64, K, K), bytes += tok * 2 + double(B) * H * K * K * 4;
   std::printf(
@@ -228,17 +228,13 @@ void bench_decode(const inputs* sets, double copy, bool indices) {
   CK(cudaFree(pool));
 }
 
-template <class... Rules>
-struct rules {};
-
-template <class... Rules>
-void all_chunkwise(rules<Rules...>, const inputs* sets, double copy, bool ccq) {
-  (bench_chunkwise<Rules, read::identity>(sets, copy), ...);
-  if (ccq) (bench_chunkwise<Rules, read::ccq<read::uniform>>(sets, copy), ...);
+// Every rule of linea's list (rules/list.hpp).
+void all_chunkwise(const inputs* sets, double copy, bool ccq) {
+  all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::identity>(sets, copy); });
+  if (ccq) all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::ccq<read::uniform>>(sets, copy); });
 }
-template <class... Rules>
-void all_decode(rules<Rules...>, const inputs* sets, double copy) {
-  (bench_decode<Rules>(sets, copy, false), ...);
+void all_decode(const inputs* sets, double copy) {
+  all_rules::for_each([&]<class Rule>() { bench_decode<Rule>(sets, copy, false); });
 }
 
 }  // namespace
@@ -258,7 +254,6 @@ int main(int argc, char** argv) {
     std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d,\"copy_tbps\":%.3f}\n", prop.name,
                 prop.multiProcessorCount, copy);
     std::fflush(stdout);
-    using all = rules<additive, simple_gla, gla, delta, gated_delta, kda, gdn2>;
     if (once) {
       const inputs sets[2] = {make_inputs(8, 4096, 16, 128, 128, 100), make_inputs(8, 4096, 16, 128, 128, 200)};
       const index_t B = 8, T_ = 4096, H = 16, K = 128, V = 128;
@@ -279,11 +274,11 @@ int main(int argc, char** argv) {
     }
     if (chunk) {
       const inputs sets[2] = {make_inputs(8, 4096, 16, 128, 128, 100), make_inputs(8, 4096, 16, 128, 128, 200)};
-      all_chunkwise(all{}, sets, copy, ccq);
+      all_chunkwise(sets, copy, ccq);
     }
     if (decode) {
       const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};
-      all_decode(all{}, sets, copy);
+      all_decode(sets, copy);
       bench_decode<gated_delta>(sets, copy, true);
     }
   } catch (const std::exception& e) {

@@ -11,13 +11,7 @@
 #include "core/validate.hpp"
 #include "core/view.hpp"
 
-#include "rules/additive.hpp"
-#include "rules/delta.hpp"
-#include "rules/gated_delta.hpp"
-#include "rules/gdn2.hpp"
-#include "rules/gla.hpp"
-#include "rules/kda.hpp"
-#include "rules/simple_gla.hpp"
+#include "rules/list.hpp"
 
 #include "read/identity.hpp"
 #include "read/ccq.hpp"

@@ -2,6 +2,7 @@
 // double inputs, 1 and 2 threads, every instruction set this build can run (native, AVX2, one scalar lane).
 #include <doctest/doctest.h>
 
+#include "support/rules.hpp"
 #include "../support/compare.hpp"
 #include "../support/inputs.hpp"
 #include "../support/tolerance.hpp"
@@ -38,8 +39,7 @@ const case_shape shapes[] = {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("cpu backend: recurrent matches the float64 reference (float)", Rule, additive, simple_gla, gla,
-                   delta, gated_delta, kda, gdn2) {
+TEST_CASE_TEMPLATE("cpu backend: recurrent matches the float64 reference (float)", Rule, LINEA_ALL_RULES) {
   for (const auto& s : shapes) {
     for (int threads : {1, 2}) {
       CAPTURE(s.K);
@@ -55,8 +55,7 @@ TEST_CASE_TEMPLATE("cpu backend: recurrent matches the float64 reference (float)
   }
 }
 
-TEST_CASE_TEMPLATE("cpu backend: recurrent matches the float64 reference (double)", Rule, additive, simple_gla, gla,
-                   delta, gated_delta, kda, gdn2) {
+TEST_CASE_TEMPLATE("cpu backend: recurrent matches the float64 reference (double)", Rule, LINEA_ALL_RULES) {
   for (const auto& s : shapes) {
     CAPTURE(s.K);
     CAPTURE(s.V);

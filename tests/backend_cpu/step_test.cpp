@@ -5,6 +5,7 @@
 
 #include <numeric>
 
+#include "support/rules.hpp"
 #include "../support/compare.hpp"
 #include "../support/inputs.hpp"
 #include "../support/tolerance.hpp"
@@ -12,8 +13,7 @@
 using namespace linea;
 using namespace linea::testing;
 
-TEST_CASE_TEMPLATE("cpu backend: decode step over a state pool matches the float64 reference", Rule, additive,
-                   simple_gla, gla, delta, gated_delta, kda, gdn2) {
+TEST_CASE_TEMPLATE("cpu backend: decode step over a state pool matches the float64 reference", Rule, LINEA_ALL_RULES) {
   // Batch of 6 rows over a pool of 5 states: rows use states {3, 0, -1, 4, 1, 2}; row 2 is skipped.
   const std::vector<std::int32_t> idx = {3, 0, -1, 4, 1, 2};
   auto c = random_case<Rule, float>::make({.B = 6, .T = 1, .H = 2, .HV = 4, .K = 24, .V = 40, .seed = 11});

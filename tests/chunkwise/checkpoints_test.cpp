@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include "support/rules.hpp"
 #include "chunkwise/compare_forms.hpp"
 #include "support/slice.hpp"
 
@@ -60,8 +61,7 @@ void check_checkpoints(const case_shape& shape, index_t C) {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("chunkwise checkpoints are the states at chunk starts", Rule, additive, simple_gla, gla, delta,
-                   gated_delta, kda, gdn2) {
+TEST_CASE_TEMPLATE("chunkwise checkpoints are the states at chunk starts", Rule, LINEA_ALL_RULES) {
   for (index_t C : {16, 64}) {
     check_checkpoints<Rule, double>({.B = 2, .T = 2 * C + 5, .H = 1, .HV = 2, .K = 8, .V = 8, .initial_state = true}, C);
     check_checkpoints<Rule, float>({.B = 2, .T = 2 * C, .H = 1, .HV = 2, .K = 8, .V = 8}, C);

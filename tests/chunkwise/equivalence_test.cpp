@@ -3,6 +3,7 @@
 // The default run uses small K, V and a reduced cross product; TEST_SUITE("slow") runs the full one.
 #include <doctest/doctest.h>
 
+#include "support/rules.hpp"
 #include "chunkwise/compare_forms.hpp"
 
 using namespace linea;
@@ -31,8 +32,7 @@ void check_case(const case_shape& shape, index_t C) {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("chunkwise matches recurrent and the float64 reference (reduced grid)", Rule, additive, simple_gla,
-                   gla, delta, gated_delta, kda, gdn2) {
+TEST_CASE_TEMPLATE("chunkwise matches recurrent and the float64 reference (reduced grid)", Rule, LINEA_ALL_RULES) {
   std::uint32_t seed = 1;
   for (index_t C : chunk_sizes) {
     // Lengths around one chunk of 16 and 64 (partial, exact, one over), two batch rows, GVA (HV = 2H).
@@ -50,8 +50,7 @@ TEST_CASE_TEMPLATE("chunkwise matches recurrent and the float64 reference (reduc
 }
 
 TEST_SUITE("slow") {
-  TEST_CASE_TEMPLATE("chunkwise matches recurrent and the float64 reference (full grid)", Rule, additive, simple_gla,
-                     gla, delta, gated_delta, kda, gdn2) {
+  TEST_CASE_TEMPLATE("chunkwise matches recurrent and the float64 reference (full grid)", Rule, LINEA_ALL_RULES) {
     std::uint32_t seed = 1000;
     for (index_t C : chunk_sizes)
       for (index_t T : {1, 15, 16, 17, 63, 64, 65, 1000, 4096})

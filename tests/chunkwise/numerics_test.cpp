@@ -7,13 +7,13 @@
 
 #include <doctest/doctest.h>
 
+#include "support/rules.hpp"
 #include "chunkwise/compare_forms.hpp"
 
 using namespace linea;
 using namespace linea::testing;
 
-TEST_CASE_TEMPLATE("chunkwise with extreme gates and beta up to 2 is finite and within tolerance", Rule, additive,
-                   simple_gla, gla, delta, gated_delta, kda, gdn2) {
+TEST_CASE_TEMPLATE("chunkwise with extreme gates and beta up to 2 is finite and within tolerance", Rule, LINEA_ALL_RULES) {
   std::uint32_t seed = 77;
   for (index_t C : {16, 32, 64, 128}) {
     const case_shape s{.B = 1, .T = 300, .H = 1, .HV = 2, .K = 32, .V = 16, .initial_state = true,

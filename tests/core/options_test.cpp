@@ -63,8 +63,8 @@ TEST_CASE_TEMPLATE("option qk_l2norm: equals the reference on L2-normalised q an
 
 // ---- beta activation ---------------------------------------------------------------------------------------
 
-TEST_CASE_TEMPLATE("option beta_act: sigmoid and two_sigmoid equal the reference on σ(x) and 2σ(x)", Rule,
-                   LINEA_BETA_RULES) {
+TEST_CASE_TEMPLATE_DEFINE("option beta_act: sigmoid and two_sigmoid equal the reference on σ(x) and 2σ(x)", Rule,
+                          beta_act_test) {
   auto c = random_case<Rule, double>::make(option_shape);
   std::mt19937 rng(5);
   std::normal_distribution<double> normal(0.0, 2.0);
@@ -83,23 +83,25 @@ TEST_CASE_TEMPLATE("option beta_act: sigmoid and two_sigmoid equal the reference
   }
 }
 
+TEST_CASE_TEMPLATE_APPLY(beta_act_test, linea::testing::rules_reading<input::beta>);
+
 // ---- in-kernel gates ---------------------------------------------------------------------------------------
 
-TEST_CASE_TEMPLATE("option gate (A_log, dt_bias, lower_bound): equals the reference on the activated gates", Rule,
-                   LINEA_DECAY_RULES) {
+TEST_CASE_TEMPLATE_DEFINE("option gate (A_log, dt_bias, lower_bound): equals the reference on the activated gates", Rule,
+                          gate_test) {
   using Decay = typename Rule::decay;
   const index_t HV = option_shape.HV, K = option_shape.K;
   auto c = random_case<Rule, float>::make(option_shape);
   std::mt19937 rng(9);
   std::normal_distribution<double> normal(0.0, 3.0);
   auto& logits = [&]() -> auto& {
-    if constexpr (Decay::key_gate) return c.gk.values();
+    if constexpr (linea::reads(Rule::inputs, linea::input::gk)) return c.gk.values();
     else return c.g.values();
   }();
   for (std::size_t i = 0; i < logits.size(); ++i)  // a few logits above softplus's threshold of 20
     logits[i] = float(i % 17 == 0 ? 25.0 + normal(rng) : normal(rng));
 
-  std::vector<float> A_log(static_cast<std::size_t>(HV)), dt_bias(static_cast<std::size_t>(Decay::key_gate ? HV * K : HV));
+  std::vector<float> A_log(static_cast<std::size_t>(HV)), dt_bias(static_cast<std::size_t>(linea::reads(Rule::inputs, linea::input::gk) ? HV * K : HV));
   for (auto& x : A_log) x = float(0.5 * normal(rng) / 3.0);
   for (auto& x : dt_bias) x = float(normal(rng) / 3.0);
 
@@ -111,7 +113,7 @@ TEST_CASE_TEMPLATE("option gate (A_log, dt_bias, lower_bound): equals the refere
       auto truth = c.template cast<double>();
       // g at (hv, i) from its logit x, computed here from SPEC §1.
       auto gate = [&](double x, index_t hv, index_t i) {
-        const double bias = with_bias ? double(dt_bias[static_cast<std::size_t>(Decay::key_gate ? hv * K + i : hv)]) : 0.0;
+        const double bias = with_bias ? double(dt_bias[static_cast<std::size_t>(linea::reads(Rule::inputs, linea::input::gk) ? hv * K + i : hv)]) : 0.0;
         const double A = double(A_log[static_cast<std::size_t>(hv)]);
         return bounded ? lb * sigmoid_d(std::exp(A) * (x + bias)) : -std::exp(A) * softplus_d(x + bias);
       };
@@ -119,7 +121,7 @@ TEST_CASE_TEMPLATE("option gate (A_log, dt_bias, lower_bound): equals the refere
       for (index_t b = 0; b < option_shape.B; ++b)
         for (index_t t = 0; t < option_shape.T; ++t)
           for (index_t hv = 0; hv < HV; ++hv) {
-            if constexpr (Decay::key_gate) {
+            if constexpr (linea::reads(Rule::inputs, linea::input::gk)) {
               for (index_t i = 0; i < K; ++i) truth.gk(b, t, hv, i) = gate(args_t.gk(b, t, hv, i), hv, i);
             } else {
               truth.g(b, t, hv) = gate(args_t.g(b, t, hv), hv, 0);
@@ -135,6 +137,8 @@ TEST_CASE_TEMPLATE("option gate (A_log, dt_bias, lower_bound): equals the refere
       });
     }
 }
+
+TEST_CASE_TEMPLATE_APPLY(gate_test, linea::testing::rules_reading<input::g | input::gk>);
 
 // ---- g_gamma -----------------------------------------------------------------------------------------------
 

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "support/rules.hpp"
 #include "read/ccq_forms.hpp"
 #include "read/ccq_inputs.hpp"
 #include "support/compare.hpp"
@@ -70,8 +71,7 @@ void first_token_query_is_unchanged() {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("ccq: lambda = 0 gives exactly the identity read", Rule, additive, simple_gla, gla, delta,
-                   gated_delta, kda, gdn2) {
+TEST_CASE_TEMPLATE("ccq: lambda = 0 gives exactly the identity read", Rule, LINEA_ALL_RULES) {
   for (bool varlen : {false, true}) {
     CAPTURE(varlen);
     lambda_zero_is_identity<Rule, read::uniform, recurrent_form>(varlen);

@@ -3,6 +3,7 @@
 // the final statistics C, m, z.
 #include <doctest/doctest.h>
 
+#include "support/rules.hpp"
 #include "read/ccq_forms.hpp"
 #include "read/ccq_inputs.hpp"
 #include "support/compare.hpp"
@@ -57,18 +58,15 @@ void grid() {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("ccq: recurrent matches the float64 reference", Rule, additive, simple_gla, gla, delta,
-                   gated_delta, kda, gdn2) {
+TEST_CASE_TEMPLATE("ccq: recurrent matches the float64 reference", Rule, LINEA_ALL_RULES) {
   grid<Rule, recurrent_form>();
 }
 
-TEST_CASE_TEMPLATE("ccq: chunkwise (chunk size 16) matches the float64 reference", Rule, additive, simple_gla, gla,
-                   delta, gated_delta, kda, gdn2) {
+TEST_CASE_TEMPLATE("ccq: chunkwise (chunk size 16) matches the float64 reference", Rule, LINEA_ALL_RULES) {
   grid<Rule, chunkwise_form<16>>();
 }
 
-TEST_CASE_TEMPLATE("ccq: chunkwise (chunk size 64) matches the float64 reference", Rule, additive, simple_gla, gla,
-                   delta, gated_delta, kda, gdn2) {
+TEST_CASE_TEMPLATE("ccq: chunkwise (chunk size 64) matches the float64 reference", Rule, LINEA_ALL_RULES) {
   grid<Rule, chunkwise_form<64>>();
 }
 

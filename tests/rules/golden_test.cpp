@@ -68,10 +68,10 @@ void check_golden(const golden_inputs& in, const golden_expect& want) {
   for (std::size_t i = 0; i < in.h0.size(); ++i) h0.data()[i] = in.h0[i];
 
   arguments<double> a{.q = q, .k = k, .v = v, .o = o, .final_state = S, .residual = u, .scale = 0.5};
-  if constexpr (Decay::scalar_gate) a.g = g;
-  if constexpr (Decay::key_gate) a.gk = gk;
-  if constexpr (Update::uses_beta) a.beta = beta;
-  if constexpr (Update::uses_channel_gates) a.b = b, a.w = w;
+  if constexpr (linea::reads(Rule::inputs, linea::input::g)) a.g = g;
+  if constexpr (linea::reads(Rule::inputs, linea::input::gk)) a.gk = gk;
+  if constexpr (linea::reads(Rule::inputs, linea::input::beta)) a.beta = beta;
+  if constexpr (linea::reads(Rule::inputs, linea::input::b | linea::input::w)) a.b = b, a.w = w;
   if (!in.h0.empty()) a.initial_state = h0;
   recurrent<Rule, read::identity, Backend>(a);
 

@@ -102,19 +102,19 @@ struct random_case {
       }
       for (index_t i = 0; i < s.K; ++i) c.k.data()[r + i] = T(row[i] / std::sqrt(ss));
     }
-    if constexpr (Decay::scalar_gate) {
+    if constexpr (linea::reads(Rule::inputs, linea::input::g)) {
       c.g = tensor<T, 3>(ext3(s, s.HV));
       for (auto& x : c.g.values()) x = T(log_decay());
     }
-    if constexpr (Decay::key_gate) {
+    if constexpr (linea::reads(Rule::inputs, linea::input::gk)) {
       c.gk = tensor<T, 4>(ext4(s, s.HV, s.K));
       for (auto& x : c.gk.values()) x = T(log_decay());
     }
-    if constexpr (Update::uses_beta) {
+    if constexpr (linea::reads(Rule::inputs, linea::input::beta)) {
       c.beta = tensor<T, 3>(ext3(s, s.HV));
       for (auto& x : c.beta.values()) x = T(s.beta_max * sig(normal(rng)));
     }
-    if constexpr (Update::uses_channel_gates) {
+    if constexpr (linea::reads(Rule::inputs, linea::input::b | linea::input::w)) {
       c.b = tensor<T, 4>(ext4(s, s.HV, s.K));
       c.w = tensor<T, 4>(ext4(s, s.HV, s.V));
       for (auto& x : c.b.values()) x = T(s.beta_max * sig(normal(rng)));

@@ -52,16 +52,16 @@ class case_inputs {
     HV = args.v.extent(2), V = args.v.extent(3);
 
     // Gates: a scalar rule reads `g` [B, T, HV] (or the constant g_gamma), a per-key rule `gk` (fla names it g).
-    if constexpr (Decay::scalar_gate) {
+    if constexpr (linea::reads(Rule::inputs, linea::input::g)) {
       if (c.flag("g_gamma")) {
         args.g = gamma_view(c);
       } else {
         args.g = load<3>(c, "g", g_);
       }
     }
-    if constexpr (Decay::key_gate) args.gk = load<4>(c, c.has("gk") ? "gk" : "g", gk_);
-    if constexpr (Update::uses_beta) args.beta = load<3>(c, "beta", beta_);
-    if constexpr (Update::uses_channel_gates) {
+    if constexpr (linea::reads(Rule::inputs, linea::input::gk)) args.gk = load<4>(c, c.has("gk") ? "gk" : "g", gk_);
+    if constexpr (linea::reads(Rule::inputs, linea::input::beta)) args.beta = load<3>(c, "beta", beta_);
+    if constexpr (linea::reads(Rule::inputs, linea::input::b | linea::input::w)) {
       args.b = load<4>(c, "b", b_);
       args.w = load<4>(c, "w", w_);
     }

@@ -11,13 +11,7 @@ namespace linea::conformance {
 // Calls f.template operator()<Rule>() with the write rule of fla's op name; throws for an unknown op.
 template <class F>
 void with_rule(const std::string& op, F&& f) {
-  if (op == "linear_attn") return f.template operator()<additive>();
-  if (op == "simple_gla") return f.template operator()<simple_gla>();
-  if (op == "gla") return f.template operator()<gla>();
-  if (op == "delta_rule") return f.template operator()<delta>();
-  if (op == "gated_delta_rule") return f.template operator()<gated_delta>();
-  if (op == "kda") return f.template operator()<kda>();
-  if (op == "gdn2") return f.template operator()<gdn2>();
+  if (all_rules::visit(op, f)) return;  // linea's one list of rules (rules/list.hpp)
   throw case_error("op '" + op + "' is not a write rule of this build");
 }
 

@@ -3,6 +3,7 @@
 // A form is called as linea::recurrent<Rule, Read, Backend>(args). A backend that lacks a combination
 // fails to compile with a clear message; nothing falls back silently to something slower.
 #pragma once
+#include <type_traits>
 
 namespace linea::backend {
 
@@ -21,5 +22,20 @@ using cpu = cpu_arch<native_arch>;  // the default backend of every form
 
 template <class Backend>
 inline constexpr bool always_false = false;
+
+// What a backend is: a tag that the forms know (forms/*.hpp specialise their *_impl on it). A tag that is not one
+// fails at the call, naming the concept, instead of deep inside a form.
+template <class B>
+struct is_backend : std::false_type {};
+template <>
+struct is_backend<reference> : std::true_type {};
+template <>
+struct is_backend<generic> : std::true_type {};
+template <>
+struct is_backend<cuda> : std::true_type {};
+template <class Arch>
+struct is_backend<cpu_arch<Arch>> : std::true_type {};
+template <class B>
+concept backend_tag = is_backend<B>::value;
 
 }  // namespace linea::backend

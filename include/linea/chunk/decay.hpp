@@ -1,4 +1,5 @@
-// linea/chunk/decay.hpp — in-chunk cumulative log decays G_r = Σ_{i≤r} log α_i (SPEC §4), one class per decay kind,
+// linea/chunk/decay.hpp — in-chunk cumulative log decays G_r = Σ_{i≤r} log α_i (SPEC §4), one class per decay kind
+// (decay_kind, rules/policy.hpp), fed by the decay policy's log_alpha hook,
 // and the decay factors the chunk needs, computed once per chunk after the last push: by finish(), or on first use.
 //
 // Only exponents ≤ 0 are ever formed (log decays are ≤ 0, so G decreases along the chunk):
@@ -14,7 +15,7 @@
 #include <cmath>
 
 #include "../config.hpp"
-#include "../rules/decay.hpp"
+#include "../rules/policy.hpp"
 #include "../rules/token.hpp"
 #include "matrix.hpp"
 
@@ -28,12 +29,14 @@ void exp_in_place(M&& dst) {
   dst = dst.array().exp().matrix();
 }
 
-template <class Decay, class R>
-class cumulative_decay;
+template <class Decay, class R, decay_kind Kind = Decay::kind>
+class cumulative_decay {
+  static_assert(Kind != Kind, "linea: the chunkwise form has no cumulative decay for this decay kind");
+};
 
 // No decay: G = 0, every factor is 1.
-template <class R>
-class cumulative_decay<decay::none, R> {
+template <class Decay, class R>
+class cumulative_decay<Decay, R, decay_kind::none> {
  public:
   cumulative_decay(index_t /*C*/, index_t /*K*/) {}
   void reset(index_t L) { L_ = L; }
@@ -52,13 +55,13 @@ class cumulative_decay<decay::none, R> {
 };
 
 // Scalar decay (one gate per token): G is a vector of length L.
-template <class R>
-class cumulative_decay<decay::scalar, R> {
+template <class Decay, class R>
+class cumulative_decay<Decay, R, decay_kind::scalar> {
  public:
   cumulative_decay(index_t C, index_t /*K*/) : G_(C) {}
   void reset(index_t L) { L_ = L, ready_ = false; }
   void push(index_t r, const token<R>& x) {
-    G_(r) = (r ? G_(r - 1) : log_real(0)) + log_real(x.g);
+    G_(r) = (r ? G_(r - 1) : log_real(0)) + log_real(Decay::log_alpha(x, 0));
     ready_ = false;
   }
 
@@ -117,14 +120,14 @@ class cumulative_decay<decay::scalar, R> {
 //   to_block_end(s) = exp(G_{i_end} − G_s) s in the sub-block          (≤ 1)
 //   across(I, J) = exp(G_{i0(I)} − G_{i_end(J)})  for sub-blocks J < I  (≤ 1)
 // so that exp(G_r − G_s) = from_start(r) · across(I, J) · to_block_end(s) for r in I, s in J, J < I.
-template <class R>
-class cumulative_decay<decay::per_key, R> {
+template <class Decay, class R>
+class cumulative_decay<Decay, R, decay_kind::per_key> {
  public:
   cumulative_decay(index_t C, index_t K) : G_(C, K), K_(K) {}
   void reset(index_t L) { L_ = L, ready_ = false; }
   void push(index_t r, const token<R>& x) {
     for (index_t i = 0; i < K_; ++i)
-      G_(r, i) = (r ? G_(r - 1, i) : log_real(0)) + log_real(decay::per_key::log_alpha(x, i));
+      G_(r, i) = (r ? G_(r - 1, i) : log_real(0)) + log_real(Decay::log_alpha(x, i));
     ready_ = false;
   }
 

@@ -22,16 +22,16 @@ class chunk_loader {
   template <class T, class S>
   void load(const arguments<T, S>& a, const problem& p, index_t bt, index_t t0, index_t L, index_t hv) {
     Q.resize(L, K_), Kc.resize(L, K_), WV.resize(L, V_), default_log_decay.resize(L);
-    if constexpr (Update::erases) BK.resize(L, K_);
+    if constexpr (erases<Rule>) BK.resize(L, K_);
     decay.reset(L);
     for (index_t r = 0; r < L; ++r) {
       const token<R> x = tokens_.load(a, p, bt, t0 + r, hv);
       for (index_t i = 0; i < K_; ++i) {
         Q(r, i) = x.q[i];
         Kc(r, i) = x.k[i];
-        if constexpr (Update::erases) BK(r, i) = Update::erase_gate(x, i) * x.k[i];
+        if constexpr (erases<Rule>) BK(r, i) = erase_key<Rule>(x, i);
       }
-      for (index_t j = 0; j < V_; ++j) WV(r, j) = Update::write_gate(x, j) * x.v[j];
+      for (index_t j = 0; j < V_; ++j) WV(r, j) = write_target<Rule>(x, j);
       decay.push(r, x);
       default_log_decay(r) = mean_log_decay<Rule>(x, K_);
     }

@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "../core/arguments.hpp"
+#include "../core/epilogue.hpp"
 #include "flush_denormals.hpp"
 #include "gather.hpp"
 #include "matrix.hpp"
@@ -25,9 +26,9 @@ inline index_t chunk_count(const sequence& seq, index_t C) { return (seq.length(
 template <class Rule, class Read, class T, class S>
 class kernel {
  public:
-  using Update = typename Rule::update;
+  static constexpr bool erases = linea::erases<Rule>;
 
-  kernel(const problem& p, index_t C) : p_(p), C_(C), in_(p, C), reader_(p), state_(p.K, p.V), key_sum_(p.K) {}
+  kernel(const problem& p, index_t C) : p_(p), C_(C), in_(p, C), reader_(p), state_(p.K, p.V), norm_(p.K) {}
 
   // Sequence `seq` (sequence index n) at value head hv: from initial_state(n) (or zero) to final_state(n),
   // writing o, the residual and the checkpoints when they are given.
@@ -35,7 +36,7 @@ class kernel {
     const flush_denormals ftz;  // decay factors below 1e-38 would take the slow path (chunk/flush_denormals.hpp)
     for (index_t i = 0; i < p_.K; ++i)
       for (index_t j = 0; j < p_.V; ++j) state_(i, j) = a.initial_state.empty() ? S(0) : a.initial_state(n, hv, i, j);
-    key_sum_.setZero();
+    norm_.reset();
     reader_.begin(a, p_, n, hv);
     index_t c = 0;
     for (index_t t0 = seq.t_begin; t0 < seq.t_end; t0 += C_, ++c) {
@@ -57,17 +58,17 @@ class kernel {
     const mat<S>& Qt = reader_.queries(a, p_, bt, t0, L, hv, in_.Q, in_.Kc, in_.default_log_decay);
 
     // The decayed products: P (read, diagonal included) and, for the delta family, A (strictly lower).
-    decayed_products(in_.Kc, dec, Qt, P_, Update::erases ? &in_.BK : nullptr, &A_, work_);
+    decayed_products(in_.Kc, dec, Qt, P_, erases ? &in_.BK : nullptr, &A_, work_);
 
     // The corrections U_new (rows are the write residuals u_t): (I + A) U_new = w ⊙ V − (b ⊙ K ⊙ Γ) S.
-    if constexpr (Update::erases) {
+    if constexpr (erases) {
       X_ = in_.BK;
       dec.times_gamma(X_);
       U_ = in_.WV;
       U_.noalias() -= X_ * state_;
       forward_substitute(A_, U_);
     }
-    const mat<S>& U = Update::erases ? U_ : in_.WV;
+    const mat<S>& U = erases ? U_ : in_.WV;
 
     // The read: O = s [(Q̃ ⊙ Γ) S + P U_new].
     X_ = Qt;
@@ -75,12 +76,8 @@ class kernel {
     O_.noalias() = X_ * state_;
     O_.noalias() += P_ * U;
     O_ *= S(p_.scale);
-    if (a.normalize) {  // o_t / (s q_t · z_t + 1e-10), z_t = Σ_{j≤t} k_j (additive rule only)
-      for (index_t r = 0; r < L; ++r) {
-        key_sum_ += in_.Kc.row(r).transpose();
-        O_.row(r) /= S(p_.scale) * in_.Q.row(r).dot(key_sum_) + S(1e-10);
-      }
-    }
+    if (a.normalize)  // o_t / (s q_t · z_t + 1e-10), z_t = Σ_{j≤t} k_j (core/epilogue.hpp)
+      for (index_t r = 0; r < L; ++r) O_.row(r) /= norm_.next(in_.Q.row(r), in_.Kc.row(r), S(p_.scale));
     for (index_t r = 0; r < L; ++r)
       for (index_t j = 0; j < p_.V; ++j) {
         a.o(bt, t0 + r, hv, j) = store_as<T>(O_(r, j));
@@ -97,7 +94,7 @@ class kernel {
   mat<S> state_;                 // S (K×V) at the current chunk start
   mat<S> A_, P_, U_, O_, X_;     // per-chunk work matrices, reused
   product_scratch<S> work_;
-  vec<S> key_sum_;               // z_t for `normalize`
+  normaliser<S> norm_;           // z_t for `normalize`
 };
 
 }  // namespace linea::chunk

@@ -36,4 +36,13 @@ LINEA_HD R activate_gate(R x, R A_log, R dt_bias, bool has_lower_bound, R lower_
   return -exp(A_log) * softplus(x + dt_bias);
 }
 
+// The in-kernel gate of one entry: value head hv, and `bias_index` into dt_bias (hv for a scalar gate,
+// hv·K + i for key channel i of a per-key gate). `Views` are the caller's A_log / dt_bias views (host or device).
+template <class R, class View>
+LINEA_HD R gate_from_logit(R x, const View& A_log, const View& dt_bias, bool has_lower_bound, R lower_bound,
+                           index_t hv, index_t bias_index) {
+  const R bias = dt_bias.empty() ? R(0) : R(dt_bias(bias_index));
+  return activate_gate(x, R(A_log(hv)), bias, has_lower_bound, lower_bound);
+}
+
 }  // namespace linea

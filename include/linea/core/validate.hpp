@@ -142,19 +142,19 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
   if (state_rows >= 0) p.N = state_rows;
 
   // Gates the rule needs, and only those.
-  if constexpr (Decay::scalar_gate) {
+  if constexpr (reads(Rule::inputs, input::g)) {
     expect_given(a.g, "g", "rule '" + rule + "' needs a scalar log decay g [B, T, HV]");
     expect_shape(a.g, "g", "[B, T, HV]", {p.B, p.T, p.HV});
   } else {
     expect_absent(a.g, "g", "rule '" + rule + "' takes no scalar gate");
   }
-  if constexpr (Decay::key_gate) {
+  if constexpr (reads(Rule::inputs, input::gk)) {
     expect_given(a.gk, "gk", "rule '" + rule + "' needs a per-key log decay gk [B, T, HV, K]");
     expect_shape(a.gk, "gk", "[B, T, HV, K]", {p.B, p.T, p.HV, p.K});
   } else {
     expect_absent(a.gk, "gk", "rule '" + rule + "' takes no per-key gate");
   }
-  if constexpr (Update::uses_beta) {
+  if constexpr (reads(Rule::inputs, input::beta)) {
     expect_given(a.beta, "beta", "rule '" + rule + "' needs beta [B, T, HV]");
     expect_shape(a.beta, "beta", "[B, T, HV]", {p.B, p.T, p.HV});
   } else {
@@ -162,24 +162,27 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
     if (a.beta_act != beta_activation::none)
       throw error("argument 'beta_act' is set, but rule '" + rule + "' takes no beta");
   }
-  if constexpr (Update::uses_channel_gates) {
+  if constexpr (reads(Rule::inputs, input::b)) {
     expect_given(a.b, "b", "rule '" + rule + "' needs the erase gate b [B, T, HV, K]");
     expect_shape(a.b, "b", "[B, T, HV, K]", {p.B, p.T, p.HV, p.K});
+  } else {
+    expect_absent(a.b, "b", "rule '" + rule + "' takes no erase gate");
+  }
+  if constexpr (reads(Rule::inputs, input::w)) {
     expect_given(a.w, "w", "rule '" + rule + "' needs the write gate w [B, T, HV, V]");
     expect_shape(a.w, "w", "[B, T, HV, V]", {p.B, p.T, p.HV, p.V});
   } else {
-    expect_absent(a.b, "b", "rule '" + rule + "' takes no erase gate");
     expect_absent(a.w, "w", "rule '" + rule + "' takes no write gate");
   }
 
   // In-kernel gate activation.
   if (a.gate.active()) {
-    if constexpr (!Decay::scalar_gate && !Decay::key_gate) {
+    if constexpr (!reads(Rule::inputs, input::g | input::gk)) {
       throw error("argument 'gate.A_log' is given, but rule '" + rule + "' has no decay gate");
     } else {
       expect_shape(a.gate.A_log, "gate.A_log", "[HV]", {p.HV});
       if (!a.gate.dt_bias.empty()) {
-        if constexpr (Decay::key_gate)
+        if constexpr (reads(Rule::inputs, input::gk))
           expect_shape(a.gate.dt_bias, "gate.dt_bias", "[HV*K] for a per-key gate", {p.HV * p.K});
         else
           expect_shape(a.gate.dt_bias, "gate.dt_bias", "[HV] for a scalar gate", {p.HV});

@@ -13,6 +13,8 @@
 #include <algorithm>
 #include <string>
 
+#include "../read/concept.hpp"
+#include "../rules/concepts.hpp"
 #include "../backend/cpu/threads.hpp"
 #include "../backend/tags.hpp"
 #include "../chunk/kernel.hpp"
@@ -79,7 +81,8 @@ struct chunkwise_impl<backend::generic> {
 };
 }  // namespace detail
 
-template <class Rule, class Read = read::identity, class Backend = backend::cpu, class T, class S>
+template <write_rule_policy Rule, read_policy Read = read::identity, backend::backend_tag Backend = backend::cpu, class T,
+          class S>
 void chunkwise(const arguments<T, S>& a) {
   detail::chunkwise_impl<Backend>::template run<Rule, Read>(a);
 }

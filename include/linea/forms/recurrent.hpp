@@ -3,6 +3,8 @@
 //   linea::recurrent<linea::gated_delta>(args);                                    // CPU, identity read
 //   linea::recurrent<linea::kda, linea::read::identity, linea::backend::reference>(args);  // float64 oracle
 #pragma once
+#include "../read/concept.hpp"
+#include "../rules/concepts.hpp"
 #include "../backend/cpu/recurrent.hpp"
 #include "../backend/tags.hpp"
 #include "../read/identity.hpp"
@@ -57,7 +59,8 @@ struct recurrent_impl<backend::cpu_arch<Arch>> {
 };
 }  // namespace detail
 
-template <class Rule, class Read = read::identity, class Backend = backend::cpu, class T, class S>
+template <write_rule_policy Rule, read_policy Read = read::identity, backend::backend_tag Backend = backend::cpu, class T,
+          class S>
 void recurrent(const arguments<T, S>& a) {
   detail::recurrent_impl<Backend>::template run<Rule, Read>(a);
 }

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../core/epilogue.hpp"
 #include "../core/load.hpp"
 #include "../core/validate.hpp"
 
@@ -19,17 +20,16 @@ template <class Rule, class Read, class T, class S>
 class recurrent_head {
  public:
   explicit recurrent_head(const problem& p)
-      : p_(p), load_(p), reader_(p), state_(static_cast<std::size_t>(p.K * p.V)), u_(p.V), o_(p.V), key_sum_(p.K) {}
+      : p_(p), load_(p), reader_(p), state_(static_cast<std::size_t>(p.K * p.V)), u_(p.V), o_(p.V), norm_(p.K) {}
 
   // Runs tokens [seq.t_begin, seq.t_end) of batch row seq.batch at value head hv, starting from
   // initial_state(n_in) (or zero) and storing the state to final_state(n_out) (when given).
   void run(const arguments<T, S>& a, const sequence& seq, index_t hv, index_t n_in, index_t n_out) {
-    using Update = typename Rule::update;
     const index_t K = p_.K, V = p_.V;
     S* St = state_.data();
     for (index_t i = 0; i < K; ++i)
       for (index_t j = 0; j < V; ++j) St[i * V + j] = a.initial_state.empty() ? S(0) : a.initial_state(n_in, hv, i, j);
-    std::fill(key_sum_.begin(), key_sum_.end(), S(0));
+    norm_.reset();
     reader_.begin(a, p_, n_in, hv);
     const S scale = S(p_.scale);
 
@@ -40,13 +40,13 @@ class recurrent_head {
       for (index_t i = 0; i < K; ++i) {
         S* row = St + i * V;
         const S alpha = std::exp(Rule::decay::log_alpha(x, i));
-        const S e = Update::erases ? Update::erase_gate(x, i) * x.k[i] : S(0);
+        const S e = erase_key<Rule>(x, i);
         for (index_t j = 0; j < V; ++j) {
           row[j] *= alpha;
-          if constexpr (Update::erases) u_[j] += e * row[j];
+          if constexpr (erases<Rule>) u_[j] += e * row[j];  // an additive update's erase key is zero
         }
       }
-      for (index_t j = 0; j < V; ++j) u_[j] = Update::write_gate(x, j) * x.v[j] - u_[j];
+      for (index_t j = 0; j < V; ++j) u_[j] = write_target<Rule>(x, j) - u_[j];
 
       // pass 2: write, then read with the (possibly cleaned) query
       const S* qt = reader_.query(a, p_, seq.batch, t, hv, x, mean_log_decay<Rule>(x, K));
@@ -59,13 +59,9 @@ class recurrent_head {
           o_[j] += sq * row[j];
         }
       }
-      if (a.normalize) {  // o_t / (s q_t · z_t + 1e-10), z_t = Σ_{j≤t} k_j
-        S qz = 0;
-        for (index_t i = 0; i < K; ++i) {
-          key_sum_[i] += x.k[i];
-          qz += scale * x.q[i] * key_sum_[i];
-        }
-        for (S& oj : o_) oj /= qz + S(1e-10);
+      if (a.normalize) {  // o_t / (s q_t · z_t + 1e-10), z_t = Σ_{j≤t} k_j (core/epilogue.hpp)
+        const S divisor = norm_.next(x.q, x.k, scale);
+        for (S& oj : o_) oj /= divisor;
       }
       for (index_t j = 0; j < V; ++j) a.o(seq.batch, t, hv, j) = store_as<T>(o_[j]);
       if (!a.residual.empty())
@@ -81,7 +77,8 @@ class recurrent_head {
   problem p_;
   token_loader<Rule, S> load_;
   typename Read::template carried<S> reader_;
-  std::vector<S> state_, u_, o_, key_sum_;
+  std::vector<S> state_, u_, o_;
+  normaliser<S> norm_;
 };
 
 }  // namespace linea::detail

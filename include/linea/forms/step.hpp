@@ -9,6 +9,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "../read/concept.hpp"
+#include "../rules/concepts.hpp"
 #include "../backend/cpu/recurrent.hpp"
 #include "../backend/tags.hpp"
 #include "../read/identity.hpp"
@@ -79,10 +81,8 @@ struct step_impl<backend::generic> {
     for (index_t b = 0; b < p.B; ++b) {
       const index_t idx = a.state_indices.empty() ? b : a.state_indices[b];
       for (index_t hv = 0; hv < p.HV; ++hv) {
-        if (idx < 0) {  // a padded row: nothing is read or written, so it outputs (and writes) zero
-          for (index_t j = 0; j < p.V; ++j) a.o(b, 0, hv, j) = store_as<T>(S(0));
-          if (!a.residual.empty())
-            for (index_t j = 0; j < p.V; ++j) a.residual(b, 0, hv, j) = store_as<T>(S(0));
+        if (idx < 0) {  // a padded row: nothing is read or written (core/epilogue.hpp)
+          zero_skipped_row(a, p, b, hv);
           continue;
         }
         head.run(a, sequence{b, 0, 1}, hv, idx, idx);
@@ -104,7 +104,8 @@ struct step_impl<backend::cpu_arch<Arch>> {
 
 }  // namespace detail
 
-template <class Rule, class Read = read::identity, class Backend = backend::cpu, class T, class S>
+template <write_rule_policy Rule, read_policy Read = read::identity, backend::backend_tag Backend = backend::cpu, class T,
+          class S>
 void step(const arguments<T, S>& a) {
   detail::step_impl<Backend>::template run<Rule, Read>(a);
 }

@@ -26,6 +26,13 @@
 namespace linea::read {
 
 template <class Weighting = uniform>
+struct ccq;
+template <class Read>
+inline constexpr bool is_ccq = false;
+template <class Weighting>
+inline constexpr bool is_ccq<ccq<Weighting>> = true;
+
+template <class Weighting>
 struct ccq {
   static constexpr bool is_identity = false;
   using weighting = Weighting;

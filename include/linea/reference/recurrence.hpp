@@ -13,6 +13,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../core/epilogue.hpp"
 #include "../core/load.hpp"
 #include "../core/validate.hpp"
 #include "../read/identity.hpp"
@@ -32,7 +33,7 @@ struct matrix {
 template <class Rule, class Real>
 void decay_state(matrix<Real>& S, const token<Real>& x) {
   for (index_t i = 0; i < S.rows; ++i) {
-    const Real alpha = std::exp(Rule::decay::log_alpha(x, i));
+    const Real alpha = std::exp(Rule::decay::log_alpha(x, i));  // the decay policy's hook
     for (index_t j = 0; j < S.cols; ++j) S(i, j) *= alpha;
   }
 }
@@ -43,8 +44,8 @@ std::vector<Real> correction(matrix<Real>& S, const token<Real>& x) {
   std::vector<Real> u(static_cast<std::size_t>(S.cols));
   for (index_t j = 0; j < S.cols; ++j) {
     Real recalled = 0;  // what S' returns for the erase key b ⊙ k
-    for (index_t i = 0; i < S.rows; ++i) recalled += Rule::update::erase_gate(x, i) * x.k[i] * S(i, j);
-    u[j] = Rule::update::write_gate(x, j) * x.v[j] - recalled;
+    for (index_t i = 0; i < S.rows; ++i) recalled += erase_key<Rule>(x, i) * S(i, j);  // b_i k_i S'_ij
+    u[j] = write_target<Rule>(x, j) - recalled;                                         // w_j v_j − recalled
   }
   return u;
 }
@@ -82,7 +83,7 @@ void recurrent(const arguments<T, S>& a) {
       if (!a.initial_state.empty())
         for (index_t i = 0; i < p.K; ++i)
           for (index_t j = 0; j < p.V; ++j) St(i, j) = Real(a.initial_state(n, hv, i, j));
-      std::vector<Real> key_sum(static_cast<std::size_t>(p.K), Real(0));  // z_t for `normalize`
+      normaliser<Real> norm(p.K);  // z_t for `normalize`
       reader.begin(a, p, n, hv);
 
       for (index_t t = seq.t_begin; t < seq.t_end; ++t) {
@@ -94,12 +95,8 @@ void recurrent(const arguments<T, S>& a) {
         std::vector<Real> o = read_out(St, q_tilde, scale);
 
         if (a.normalize) {  // o_t / (s q_t · z_t + 1e-10), z_t = Σ_{j≤t} k_j (fla's linear_attn normaliser)
-          Real qz = 0;
-          for (index_t i = 0; i < p.K; ++i) {
-            key_sum[i] += x.k[i];
-            qz += scale * x.q[i] * key_sum[i];
-          }
-          for (Real& oj : o) oj /= qz + Real(1e-10);
+          const Real divisor = norm.next(x.q, x.k, scale);
+          for (Real& oj : o) oj /= divisor;
         }
         for (index_t j = 0; j < p.V; ++j) {
           a.o(seq.batch, t, hv, j) = store_as<T>(o[j]);

@@ -1,30 +1,45 @@
-// linea/rules/decay.hpp — step 1 of every rule: S' = Diag(α_t) S_{t-1}, α_t = exp(log_decay).
+// linea/rules/decay.hpp — step 1 of every rule: S' = Diag(α_t) S_{t-1}, α_t = exp(log_alpha).
 //
-// A decay policy says which gate it reads and gives the log decay of key channel i (SPEC §2).
+// A decay policy is
+//   kind                          how it enters the chunk algebra (decay_kind, rules/policy.hpp)
+//   inputs                        the per-token inputs it reads (input::g, input::gk, ...)
+//   log_alpha<Lanes>(x, i)        log α of key lanes [i, i + Lanes::size) of token x   (the hook every path calls)
+// A decay of kind `scalar` must return the same value for every i; of kind `none`, zero.
 #pragma once
+#include "policy.hpp"
 #include "token.hpp"
 
 namespace linea::decay {
 
 // S' = S_{t-1}: no gate.
 struct none {
-  static constexpr bool scalar_gate = false, key_gate = false;
-  template <class R>
-  LINEA_HD static R log_alpha(const token<R>&, index_t) { return R(0); }
+  static constexpr decay_kind kind = decay_kind::none;
+  static constexpr unsigned inputs = input::none;
+  template <class Lanes = void, class X>
+  LINEA_HD static auto log_alpha(const X&, index_t) {
+    using L = lanes_or_scalar<Lanes, typename X::value_type>;
+    return L::splat(typename X::value_type(0));
+  }
 };
 
 // S' = exp(g_t) S_{t-1}: one gate per token and value head (simple_gla, Mamba2, Gated DeltaNet).
 struct scalar {
-  static constexpr bool scalar_gate = true, key_gate = false;
-  template <class R>
-  LINEA_HD static R log_alpha(const token<R>& x, index_t) { return x.g; }
+  static constexpr decay_kind kind = decay_kind::scalar;
+  static constexpr unsigned inputs = input::g;
+  template <class Lanes = void, class X>
+  LINEA_HD static auto log_alpha(const X& x, index_t) {
+    return lanes_or_scalar<Lanes, typename X::value_type>::splat(x.g);
+  }
 };
 
 // S' = Diag(exp(gk_t)) S_{t-1}: one gate per key channel (GLA, KDA, GDN-2).
 struct per_key {
-  static constexpr bool scalar_gate = false, key_gate = true;
-  template <class R>
-  LINEA_HD static R log_alpha(const token<R>& x, index_t i) { return x.gk[i]; }
+  static constexpr decay_kind kind = decay_kind::per_key;
+  static constexpr unsigned inputs = input::gk;
+  template <class Lanes = void, class X>
+  LINEA_HD static auto log_alpha(const X& x, index_t i) {
+    return lanes_or_scalar<Lanes, typename X::value_type>::at(x.gk, i);
+  }
 };
 
 }  // namespace linea::decay

@@ -3,37 +3,58 @@
 //   u_t = w_t ⊙ v_t − S'ᵀ (b_t ⊙ k_t),   S_t = S' + k_t u_tᵀ
 //
 // Every update is this one formula with its own erase gate b (per key channel) and write gate w (per value
-// channel): additive b = 0, w = 1; delta b = w = β; delta2 (GDN-2) b and w given. So one kernel serves all.
+// channel): additive b = 0, w = 1; delta b = w = β; delta2 (GDN-2) b and w given. An update policy is
+//   kind                          update_kind::additive (b = 0: no triangular solve) or update_kind::erase
+//   inputs                        the per-token inputs it reads
+//   erase_gate<Lanes>(x, i)       b of key lanes [i, i + Lanes::size)       (hooks every path calls)
+//   write_gate<Lanes>(x, j)       w of value lanes [j, j + Lanes::size)
+// The erase key b ⊙ k and the write target w ⊙ v are formed from them (rules/write_rule.hpp).
 #pragma once
+#include "policy.hpp"
 #include "token.hpp"
 
 namespace linea::update {
 
 // u_t = v_t
 struct additive {
-  static constexpr bool erases = false, uses_beta = false, uses_channel_gates = false;
-  template <class R>
-  LINEA_HD static R erase_gate(const token<R>&, index_t) { return R(0); }
-  template <class R>
-  LINEA_HD static R write_gate(const token<R>&, index_t) { return R(1); }
+  static constexpr update_kind kind = update_kind::additive;
+  static constexpr unsigned inputs = input::none;
+  template <class Lanes = void, class X>
+  LINEA_HD static auto erase_gate(const X&, index_t) {
+    return lanes_or_scalar<Lanes, typename X::value_type>::splat(typename X::value_type(0));
+  }
+  template <class Lanes = void, class X>
+  LINEA_HD static auto write_gate(const X&, index_t) {
+    return lanes_or_scalar<Lanes, typename X::value_type>::splat(typename X::value_type(1));
+  }
 };
 
 // u_t = β_t (v_t − S'ᵀ k_t)
 struct delta {
-  static constexpr bool erases = true, uses_beta = true, uses_channel_gates = false;
-  template <class R>
-  LINEA_HD static R erase_gate(const token<R>& x, index_t) { return x.beta; }
-  template <class R>
-  LINEA_HD static R write_gate(const token<R>& x, index_t) { return x.beta; }
+  static constexpr update_kind kind = update_kind::erase;
+  static constexpr unsigned inputs = input::beta;
+  template <class Lanes = void, class X>
+  LINEA_HD static auto erase_gate(const X& x, index_t) {
+    return lanes_or_scalar<Lanes, typename X::value_type>::splat(x.beta);
+  }
+  template <class Lanes = void, class X>
+  LINEA_HD static auto write_gate(const X& x, index_t) {
+    return lanes_or_scalar<Lanes, typename X::value_type>::splat(x.beta);
+  }
 };
 
 // u_t = w_t ⊙ v_t − S'ᵀ (b_t ⊙ k_t)   (Gated DeltaNet-2: separate erase and write gates)
 struct delta2 {
-  static constexpr bool erases = true, uses_beta = false, uses_channel_gates = true;
-  template <class R>
-  LINEA_HD static R erase_gate(const token<R>& x, index_t i) { return x.b[i]; }
-  template <class R>
-  LINEA_HD static R write_gate(const token<R>& x, index_t j) { return x.w[j]; }
+  static constexpr update_kind kind = update_kind::erase;
+  static constexpr unsigned inputs = input::b | input::w;
+  template <class Lanes = void, class X>
+  LINEA_HD static auto erase_gate(const X& x, index_t i) {
+    return lanes_or_scalar<Lanes, typename X::value_type>::at(x.b, i);
+  }
+  template <class Lanes = void, class X>
+  LINEA_HD static auto write_gate(const X& x, index_t j) {
+    return lanes_or_scalar<Lanes, typename X::value_type>::at(x.w, j);
+  }
 };
 
 }  // namespace linea::update

@@ -26,7 +26,7 @@
 #include <cmath>
 #include <vector>
 
-#include "../../core/gates.hpp"
+#include "../../core/epilogue.hpp"
 #include "../../core/load.hpp"
 #include "../../core/validate.hpp"
 #include "simd.hpp"
@@ -65,15 +65,18 @@ class head_kernel {
   static_assert(W % RW == 0, "a column tile holds whole register tiles");
   static constexpr index_t KA = KR > Lv::size ? KR : Lv::size;  // key rows are padded to a multiple of this
   static_assert(KA % KR == 0 && KA % Lv::size == 0, "padding fits both the register tiles and the vectors");
-  static constexpr bool erases = Update::erases;
+  static constexpr bool erases = linea::erases<Rule>;
+  static_assert(Decay::kind == decay_kind::none || Decay::kind == decay_kind::scalar || Decay::kind == decay_kind::per_key,
+                "linea: the CPU backend's recurrent kernel has no deferred decay for this decay kind");
 
   // What one value head carries from block to block: S̃ (tile order), c, the normaliser's key sum, the read
   // policy's statistics.
   struct head_state {
-    std::vector<R> state, c, key_sum;
+    std::vector<R> state, c;
+    normaliser<R> norm;
     typename Read::template carried<R> reader;
     head_state(const problem& p, index_t Kp, index_t Vp)
-        : state(static_cast<std::size_t>(Kp * Vp)), c(Kp, R(1)), key_sum(p.K), reader(p) {}
+        : state(static_cast<std::size_t>(Kp * Vp)), c(Kp, R(1)), norm(p.K), reader(p) {}
   };
 
  public:
@@ -83,7 +86,7 @@ class head_kernel {
         Vp_(tiles_ * W),
         Kp_((p.K + KA - 1) / KA * KA),
         alpha_(Kp_, R(1)),
-        q_(Kp_, R(0)), k_(Kp_, R(0)), v_(Vp_, R(0)), gk_(Kp_, R(0)), b_(Kp_, R(0)), w_(Vp_, R(0)),
+        load_(p, Kp_, Vp_),
         kw_(block_tokens * Kp_, R(0)), e_(block_tokens * Kp_, R(0)), qr_(block_tokens * Kp_, R(0)),
         f_(block_tokens * Kp_, R(1)),
         wv_(block_tokens * Vp_, R(0)), ob_(block_tokens * Vp_, R(0)),
@@ -101,7 +104,7 @@ class head_kernel {
       std::fill(cur_->state.begin(), cur_->state.end(), R(0));
       if (!a.initial_state.empty()) load_state(a.initial_state, n_in, hv);
       std::fill(cur_->c.begin(), cur_->c.end(), R(1));
-      std::fill(cur_->key_sum.begin(), cur_->key_sum.end(), R(0));
+      cur_->norm.reset();
       cur_->reader.begin(a, p_, n_in, hv);
     }
 
@@ -131,23 +134,6 @@ class head_kernel {
  private:
   // The state is kept in tile order: tile jt holds columns [jt·W, jt·W + W) as a Kp×W block (state_of(jt));
   // padding stays zero.
-
-  // Row d of a [B, T, H, D] view at (bt, t, h), converted to R.
-  template <class U>
-  static void gather(const view<const U, 4>& x, index_t bt, index_t t, index_t h, R* dst) {
-    load_row(x.row(bt, t, h), x.stride(3), dst, x.extent(3));
-  }
-  // Row (bt, t, h) of x as R: the input itself when it already is a contiguous, padded row of R that the
-  // kernel will not modify; else converted into `scratch` (whose padding stays zero).
-  template <class U>
-  static R* source(const view<const U, 4>& x, index_t bt, index_t t, index_t h, R* scratch, bool modified,
-                   index_t padded) {
-    if constexpr (std::is_same_v<U, R>) {
-      if (!modified && x.stride(3) == 1 && x.extent(3) == padded) return const_cast<R*>(x.row(bt, t, h));
-    }
-    gather(x, bt, t, h, scratch);
-    return scratch;
-  }
 
   // S̃ ← S_0 (c = 1), row by row into the tiles.
   void load_state(const view<const S, 4>& s0, index_t n, index_t hv) {
@@ -189,77 +175,39 @@ class head_kernel {
       }
     };
     rows(a.q, h), rows(a.k, h), rows(a.v, hv);
-    if constexpr (Decay::key_gate) rows(a.gk, hv);
-    if constexpr (Update::uses_channel_gates) rows(a.b, hv), rows(a.w, hv);
+    if constexpr (reads(Rule::inputs, input::gk)) rows(a.gk, hv);
+    if constexpr (reads(Rule::inputs, input::b)) rows(a.b, hv);
+    if constexpr (reads(Rule::inputs, input::w)) rows(a.w, hv);
     touched_ += sink;
   }
 
   R* state_of(index_t jt) const { return cur_->state.data() + jt * Kp_ * W; }
 
-  void l2norm(R* x) const {  // padding is zero, so the sum runs over Kp
-    vec acc = Lv::splat(R(0));
-    for (index_t i = 0; i < Kp_; i += Lv::size) {
-      const vec xi = Lv::load(x + i);
-      acc = Lv::fma(xi, xi, acc);
-    }
-    alignas(64) R part[Lv::size];
-    Lv::store(part, acc);
-    R ss = 0;
-    for (int l = 0; l < Lv::size; ++l) ss += part[l];
-    const vec inv = Lv::splat(R(1) / std::sqrt(ss + R(1e-6)));
-    for (index_t i = 0; i < Kp_; i += Lv::size) Lv::store(x + i, Lv::load(x + i) * inv);
-  }
-
   // Coefficients of tokens [t0, t0 + L): everything that does not depend on the state.
   void prepare(const arguments<T, S>& a, index_t bt, index_t t0, index_t L, index_t hv) {
-    const index_t K = p_.K, V = p_.V, h = hv / p_.group;
+    const index_t K = p_.K;
     const R scale = R(p_.scale);
-    const bool bound = a.gate.lower_bound.has_value();
-    const R lb = bound ? R(*a.gate.lower_bound) : R(0);
     touch(a, bt, t0, L, hv);
     for (index_t l = 0; l < L; ++l) {
       const index_t t = t0 + l;
-      R* const qp = source(a.q, bt, t, h, q_.data(), a.qk_l2norm, Kp_);
-      R* const kp = source(a.k, bt, t, h, k_.data(), a.qk_l2norm, Kp_);
-      R* const vp = source(a.v, bt, t, hv, v_.data(), false, Vp_);
-      if (a.qk_l2norm) {
-        l2norm(qp);
-        l2norm(kp);
-      }
-      token<R> x;
-      x.q = qp, x.k = kp, x.v = vp;
-      if constexpr (Decay::scalar_gate) {
-        x.g = to_compute<R>(a.g(bt, t, hv));
-        if (a.gate.active())
-          x.g = activate_gate(x.g, R(a.gate.A_log(hv)), a.gate.dt_bias.empty() ? R(0) : R(a.gate.dt_bias(hv)), bound, lb);
-      }
-      if constexpr (Decay::key_gate) {
-        R* const gkp = source(a.gk, bt, t, hv, gk_.data(), a.gate.active(), Kp_);
-        if (a.gate.active())
-          for (index_t i = 0; i < K; ++i)
-            gkp[i] = activate_gate(gkp[i], R(a.gate.A_log(hv)),
-                                   a.gate.dt_bias.empty() ? R(0) : R(a.gate.dt_bias(hv * K + i)), bound, lb);
-        x.gk = gkp;
-      }
-      if constexpr (Update::uses_beta) x.beta = activate_beta(to_compute<R>(a.beta(bt, t, hv)), a.beta_act);
-      if constexpr (Update::uses_channel_gates) {
-        x.b = source(a.b, bt, t, hv, b_.data(), false, Kp_);
-        x.w = source(a.w, bt, t, hv, w_.data(), false, Vp_);
-      }
+      const token<R> x = load_.load(a, p_, bt, t, hv);  // rows padded to Kp / Vp with zeros
+      const R* const qp = x.q;
+      const R* const kp = x.k;
 
       // Read policy: q̃ (CCQ updates its statistics with this token's key).
       R mean_g = 0;
       if constexpr (!Read::is_identity) mean_g = mean_log_decay<Rule>(x, K);
-      const R* qt = cur_->reader.query(a, p_, bt, t, hv, x, mean_g);
+      const R* qt = cur_->reader.query(a, p_, bt, t, hv, x, mean_g);  // identity: x.q itself (padded)
 
       // Decay: c ← c ⊙ α, or renormalise (multiply the rows out before this token) when c would get small.
       R* f = f_.data() + l * Kp_;
       renorm_[l] = 0;
-      if constexpr (Decay::scalar_gate || Decay::key_gate) {
-        if constexpr (Decay::key_gate) {
-          exp_n<R, Arch>(x.gk, alpha_.data(), Kp_);  // padding: exp(0) = 1
+      if constexpr (Decay::kind != decay_kind::none) {
+        if constexpr (Decay::kind == decay_kind::per_key) {
+          for (index_t i = 0; i < Kp_; i += Lv::size)  // padding lanes: log α of zero gates
+            Lv::store(alpha_.data() + i, Lv::exp(Decay::template log_alpha<Lv>(x, i)));
         } else {
-          std::fill(alpha_.begin(), alpha_.end(), std::exp(x.g));
+          std::fill(alpha_.begin(), alpha_.end(), std::exp(Decay::log_alpha(x, 0)));
         }
         vec vmin = Lv::splat(R(1));
         for (index_t i = 0; i < Kp_; i += Lv::size) {
@@ -283,15 +231,13 @@ class head_kernel {
       for (index_t i = 0; i < Kp_; i += Lv::size) {
         const vec ci = Lv::load(cur_->c.data() + i), ki = Lv::load(kp + i);
         Lv::store(kw + i, ki / ci);
-        if (qt == qp) Lv::store(qr + i, vscale * ci * Lv::load(qp + i));
+        if constexpr (Read::is_identity) Lv::store(qr + i, vscale * ci * Lv::load(qp + i));
       }
-      if (qt != qp)
+      if constexpr (!Read::is_identity)  // q̃ has K entries (no padding)
         for (index_t i = 0; i < K; ++i) qr[i] = scale * cur_->c[i] * qt[i];
       if constexpr (erases) {
-        for (index_t i = 0; i < Kp_; i += Lv::size) {
-          const vec gate = Update::uses_channel_gates ? Lv::load(x.b + i) : Lv::splat(x.beta);
-          Lv::store(e + i, Lv::load(cur_->c.data() + i) * (gate * Lv::load(kp + i)));
-        }
+        for (index_t i = 0; i < Kp_; i += Lv::size)  // e = c ⊙ (b ⊙ k)
+          Lv::store(e + i, Lv::load(cur_->c.data() + i) * erase_key<Rule, Lv>(x, i));
         if (l > 0) {  // d_l = e_l · kw_{l-1}: what the write of token l-1 adds to token l's recall, per unit u
           vec acc = Lv::splat(R(0));
           for (index_t i = 0; i < Kp_; i += Lv::size) acc = Lv::fma(Lv::load(e + i), Lv::load(kw - Kp_ + i), acc);
@@ -303,20 +249,8 @@ class head_kernel {
         }
       }
       R* wv = wv_.data() + l * Vp_;
-      for (index_t j = 0; j < Vp_; j += Lv::size) {
-        const vec vj = Lv::load(vp + j);
-        if constexpr (Update::uses_channel_gates) Lv::store(wv + j, Lv::load(x.w + j) * vj);
-        else if constexpr (Update::uses_beta) Lv::store(wv + j, Lv::splat(x.beta) * vj);
-        else Lv::store(wv + j, vj);
-      }
-      if (a.normalize) {  // o_t / (s q_t · z_t + 1e-10), z_t = Σ_{j≤t} k_j (additive rule only)
-        R qz = 0;
-        for (index_t i = 0; i < K; ++i) {
-          cur_->key_sum[i] += kp[i];
-          qz += scale * qp[i] * cur_->key_sum[i];
-        }
-        denom_[l] = qz + R(1e-10);
-      }
+      for (index_t j = 0; j < Vp_; j += Lv::size) Lv::store(wv + j, write_target<Rule, Lv>(x, j));  // w ⊙ v
+      if (a.normalize) denom_[l] = cur_->norm.next(qp, kp, scale);  // core/epilogue.hpp
     }
   }
 
@@ -404,7 +338,8 @@ class head_kernel {
   index_t tiles_, Vp_, Kp_;
   head_state* cur_ = nullptr;  // the head being advanced
   std::vector<head_state> heads_;
-  std::vector<R> alpha_, q_, k_, v_, gk_, b_, w_;
+  std::vector<R> alpha_;
+  token_loader<Rule, R> load_;
   std::vector<R> kw_, e_, qr_, f_, wv_, ob_, denom_;
   std::vector<unsigned char> renorm_;
   std::vector<R> d_, u_, u1_, r_, y_, part_;
@@ -439,10 +374,8 @@ void step(const arguments<T, S>& a, const problem& p) {
       [&](auto& kernel, index_t item) {
         const index_t b = item / p.HV, hv = item % p.HV;
         const index_t idx = a.state_indices.empty() ? b : a.state_indices[static_cast<std::size_t>(b)];
-        if (idx < 0) {  // a padded row: zero output and residual (forms/step.hpp)
-          for (index_t j = 0; j < p.V; ++j) a.o(b, 0, hv, j) = store_as<T>(S(0));
-          if (!a.residual.empty())
-            for (index_t j = 0; j < p.V; ++j) a.residual(b, 0, hv, j) = store_as<T>(S(0));
+        if (idx < 0) {  // a padded row: nothing is read or written (core/epilogue.hpp)
+          zero_skipped_row(a, p, b, hv);
           return;
         }
         kernel.run(a, sequence{b, 0, 1}, hv, hv + 1, idx, idx);

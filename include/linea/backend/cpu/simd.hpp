@@ -28,6 +28,7 @@ struct lanes {
   static type load(const R* p) { return type::load_unaligned(p); }
   static void store(R* p, const type& x) { x.store_unaligned(p); }
   static type splat(R x) { return type(x); }
+  static type at(const R* row, index_t i) { return load(row + i); }  // lanes [i, i + size) of a row
   static type fma(const type& a, const type& b, const type& c) { return xsimd::fma(a, b, c); }
   static type exp(const type& x) { return xsimd::exp(x); }
   static R min(const type& x) {  // horizontal minimum
@@ -46,6 +47,7 @@ struct lanes<R, backend::scalar_arch> {
   static type load(const R* p) { return *p; }
   static void store(R* p, const type& x) { *p = x; }
   static type splat(R x) { return x; }
+  static type at(const R* row, index_t i) { return row[i]; }
   static type fma(const type& a, const type& b, const type& c) { return std::fma(a, b, c); }
   static type exp(const type& x) { return std::exp(x); }
   static R min(const type& x) { return x; }

@@ -56,12 +56,14 @@ __global__ void __launch_bounds__(ccq_threads) ccq_query_kernel(const ccq_args<T
     // ---- rows: q̂, k̂, c_t, λ_t --------------------------------------------------------------------------
     for (int r = warp; r < L; r += warps) {
       const index_t t = t0 + r;
+      using Decay = typename Rule::decay;
       float qq = 0, kk = 0, gs = 0;
+      const token_scalars ts = src.template scalars<Decay::inputs>(seq.bt, t, hv);  // the rule's decay only
       for (index_t i = lane; i < K; i += 32) {
         const float qi = src.q(seq.bt, t, hv, i), ki = src.k(seq.bt, t, hv, i);
         Qc[r * K + i] = qi, Kc[r * K + i] = ki;
         qq += qi * qi, kk += ki * ki;
-        if constexpr (Rule::decay::key_gate) gs += src.gk(seq.bt, t, hv, i);
+        if constexpr (Decay::kind == decay_kind::per_key) gs += src.template log_alpha<Rule>(ts, seq.bt, t, hv, i);
       }
       for (int o = 16; o > 0; o >>= 1) {
         qq += __shfl_xor_sync(0xffffffffu, qq, o);
@@ -72,8 +74,9 @@ __global__ void __launch_bounds__(ccq_threads) ccq_query_kernel(const ccq_args<T
       for (index_t i = lane; i < K; i += 32) Qc[r * K + i] *= qn, Kc[r * K + i] *= kn;
       if (lane == 0) {
         float rule = 0;
-        if constexpr (Rule::decay::scalar_gate) rule = src.g(seq.bt, t, hv);
-        if constexpr (Rule::decay::key_gate) rule = gs / static_cast<float>(K);
+        // the default c_t: the rule's log decay, averaged over key channels for a per-key decay (SPEC §3)
+        if constexpr (Decay::kind == decay_kind::scalar) rule = src.template log_alpha<Rule>(ts, seq.bt, t, hv, 0);
+        if constexpr (Decay::kind == decay_kind::per_key) rule = gs / static_cast<float>(K);
         decay[r] = expf(src.stats_log_decay(seq.bt, t, hv, rule));
         lam[r] = to_float(c.lambda(seq.bt, t, hv));
       }

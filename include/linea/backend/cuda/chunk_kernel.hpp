@@ -163,9 +163,9 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
       const index_t t = c0 + tid;
       if constexpr (traits::stats) {
         float rule = 0;
-        if constexpr (Rule::decay::scalar_gate) rule = src.g(seq.bt, t, hv);
+        if constexpr (traits::rule_scalar) rule = src.template token_log_alpha<Rule>(seq.bt, t, hv);
         pre_g = rule;  // mean of gk is added at staging (needs the row)
-        if constexpr (!Rule::decay::key_gate) pre_g = src.stats_log_decay(seq.bt, t, hv, rule);
+        if constexpr (Rule::decay::kind != decay_kind::per_key) pre_g = src.stats_log_decay(seq.bt, t, hv, rule);
       } else if constexpr (traits::scalar) {
         pre_g = src.g(seq.bt, t, hv);
       }

@@ -69,7 +69,7 @@ __global__ void __launch_bounds__(decode_threads) decode_kernel(const kernel_arg
 
   __shared__ float qs[KMAX], ks[KMAX], es[KMAX], al[KMAX];
   __shared__ __align__(16) float part_r[NW][cols], part_o[NW][cols];
-  __shared__ float red[2][NW], sc[2];
+  __shared__ float red[2][NW];
 
   // ---- 1. the state tile: all loads in flight before any is used -------------------------------------------------
   const float* s0 = a.initial_state.ptr ? a.initial_state.row(seq.row, hv, 0) : nullptr;
@@ -89,28 +89,34 @@ __global__ void __launch_bounds__(decode_threads) decode_kernel(const kernel_arg
   const T* qrow = a.q.row(bt, 0, hv / a.G);
   const T* krow = a.k.row(bt, 0, hv / a.G);
   const float* qtrow = a.q_tilde_in.ptr ? a.q_tilde_in.row(bt, 0, hv) : nullptr;
+  // The token's scalar inputs (g, β): every thread loads them (one broadcast load per warp), so each lane's hooks
+  // have them without a barrier.
+  const token_scalars ts = src.template scalars<Rule::inputs>(bt, 0, hv);
   float qq = 0, kk = 0;
   for (int i = tid; i < KMAX; i += decode_threads) {
     float qi = 0, ki = 0, l = 0, bi = 0;
     if (i < K) {
       qi = qtrow ? qtrow[i * a.q_tilde_in.str[3]] : to_float(qrow[i * a.q.str[3]]);
       ki = to_float(krow[i * a.k.str[3]]);
-      if constexpr (traits::per_key) l = src.gk(bt, 0, hv, i);
-      if constexpr (traits::channel_gates) bi = src.b(bt, 0, hv, i);
+      if constexpr (traits::per_key) l = src.template log_alpha<Rule>(ts, bt, 0, hv, i);
+      if constexpr (traits::erases) bi = src.template erase_gate<Rule>(ts, bt, 0, hv, i);
     }
-    qs[i] = qi, ks[i] = ki, al[i] = traits::per_key ? expf(l) : 1.f, es[i] = bi;
+    qs[i] = qi, ks[i] = ki, al[i] = traits::per_key ? expf(l) : 1.f, es[i] = bi;  // es: the erase gate b_i
     qq += qi * qi, kk += ki * ki;
   }
   float vv[CPL] = {}, ww[CPL];
   {
     const T* vrow = a.v.row(bt, 0, hv);
-    const T* wrow = traits::channel_gates ? a.w.row(bt, 0, hv) : nullptr;
+    const T* wrow = reads(Rule::update::inputs, input::w) ? a.w.row(bt, 0, hv) : nullptr;
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
       ww[c] = 1.f;
       if (c < nj) {
         vv[c] = to_float(vrow[(j0 + c) * a.v.str[3]]);
-        if constexpr (traits::channel_gates) ww[c] = to_float(wrow[(j0 + c) * a.w.str[3]]);
+        lane_token x;  // value lane j0 + c for the write gate's hook (w read through the row pointer)
+        x.g = ts.g, x.beta = ts.beta;
+        if constexpr (reads(Rule::update::inputs, input::w)) x.w.value = to_float(wrow[(j0 + c) * a.w.str[3]]);
+        ww[c] = Rule::update::write_gate(x, j0 + c);
       }
     }
   }
@@ -120,16 +126,12 @@ __global__ void __launch_bounds__(decode_threads) decode_kernel(const kernel_arg
     kk += __shfl_xor_sync(0xffffffffu, kk, o);
   }
   if (lane == 0) red[0][warp] = qq, red[1][warp] = kk;
-  if (tid == 0) {
-    if constexpr (traits::scalar) sc[0] = expf(src.g(bt, 0, hv));
-    if constexpr (traits::uses_beta) sc[1] = src.beta(bt, 0, hv);
-  }
   __syncthreads();
   float qsum = 0, ksum = 0;
 #pragma unroll
   for (int w = 0; w < NW; ++w) qsum += red[0][w], ksum += red[1][w];
   const float qn = src.q_normalised() ? rsqrtf(qsum + 1e-6f) : 1.f, kn = a.l2k ? rsqrtf(ksum + 1e-6f) : 1.f;
-  const float alpha = traits::scalar ? sc[0] : 1.f, beta = traits::uses_beta ? sc[1] : 0.f;
+  const float alpha = traits::scalar ? expf(src.template log_alpha<Rule>(ts, bt, 0, hv, 0)) : 1.f;
 
   // ---- 3. decay, then r = Sᵀ e (partial over this warp's rows, summed across warps) ---------------------------------
   float rp[CPL] = {};
@@ -138,8 +140,7 @@ __global__ void __launch_bounds__(decode_threads) decode_kernel(const kernel_arg
     const int i = r * NW + warp;
     const float d = traits::per_key ? al[i] : alpha;
     float e = 0;
-    if constexpr (traits::channel_gates) e = es[i] * ks[i] * kn;
-    else if constexpr (traits::uses_beta) e = beta * ks[i] * kn;
+    if constexpr (traits::erases) e = es[i] * ks[i] * kn;  // b_i k_i
 #pragma unroll
     for (int c = 0; c < CPL; ++c) {
       if constexpr (traits::per_key || traits::scalar) s[r][c] *= d;
@@ -156,11 +157,11 @@ __global__ void __launch_bounds__(decode_threads) decode_kernel(const kernel_arg
       float rr = 0;
 #pragma unroll
       for (int w = 0; w < NW; ++w) rr += part_r[w][CPL * lane + c];
-      u[c] = (traits::channel_gates ? ww[c] : beta) * vv[c] - rr;
+      u[c] = ww[c] * vv[c] - rr;
     }
   } else {
 #pragma unroll
-    for (int c = 0; c < CPL; ++c) u[c] = vv[c];
+    for (int c = 0; c < CPL; ++c) u[c] = ww[c] * vv[c];
   }
 
   // ---- 4. S ← S + k uᵀ, o = Sᵀ q; the state goes back as soon as it is final ---------------------------------------

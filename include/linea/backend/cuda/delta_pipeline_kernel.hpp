@@ -24,10 +24,12 @@
 
 namespace linea::cuda_detail {
 
-// The rules this kernel computes: erase with β, scalar or no decay (delta, gated_delta), main pass.
+// The rules this kernel computes, main pass: the delta update (b = w = β, one number a token: the kernel scales
+// K and V by the one erase gate) with any decay of kind none or scalar (log α through the decay's hook).
+// Other erasing updates take the general chunk kernel.
 template <class Rule, pass P>
-inline constexpr bool delta_chunk_rule = P == pass::main && Rule::update::erases && Rule::update::uses_beta &&
-                                         !Rule::update::uses_channel_gates && !Rule::decay::key_gate;
+inline constexpr bool delta_chunk_rule = P == pass::main && std::is_same_v<typename Rule::update, update::delta> &&
+                                         Rule::decay::kind != decay_kind::per_key;
 
 struct delta_pipeline_shape {
   static constexpr int CL = tiles::CL, KP = tiles::KP, BVW = 128;  // tokens per chunk, padded K, value columns
@@ -67,7 +69,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
   namespace bar = pipeline_barrier;
   using tiles::ex2;
   constexpr int CL = sh::CL, KP = sh::KP, LDK = sh::LDK, LDV = sh::LDV, LDT = sh::LDT;
-  constexpr bool decays = Rule::decay::scalar_gate;
+  constexpr bool decays = Rule::decay::kind == decay_kind::scalar;
   const tiles::site<T, sh::BVW> cta{a};
   const seq_range& seq = cta.seq;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
@@ -90,11 +92,11 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
       const int L = cta.rows_in(c0);
       if constexpr (decays) {
-        gb[0] = lane < L ? src.g(seq.bt, c0 + lane, cta.hv) * tiles::log2e : 0.f;
-        gb[1] = lane + 32 < L ? src.g(seq.bt, c0 + lane + 32, cta.hv) * tiles::log2e : 0.f;
+        gb[0] = lane < L ? src.template token_log_alpha<Rule>(seq.bt, c0 + lane, cta.hv) * tiles::log2e : 0.f;
+        gb[1] = lane + 32 < L ? src.template token_log_alpha<Rule>(seq.bt, c0 + lane + 32, cta.hv) * tiles::log2e : 0.f;
       }
-      gb[2] = lane < L ? src.beta(seq.bt, c0 + lane, cta.hv) : 0.f;
-      gb[3] = lane + 32 < L ? src.beta(seq.bt, c0 + lane + 32, cta.hv) : 0.f;
+      gb[2] = lane < L ? src.template token_erase_gate<Rule>(seq.bt, c0 + lane, cta.hv) : 0.f;
+      gb[3] = lane + 32 < L ? src.template token_erase_gate<Rule>(seq.bt, c0 + lane + 32, cta.hv) : 0.f;
     };
     if (chunks > 0 && pw == 0) load_gb(0);
     for (int c = 0; c < chunks; ++c) {

@@ -144,6 +144,8 @@ void launch_form(const kernel_args<T>& k, index_t rows) {
 template <class Rule, class Read, form F, class T>
 void run(const arguments<T, float>& a, const problem& p) {
   static_assert(supported_input<T>, "the CUDA backend takes float, __nv_bfloat16 or __half inputs");
+  static_assert(std::is_same_v<Read, read::identity> || read::is_ccq<Read>,
+                "linea: the CUDA backend has kernels for the identity and CCQ reads only, not this read policy");
   if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is not produced by the CUDA backend");
   host_copies hold;
   const kernel_args<T> k = make_kernel_args(a, p, hold);

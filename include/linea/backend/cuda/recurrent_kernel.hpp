@@ -43,7 +43,7 @@ __global__ void __launch_bounds__(recurrent_threads) recurrent_kernel(const kern
   }
 
   __shared__ float qs[KMAX], ks[KMAX], es[KMAX], las[KMAX], ksum[KMAX], red[32];
-  __shared__ float sc[4];  // scalar log decay, beta
+  __shared__ float sc[4];  // α of a scalar decay; the token's scalar inputs g, β
 
   // The state column, from the initial state or zero.
   float s[KMAX];
@@ -55,12 +55,19 @@ __global__ void __launch_bounds__(recurrent_threads) recurrent_kernel(const kern
   for (index_t t = seq.t0; t < seq.t1; ++t) {
     // ---- load the token: raw q, k, per-key log decay; sums for the L2 norms and the mean decay ----------
     float qq = 0, kk = 0, gsum = 0;
+    if (threadIdx.x == 0) {  // the scalar inputs, for every lane's hooks
+      // the stats pass needs only the rule's decay (its default c_t)
+      const token_scalars ts = src.template scalars<traits::stats ? Rule::decay::inputs : Rule::inputs>(seq.bt, t, hv);
+      sc[2] = ts.g, sc[3] = ts.beta;
+    }
+    __syncthreads();
+    const token_scalars ts{sc[2], sc[3]};
     for (index_t i = threadIdx.x; i < K; i += blockDim.x) {
       const float qi = src.q(seq.bt, t, hv, i), ki = src.k(seq.bt, t, hv, i);
       qs[i] = qi, ks[i] = ki;
       qq += qi * qi, kk += ki * ki;
       if constexpr (traits::per_key || traits::stats_mean_gk) {
-        const float l = src.gk(seq.bt, t, hv, i);
+        const float l = src.template log_alpha<Rule>(ts, seq.bt, t, hv, i);
         las[i] = l;
         gsum += l;
       }
@@ -73,21 +80,19 @@ __global__ void __launch_bounds__(recurrent_threads) recurrent_kernel(const kern
     if (threadIdx.x == 0) {
       if constexpr (traits::stats) {
         float rule = 0;
-        if constexpr (Rule::decay::scalar_gate) rule = src.g(seq.bt, t, hv);
+        if constexpr (traits::rule_scalar) rule = src.template log_alpha<Rule>(ts, seq.bt, t, hv, 0);
         if constexpr (traits::stats_mean_gk) rule = gmean;
         sc[0] = expf(src.stats_log_decay(seq.bt, t, hv, rule));
       } else if constexpr (traits::scalar) {
-        sc[0] = expf(src.g(seq.bt, t, hv));
+        sc[0] = expf(src.template log_alpha<Rule>(ts, seq.bt, t, hv, 0));
       }
-      if constexpr (traits::uses_beta) sc[1] = src.beta(seq.bt, t, hv);
     }
     __syncthreads();
     for (index_t i = threadIdx.x; i < K; i += blockDim.x) {
       qs[i] *= qn;
       ks[i] *= kn;
       if constexpr (traits::per_key) las[i] = expf(las[i]);
-      if constexpr (traits::channel_gates) es[i] = src.b(seq.bt, t, hv, i) * ks[i];
-      else if constexpr (traits::uses_beta) es[i] = sc[1] * ks[i];
+      if constexpr (traits::erases) es[i] = src.template erase_gate<Rule>(ts, seq.bt, t, hv, i) * ks[i];  // b ⊙ k
     }
     __syncthreads();
 
@@ -105,9 +110,7 @@ __global__ void __launch_bounds__(recurrent_threads) recurrent_kernel(const kern
     float u = 0;
     if (own) {
       if constexpr (traits::stats) u = ks[j];
-      else if constexpr (traits::channel_gates) u = src.w(seq.bt, t, hv, j) * src.v(seq.bt, t, hv, j) - r;
-      else if constexpr (traits::uses_beta) u = sc[1] * src.v(seq.bt, t, hv, j) - r;
-      else u = src.v(seq.bt, t, hv, j);
+      else u = src.template write_gate<Rule>(ts, seq.bt, t, hv, j) * src.v(seq.bt, t, hv, j) - r;  // w ⊙ v − r
     }
     float o = 0;
 #pragma unroll

@@ -21,9 +21,11 @@
 namespace linea::cuda_detail {
 
 // The rules this kernel computes: no erase, no β, no per-key decay (additive, scalar-gated), main pass.
+// (The kernel copies v straight into the operand tiles, so the update must be the plain additive one, w = 1; log α
+// comes through the decay's hook.)
 template <class Rule, pass P>
-inline constexpr bool scalar_chunk_rule = P == pass::main && !Rule::update::erases && !Rule::update::uses_beta &&
-                                          !Rule::update::uses_channel_gates && !Rule::decay::key_gate;
+inline constexpr bool scalar_chunk_rule = P == pass::main && std::is_same_v<typename Rule::update, update::additive> &&
+                                          Rule::decay::kind != decay_kind::per_key;
 
 struct scalar_chunk_shape {
   static constexpr int CL = tiles::CL, BV = tiles::BV, LDK = tiles::LDK, LDV = tiles::LD64, LDP = tiles::LD64;
@@ -44,7 +46,7 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
   using sh = scalar_chunk_shape;
   using tiles::ex2;
   constexpr int CL = sh::CL, KP = tiles::KP, BV = sh::BV, LDK = sh::LDK, LDV = sh::LDV, LDP = sh::LDP;
-  constexpr bool decays = Rule::decay::scalar_gate;
+  constexpr bool decays = Rule::decay::kind == decay_kind::scalar;
   const source<T> src{a};
   const tiles::site<T> cta{a};
   const index_t hv = cta.hv, jt = cta.jt;
@@ -59,7 +61,7 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
   auto Kbuf = [&](int b) { return base + sh::k_at + b * CL * LDK; };
   auto Vbuf = [&](int b) { return base + sh::v_at + b * CL * LDV; };
 
-  auto raw_g = [&](index_t c0, int L, int r) { return r < L ? src.g(seq.bt, c0 + r, hv) * tiles::log2e : 0.f; };
+  auto raw_g = [&](index_t c0, int L, int r) { return r < L ? src.template token_log_alpha<Rule>(seq.bt, c0 + r, hv) * tiles::log2e : 0.f; };
 
   // the state: acc[nt][e] = S(16 warp + acc_row(e), jt + 8 nt + acc_col(e))
   float acc[BV / 8][4];

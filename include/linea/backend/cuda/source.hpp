@@ -10,10 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "../../core/gates.hpp"
-#if __has_include("../../core/storage.hpp")
 #include "../../core/storage.hpp"
-#define LINEA_CUDA_HAS_STORAGE 1
-#endif
 #include "../../rules/write_rule.hpp"
 
 namespace linea::cuda_detail {
@@ -35,7 +32,6 @@ __device__ __forceinline__ __half from_float<__half>(float x) {
   return __float2half_rn(x);
 }
 
-#if defined(LINEA_CUDA_HAS_STORAGE)
 template <>
 __device__ __forceinline__ bf16 from_float<bf16>(float x) {
   return bf16::from_bits(__bfloat16_as_ushort(__float2bfloat16_rn(x)));
@@ -44,20 +40,41 @@ template <>
 __device__ __forceinline__ fp16 from_float<fp16>(float x) {
   return fp16::from_bits(__half_as_ushort(__float2half_rn(x)));
 }
-#endif
 
-// What a pass computes, fixed at compile time.
+// What a pass computes, fixed at compile time from the rule's policy kinds (rules/policy.hpp). The values
+// come from the policies' hooks: source::log_alpha, erase_gate, write_gate below.
 template <class Rule, pass P>
 struct pass_traits {
+  using decay = typename Rule::decay;
+  using update = typename Rule::update;
+  static_assert(decay::kind == decay_kind::none || decay::kind == decay_kind::scalar ||
+                    decay::kind == decay_kind::per_key,
+                "linea: the CUDA backend has no kernel for this decay kind");
+  static_assert(update::kind == update_kind::additive || update::kind == update_kind::erase,
+                "linea: the CUDA backend has no kernel for this update kind");
   static constexpr bool stats = P == pass::stats;
-  static constexpr bool per_key = !stats && Rule::decay::key_gate;
-  static constexpr bool scalar = stats || Rule::decay::scalar_gate;  // stats: c_t (0 when uniform)
-  static constexpr bool erases = !stats && Rule::update::erases;
-  static constexpr bool channel_gates = !stats && Rule::update::uses_channel_gates;
-  static constexpr bool uses_beta = !stats && Rule::update::uses_beta;
+  static constexpr bool per_key = !stats && decay::kind == decay_kind::per_key;
+  static constexpr bool scalar = stats || decay::kind == decay_kind::scalar;  // stats: c_t (0 when uniform)
+  static constexpr bool erases = !stats && update::kind == update_kind::erase;
   // The stats pass needs the mean of the rule's per-key decay when c_t defaults to it.
-  static constexpr bool stats_mean_gk = stats && Rule::decay::key_gate;
+  static constexpr bool stats_mean_gk = stats && decay::kind == decay_kind::per_key;
+  // The rule's own decay is one number per token (the stats pass defaults c_t to it).
+  static constexpr bool rule_scalar = decay::kind == decay_kind::scalar;
+  // Which gate inputs a main pass reads (the stats pass reads none of them).
+  static constexpr bool reads_g = !stats && reads(Rule::inputs, input::g);
+  static constexpr bool reads_beta = !stats && reads(Rule::inputs, input::beta);
+  static constexpr bool reads_b = !stats && reads(Rule::inputs, input::b);
+  static constexpr bool reads_w = !stats && reads(Rule::inputs, input::w);
+  static constexpr bool channel_gates = reads_b || reads_w;  // (the general chunk kernel's staging of b and w)
+  static constexpr bool uses_beta = reads_beta;
 };
+
+// The per-token scalar inputs of a rule (g, β), loaded once per token and shared by every lane.
+struct token_scalars {
+  float g = 0, beta = 0;
+};
+// One lane of a token as the policies' hooks see it: the token's scalars and this lane's element of each row.
+using lane_token = token<float, lane_value<float>>;
 
 template <class T>
 struct source {
@@ -94,6 +111,62 @@ struct source {
   }
   __device__ float b(index_t bt, index_t t, index_t hv, index_t i) const { return to_float(a.b(bt, t, hv, i)); }
   __device__ float w(index_t bt, index_t t, index_t hv, index_t j) const { return to_float(a.w(bt, t, hv, j)); }
+
+  // ---- the policies' hooks on one lane --------------------------------------------------------------
+  // Each hook sees only the inputs its own policy names (Decay::inputs or Update::inputs), so a pass loads
+  // nothing else (the stats pass reads the rule's decay, never its β or b).
+  template <unsigned Inputs>
+  __device__ token_scalars scalars(index_t bt, index_t t, index_t hv) const {
+    token_scalars s;
+    if constexpr (reads(Inputs, input::g)) s.g = g(bt, t, hv);
+    if constexpr (reads(Inputs, input::beta)) s.beta = beta(bt, t, hv);
+    return s;
+  }
+  // Key lane i of token t: the scalars and this lane's gk_i, b_i.
+  template <unsigned Inputs>
+  __device__ lane_token key_lane(const token_scalars& s, index_t bt, index_t t, index_t hv, index_t i) const {
+    lane_token x;
+    x.g = s.g, x.beta = s.beta;
+    if constexpr (reads(Inputs, input::gk)) x.gk.value = gk(bt, t, hv, i);
+    if constexpr (reads(Inputs, input::b)) x.b.value = b(bt, t, hv, i);
+    return x;
+  }
+  // Value lane j of token t: the scalars and w_j.
+  template <unsigned Inputs>
+  __device__ lane_token value_lane(const token_scalars& s, index_t bt, index_t t, index_t hv, index_t j) const {
+    lane_token x;
+    x.g = s.g, x.beta = s.beta;
+    if constexpr (reads(Inputs, input::w)) x.w.value = w(bt, t, hv, j);
+    return x;
+  }
+  // log α of key lane i (the decay's hook); for a scalar decay any i gives the token's one value.
+  template <class Rule>
+  __device__ float log_alpha(const token_scalars& s, index_t bt, index_t t, index_t hv, index_t i) const {
+    using D = typename Rule::decay;
+    return D::log_alpha(key_lane<D::inputs>(s, bt, t, hv, i), i);
+  }
+  // b_i, the erase gate of key lane i, and w_j, the write gate of value lane j (the update's hooks).
+  template <class Rule>
+  __device__ float erase_gate(const token_scalars& s, index_t bt, index_t t, index_t hv, index_t i) const {
+    using U = typename Rule::update;
+    return U::erase_gate(key_lane<U::inputs>(s, bt, t, hv, i), i);
+  }
+  template <class Rule>
+  __device__ float write_gate(const token_scalars& s, index_t bt, index_t t, index_t hv, index_t j) const {
+    using U = typename Rule::update;
+    return U::write_gate(value_lane<U::inputs>(s, bt, t, hv, j), j);
+  }
+
+  // The token's one log α (a decay of kind scalar) and one erase gate (an update whose gates are per token, such
+  // as delta's β), each from its own policy's inputs.
+  template <class Rule>
+  __device__ float token_log_alpha(index_t bt, index_t t, index_t hv) const {
+    return log_alpha<Rule>(scalars<Rule::decay::inputs>(bt, t, hv), bt, t, hv, 0);
+  }
+  template <class Rule>
+  __device__ float token_erase_gate(index_t bt, index_t t, index_t hv) const {
+    return erase_gate<Rule>(scalars<Rule::update::inputs>(bt, t, hv), bt, t, hv, 0);
+  }
 
   // Stats pass: c_t, given the rule's own log decay (g, or the mean of gk) for when the caller gave none.
   __device__ float stats_log_decay(index_t bt, index_t t, index_t hv, float rule_log_decay) const {
