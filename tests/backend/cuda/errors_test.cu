@@ -1,9 +1,9 @@
-// tests/cuda/errors_test.cu — bad arguments are rejected on the host before any launch, naming the argument.
+// tests/backend/cuda/errors_test.cu — bad arguments are rejected on the host before any launch, naming the argument.
 #include <doctest/doctest.h>
 
 #include <string>
 
-#include "cuda/device_case.hpp"
+#include "backend/cuda/device_case.hpp"
 #include "support/compare.hpp"
 #include "support/tolerance.hpp"
 

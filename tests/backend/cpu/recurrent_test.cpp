@@ -2,9 +2,9 @@
 // double inputs, 1 and 2 threads, every instruction set this build can run (native, AVX2, one scalar lane).
 #include <doctest/doctest.h>
 
-#include "../support/compare.hpp"
-#include "../support/inputs.hpp"
-#include "../support/tolerance.hpp"
+#include "support/compare.hpp"
+#include "support/inputs.hpp"
+#include "support/tolerance.hpp"
 
 using namespace linea;
 using namespace linea::testing;

@@ -5,9 +5,9 @@
 
 #include <numeric>
 
-#include "../support/compare.hpp"
-#include "../support/inputs.hpp"
-#include "../support/tolerance.hpp"
+#include "support/compare.hpp"
+#include "support/inputs.hpp"
+#include "support/tolerance.hpp"
 
 using namespace linea;
 using namespace linea::testing;

@@ -3,7 +3,7 @@
 // The default run uses small K, V and a reduced cross product; TEST_SUITE("slow") runs the full one.
 #include <doctest/doctest.h>
 
-#include "chunkwise/compare_forms.hpp"
+#include "chunk/compare_forms.hpp"
 
 using namespace linea;
 using namespace linea::testing;
