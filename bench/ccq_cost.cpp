@@ -5,7 +5,7 @@
 //   chunkwise/<rule>/ccq_decayed/f32/threads:1/ccq_cost   + CCQ, decayed weighting (rules with a decay)
 // (the suffix keeps these apart from bench/recurrent.cpp's chunkwise/<rule>/identity/f32/threads:1)
 //
-// Shape of the issue: B = 1, H = HV = 16, K = V = 128, T = 4096, chunk 64, float32. The ratio ccq / identity is
+// Shape: B = 1, H = HV = 16, K = V = 128, T = 4096, chunk 64, float32. The ratio ccq / identity is
 // the cost of CCQ (goal ≤ 1.3×). Timed in CPU time of the calling thread (the default of Google Benchmark), so
 // that other processes on a shared machine do not distort the ratio.
 #include <benchmark/benchmark.h>

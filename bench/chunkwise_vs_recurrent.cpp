@@ -5,7 +5,7 @@
 // The recurrent form at this shape is bench/recurrent.cpp's recurrent/<rule>/identity/f32/threads:1, so
 // `--benchmark_filter='(recurrent|chunkwise)/(gated_delta_rule|gla)/identity/f32/threads:1'` gives the comparison.
 //
-// Shape of issue #3: B = 1, H = HV = 16, K = V = 128, T = 4096, float32, one thread, for gated_delta and gla.
+// Shape: B = 1, H = HV = 16, K = V = 128, T = 4096, float32, one thread, for gated_delta and gla.
 // Both forms also write the final state (a prefill returns it), not the residual. Google Benchmark's CPU time of
 // the calling thread is the figure to read on a shared machine.
 #include <benchmark/benchmark.h>

@@ -22,7 +22,7 @@
 
 namespace linea_bench {
 
-// The shape: B = 1, H = HV = 16, K = V = 128, T = 4096; the decode step runs a batch of 64 states.
+// The benchmark shape: B = 1, H = HV = 16, K = V = 128, T = 4096; the decode step runs a batch of 64 states.
 struct shape {
   linea::index_t B = 1, T = 4096, H = 16, K = 128, V = 128;
 };

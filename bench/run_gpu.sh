@@ -4,7 +4,7 @@
 # racecheck) on small runs, linea's benchmarks and fla's Triton kernels timed in the same run; prints the table.
 #
 #   bench/run_gpu.sh                      # build into build-gpu/ (needs Eigen, doctest, nlohmann_json, nvcc)
-#   LINEA_GPU_BUILD=dir bench/run_gpu.sh  # use binaries built elsewhere (dir/tests/cuda/linea_cuda_tests, ...)
+#   LINEA_GPU_BUILD=dir bench/run_gpu.sh  # use binaries built elsewhere (dir/tests/backend/cuda/linea_cuda_tests, ...)
 #   DEPS=dir bench/run_gpu.sh             # no CMake: nvcc with Eigen, doctest, nlohmann, xsimd headers from dir
 #   LOG=dir                               # where logs go (default: $OUT if set, else build dir/gpu-logs)
 #   SKIP="sanitize fla"                   # leave steps out (tests conformance sanitize bench fla)
@@ -16,7 +16,7 @@ LOG=${LOG:-${OUT:-$BUILD/gpu-logs}}
 SKIP=${SKIP:-}  # words: tests conformance memcheck racecheck bench fla
 LIMIT=${LIMIT:-}  # e.g. "timeout 150": a cap on each step
 mkdir -p "$LOG"
-TESTS=$BUILD/tests/cuda/linea_cuda_tests
+TESTS=$BUILD/tests/backend/cuda/linea_cuda_tests
 BENCH=$BUILD/bench/cuda/linea_cuda_bench
 CONF=$BUILD/tools/linea_cuda_conformance
 CONF_DIR=${LINEA_CONFORMANCE_DIR:-$ROOT/../shared/conformance}

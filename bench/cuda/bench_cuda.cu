@@ -1,4 +1,4 @@
-// bench/cuda/bench_cuda.cu — CUDA-event timings of linea's CUDA backend at the issue's shapes.
+// bench/cuda/bench_cuda.cu — CUDA-event timings of linea's CUDA backend at the benchmark shapes below.
 //
 //   chunkwise forward, every rule, identity and CCQ read: B=8, T=4096, H=HV=16, K=V=128, bf16 in, fp32 states
 //   decode step, every rule: B=256 rows, H=HV=16, K=V=128, bf16 in, fp32 state pool updated in place

@@ -13,13 +13,13 @@ JOBS=${JOBS:-$(nproc)}
 FLAGS="-std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=compute_80
   --expt-relaxed-constexpr -diag-suppress=20012,20013,20015,68,186 -Xptxas -warn-spills
   -I$ROOT/include -I$ROOT/tests -I$ROOT/tools -I$DEPS -I$DEPS/eigen3"
-mkdir -p "$OUTDIR/obj" "$OUTDIR/tests/cuda" "$OUTDIR/bench/cuda" "$OUTDIR/tools"
-srcs=("$ROOT"/tests/cuda/*.cu "$ROOT/bench/cuda/bench_cuda.cu" "$ROOT/tools/linea_cuda_conformance.cu")
+mkdir -p "$OUTDIR/obj" "$OUTDIR/tests/backend/cuda" "$OUTDIR/bench/cuda" "$OUTDIR/tools"
+srcs=("$ROOT"/tests/backend/cuda/*.cu "$ROOT/bench/cuda/bench_cuda.cu" "$ROOT/tools/linea_cuda_conformance.cu")
 printf '%s\n' "${srcs[@]}" | xargs -P "$JOBS" -I{} sh -c \
   'o="$0/obj/$(basename "{}" .cu).o"; '"$NVCC"' '"$(echo $FLAGS)"' -c "{}" -o "$o" || { echo "FAILED: {}"; exit 255; }' "$OUTDIR"
 objs=()
-for s in "$ROOT"/tests/cuda/*.cu; do objs+=("$OUTDIR/obj/$(basename "$s" .cu).o"); done
-$NVCC -gencode=arch=compute_90a,code=sm_90a "${objs[@]}" -o "$OUTDIR/tests/cuda/linea_cuda_tests"
+for s in "$ROOT"/tests/backend/cuda/*.cu; do objs+=("$OUTDIR/obj/$(basename "$s" .cu).o"); done
+$NVCC -gencode=arch=compute_90a,code=sm_90a "${objs[@]}" -o "$OUTDIR/tests/backend/cuda/linea_cuda_tests"
 $NVCC -gencode=arch=compute_90a,code=sm_90a "$OUTDIR/obj/bench_cuda.o" -o "$OUTDIR/bench/cuda/linea_cuda_bench"
 $NVCC -gencode=arch=compute_90a,code=sm_90a "$OUTDIR/obj/linea_cuda_conformance.o" -o "$OUTDIR/tools/linea_cuda_conformance"
-echo "built: $OUTDIR/{tests/cuda/linea_cuda_tests,bench/cuda/linea_cuda_bench,tools/linea_cuda_conformance}"
+echo "built: $OUTDIR/{tests/backend/cuda/linea_cuda_tests,bench/cuda/linea_cuda_bench,tools/linea_cuda_conformance}"

@@ -1,4 +1,4 @@
-// tests/rules/grid.hpp — the recurrent form (CPU) against the float64 reference over the grid of issue #2:
+// tests/rules/grid.hpp — the recurrent form (CPU) against the float64 reference over a grid of shapes:
 // T ∈ {1, 2, 63, 64, 65, 1000}, K ≠ V, HV = 2H, with and without initial state, time-major and head-first
 // inputs, packed sequences (including one of length 1). Used by grid_test.cpp (checks) and by the
 // error report (prints the maxima per rule).

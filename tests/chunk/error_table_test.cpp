@@ -1,4 +1,4 @@
-// Prints the chunkwise form's measured errors per rule and chunk size (the numbers quoted in issue #3):
+// Prints the chunkwise form's measured errors per rule and chunk size:
 //   linea_tests -tc="chunkwise error table"
 // Max over a grid of T ∈ {1, 17, 64, 65, 1000, 4096} (two batch rows, GVA, initial state) plus packed sequences,
 // K = V = 64, normal gates; and extreme gates (log decays in [−20, 0], β up to 2) at T = 1000.
@@ -7,7 +7,7 @@
 
 #include <doctest/doctest.h>
 
-#include "chunkwise/compare_forms.hpp"
+#include "chunk/compare_forms.hpp"
 
 using namespace linea;
 using namespace linea::testing;

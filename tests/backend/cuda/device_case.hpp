@@ -1,4 +1,4 @@
-// tests/cuda/device_case.hpp — a random_case (and its CCQ tensors) mirrored on the GPU: the same views, same
+// tests/backend/cuda/device_case.hpp — a random_case (and its CCQ tensors) mirrored on the GPU: the same views, same
 // strides, device pointers; results copied back into the host case for comparison with the float64 reference.
 #pragma once
 #include <cuda_runtime.h>

@@ -8,7 +8,7 @@
 #include <doctest/doctest.h>
 
 #include "support/rules.hpp"
-#include "chunkwise/compare_forms.hpp"
+#include "chunk/compare_forms.hpp"
 
 using namespace linea;
 using namespace linea::testing;

@@ -3,9 +3,9 @@
 #include <doctest/doctest.h>
 
 #include "support/rules.hpp"
-#include "../support/compare.hpp"
-#include "../support/inputs.hpp"
-#include "../support/tolerance.hpp"
+#include "support/compare.hpp"
+#include "support/inputs.hpp"
+#include "support/tolerance.hpp"
 
 using namespace linea;
 using namespace linea::testing;

@@ -6,9 +6,9 @@
 #include <numeric>
 
 #include "support/rules.hpp"
-#include "../support/compare.hpp"
-#include "../support/inputs.hpp"
-#include "../support/tolerance.hpp"
+#include "support/compare.hpp"
+#include "support/inputs.hpp"
+#include "support/tolerance.hpp"
 
 using namespace linea;
 using namespace linea::testing;

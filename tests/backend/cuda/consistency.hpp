@@ -1,4 +1,4 @@
-// tests/cuda/consistency.hpp — every CUDA form against the float64 reference (SPEC §5 tolerances for the input
+// tests/backend/cuda/consistency.hpp — every CUDA form against the float64 reference (SPEC §5 tolerances for the input
 // type), one rule per translation unit: LINEA_CUDA_CONSISTENCY(rule) expands to that rule's test cases.
 #pragma once
 #include <doctest/doctest.h>
@@ -6,7 +6,7 @@
 #include <numeric>
 #include <string>
 
-#include "cuda/device_case.hpp"
+#include "backend/cuda/device_case.hpp"
 #include "support/compare.hpp"
 #include "support/tolerance.hpp"
 

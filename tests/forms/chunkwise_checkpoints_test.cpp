@@ -6,7 +6,9 @@
 #include <doctest/doctest.h>
 
 #include "support/rules.hpp"
-#include "chunkwise/compare_forms.hpp"
+#include "support/compare.hpp"
+#include "support/inputs.hpp"
+#include "support/tolerance.hpp"
 #include "support/slice.hpp"
 
 using namespace linea;

@@ -1,4 +1,4 @@
-// tests/chunkwise/compare_forms.hpp — runs one random case through the chunkwise form, the recurrent form and the
+// tests/chunk/compare_forms.hpp — runs one random case through the chunkwise form, the recurrent form and the
 // float64 reference, and measures both forms against the reference (SPEC §5).
 #pragma once
 #include <algorithm>

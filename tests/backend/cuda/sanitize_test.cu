@@ -1,7 +1,7 @@
-// tests/cuda/sanitize_test.cu — one small run of every kernel (recurrent, step, chunk; both reads; 32- and
+// tests/backend/cuda/sanitize_test.cu — one small run of every kernel (recurrent, step, chunk; both reads; 32- and
 // 16-bit inputs) for compute-sanitizer: `compute-sanitizer --tool racecheck linea_cuda_tests -ts=sanitize`.
 // Also a plain test: each run is checked against the float64 reference.
-#include "cuda/consistency.hpp"
+#include "backend/cuda/consistency.hpp"
 
 namespace {
 using namespace linea;

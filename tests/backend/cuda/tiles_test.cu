@@ -1,8 +1,8 @@
-// tests/cuda/tiles_test.cu — value widths that leave the kernels' tiles partly empty: the chunk kernel splits V
+// tests/backend/cuda/tiles_test.cu — value widths that leave the kernels' tiles partly empty: the chunk kernel splits V
 // into tiles of 64 columns (two CTAs per head for the scalar-decay rules), the decode kernel into tiles of 128
 // with four columns per lane. V = 100 gives a partial second chunk tile and a lane with 0 < columns < 4; K = 72
 // leaves key rows of the state tiles empty. Scalar-decay rules (split tiles) and a per-key rule (one tile).
-#include "cuda/consistency.hpp"
+#include "backend/cuda/consistency.hpp"
 
 namespace linea::testing {
 

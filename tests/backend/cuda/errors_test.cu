@@ -1,0 +1,105 @@
+// tests/backend/cuda/errors_test.cu — bad arguments are rejected on the host before any launch: one table row per
+// bad input (a pointer in host memory, a shape, a limit of the CUDA kernels, an input the CUDA backend does not
+// take). Each must throw a linea::error naming the argument (and the shapes or limits), and the device outputs
+// must still hold the poison device_case wrote into them: nothing was launched.
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/consistency.hpp"
+#include "support/rejection.hpp"
+
+using namespace linea;
+using namespace linea::testing;
+
+namespace {
+
+template <class T>
+struct cuda_bad_input {
+  std::string what;
+  void (*check)(const cuda_bad_input&) = nullptr;  // the rule and the form that must reject it
+  // Breaks the device arguments `a`; `host` are the same arguments over the case's host tensors.
+  std::function<void(arguments<T, float>& a, const arguments<T, float>& host)> breaks;
+  std::vector<std::string> words;
+  case_shape shape;
+};
+
+// Every byte still 0xFF, as device_pool::output left it.
+template <class X, int R>
+bool poisoned(const tensor<X, R>& t) {
+  const auto* p = reinterpret_cast<const unsigned char*>(t.data());
+  for (std::size_t i = 0; i < t.size() * sizeof(X); ++i)
+    if (p[i] != 0xFF) return false;
+  return true;
+}
+
+template <class Rule, class Form, class T>
+void cuda_rejects(const cuda_bad_input<T>& row) {
+  INFO("form: ", Form::name);
+  auto c = random_case<Rule, T>::make(row.shape);
+  device_case<Rule, T> d{c};
+  const arguments<T, float> host = c.args();
+  auto a = d.args(host);
+  row.breaks(a, host);
+  if (!expect_error([&] { Form::template run<Rule, read::identity>(a); }, row.words)) return;
+  d.back();
+  CHECK(poisoned(c.o));
+  CHECK(poisoned(c.residual));
+  CHECK(poisoned(c.ht));
+}
+
+const case_shape small{.B = 1, .T = 8, .H = 1, .HV = 1, .K = 16, .V = 16};
+const case_shape one_token{.B = 2, .T = 1, .H = 1, .HV = 1, .K = 16, .V = 16, .initial_state = true};
+
+}  // namespace
+
+TEST_CASE("cuda: bad arguments are rejected before any launch (float32 inputs)") {
+  tensor<float, 5> checkpoints({1, 1, 1, 16, 16});  // the right shape for `small` at the default chunk size
+  const std::vector<std::int32_t> idx = {0};
+  const cuda_bad_input<float> table[] = {
+      {.what = "v in host memory", .check = cuda_rejects<gated_delta, cuda_chunkwise>,
+       .breaks = [](auto& a, const auto& host) { a.v = host.v; }, .words = {"'v'", "host memory"}, .shape = small},
+      {.what = "q in host memory", .check = cuda_rejects<gated_delta, cuda_step>,
+       .breaks = [](auto& a, const auto& host) { a.q = host.q; }, .words = {"'q'", "host memory"},
+       .shape = one_token},
+      {.what = "o in host memory", .check = cuda_rejects<delta, cuda_recurrent>,
+       .breaks = [](auto& a, const auto& host) { a.o = host.o; }, .words = {"'o'", "host memory"}, .shape = small},
+      {.what = "final_state in host memory", .check = cuda_rejects<kda, cuda_chunkwise>,
+       .breaks = [](auto& a, const auto& host) { a.final_state = host.final_state; },
+       .words = {"'final_state'", "host memory"}, .shape = small},
+      {.what = "the chunkwise form's K limit", .check = cuda_rejects<delta, cuda_chunkwise>,
+       .breaks = [](auto&, const auto&) {}, .words = {"K, V <= 128", "K = 160"},
+       .shape = {.B = 1, .T = 4, .H = 1, .HV = 1, .K = 160, .V = 16}},
+      {.what = "the chunkwise form's V limit", .check = cuda_rejects<gated_delta, cuda_chunkwise>,
+       .breaks = [](auto&, const auto&) {}, .words = {"K, V <= 128", "V = 160"},
+       .shape = {.B = 1, .T = 4, .H = 1, .HV = 1, .K = 16, .V = 160}},
+      {.what = "the recurrent form's K limit", .check = cuda_rejects<gated_delta, cuda_recurrent>,
+       .breaks = [](auto&, const auto&) {}, .words = {"K <= 256", "K = 300"},
+       .shape = {.B = 1, .T = 4, .H = 1, .HV = 1, .K = 300, .V = 16}},
+      {.what = "checkpoints, which the CUDA backend does not produce", .check = cuda_rejects<gated_delta, cuda_chunkwise>,
+       .breaks = [&](auto& a, const auto&) { a.checkpoints = checkpoints; },
+       .words = {"'checkpoints'", "CUDA backend"}, .shape = small},
+      {.what = "the decode step's state_indices given to the recurrent form",
+       .check = cuda_rejects<gated_delta, cuda_recurrent>,
+       .breaks = [&](auto& a, const auto&) { a.state_indices = idx; }, .words = {"'state_indices'", "decode step"},
+       .shape = small},
+      {.what = "a chunk size the chunkwise form does not support", .check = cuda_rejects<gated_delta, cuda_chunkwise>,
+       .breaks = [](auto& a, const auto&) { a.chunk_size = 48; }, .words = {"'chunk_size' = 48"}, .shape = small},
+  };
+  check_rejected(table);
+}
+
+TEST_CASE("cuda: bad arguments are rejected before any launch (bf16 inputs)") {
+  const cuda_bad_input<bf16> table[] = {
+      {.what = "gk with the wrong K", .check = cuda_rejects<kda, cuda_recurrent>,
+       .breaks = [](auto& a, const auto&) { a.gk.ext[3] = 15; }, .words = {"'gk'", "[1, 8, 2, 15]", "[1, 8, 2, 16]"},
+       .shape = {.B = 1, .T = 8, .H = 1, .HV = 2, .K = 16, .V = 16}},
+      {.what = "beta in host memory", .check = cuda_rejects<gated_delta, cuda_chunkwise>,
+       .breaks = [](auto& a, const auto& host) { a.beta = host.beta; }, .words = {"'beta'", "host memory"},
+       .shape = small},
+  };
+  check_rejected(table);
+}

@@ -1,4 +1,0 @@
-// tests/cuda/kda_test.cu — the kda rule on the GPU, every form and read, against the float64 reference.
-#include "cuda/consistency.hpp"
-
-LINEA_CUDA_CONSISTENCY(kda)
