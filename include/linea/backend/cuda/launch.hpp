@@ -18,7 +18,6 @@ template <class T>
 struct operand_type {
   using type = T;
 };
-#if defined(LINEA_CUDA_HAS_STORAGE)
 template <>
 struct operand_type<bf16> {
   using type = __nv_bfloat16;
@@ -27,7 +26,6 @@ template <>
 struct operand_type<fp16> {
   using type = __half;
 };
-#endif
 
 template <class T>
 inline constexpr bool supported_input =
