@@ -10,10 +10,7 @@
 #include <cuda_fp16.h>
 
 #include "../../core/gates.hpp"
-#if __has_include("../../core/storage.hpp")
 #include "../../core/storage.hpp"
-#define LINEA_CUDA_HAS_STORAGE 1
-#endif
 #include "../../rules/write_rule.hpp"
 
 namespace linea::cuda_detail {
@@ -35,7 +32,6 @@ __device__ __forceinline__ __half from_float<__half>(float x) {
   return __float2half_rn(x);
 }
 
-#if defined(LINEA_CUDA_HAS_STORAGE)
 template <>
 __device__ __forceinline__ bf16 from_float<bf16>(float x) {
   return bf16::from_bits(__bfloat16_as_ushort(__float2bfloat16_rn(x)));
@@ -44,7 +40,6 @@ template <>
 __device__ __forceinline__ fp16 from_float<fp16>(float x) {
   return fp16::from_bits(__half_as_ushort(__float2half_rn(x)));
 }
-#endif
 
 // What a pass computes, fixed at compile time.
 template <class Rule, pass P>
@@ -55,7 +50,8 @@ struct pass_traits {
   static constexpr bool erases = !stats && Rule::update::erases;
   static constexpr bool channel_gates = !stats && Rule::update::uses_channel_gates;
   static constexpr bool uses_beta = !stats && Rule::update::uses_beta;
-  // The stats pass needs the mean of the rule's per-key decay when c_t defaults to it.
+  // The stats pass's c_t defaults to the rule's own log decay: its scalar gate g, or the mean of its per-key gk.
+  static constexpr bool stats_rule_g = stats && Rule::decay::scalar_gate;
   static constexpr bool stats_mean_gk = stats && Rule::decay::key_gate;
 };
 
