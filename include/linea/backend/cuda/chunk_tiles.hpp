@@ -1,6 +1,6 @@
-// linea/backend/cuda/chunk_tiles.hpp — what the 64-token chunk kernels (scalar_chunk_kernel.hpp,
-// delta_pipeline_kernel.hpp) share: their tile sizes, the cp.async row loads, the in-chunk scan of the log decays,
-// Sᵀ from the state accumulators, and the output strips.
+// linea/backend/cuda/chunk_tiles.hpp — what the chunk kernels share: the 64-token kernels' tile sizes
+// (scalar_chunk_kernel.hpp, delta_pipeline_kernel.hpp), the cp.async row loads, the in-chunk scan of the log
+// decays, the state tile in and out of registers, Sᵀ from the state accumulators, and the output strips.
 #pragma once
 #include "mma.hpp"
 #include "source.hpp"
@@ -107,26 +107,34 @@ __device__ __forceinline__ void scan64(float x0, float x1, float* dst) {
   dst[lane + 32] = x1 + __shfl_sync(0xffffffffu, x0, 31);
 }
 
-// Sᵀ [BV][ld] in the operand type from the state accumulators (warp w holds key rows 16w .. 16w + 15):
-// stmatrix.trans on sm_90 (four 8×8 tiles per instruction), element stores in the portable PTX.
+// Sᵀ [8·NT][ld] in the operand type from the state accumulators (warp w holds key rows 16w .. 16w + 15):
+// stmatrix.trans on sm_90 (four 8×8 tiles per instruction); element stores for float tiles and in the portable PTX.
 template <class E, int NT>
 __device__ __forceinline__ void store_state_t(E* ST, int ld, const float (&acc)[NT][4]) {
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  auto elements = [&] {
+#pragma unroll
+    for (int nt = 0; nt < NT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) ST[(8 * nt + acc_col(e)) * ld + 16 * warp + acc_row(e)] = from_float<E>(acc[nt][e]);
+  };
+  if constexpr (std::is_same_v<E, float>) {
+    (void)lane;
+    elements();
+  } else {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
 #pragma unroll
-  for (int nt = 0; nt < NT; nt += 2) {
-    const int m = lane >> 3;
-    E* row = ST + (8 * (nt + m / 2) + (lane & 7)) * ld + 16 * warp + 8 * (m % 2);
-    stmatrix_x4_trans(row, pack2<E>(acc[nt][0], acc[nt][1]), pack2<E>(acc[nt][2], acc[nt][3]),
-                      pack2<E>(acc[nt + 1][0], acc[nt + 1][1]), pack2<E>(acc[nt + 1][2], acc[nt + 1][3]));
-  }
+    for (int nt = 0; nt < NT; nt += 2) {
+      const int m = lane >> 3;
+      E* row = ST + (8 * (nt + m / 2) + (lane & 7)) * ld + 16 * warp + 8 * (m % 2);
+      stmatrix_x4_trans(row, pack2<E>(acc[nt][0], acc[nt][1]), pack2<E>(acc[nt][2], acc[nt][3]),
+                        pack2<E>(acc[nt + 1][0], acc[nt + 1][1]), pack2<E>(acc[nt + 1][2], acc[nt + 1][3]));
+    }
 #else
-  (void)lane;
-#pragma unroll
-  for (int nt = 0; nt < NT; ++nt)
-#pragma unroll
-    for (int e = 0; e < 4; ++e) ST[(8 * nt + acc_col(e)) * ld + 16 * warp + acc_row(e)] = from_float<E>(acc[nt][e]);
+    (void)lane;
+    elements();
 #endif
+  }
 }
 
 // A warp's 16×8·NT strip c (mma accumulators: rows r0 + acc_row, columns c0w + 8t + acc_col) times `mul` into the

@@ -13,7 +13,7 @@
 // state's critical path with the three state products. One CTA per (value head, sequence) holds the whole
 // 128-column state (64 fp32 registers per consumer thread), so P, A and T are formed once per head. Each side is a
 // latency-bound stream of instructions, so every warp issues its products before the element-wise work that waits
-// on them (on the H200 that ordering alone took gated_delta from 0.503 to 0.462 ms; bench/cuda/README.md).
+// on them (measured on the H200: bench/cuda/README.md).
 //
 // Chunk tiles live in two slots (chunk c mod 2: q, k, v / Z, P, T, G, β); named barriers hand a slot over:
 //   full[s]:  producers arrive when chunk c (slot s) is ready, consumers wait

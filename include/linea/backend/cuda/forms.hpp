@@ -11,11 +11,8 @@
 #include "launch.hpp"
 
 #include "../../forms/recurrent.hpp"
-#include "../../forms/step.hpp"
-#if __has_include("../../forms/chunkwise.hpp")
 #include "../../forms/chunkwise.hpp"
-#define LINEA_CUDA_HAS_CPU_CHUNKWISE 1
-#endif
+#include "../../forms/step.hpp"
 
 namespace linea {
 namespace detail {
@@ -39,9 +36,8 @@ struct step_impl<backend::cuda> {
   }
 };
 
-#if defined(LINEA_CUDA_HAS_CPU_CHUNKWISE)
-// The same checks as the CPU chunkwise form (chunk_size, checkpoints' shape, no state_indices). The kernel's own
-// chunk length is fixed (32 tokens); chunk_size changes nothing in the results, which are the same function.
+// The same checks as the CPU chunkwise form (chunk_size, checkpoints' shape, no state_indices). The kernels' own
+// chunk lengths are fixed (32 or 64 tokens); chunk_size changes nothing in the results, which are the same function.
 template <>
 struct chunkwise_impl<backend::cuda> {
   template <class Rule, class Read, class T, class S>
@@ -50,19 +46,7 @@ struct chunkwise_impl<backend::cuda> {
     cuda_detail::run<Rule, Read, cuda_detail::form::chunkwise>(a, p);
   }
 };
-#endif
 
 }  // namespace detail
-
-#if !defined(LINEA_CUDA_HAS_CPU_CHUNKWISE)
-// Until the CPU chunkwise form exists, the chunkwise entry point is declared here for the CUDA backend alone.
-template <class Rule, class Read = read::identity, class Backend = backend::cuda, class T, class S>
-void chunkwise(const arguments<T, S>& a) {
-  static_assert(std::is_same_v<Backend, backend::cuda>, "linea::chunkwise: only the CUDA backend is built here");
-  const problem p = validate<Rule, Read>(a);
-  if (!a.state_indices.empty()) throw error("argument 'state_indices' belongs to the decode step, not chunkwise");
-  cuda_detail::run<Rule, Read, cuda_detail::form::chunkwise>(a, p);
-}
-#endif
 
 }  // namespace linea

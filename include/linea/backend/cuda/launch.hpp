@@ -53,8 +53,7 @@ void launch_recurrent(const kernel_args<T>& k, index_t rows) {
 }
 
 // ---- decode step (main pass, K <= 128); the stats pass and larger K use the token-by-token kernel -----------------
-// Four columns per lane (16-byte loads): on the H200 0.80–0.90 of copy bandwidth, against 0.72–0.89 with two
-// (bench/cuda/README.md).
+// Four columns per lane (16-byte loads): closer to copy bandwidth on the H200 than two (bench/cuda/README.md).
 template <class Rule, class T, int KMAX>
 void launch_decode_k(const kernel_args<T>& k, index_t rows) {
   constexpr int CPL = 4, cols = 32 * CPL;
@@ -120,7 +119,6 @@ void launch_chunk(const kernel_args<T>& k, index_t rows) {
   }
   constexpr int BV = chunk_bv<Rule, T, E, P>;
   constexpr std::size_t bytes = chunk_shape<Rule, T, E, P, BV>::bytes;
-  static_assert(bytes <= 227 * 1024, "chunk_kernel: shared memory over the 227 KB a Hopper block can have");
   constexpr auto kernel = chunk_kernel<Rule, T, E, P, BV>;
   allow_dynamic_shared<kernel, bytes>();
   const index_t cols = P == pass::stats ? k.K : k.V;

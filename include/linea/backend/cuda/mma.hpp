@@ -1,10 +1,14 @@
-// linea/backend/cuda/mma.hpp — the one matrix primitive of the chunk kernel: a warp computes a 16×8 fp32 tile
-// D += A·B over a k-step of 16, with the operands read through functors fa(m, k), fb(k, n) (tile-local indices).
-//
-// Every thread owns the same four outputs whatever the operand type (mma.sync's accumulator layout):
+// linea/backend/cuda/mma.hpp — the warp-level matrix primitives of the CUDA kernels, one way to issue each:
+//   mma_regs            one m16n8k16 tensor-core product on fragments in registers (fp32 accumulation)
+//   ldmatrix_x4 / _x2   16-bit 8×8 tiles from shared memory into fragments (.trans for tiles stored [k][m])
+//   mma_tile            a warp's 16×8 tile c += A·Bᵀ, operands in shared memory
+//   mma_strip           a warp's 16 × 8·NT strip c += A·B (A, B either way round), the same from shared memory
+//   stmatrix_x4_trans   fragments back to shared memory, transposed (sm_90)
+//   pack2, acc_row/col  a fragment's packed pair; where an accumulator element sits in its tile
+// Every thread owns the same four outputs of a 16×8 tile whatever the operand type (mma.sync's accumulator layout):
 //   c[0], c[1]: row g,   columns 2q, 2q+1;   c[2], c[3]: row g+8, same columns     (g = lane/4, q = lane%4)
 // E = __nv_bfloat16 / __half: tensor cores (mma.sync.m16n8k16, fp32 accumulation);
-// E = float: the same tile in fp32 FMAs (float32 inputs keep float32 accuracy, SPEC §5).
+// E = float: the same tiles in fp32 FMAs (float32 inputs keep float32 accuracy, SPEC §5).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -41,34 +45,28 @@ __device__ __forceinline__ void mma_regs(float (&c)[4], const std::uint32_t (&a)
   }
 }
 
-template <class E, class FA, class FB>
-__device__ __forceinline__ void mma_k16(float (&c)[4], const FA& fa, const FB& fb) {
-  const int lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-  if constexpr (std::is_same_v<E, float>) {
-#pragma unroll
-    for (int k = 0; k < 16; ++k) {
-      const float a0 = fa(g, k), a1 = fa(g + 8, k), b0 = fb(k, 2 * q), b1 = fb(k, 2 * q + 1);
-      c[0] = fmaf(a0, b0, c[0]);
-      c[1] = fmaf(a0, b1, c[1]);
-      c[2] = fmaf(a1, b0, c[2]);
-      c[3] = fmaf(a1, b1, c[3]);
-    }
-  } else {
-    const std::uint32_t a0 = pack2<E>(fa(g, 2 * q), fa(g, 2 * q + 1));
-    const std::uint32_t a1 = pack2<E>(fa(g + 8, 2 * q), fa(g + 8, 2 * q + 1));
-    const std::uint32_t a2 = pack2<E>(fa(g, 2 * q + 8), fa(g, 2 * q + 9));
-    const std::uint32_t a3 = pack2<E>(fa(g + 8, 2 * q + 8), fa(g + 8, 2 * q + 9));
-    const std::uint32_t b0 = pack2<E>(fb(2 * q, g), fb(2 * q + 1, g));
-    const std::uint32_t b1 = pack2<E>(fb(2 * q + 8, g), fb(2 * q + 9, g));
-    const std::uint32_t a[4] = {a0, a1, a2, a3}, b[2] = {b0, b1};
-    mma_regs<E>(c, a, b);
-  }
+// 16-bit 8×8 tiles from shared memory into mma fragments: lane l gives the row address of tile l / 8 (16 bytes
+// aligned); .trans for tiles stored the other way round ([k][m] instead of [m][k]).
+template <bool Trans = false>
+__device__ __forceinline__ void ldmatrix_x4(std::uint32_t (&r)[4], const void* row) {
+  const std::uint32_t s = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  if constexpr (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(s));
+}
+// Two tiles (lanes 0..15 give the row addresses).
+__device__ __forceinline__ void ldmatrix_x2(std::uint32_t (&r)[2], const void* row) {
+  const std::uint32_t s = static_cast<std::uint32_t>(__cvta_generic_to_shared(row));
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(r[0]), "=r"(r[1]) : "r"(s));
 }
 
-// c += A · Btᵀ over 16·ksteps: A row-major at (r0, k0) with row stride lda, Bt[n][k] row-major at (n0, k0).
-// 16-bit operands come in by ldmatrix (rows 16-byte aligned); float runs the same tile in FMAs.
+// A warp's 16×8 tile: c += A · Btᵀ over 16·ksteps, A [m][k] and Bt [n][k] row-major; 16-bit operands by ldmatrix
+// (.x4 for A, .x2 for B; rows 16-byte aligned), float ones in FMAs.
 template <class E>
-__device__ __forceinline__ void mma_rows(float (&c)[4], const E* A, int lda, const E* Bt, int ldb, int ksteps) {
+__device__ __forceinline__ void mma_tile(float (&c)[4], const E* A, int lda, const E* Bt, int ldb, int ksteps) {
   const int lane = threadIdx.x & 31;
   if constexpr (std::is_same_v<E, float>) {
     const int g = lane >> 2, q = lane & 3;
@@ -85,67 +83,47 @@ __device__ __forceinline__ void mma_rows(float (&c)[4], const E* A, int lda, con
     const E* pb = Bt + (lane & 7) * ldb + ((lane >> 3) & 1) * 8;
     for (int s = 0; s < ksteps; ++s) {
       std::uint32_t a[4], b[2];
-      const std::uint32_t sa = static_cast<std::uint32_t>(__cvta_generic_to_shared(pa + 16 * s));
-      const std::uint32_t sb = static_cast<std::uint32_t>(__cvta_generic_to_shared(pb + 16 * s));
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(sa));
-      asm volatile("ldmatrix.sync.aligned.m8n8.x2.shared.b16 {%0,%1}, [%2];\n" : "=r"(b[0]), "=r"(b[1]) : "r"(sb));
+      ldmatrix_x4(a, pa + 16 * s);
+      ldmatrix_x2(b, pb + 16 * s);
       mma_regs<E>(c, a, b);
     }
   }
 }
 
-// A 16 × 8·NT strip, 16-bit operands in shared memory, either layout: c[t] += A · B(·, 8t ..) over 16·ksteps.
+// A warp's 16 × 8·NT strip, operands in shared memory: c[t] += A · B(·, 8t ..) over 16·ksteps.
 // A is [m][k] row-major (A_KM = false) or [k][m] (A_KM = true: e.g. Kᵀ read from a token-major key tile);
 // B is [n][k] (B_KN = false) or [k][n] (B_KN = true: e.g. V read from a token-major value tile). The stored-
-// transposed layouts go through ldmatrix .trans, so no tile has to be rewritten transposed first. NT is even;
-// rows 16-byte aligned.
-template <class E, int NT, bool A_KM, bool B_KN>
+// transposed layouts go through ldmatrix .trans, so no tile has to be rewritten transposed first. 16-bit rows are
+// 16-byte aligned, NT even (one ldmatrix.x4 per pair of n-tiles); float operands ([m][k], [n][k] only) run NT
+// mma_tiles in FMAs.
+template <class E, int NT, bool A_KM = false, bool B_KN = false>
 __device__ __forceinline__ void mma_strip(float (&c)[NT][4], const E* A, int lda, const E* B, int ldb, int ksteps) {
-  static_assert(NT % 2 == 0, "mma_strip: pairs of n-tiles (one ldmatrix.x4 each)");
-  const int lane = threadIdx.x & 31, l8 = lane & 7, m = lane >> 3;
-  // Lane l gives the row address of 8×8 matrix l / 8 of each x4 load; the matrices come back as the fragments
-  // (a0, a1, a2, a3) = (m 0-7 k 0-7, m 8-15 k 0-7, m 0-7 k 8-15, m 8-15 k 8-15) and, per n-tile pair,
-  // (b[t][0], b[t][1], b[t+1][0], b[t+1][1]) = (n 0-7 k 0-7, n 0-7 k 8-15, n 8-15 k 0-7, n 8-15 k 8-15).
-  const E* pa = A_KM ? A + (l8 + 8 * (m >> 1)) * lda + 8 * (m & 1) : A + (l8 + 8 * (m & 1)) * lda + 8 * (m >> 1);
-  const E* pb = B_KN ? B + (l8 + 8 * (m & 1)) * ldb + 8 * (m >> 1) : B + (l8 + 8 * (m >> 1)) * ldb + 8 * (m & 1);
-  const int a_step = A_KM ? 16 * lda : 16, b_step = B_KN ? 16 * ldb : 16;  // one k-step of 16
-  const int b_pair = B_KN ? 16 : 16 * ldb;                                 // the next two n-tiles
-  for (int s = 0; s < ksteps; ++s) {
-    std::uint32_t a[4];
-    const std::uint32_t sa = static_cast<std::uint32_t>(__cvta_generic_to_shared(pa + s * a_step));
-    if constexpr (A_KM)
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(sa));
-    else
-      asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                   : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3]) : "r"(sa));
-#pragma unroll
-    for (int h = 0; h < NT / 2; ++h) {
-      std::uint32_t b[4];
-      const std::uint32_t sb = static_cast<std::uint32_t>(__cvta_generic_to_shared(pb + s * b_step + h * b_pair));
-      if constexpr (B_KN)
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "r"(sb));
-      else
-        asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
-                     : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3]) : "r"(sb));
-      const std::uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-      mma_regs<E>(c[2 * h], a, b0);
-      mma_regs<E>(c[2 * h + 1], a, b1);
-    }
-  }
-}
-
-// Four adjacent n-tiles at once: c[t] += A · Bt(n0 + 8t ..)ᵀ, t = 0..3 (a 16×32 strip); the A fragment is
-// loaded once per k-step and the four accumulator chains are independent (latency hidden within the warp).
-template <class E>
-__device__ __forceinline__ void mma_rows4(float (&c)[4][4], const E* A, int lda, const E* Bt, int ldb, int ksteps) {
   if constexpr (std::is_same_v<E, float>) {
+    static_assert(!A_KM && !B_KN, "mma_strip: float operands are read [m][k] and [n][k]");
 #pragma unroll
-    for (int t = 0; t < 4; ++t) mma_rows<E>(c[t], A, lda, Bt + 8 * t * ldb, ldb, ksteps);
+    for (int t = 0; t < NT; ++t) mma_tile<E>(c[t], A, lda, B + 8 * t * ldb, ldb, ksteps);
   } else {
-    mma_strip<E, 4, false, false>(c, A, lda, Bt, ldb, ksteps);
+    static_assert(NT % 2 == 0, "mma_strip: pairs of n-tiles (one ldmatrix.x4 each); mma_tile for one");
+    const int lane = threadIdx.x & 31, l8 = lane & 7, m = lane >> 3;
+    // Lane l gives the row address of 8×8 matrix l / 8 of each x4 load; the matrices come back as the fragments
+    // (a0, a1, a2, a3) = (m 0-7 k 0-7, m 8-15 k 0-7, m 0-7 k 8-15, m 8-15 k 8-15) and, per n-tile pair,
+    // (b[t][0], b[t][1], b[t+1][0], b[t+1][1]) = (n 0-7 k 0-7, n 0-7 k 8-15, n 8-15 k 0-7, n 8-15 k 8-15).
+    const E* pa = A_KM ? A + (l8 + 8 * (m >> 1)) * lda + 8 * (m & 1) : A + (l8 + 8 * (m & 1)) * lda + 8 * (m >> 1);
+    const E* pb = B_KN ? B + (l8 + 8 * (m & 1)) * ldb + 8 * (m >> 1) : B + (l8 + 8 * (m >> 1)) * ldb + 8 * (m & 1);
+    const int a_step = A_KM ? 16 * lda : 16, b_step = B_KN ? 16 * ldb : 16;  // one k-step of 16
+    const int b_pair = B_KN ? 16 : 16 * ldb;                                 // the next two n-tiles
+    for (int s = 0; s < ksteps; ++s) {
+      std::uint32_t a[4];
+      ldmatrix_x4<A_KM>(a, pa + s * a_step);
+#pragma unroll
+      for (int h = 0; h < NT / 2; ++h) {
+        std::uint32_t b[4];
+        ldmatrix_x4<B_KN>(b, pb + s * b_step + h * b_pair);
+        const std::uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
+        mma_regs<E>(c[2 * h], a, b0);
+        mma_regs<E>(c[2 * h + 1], a, b1);
+      }
+    }
   }
 }
 

@@ -60,13 +60,12 @@ struct pass_traits {
   static constexpr bool stats_mean_gk = stats && decay::kind == decay_kind::per_key;
   // The rule's own decay is one number per token (the stats pass defaults c_t to it).
   static constexpr bool rule_scalar = decay::kind == decay_kind::scalar;
+  static constexpr bool stats_rule_g = stats && rule_scalar;
   // Which gate inputs a main pass reads (the stats pass reads none of them).
   static constexpr bool reads_g = !stats && reads(Rule::inputs, input::g);
   static constexpr bool reads_beta = !stats && reads(Rule::inputs, input::beta);
   static constexpr bool reads_b = !stats && reads(Rule::inputs, input::b);
   static constexpr bool reads_w = !stats && reads(Rule::inputs, input::w);
-  static constexpr bool channel_gates = reads_b || reads_w;  // (the general chunk kernel's staging of b and w)
-  static constexpr bool uses_beta = reads_beta;
 };
 
 // The per-token scalar inputs of a rule (g, β), loaded once per token and shared by every lane.
@@ -90,21 +89,13 @@ struct source {
 
   // Rule's scalar log decay g_t (after the in-kernel gate when A_log is given).
   __device__ float g(index_t bt, index_t t, index_t hv) const {
-    float x = to_float(a.g(bt, t, hv));
-    if (a.gate_active) {
-      const float bias = a.dt_bias.ptr ? a.dt_bias(hv) : 0.f;
-      x = activate_gate(x, a.A_log(hv), bias, a.has_lower_bound, a.lower_bound);
-    }
-    return x;
+    const float x = to_float(a.g(bt, t, hv));
+    return a.gate_active ? gate_from_logit(x, a.A_log, a.dt_bias, a.has_lower_bound, a.lower_bound, hv, hv) : x;
   }
   // Rule's per-key log decay gk_t[i].
   __device__ float gk(index_t bt, index_t t, index_t hv, index_t i) const {
-    float x = to_float(a.gk(bt, t, hv, i));
-    if (a.gate_active) {
-      const float bias = a.dt_bias.ptr ? a.dt_bias(hv * a.K + i) : 0.f;
-      x = activate_gate(x, a.A_log(hv), bias, a.has_lower_bound, a.lower_bound);
-    }
-    return x;
+    const float x = to_float(a.gk(bt, t, hv, i));
+    return a.gate_active ? gate_from_logit(x, a.A_log, a.dt_bias, a.has_lower_bound, a.lower_bound, hv, hv * a.K + i) : x;
   }
   __device__ float beta(index_t bt, index_t t, index_t hv) const {
     return activate_beta(to_float(a.beta(bt, t, hv)), static_cast<beta_activation>(a.beta_act));
