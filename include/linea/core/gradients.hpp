@@ -9,7 +9,8 @@
 // stored input under the in-kernel options (q, k before the L2 norm; gate logits; β logits). An output left
 // empty is not computed. Outputs are overwritten (set, not added to); a gradient view with stride 0 (dg of
 // g_gamma) receives the sum over the positions it covers. validate_gradients() checks all of it before
-// anything is written.
+// anything is written. The reference writes every gradient after it has read every input, so a gradient may
+// share memory with an input (dq over q); two gradient views must not overlap.
 #pragma once
 #include <string>
 
