@@ -6,8 +6,10 @@
 // Every directory under each DIR that holds a manifest.json is one case (format:
 // ../shared/conformance/README.md). Each case runs through each form (tools/conformance/forms.hpp) with
 // the read policy and options its params name; the outputs o, ht (and the write residual u where the case
-// has u_ref64) must be within SPEC §5 of the *_ref64 truths for the stored input type. One line per case
-// and form, then the line "N passed, M failed"; the exit status is non-zero if any failed.
+// has u_ref64) must be within SPEC §5 of the *_ref64 truths for the stored input type. A gradient case (*_grad)
+// also runs the float64 reference backward with float64 and with float32 inputs ("backward/float64",
+// "backward/float32"): every d<x>_ref64 it holds must be within SPEC §6. One line per case and form, then the
+// line "N passed, M failed"; the exit status is non-zero if any failed.
 // A case needing a feature this build lacks fails; it is not skipped.
 //
 //   --read POLICY   run only the cases whose params.read is POLICY (identity, ccq)
@@ -15,8 +17,10 @@
 #include <cstdio>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
+#include "conformance/backward_case.hpp"
 #include "conformance/case_arguments.hpp"
 #include "conformance/forms.hpp"
 #include "conformance/manifest.hpp"
@@ -42,7 +46,7 @@ void usage(std::FILE* to) {
                "usage: linea_conformance [--read POLICY] [--form NAME] DIR...\n"
                "  runs every case (a directory with manifest.json) under each DIR through every form of linea\n"
                "  --read POLICY  only cases whose params.read is POLICY (identity or ccq)\n"
-               "  --form NAME    only forms whose name starts with NAME (recurrent, step, ...)\n");
+               "  --form NAME    only forms whose name starts with NAME (recurrent, step, chunkwise, backward, ...)\n");
 }
 
 std::string format_checks(const std::vector<check>& checks, double bound) {
@@ -90,6 +94,32 @@ void run_form(const Form& form, const conformance_case& c, tally& t) {
   ++(ok ? t.passed : t.failed);
 }
 
+// The gradient truths of case `c` from linea::reference::backward with inputs of type T; one line.
+template <class T>
+void run_backward(const conformance_case& c, tally& t) {
+  const std::string name = std::is_same_v<T, double> ? "backward/float64" : "backward/float32";
+  const double bound = testing::gradient_tolerance_for<T>();
+  std::vector<check> checks;
+  std::string reason;
+  try {
+    with_rule(c.op(), [&]<class Rule>() {
+      with_read(c, [&]<class Read>() {
+        case_inputs<T> in(c, std::type_identity<Rule>{});
+        case_gradients<T> grads(c, in);
+        reference::backward<Rule, Read>(in.args, grads.grads);
+        checks = grads.compare(c);
+      });
+    });
+  } catch (const std::exception& e) {
+    reason = e.what();
+  }
+  bool ok = reason.empty() && !checks.empty();
+  for (const auto& ch : checks) ok = ok && ch.error <= bound;  // NaN fails
+  std::printf("%s  %-40s %-16s %s\n", ok ? "PASS" : "FAIL", c.label().c_str(), name.c_str(),
+              reason.empty() ? format_checks(checks, bound).c_str() : reason.c_str());
+  ++(ok ? t.passed : t.failed);
+}
+
 void run_case(const fs::path& dir, const std::string& label, const options& opt, tally& t) {
   conformance_case c;
   try {
@@ -107,13 +137,14 @@ void run_case(const fs::path& dir, const std::string& label, const options& opt,
     ((opt.form_filter.empty() || form.name().starts_with(opt.form_filter) ? run_form(form, c, t) : void()), ...);
   }, all_forms());
 
-  // Gradient cases: their forward truths were checked above; their gradients need a backward form.
-  if (const auto grads = c.gradient_truths(); !grads.empty()) {
-    std::string names;
-    for (const auto& g : grads) names += (names.empty() ? "" : ", ") + g;
-    std::printf("NOTE  %-40s %-16s not checked: %s (linea has no backward form yet, SPEC §6)\n", label.c_str(),
-                "backward", names.c_str());
+  // Gradient cases: every gradient truth through the float64 reference backward, once with the inputs in float64
+  // and once in float32 (SPEC §6 bounds for each).
+  if (!c.gradient_truths().empty()) {
     ++t.gradient_cases;
+    if (opt.form_filter.empty() || std::string("backward/float64").starts_with(opt.form_filter))
+      run_backward<double>(c, t);
+    if (opt.form_filter.empty() || std::string("backward/float32").starts_with(opt.form_filter))
+      run_backward<float>(c, t);
   }
 }
 
@@ -157,7 +188,7 @@ int main(int argc, char** argv) {
 
   if (t.not_applicable) std::printf("%d form/case pairs not applicable (reason on their n/a line)\n", t.not_applicable);
   if (t.gradient_cases)
-    std::printf("%d gradient cases: forward checked, gradients not checked (no backward form yet, SPEC §6)\n",
+    std::printf("%d gradient cases: gradients checked by the float64 reference backward (float64 and float32 inputs)\n",
                 t.gradient_cases);
   std::string filters;
   if (!opt.read_filter.empty()) filters += "read=" + opt.read_filter;

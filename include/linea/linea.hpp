@@ -1,4 +1,4 @@
-// linea/linea.hpp — everything: write rules, read policies, forms, the float64 reference.
+// linea/linea.hpp — everything: write rules, read policies, forms, the float64 reference (forward and backward).
 //
 //   #include <linea/linea.hpp>
 //   linea::arguments<float> a{.q = q, .k = k, .v = v, .g = g, .beta = beta, .o = o};
@@ -8,6 +8,7 @@
 #include "config.hpp"
 #include "core/arguments.hpp"
 #include "core/error.hpp"
+#include "core/gradients.hpp"
 #include "core/validate.hpp"
 #include "core/view.hpp"
 
@@ -16,6 +17,7 @@
 #include "read/identity.hpp"
 #include "read/ccq.hpp"
 
+#include "reference/backward.hpp"
 #include "reference/recurrence.hpp"
 
 #include "forms/chunkwise.hpp"

@@ -23,3 +23,21 @@ constexpr double tolerance_for(index_t T_len = 0) {
 }
 
 }  // namespace linea::testing
+
+namespace linea::testing {
+
+// SPEC.md §6, stated once: gradients, ‖x − ref‖ / ‖ref‖ per input tensor against the float64 gradient.
+struct gradient_tolerance {
+  static constexpr double float64 = 1e-10;
+  static constexpr double float32 = 1e-4;       // up to T = 4096
+  static constexpr double half_storage = 2e-2;  // bf16 / fp16 inputs
+};
+
+template <class T>
+constexpr double gradient_tolerance_for() {
+  if constexpr (std::is_same_v<T, double>) return gradient_tolerance::float64;
+  else if constexpr (std::is_same_v<T, float>) return gradient_tolerance::float32;
+  else return gradient_tolerance::half_storage;
+}
+
+}  // namespace linea::testing
