@@ -101,6 +101,7 @@ void add_token_gradients(const arguments<T, S>& a, const problem& p, gradient_su
 
 template <class Rule, class Read = read::identity, class Real = double, class T, class S>
 void backward(const arguments<T, S>& a, const gradients<T, S>& g) {
+  static_assert(differentiable_rule<Rule>, "linea::reference::backward: the rule's policies have no adjoint hooks");
   using Update = typename Rule::update;
   const problem p = validate_backward<Rule, Read>(a, g);
   const index_t K = p.K, V = p.V;

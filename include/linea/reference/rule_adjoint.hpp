@@ -8,8 +8,9 @@
 //     decay none     → nothing                  update additive → nothing          (e = 0, w = 1)
 //     decay scalar   → dg   = Σ_i d log α_i     update delta    → dβ = Σ_i d e_i + Σ_j d w_j   (e = w = β)
 //     decay per_key  → dgk_i = d log α_i        update delta2   → db_i = d e_i, dw_j = d w_j     (given b, w)
-// When the rule policies gain hooks for their own adjoints, only this function changes.
+// The mapping is the policies' own adjoint hooks (log_alpha_adjoint, gates_adjoint), next to their forward hooks.
 #pragma once
+#include <algorithm>
 #include <vector>
 
 #include "../rules/write_rule.hpp"
@@ -26,26 +27,27 @@ struct rule_input_gradients {
   rule_input_gradients(index_t K, index_t V) : dgk(static_cast<std::size_t>(K)), db(dgk.size()), dw(static_cast<std::size_t>(V)) {}
 };
 
+// The names the adjoint hooks write (dx.g, dx.gk[i], dx.beta, dx.b[i], dx.w[j]) over rule_input_gradients.
+template <class R>
+struct token_gradient {
+  R& g;
+  std::vector<R>& gk;
+  R& beta;
+  std::vector<R>& b;
+  std::vector<R>& w;
+  explicit token_gradient(rule_input_gradients<R>& o) : g(o.dg), gk(o.dgk), beta(o.dbeta), b(o.db), w(o.dw) {}
+};
+
 template <class Rule, class R>
 void rule_adjoint(const R* d_log_alpha, const R* d_erase, const R* d_write, index_t K, index_t V,
                   rule_input_gradients<R>& out) {
-  using Decay = typename Rule::decay;
-  using Update = typename Rule::update;
-  if constexpr (Decay::scalar_gate) {
-    out.dg = 0;
-    for (index_t i = 0; i < K; ++i) out.dg += d_log_alpha[i];
-  }
-  if constexpr (Decay::key_gate)
-    for (index_t i = 0; i < K; ++i) out.dgk[i] = d_log_alpha[i];
-  if constexpr (Update::uses_beta) {
-    out.dbeta = 0;
-    for (index_t i = 0; i < K; ++i) out.dbeta += d_erase[i];
-    for (index_t j = 0; j < V; ++j) out.dbeta += d_write[j];
-  }
-  if constexpr (Update::uses_channel_gates) {
-    for (index_t i = 0; i < K; ++i) out.db[i] = d_erase[i];
-    for (index_t j = 0; j < V; ++j) out.dw[j] = d_write[j];
-  }
+  out.dg = 0, out.dbeta = 0;
+  std::fill(out.dgk.begin(), out.dgk.end(), R(0));
+  std::fill(out.db.begin(), out.db.end(), R(0));
+  std::fill(out.dw.begin(), out.dw.end(), R(0));
+  token_gradient<R> dx{out};
+  Rule::decay::log_alpha_adjoint(d_log_alpha, K, dx);        // each policy's adjoint, next to its hook
+  Rule::update::gates_adjoint(d_erase, K, d_write, V, dx);
 }
 
 }  // namespace linea::reference

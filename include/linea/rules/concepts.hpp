@@ -37,4 +37,20 @@ concept write_rule_policy = requires {
   requires update_policy<typename Rule::update>;
 };
 
+namespace detail {
+// What an adjoint hook writes into: dx.g, dx.gk[i], dx.beta, dx.b[i], dx.w[j].
+struct token_gradient_archetype {
+  double g = 0, beta = 0;
+  double *gk = nullptr, *b = nullptr, *w = nullptr;
+};
+}  // namespace detail
+
+// A rule the backward can run: each policy has the adjoint of its hooks (rules/decay.hpp, rules/update.hpp).
+template <class Rule>
+concept differentiable_rule =
+    write_rule_policy<Rule> && requires(const double* d, index_t n, detail::token_gradient_archetype& dx) {
+      Rule::decay::log_alpha_adjoint(d, n, dx);
+      Rule::update::gates_adjoint(d, n, d, n, dx);
+    };
+
 }  // namespace linea

@@ -4,6 +4,8 @@
 //   kind                          how it enters the chunk algebra (decay_kind, rules/policy.hpp)
 //   inputs                        the per-token inputs it reads (input::g, input::gk, ...)
 //   log_alpha<Lanes>(x, i)        log α of key lanes [i, i + Lanes::size) of token x   (the hook every path calls)
+//   log_alpha_adjoint(dla, K, dx) its adjoint: given dL/d log α_i (i < K), adds the gradients of the inputs it
+//                                 reads to dx (a token_gradient: dx.g, dx.gk[i])
 // A decay of kind `scalar` must return the same value for every i; of kind `none`, zero.
 #pragma once
 #include "policy.hpp"
@@ -20,6 +22,8 @@ struct none {
     using L = lanes_or_scalar<Lanes, typename X::value_type>;
     return L::splat(typename X::value_type(0));
   }
+  template <class R, class DX>
+  LINEA_HD static void log_alpha_adjoint(const R*, index_t, DX&) {}
 };
 
 // S' = exp(g_t) S_{t-1}: one gate per token and value head (simple_gla, Mamba2, Gated DeltaNet).
@@ -30,6 +34,10 @@ struct scalar {
   LINEA_HD static auto log_alpha(const X& x, index_t) {
     return lanes_or_scalar<Lanes, typename X::value_type>::splat(x.g);
   }
+  template <class R, class DX>  // every lane's log α is g: dg = Σ_i dL/d log α_i
+  LINEA_HD static void log_alpha_adjoint(const R* d_log_alpha, index_t K, DX& dx) {
+    for (index_t i = 0; i < K; ++i) dx.g += d_log_alpha[i];
+  }
 };
 
 // S' = Diag(exp(gk_t)) S_{t-1}: one gate per key channel (GLA, KDA, GDN-2).
@@ -39,6 +47,10 @@ struct per_key {
   template <class Lanes = void, class X>
   LINEA_HD static auto log_alpha(const X& x, index_t i) {
     return lanes_or_scalar<Lanes, typename X::value_type>::at(x.gk, i);
+  }
+  template <class R, class DX>  // dgk_i = dL/d log α_i
+  LINEA_HD static void log_alpha_adjoint(const R* d_log_alpha, index_t K, DX& dx) {
+    for (index_t i = 0; i < K; ++i) dx.gk[i] += d_log_alpha[i];
   }
 };
 

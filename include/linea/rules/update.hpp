@@ -8,6 +8,8 @@
 //   inputs                        the per-token inputs it reads
 //   erase_gate<Lanes>(x, i)       b of key lanes [i, i + Lanes::size)       (hooks every path calls)
 //   write_gate<Lanes>(x, j)       w of value lanes [j, j + Lanes::size)
+//   gates_adjoint(de, K, dw, V, dx)  their adjoint: given dL/db_i (i < K) and dL/dw_j (j < V), adds the gradients
+//                                 of the inputs the update reads to dx (a token_gradient: dx.beta, dx.b[i], dx.w[j])
 // The erase key b ⊙ k and the write target w ⊙ v are formed from them (rules/write_rule.hpp).
 #pragma once
 #include "policy.hpp"
@@ -27,6 +29,8 @@ struct additive {
   LINEA_HD static auto write_gate(const X&, index_t) {
     return lanes_or_scalar<Lanes, typename X::value_type>::splat(typename X::value_type(1));
   }
+  template <class R, class DX>
+  LINEA_HD static void gates_adjoint(const R*, index_t, const R*, index_t, DX&) {}
 };
 
 // u_t = β_t (v_t − S'ᵀ k_t)
@@ -41,6 +45,11 @@ struct delta {
   LINEA_HD static auto write_gate(const X& x, index_t) {
     return lanes_or_scalar<Lanes, typename X::value_type>::splat(x.beta);
   }
+  template <class R, class DX>  // b = w = β in every lane: dβ = Σ_i dL/db_i + Σ_j dL/dw_j
+  LINEA_HD static void gates_adjoint(const R* d_erase, index_t K, const R* d_write, index_t V, DX& dx) {
+    for (index_t i = 0; i < K; ++i) dx.beta += d_erase[i];
+    for (index_t j = 0; j < V; ++j) dx.beta += d_write[j];
+  }
 };
 
 // u_t = w_t ⊙ v_t − S'ᵀ (b_t ⊙ k_t)   (Gated DeltaNet-2: separate erase and write gates)
@@ -54,6 +63,11 @@ struct delta2 {
   template <class Lanes = void, class X>
   LINEA_HD static auto write_gate(const X& x, index_t j) {
     return lanes_or_scalar<Lanes, typename X::value_type>::at(x.w, j);
+  }
+  template <class R, class DX>
+  LINEA_HD static void gates_adjoint(const R* d_erase, index_t K, const R* d_write, index_t V, DX& dx) {
+    for (index_t i = 0; i < K; ++i) dx.b[i] += d_erase[i];
+    for (index_t j = 0; j < V; ++j) dx.w[j] += d_write[j];
   }
 };
 
