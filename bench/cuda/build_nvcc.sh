@@ -4,13 +4,15 @@
 # doctest/, nlohmann/ and xsimd/. Translation units compile in parallel.
 #
 #   DEPS=.gpu/deps bench/cuda/build_nvcc.sh build-gpu
+# GENCODE overrides the code generation flags (default: sm_90a code and compute_80 PTX, as CI builds).
 set -eu
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 OUTDIR=${1:-$ROOT/build-gpu}
 DEPS=$(cd "${DEPS:?set DEPS to the folder with Eigen (eigen3/), doctest/, nlohmann/, xsimd/}" && pwd)
 NVCC=${NVCC:-nvcc}
 JOBS=${JOBS:-$(nproc)}
-FLAGS="-std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=compute_80
+GENCODE=${GENCODE:-"-gencode=arch=compute_90a,code=sm_90a -gencode=arch=compute_80,code=compute_80"}
+FLAGS="-std=c++20 -O3 -DNDEBUG $GENCODE
   --expt-relaxed-constexpr -diag-suppress=20012,20013,20015,68,186 -Xptxas -warn-spills
   -I$ROOT/include -I$ROOT/tests -I$ROOT/tools -I$DEPS -I$DEPS/eigen3"
 mkdir -p "$OUTDIR/obj" "$OUTDIR/tests/backend/cuda" "$OUTDIR/bench/cuda" "$OUTDIR/tools"

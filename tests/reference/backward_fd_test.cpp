@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include "reference/finite_differences.hpp"
+#include "support/rules.hpp"
 
 using namespace linea;
 using namespace linea::testing;
@@ -40,13 +41,9 @@ const case_shape small{.B = 1, .T = 7, .H = 1, .HV = 2, .K = 4, .V = 3, .initial
 
 }  // namespace
 
-TEST_CASE("reference backward = finite differences: additive") { every_read<additive>(); }
-TEST_CASE("reference backward = finite differences: simple_gla") { every_read<simple_gla>(); }
-TEST_CASE("reference backward = finite differences: gla") { every_read<gla>(); }
-TEST_CASE("reference backward = finite differences: delta") { every_read<delta>(); }
-TEST_CASE("reference backward = finite differences: gated_delta") { every_read<gated_delta>(); }
-TEST_CASE("reference backward = finite differences: kda") { every_read<kda>(); }
-TEST_CASE("reference backward = finite differences: gdn2") { every_read<gdn2>(); }
+TEST_CASE_TEMPLATE("reference backward = finite differences, every read", Rule, LINEA_ALL_RULES) {
+  every_read<Rule>();
+}
 
 TEST_CASE("reference backward = finite differences: in-kernel L2 norm of q and k") {
   fd_case<gated_delta, read::identity>(small, {.qk_l2norm = true}).check();

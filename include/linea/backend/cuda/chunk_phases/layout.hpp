@@ -33,8 +33,12 @@ struct chunk_shape {
   static constexpr bool split8 = traits::per_key && sizeof(E) == 2;
   // Z is fp32: a tile of its own for 16-bit operands, the U tile itself when E = float (saves 16 KB).
   static constexpr bool z_in_u = std::is_same_v<E, float>;
-  // raw tiles staged per chunk: q, k, v (, gk) (, b, w)
-  static constexpr int staged = async ? 3 + (traits::per_key ? 1 : 0) + (traits::reads_b || traits::reads_w ? 2 : 0) : 0;
+  // raw tiles staged per chunk, at fixed indices: q 0, k 1, v 2, gk 3, b 4, w 5 (b and w need the stage to reach
+  // index 5 even when the decay stages no gk)
+  static constexpr int staged = !async                               ? 0
+                                : traits::reads_b || traits::reads_w ? 6
+                                : traits::per_key                    ? 4
+                                                                     : 3;
 
   // ---- operand tiles (E), offsets in elements, in the order they are carved -----------------------------------
   static constexpr int pk = traits::per_key ? CL * LDK : 0, p8 = split8 ? CL * LDK : 0;
