@@ -13,6 +13,13 @@
 #define LINEA_HD
 #endif
 
+// Forces inlining where a call per token would cost more than the work it does (the token loader).
+#if defined(__GNUC__) || defined(__clang__)
+#define LINEA_INLINE inline __attribute__((always_inline))
+#else
+#define LINEA_INLINE inline
+#endif
+
 namespace linea {
 using index_t = std::int64_t;  // every extent, stride and position
 }  // namespace linea

@@ -26,7 +26,7 @@ class token_loader {
 
   // Token t of batch row bt at value head hv (key head hv / G).
   template <class T, class S>
-  token<R> load(const arguments<T, S>& a, const problem& p, index_t bt, index_t t, index_t hv) {
+  LINEA_INLINE token<R> load(const arguments<T, S>& a, const problem& p, index_t bt, index_t t, index_t hv) {
     const index_t h = hv / p.group;
     const bool l2 = a.qk_l2norm, gate = a.gate.active();
     token<R> x;
@@ -59,7 +59,7 @@ class token_loader {
   // Row (bt, t, h) of x as R: the caller's row itself when it can be (see the constructor), else a converted
   // copy in `buf` (which `modified` rows always get, so that the option can work in place).
   template <class U>
-  static const R* row(const view<const U, 4>& x, index_t bt, index_t t, index_t h, std::vector<R>& buf,
+  LINEA_INLINE static const R* row(const view<const U, 4>& x, index_t bt, index_t t, index_t h, std::vector<R>& buf,
                       index_t padded, bool modified) {
     const index_t n = x.extent(3), s = x.stride(3);
     const U* src = x.row(bt, t, h);
