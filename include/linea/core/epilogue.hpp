@@ -4,6 +4,7 @@
 //   normalize (fla's linear_attn):   o_t ← o_t / (s q_t · z_t + ε),  z_t = Σ_{j≤t} k_j,  ε = 1e-10
 //   skipped decode row (index −1):   o and the residual row are zero; no state is read or written
 #pragma once
+#include <algorithm>
 #include <vector>
 
 #include "arguments.hpp"

@@ -129,7 +129,7 @@ __global__ void __launch_bounds__(recurrent_threads) recurrent_kernel(const kern
           qz += qs[i] * ksum[i];
         }
         qz = block_sum(qz, red) * a.scale;
-        o /= qz + 1e-10f;
+        o /= normaliser_divisor(qz);  // core/epilogue.hpp
       }
       if (own) {
         a.o(seq.bt, t, hv, j) = from_float<T>(o);

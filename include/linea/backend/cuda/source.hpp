@@ -9,6 +9,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include "../../core/epilogue.hpp"
 #include "../../core/gates.hpp"
 #include "../../core/storage.hpp"
 #include "../../rules/write_rule.hpp"

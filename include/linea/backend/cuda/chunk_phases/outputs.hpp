@@ -38,7 +38,7 @@ __device__ __forceinline__ void store_outputs(const chunk_cta<Sh>& cx, index_t c
     for (int h = 0; h < 2; ++h) {
       const int r = r0 + acc_row(2 * h);
       if (r >= L) continue;
-      const float mul = traits::stats ? 1.f : a.normalize ? a.scale / (sm.qz[r] + 1e-10f) : a.scale;
+      const float mul = traits::stats ? 1.f : a.normalize ? a.scale / normaliser_divisor(sm.qz[r]) : a.scale;
       if constexpr (traits::stats) {
         float* row = a.y.row(cx.seq.bt, c0 + r, cx.hv);
 #pragma unroll
