@@ -90,8 +90,6 @@ inputs<float> random_inputs(unsigned seed) {
 template <class Rule, class F, class S>
 linea::arguments<F> arguments_for(inputs<F>& x, linea::tensor<S, 4>& ht) {
   linea::arguments<F> a{.q = x.q, .k = x.k, .v = x.v, .o = x.o, .final_state = ht};
-  using Decay = typename Rule::decay;
-  using Update = typename Rule::update;
   if constexpr (linea::reads(Rule::inputs, linea::input::g)) a.g = x.g;              // simple_gla, gated_delta
   if constexpr (linea::reads(Rule::inputs, linea::input::gk)) a.gk = x.gk;               // gla, kda, gdn2
   if constexpr (linea::reads(Rule::inputs, linea::input::beta)) a.beta = x.beta;         // delta, gated_delta, kda

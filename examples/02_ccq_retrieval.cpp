@@ -138,8 +138,6 @@ bool retrieved(const batch& b, index_t n, const float* o) {
 template <class Rule, class Weighting>
 std::vector<int> run_rule(const batch& b) {
   using Read = linea::read::ccq<Weighting>;
-  using Decay = typename Rule::decay;
-  using Update = typename Rule::update;
   const index_t T = b.T, B = trials;
 
   // 1. Write: one chunkwise call over the T tokens (queries are not needed: q = k, outputs discarded).

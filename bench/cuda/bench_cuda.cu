@@ -93,8 +93,6 @@ inputs make_inputs(index_t B, index_t T_, index_t H, index_t K, index_t V, std::
 template <class Rule>
 arguments<T, float> make_args(const inputs& x, index_t B, index_t T_, index_t H, index_t K, index_t V, T* o,
                               float* state) {
-  using Dc = typename Rule::decay;
-  using Up = typename Rule::update;
   arguments<T, float> a;
   a.q = contiguous<4>(static_cast<const T*>(x.q), {B, T_, H, K});
   a.k = contiguous<4>(static_cast<const T*>(x.k), {B, T_, H, K});
@@ -181,8 +179,6 @@ void bench_chunkwise(const inputs* sets, double copy) {
   }
   const double ms = time_ms([&](int i) { linea::chunkwise<Rule, Read, backend::cuda>(a[i & 1]); });
   // Bytes: every input read once, o and the final state written once.
-  using Dc = typename Rule::decay;
-  using Up = typename Rule::update;
   const double tok = double(B) * T_ * H;
   double bytes = tok * (2 * K + V + V) * 2 + double(B) * H * K * V * 4;
   if (linea::reads(Rule::inputs, linea::input::g)) bytes += tok * 2;

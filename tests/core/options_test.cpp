@@ -89,7 +89,6 @@ TEST_CASE_TEMPLATE_APPLY(beta_act_test, linea::testing::rules_reading<input::bet
 
 TEST_CASE_TEMPLATE_DEFINE("option gate (A_log, dt_bias, lower_bound): equals the reference on the activated gates", Rule,
                           gate_test) {
-  using Decay = typename Rule::decay;
   const index_t HV = option_shape.HV, K = option_shape.K;
   auto c = random_case<Rule, float>::make(option_shape);
   std::mt19937 rng(9);

@@ -58,8 +58,6 @@ vec logs(const vec& x) {
 
 template <class Rule, class Backend>
 void check_golden(const golden_inputs& in, const golden_expect& want) {
-  using Decay = typename Rule::decay;
-  using Update = typename Rule::update;
   const index_t T = in.T;
   auto q = tensor4(in.q, T), k = tensor4(in.k, T), v = tensor4(in.v, T);
   auto g = tensor3(logs(in.alpha), T), beta = tensor3(in.beta, T);

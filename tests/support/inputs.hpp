@@ -53,8 +53,6 @@ bool allocated(const tensor<X, Rank>& x) {
 
 template <class Rule, class T, class S = accumulate_t<T>>
 struct random_case {
-  using Decay = typename Rule::decay;
-  using Update = typename Rule::update;
 
   case_shape shape;
   std::vector<std::int64_t> cu_seqlens;

@@ -42,8 +42,6 @@ class case_inputs {
   // so it is neither copied nor moved.
   template <class Rule>
   case_inputs(const conformance_case& c, std::type_identity<Rule>) {
-    using Decay = typename Rule::decay;
-    using Update = typename Rule::update;
     check_known_params(c);
     args.q = load<4>(c, "q", q_);
     args.k = load<4>(c, "k", k_);

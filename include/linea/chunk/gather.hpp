@@ -14,7 +14,6 @@ template <class Rule, class R>
 class chunk_loader {
  public:
   using Decay = typename Rule::decay;
-  using Update = typename Rule::update;
 
   chunk_loader(const problem& p, index_t C) : decay(C, p.K), tokens_(p), K_(p.K), V_(p.V) {}
 

@@ -55,7 +55,6 @@ template <class Rule, class Read, class T, class S, class Arch>
 class head_kernel {
   using R = S;  // compute in the state type: float, or double for double inputs
   using Decay = typename Rule::decay;
-  using Update = typename Rule::update;
   using Lv = lanes<R, Arch>;
   using vec = typename Lv::type;
   using tile_t = tile<R, Arch, tile_vectors<Arch>>;
