@@ -60,6 +60,17 @@ std::string format_checks(const std::vector<check>& checks, double bound) {
   return s + buf;
 }
 
+// One line for case `c` under `name`: PASS when it ran (no reason) and every check is within the bound, and
+// counts it.
+void report(const conformance_case& c, const std::string& name, const std::vector<check>& checks, double bound,
+            const std::string& reason, tally& t) {
+  bool ok = reason.empty() && !checks.empty();
+  for (const auto& ch : checks) ok = ok && ch.error <= bound;  // NaN fails
+  std::printf("%s  %-40s %-16s %s\n", ok ? "PASS" : "FAIL", c.label().c_str(), name.c_str(),
+              reason.empty() ? format_checks(checks, bound).c_str() : reason.c_str());
+  ++(ok ? t.passed : t.failed);
+}
+
 // Runs case `c` through one form and prints its line.
 template <class Form>
 void run_form(const Form& form, const conformance_case& c, tally& t) {
@@ -87,11 +98,7 @@ void run_form(const Form& form, const conformance_case& c, tally& t) {
   } catch (const std::exception& e) {
     reason = e.what();
   }
-  bool ok = reason.empty() && !checks.empty();
-  for (const auto& ch : checks) ok = ok && ch.error <= bound;  // NaN fails
-  std::printf("%s  %-40s %-16s %s\n", ok ? "PASS" : "FAIL", c.label().c_str(), name.c_str(),
-              reason.empty() ? format_checks(checks, bound).c_str() : reason.c_str());
-  ++(ok ? t.passed : t.failed);
+  report(c, name, checks, bound, reason, t);
 }
 
 // The gradient truths of case `c` from linea::reference::backward with inputs of type T; one line.
@@ -113,11 +120,7 @@ void run_backward(const conformance_case& c, tally& t) {
   } catch (const std::exception& e) {
     reason = e.what();
   }
-  bool ok = reason.empty() && !checks.empty();
-  for (const auto& ch : checks) ok = ok && ch.error <= bound;  // NaN fails
-  std::printf("%s  %-40s %-16s %s\n", ok ? "PASS" : "FAIL", c.label().c_str(), name.c_str(),
-              reason.empty() ? format_checks(checks, bound).c_str() : reason.c_str());
-  ++(ok ? t.passed : t.failed);
+  report(c, name, checks, bound, reason, t);
 }
 
 void run_case(const fs::path& dir, const std::string& label, const options& opt, tally& t) {
