@@ -15,30 +15,6 @@ using namespace linea::testing;
 
 namespace {
 
-template <class Rule, class Read, class Form, class T>
-void check_against_reference(const case_shape& shape, const ccq_options& opt) {
-  auto c = random_case<Rule, T>::make(shape);
-  auto s = ccq_tensors<T>::make(c.shape, c.N, opt);
-  auto ref = c.template cast<double>();
-  auto sref = s.template cast<double>();
-  auto a = c.args();
-  s.attach(a);
-  Form::template run<Rule, Read>(a);
-  auto ar = ref.args();
-  sref.attach(ar);
-  reference::recurrent<Rule, Read>(ar);
-
-  const double tol = tolerance_for<T>(c.shape.T);
-  CHECK(relative_error(c.o, ref.o) <= tol);
-  CHECK(relative_error(c.ht, ref.ht) <= tol);
-  CHECK(relative_error(c.residual, ref.residual) <= tol);
-  CHECK(relative_error(s.q_tilde, sref.q_tilde) <= tol);
-  CHECK(relative_error(s.C, sref.C) <= tol);
-  CHECK(relative_error(s.m, sref.m) <= tol);
-  CHECK(relative_error(s.z, sref.z) <= tol);
-  CHECK(all_finite(c.o));
-}
-
 template <class Rule, class Form>
 void grid() {
   for (bool varlen : {false, true})
@@ -49,9 +25,9 @@ void grid() {
         CAPTURE(varlen);
         CAPTURE(gva);
         CAPTURE(initial);
-        check_against_reference<Rule, read::ccq<read::uniform>, Form, float>(shape, {.initial_stats = initial});
-        check_against_reference<Rule, read::ccq<read::decayed>, Form, float>(shape, {.initial_stats = initial});
-        check_against_reference<Rule, read::ccq<read::decayed>, Form, float>(
+        check_ccq_against_reference<Rule, read::ccq<read::uniform>, Form, float>(shape, {.initial_stats = initial});
+        check_ccq_against_reference<Rule, read::ccq<read::decayed>, Form, float>(shape, {.initial_stats = initial});
+        check_ccq_against_reference<Rule, read::ccq<read::decayed>, Form, float>(
             shape, {.initial_stats = initial, .explicit_log_decay = true});
       }
 }
@@ -73,22 +49,22 @@ TEST_CASE_TEMPLATE("ccq: chunkwise (chunk size 64) matches the float64 reference
 TEST_CASE_TEMPLATE("ccq: float64 inputs through the recurrent form match the reference to 1e-12", Rule, gla,
                    gated_delta, gdn2) {
   case_shape shape{.B = 1, .T = 70, .H = 2, .HV = 4, .K = 32, .V = 16, .seqlens = {30, 40}, .initial_state = true};
-  check_against_reference<Rule, read::ccq<read::decayed>, recurrent_form, double>(shape, {.initial_stats = true});
-  check_against_reference<Rule, read::ccq<read::uniform>, recurrent_form, double>(shape, {.initial_stats = true});
-  check_against_reference<Rule, read::ccq<read::decayed>, chunkwise_form<16>, double>(shape, {.initial_stats = true});
-  check_against_reference<Rule, read::ccq<read::uniform>, chunkwise_form<32>, double>(shape, {.initial_stats = true});
+  check_ccq_against_reference<Rule, read::ccq<read::decayed>, recurrent_form, double>(shape, {.initial_stats = true});
+  check_ccq_against_reference<Rule, read::ccq<read::uniform>, recurrent_form, double>(shape, {.initial_stats = true});
+  check_ccq_against_reference<Rule, read::ccq<read::decayed>, chunkwise_form<16>, double>(shape, {.initial_stats = true});
+  check_ccq_against_reference<Rule, read::ccq<read::uniform>, chunkwise_form<32>, double>(shape, {.initial_stats = true});
 }
 
 TEST_CASE("ccq: head-first strided inputs give the same result") {
   case_shape shape{.B = 2, .T = 40, .H = 2, .HV = 4, .K = 32, .V = 16, .head_first = true};
-  check_against_reference<gated_delta, read::ccq<read::decayed>, recurrent_form, float>(shape, {});
-  check_against_reference<kda, read::ccq<read::decayed>, chunkwise_form<16>, float>(shape, {});
+  check_ccq_against_reference<gated_delta, read::ccq<read::decayed>, recurrent_form, float>(shape, {});
+  check_ccq_against_reference<kda, read::ccq<read::decayed>, chunkwise_form<16>, float>(shape, {});
 }
 
 TEST_CASE("ccq: extreme log decays (down to -20 per step) stay accurate and finite") {
   case_shape shape{.B = 1, .T = 150, .H = 2, .HV = 2, .K = 32, .V = 16, .initial_state = true,
                    .gates = gate_range::extreme};
-  check_against_reference<gdn2, read::ccq<read::decayed>, recurrent_form, float>(shape, {.initial_stats = true});
-  check_against_reference<gdn2, read::ccq<read::decayed>, chunkwise_form<64>, float>(shape, {.initial_stats = true});
-  check_against_reference<simple_gla, read::ccq<read::decayed>, chunkwise_form<32>, float>(shape, {});
+  check_ccq_against_reference<gdn2, read::ccq<read::decayed>, recurrent_form, float>(shape, {.initial_stats = true});
+  check_ccq_against_reference<gdn2, read::ccq<read::decayed>, chunkwise_form<64>, float>(shape, {.initial_stats = true});
+  check_ccq_against_reference<simple_gla, read::ccq<read::decayed>, chunkwise_form<32>, float>(shape, {});
 }

@@ -3,7 +3,7 @@
 // reference. The CUDA side of the same check is tests/backend/cuda/scalar_delta2_test.cu.
 #include <doctest/doctest.h>
 
-#include "read/ccq_inputs.hpp"
+#include "read/ccq_forms.hpp"
 #include "support/compare.hpp"
 #include "support/inputs.hpp"
 #include "support/rules.hpp"
@@ -18,47 +18,40 @@ using proof_rule = linea::testing::scalar_delta2;
 
 template <class Backend>
 struct recurrent_on {
-  template <class Read, class T, class S>
-  static void run(const arguments<T, S>& a) { linea::recurrent<proof_rule, Read, Backend>(a); }
+  template <class Rule, class Read, class T, class S>
+  static void run(const arguments<T, S>& a) { linea::recurrent<Rule, Read, Backend>(a); }
 };
 template <class Backend>
 struct chunkwise_on {
-  template <class Read, class T, class S>
+  template <class Rule, class Read, class T, class S>
   static void run(arguments<T, S> a) {
     a.chunk_size = 16;  // several chunk boundaries in the sequence
-    linea::chunkwise<proof_rule, Read, Backend>(a);
+    linea::chunkwise<Rule, Read, Backend>(a);
   }
 };
 template <class Backend>
 struct step_on {  // T = 1: row b advances state b by its one token, as the recurrent form would
-  template <class Read, class T, class S>
-  static void run(const arguments<T, S>& a) { linea::step<proof_rule, Read, Backend>(a); }
+  template <class Rule, class Read, class T, class S>
+  static void run(const arguments<T, S>& a) { linea::step<Rule, Read, Backend>(a); }
 };
 
-// The form on Backend with read Read, against reference::recurrent on the same inputs in float64.
+// The form on Backend with read Read, against reference::recurrent on the same inputs in float64 (CCQ reads:
+// read/ccq_forms.hpp's check, which adds q̃ and the final statistics).
 template <class Form, class Read>
 void check(const case_shape& shape) {
-  auto c = random_case<proof_rule, float>::make(shape);
-  auto ref = c.template cast<double>();
-  auto a = c.args();
-  auto ar = ref.args();
-  const double tol = tolerance_for<float>(shape.T);
-  if constexpr (Read::is_identity) {
-    Form::template run<Read>(a);
-    reference::recurrent<proof_rule, Read>(ar);
+  if constexpr (!Read::is_identity) {
+    check_ccq_against_reference<proof_rule, Read, Form, float>(shape, {.initial_stats = true});
   } else {
-    auto s = ccq_tensors<float>::make(c.shape, c.N, {.initial_stats = true});
-    auto sref = s.template cast<double>();
-    s.attach(a), sref.attach(ar);
-    Form::template run<Read>(a);
-    reference::recurrent<proof_rule, Read>(ar);
-    CHECK(relative_error(s.q_tilde, sref.q_tilde) <= tol);
-    CHECK(relative_error(s.C, sref.C) <= tol);
+    auto c = random_case<proof_rule, float>::make(shape);
+    auto ref = c.template cast<double>();
+    Form::template run<proof_rule, Read>(c.args());
+    reference::recurrent<proof_rule, Read>(ref.args());
+    const double tol = tolerance_for<float>(shape.T);
+    CHECK(relative_error(c.o, ref.o) <= tol);
+    CHECK(relative_error(c.ht, ref.ht) <= tol);
+    CHECK(relative_error(c.residual, ref.residual) <= tol);
+    CHECK(all_finite(c.o));
   }
-  CHECK(relative_error(c.o, ref.o) <= tol);
-  CHECK(relative_error(c.ht, ref.ht) <= tol);
-  CHECK(relative_error(c.residual, ref.residual) <= tol);
-  CHECK(all_finite(c.o));
 }
 
 template <class Form>
