@@ -1,0 +1,91 @@
+// linea/backend/cuda/backward/chunk_prep_kernel.hpp — phase 1, every chunk at once: the chunk's own factors,
+// recomputed from the inputs (docs/math/backward.md §6):
+//   G_r = Σ_{i≤r} log α_i                      (in-chunk cumulative log decay)
+//   P_rs = (q_r·k_s) exp(G_r − G_s), s ≤ r     (decayed causal Q Kᵀ, without the read scale)
+// and for an erasing update (the UT transform, chunkwise.md §5):
+//   A_rs = e_r (k_r·k_s) exp(G_r − G_s), s < r;   T = (I + A)⁻¹ by forward substitution
+//   W = T (e ⊙ Γ ⊙ K),   U = T (w ⊙ V)
+// Only exponents ≤ 0 are formed (s ≤ r). Rows r ≥ L of a partial chunk are written as zeros.
+// One CTA per (chunk, value head); q and k rows in shared memory, float32 throughout.
+#pragma once
+#include "work.hpp"
+
+namespace linea::cuda_detail::bwd {
+
+struct prep_shape {
+  static constexpr int q_at = 0, k_at = q_at + CL * max_kv, a_at = k_at + CL * max_kv, t_at = a_at + CL * CL,
+                       g_at = t_at + CL * CL, end = g_at + CL;
+  static constexpr std::size_t bytes = sizeof(float) * end;
+};
+
+template <bool Erases>
+__global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
+  using sh = prep_shape;
+  const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
+  const chunk_info ci = w.chunk[c];
+  const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
+  const index_t tok0 = w.token(ci.bt, ci.t0);
+  extern __shared__ __align__(16) float sm[];
+  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at, *sG = sm + sh::g_at;
+
+  for (int e = tid; e < CL * K; e += threads) {
+    const int r = e / K, d = e % K;
+    const std::size_t at = std::size_t(((tok0 + r) * w.H + h) * w.K + d);
+    sQ[r * max_kv + d] = r < L ? w.q[at] : 0.f;
+    sK[r * max_kv + d] = r < L ? w.k[at] : 0.f;
+  }
+  if (tid == 0) {
+    float acc = 0;
+    for (int r = 0; r < CL; ++r) sG[r] = acc += r < L ? w.log_alpha[(tok0 + r) * w.HV + hv] : 0.f;
+  }
+  __syncthreads();
+  float* G = w.Gc + w.ch(c, hv) * CL;
+  if (tid < CL) G[tid] = sG[tid];
+
+  float* P = w.P + w.ch(c, hv) * CL * CL;
+  for (int e = tid; e < CL * CL; e += threads) {
+    const int r = e / CL, s = e % CL;
+    float qk = 0, kk = 0;
+    if (r < L && s <= r) {
+      for (int d = 0; d < K; ++d) qk = fmaf(sQ[r * max_kv + d], sK[s * max_kv + d], qk);
+      if (Erases && s < r)
+        for (int d = 0; d < K; ++d) kk = fmaf(sK[r * max_kv + d], sK[s * max_kv + d], kk);
+    }
+    const float decay = r < L && s <= r ? __expf(sG[r] - sG[s]) : 0.f;
+    P[e] = qk * decay;
+    if (Erases) sA[e] = s < r && r < L ? w.erase[(tok0 + r) * w.HV + hv] * kk * decay : 0.f;
+  }
+  if constexpr (Erases) {
+    __syncthreads();
+    // T = (I + A)⁻¹, unit lower triangular: row r is e_r − Σ_{s<r} A_rs T_s (only columns ≤ r are nonzero).
+    for (int r = 0; r < CL; ++r) {
+      for (int col = tid; col < CL; col += threads) {
+        float x = col == r ? 1.f : 0.f;
+        for (int s = col; s < r; ++s) x = fmaf(-sA[r * CL + s], sT[s * CL + col], x);
+        sT[r * CL + col] = col <= r ? x : 0.f;
+      }
+      __syncthreads();
+    }
+    float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
+    for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
+    // W = T (e ⊙ Γ ⊙ K), U = T (w ⊙ V): row r sums over s ≤ r.
+    float* Wg = w.W + w.ch(c, hv) * CL * w.K;
+    for (int e = tid; e < CL * K; e += threads) {
+      const int r = e / K, d = e % K;
+      float x = 0;
+      for (int s = 0; s <= r && s < L; ++s)
+        x = fmaf(sT[r * CL + s] * w.erase[(tok0 + s) * w.HV + hv] * __expf(sG[s]), sK[s * max_kv + d], x);
+      Wg[e] = r < L ? x : 0.f;
+    }
+    float* Ug = w.U + w.ch(c, hv) * CL * w.V;
+    for (int e = tid; e < CL * V; e += threads) {
+      const int r = e / V, j = e % V;
+      float x = 0;
+      for (int s = 0; s <= r && s < L; ++s)
+        x = fmaf(sT[r * CL + s] * w.write[(tok0 + s) * w.HV + hv], w.v[((tok0 + s) * w.HV + hv) * w.V + j], x);
+      Ug[e] = r < L ? x : 0.f;
+    }
+  }
+}
+
+}  // namespace linea::cuda_detail::bwd
