@@ -4,7 +4,10 @@
 // in-kernel options (L2 norm, gates with A_log / dt_bias / lower bound, β activation).
 #include <doctest/doctest.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <random>
+#include <string>
 
 #include "backend/cuda/consistency.hpp"
 
@@ -16,6 +19,14 @@ struct bwd_options {
   beta_activation beta_act = beta_activation::none;
   double scale = 0;  // 0: the default 1/sqrt(K)
 };
+
+// Each gradient's error against the reference: checked, and printed when LINEA_BACKWARD_ERRORS is set (for the
+// tables in bench/cuda/README.md).
+template <class X, int R, class Y>
+void expect_gradient(const std::string& label, const char* what, const tensor<X, R>& x, const tensor<Y, R>& ref, double tol) {
+  if (std::getenv("LINEA_BACKWARD_ERRORS")) std::printf("%s %s %.3e\n", label.c_str(), what, relative_error(x, ref));
+  expect_close(what, x, ref, tol);
+}
 
 template <class X, int R>
 tensor<X, R> like(const std::array<index_t, R>& e) {
@@ -116,13 +127,16 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
   const double tol = gradient_tolerance_for<T>();
   INFO(rule_name<Rule>::value << " " << type_name<T>() << " " << describe_shape(c.shape) << (opt.qk_l2norm ? " l2" : "")
                               << (opt.gate ? " gate" : "") << (opt.lower_bound ? " lower-bound" : ""));
-  expect_close("dq", dq, rdq, tol);
-  expect_close("dk", dk, rdk, tol);
-  expect_close("dv", dv, rdv, tol);
-  expect_close("d_initial_state", dh0, rdh0, tol);
-  if (has_g) expect_close("dg", dg, rdg, tol);
-  if (has_beta) expect_close("dbeta", dbeta, rdbeta, tol);
-  if (opt.gate) expect_close("dA_log", dA, rdA, tol), expect_close("ddt_bias", dbias, rdbias, tol);
+  const std::string label = std::string(rule_name<Rule>::value) + " " + type_name<T>() + " [" +
+                            describe_shape(c.shape) + (opt.qk_l2norm ? " l2" : "") + (opt.gate ? " gate" : "") +
+                            (opt.lower_bound ? " lower-bound" : "") + "]";
+  expect_gradient(label, "dq", dq, rdq, tol);
+  expect_gradient(label, "dk", dk, rdk, tol);
+  expect_gradient(label, "dv", dv, rdv, tol);
+  expect_gradient(label, "d_initial_state", dh0, rdh0, tol);
+  if (has_g) expect_gradient(label, "dg", dg, rdg, tol);
+  if (has_beta) expect_gradient(label, "dbeta", dbeta, rdbeta, tol);
+  if (opt.gate) expect_gradient(label, "dA_log", dA, rdA, tol), expect_gradient(label, "ddt_bias", dbias, rdbias, tol);
 }
 
 template <class Rule, class T>
