@@ -5,16 +5,18 @@
 // and for an erasing update (the UT transform, chunkwise.md §5):
 //   A_rs = e_r (k_r·k_s) exp(G_r − G_s), s < r;   T = (I + A)⁻¹ by forward substitution
 //   W = T (e ⊙ Γ ⊙ K),   U = T (w ⊙ V)
-// Only exponents ≤ 0 are formed (s ≤ r). Rows r ≥ L of a partial chunk are written as zeros.
+// Only exponents ≤ 0 are formed (s ≤ r). Of a partial chunk only rows and columns < L are written (nothing reads
+// past them). The products go through block_gemm; the solve is CL steps of one row each.
 // One CTA per (chunk, value head); q and k rows in shared memory, float32 throughout.
 #pragma once
-#include "work.hpp"
+#include "block_gemm.hpp"
 
 namespace linea::cuda_detail::bwd {
 
 struct prep_shape {
   static constexpr int q_at = 0, k_at = q_at + CL * max_kv, a_at = k_at + CL * max_kv, t_at = a_at + CL * CL,
-                       g_at = t_at + CL * CL, end = g_at + CL;
+                       g_at = t_at + CL * CL, ew_at = g_at + CL, ww_at = ew_at + CL, scratch_at = ww_at + CL,
+                       end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
@@ -26,7 +28,8 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
   const index_t tok0 = w.token(ci.bt, ci.t0);
   extern __shared__ __align__(16) float sm[];
-  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at, *sG = sm + sh::g_at;
+  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at, *sG = sm + sh::g_at,
+        *sEG = sm + sh::ew_at, *sWw = sm + sh::ww_at, *scratch = sm + sh::scratch_at;
 
   for (int e = tid; e < CL * K; e += threads) {
     const int r = e / K, d = e % K;
@@ -43,17 +46,19 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   if (tid < CL) G[tid] = sG[tid];
 
   float* P = w.P + w.ch(c, hv) * CL * CL;
-  for (int e = tid; e < CL * CL; e += threads) {
-    const int r = e / CL, s = e % CL;
-    float qk = 0, kk = 0;
-    if (r < L && s <= r) {
-      for (int d = 0; d < K; ++d) qk = fmaf(sQ[r * max_kv + d], sK[s * max_kv + d], qk);
-      if (Erases && s < r)
-        for (int d = 0; d < K; ++d) kk = fmaf(sK[r * max_kv + d], sK[s * max_kv + d], kk);
-    }
-    const float decay = r < L && s <= r ? __expf(sG[r] - sG[s]) : 0.f;
-    P[e] = qk * decay;
-    if (Erases) sA[e] = s < r && r < L ? w.erase[(tok0 + r) * w.HV + hv] * kk * decay : 0.f;
+  const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
+  const float* w_tok = w.write + tok0 * w.HV + hv;
+  block_gemm<64>(
+      L, L, K, [&](int r, int d) { return sQ[r * max_kv + d]; }, [&](int d, int s) { return sK[s * max_kv + d]; },
+      [&](int r, int s, float acc) { P[r * CL + s] = s <= r ? acc * __expf(sG[r] - sG[s]) : 0.f; }, scratch);
+  if constexpr (Erases) {
+    for (int e = tid; e < CL * CL; e += threads) sA[e] = 0.f;  // rows and columns past L stay 0
+    block_gemm<64>(
+        L, L, K, [&](int r, int d) { return sK[r * max_kv + d]; }, [&](int d, int s) { return sK[s * max_kv + d]; },
+        [&](int r, int s, float acc) { sA[r * CL + s] = s < r ? e_tok[r * w.HV] * acc * __expf(sG[r] - sG[s]) : 0.f; },
+        scratch);
+    for (int s = tid; s < CL; s += threads)
+      sEG[s] = s < L ? e_tok[s * w.HV] * __expf(sG[s]) : 0.f, sWw[s] = s < L ? w_tok[s * w.HV] : 0.f;
   }
   if constexpr (Erases) {
     __syncthreads();
@@ -68,23 +73,16 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
     }
     float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
     for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
-    // W = T (e ⊙ Γ ⊙ K), U = T (w ⊙ V): row r sums over s ≤ r.
+    // W = T (e ⊙ Γ ⊙ K), U = T (w ⊙ V)   (T is lower triangular: its zeros do the masking)
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
-    for (int e = tid; e < CL * K; e += threads) {
-      const int r = e / K, d = e % K;
-      float x = 0;
-      for (int s = 0; s <= r && s < L; ++s)
-        x = fmaf(sT[r * CL + s] * w.erase[(tok0 + s) * w.HV + hv] * __expf(sG[s]), sK[s * max_kv + d], x);
-      Wg[e] = r < L ? x : 0.f;
-    }
+    block_gemm<64>(
+        L, K, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int d) { return sEG[s] * sK[s * max_kv + d]; },
+        [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch);
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
-    for (int e = tid; e < CL * V; e += threads) {
-      const int r = e / V, j = e % V;
-      float x = 0;
-      for (int s = 0; s <= r && s < L; ++s)
-        x = fmaf(sT[r * CL + s] * w.write[(tok0 + s) * w.HV + hv], w.v[((tok0 + s) * w.HV + hv) * w.V + j], x);
-      Ug[e] = r < L ? x : 0.f;
-    }
+    const float* v = w.v + (tok0 * w.HV + hv) * w.V;
+    block_gemm<64>(
+        L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return sWw[s] * v[s * w.HV * w.V + j]; },
+        [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
   }
 }
 

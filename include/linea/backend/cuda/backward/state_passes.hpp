@@ -8,22 +8,27 @@
 //                    dh ← γ_L dh + s (Γ ⊙ Q)ᵀ dO − Wᵀ dU (erase)                         writes dS_0 at the start
 // The two are independent of each other (the reverse pass needs no h): both read only phase 1's factors.
 #pragma once
-#include "work.hpp"
+#include "block_gemm.hpp"
 
 namespace linea::cuda_detail::bwd {
 
 struct state_shape {
   static constexpr int BV = 32;  // value columns per CTA
-  static constexpr int s_at = 0, u_at = s_at + max_kv * BV, g_at = u_at + CL * BV, f_at = g_at + CL, end = f_at + CL;
+  static constexpr int s_at = 0, u_at = s_at + max_kv * BV, g_at = u_at + CL * BV, f_at = g_at + CL,
+                       gam_at = f_at + CL, scratch_at = gam_at + CL, end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
-// The chunk's decays in shared memory: sG = G_r, sF = exp(G_L − G_r) (row L − 1 is the chunk's last token).
-__device__ __forceinline__ void load_decays(const work& w, index_t c, index_t hv, int L, float* sG, float* sF) {
+// The chunk's decays in shared memory: sG = G_r, sF = exp(G_L − G_r), sGam = exp(G_r) (row L − 1 is the last token).
+__device__ __forceinline__ void load_decays(const work& w, index_t c, index_t hv, int L, float* sG, float* sF, float* sGam) {
   const float* G = w.Gc + w.ch(c, hv) * CL;
+  __syncthreads();
   for (int r = threadIdx.x; r < CL; r += threads) sG[r] = G[r];
   __syncthreads();
-  for (int r = threadIdx.x; r < CL; r += threads) sF[r] = r < L ? __expf(sG[L - 1] - sG[r]) : 0.f;
+  for (int r = threadIdx.x; r < CL; r += threads) {
+    sF[r] = r < L ? __expf(sG[L - 1] - sG[r]) : 0.f;
+    sGam[r] = __expf(sG[r]);
+  }
   __syncthreads();
 }
 
@@ -33,8 +38,10 @@ __global__ void __launch_bounds__(threads) forward_states_kernel(const work w, c
   constexpr int BV = sh::BV;
   const index_t jt = blockIdx.x * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x;
+  const index_t ldq = w.H * w.K;
   extern __shared__ __align__(16) float sm[];
-  float *sS = sm + sh::s_at, *sU = sm + sh::u_at, *sG = sm + sh::g_at, *sF = sm + sh::f_at;
+  float *sS = sm + sh::s_at, *sU = sm + sh::u_at, *sG = sm + sh::g_at, *sF = sm + sh::f_at, *sGam = sm + sh::gam_at,
+        *scratch = sm + sh::scratch_at;
 
   for (int e = tid; e < K * BV; e += threads) {
     const int d = e / BV, j = e % BV;
@@ -45,38 +52,36 @@ __global__ void __launch_bounds__(threads) forward_states_kernel(const work w, c
     const chunk_info ci = w.chunk[c];
     const int L = ci.len;
     const index_t tok0 = w.token(ci.bt, ci.t0);
-    load_decays(w, c, hv, L, sG, sF);  // (its barrier also orders the last update of sS before the reads below)
+    load_decays(w, c, hv, L, sG, sF, sGam);  // (its barriers order the last update of sS before the reads below)
     float* hc = w.h + w.ch(c, hv) * w.K * w.V;
     for (int e = tid; e < K * BV; e += threads) {
       const int d = e / BV, j = e % BV;
       if (j < bv) hc[d * w.V + jt + j] = sS[e];
     }
-    const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
-    const float* Uc = w.U + w.ch(c, hv) * CL * w.V;
-    float* Un = w.U_new + w.ch(c, hv) * CL * w.V;
-    for (int e = tid; e < CL * BV; e += threads) {
-      const int r = e / BV, j = e % BV;
-      float x = 0;
-      if (r < L && j < bv) {
-        if constexpr (Erases) {
-          x = Uc[r * w.V + jt + j];
-          for (int d = 0; d < K; ++d) x = fmaf(-Wc[r * w.K + d], sS[d * BV + j], x);
-        } else {
-          x = w.v[((tok0 + r) * w.HV + hv) * w.V + jt + j];
-        }
+    const float* k = w.k + (tok0 * w.H + h) * w.K;  // row s at s·ldq
+    if constexpr (Erases) {  // U_new = U − W h
+      const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
+      const float* Uc = w.U + w.ch(c, hv) * CL * w.V + jt;
+      float* Un = w.U_new + w.ch(c, hv) * CL * w.V + jt;
+      block_gemm<BV>(
+          L, bv, K, [&](int r, int d) { return Wc[r * w.K + d]; }, [&](int d, int j) { return sS[d * BV + j]; },
+          [&](int r, int j, float acc) {
+            const float x = Uc[r * w.V + j] - acc;
+            sU[r * BV + j] = x, Un[r * w.V + j] = x;
+          },
+          scratch);
+    } else {  // U_new = V
+      const float* v = w.v + (tok0 * w.HV + hv) * w.V + jt;
+      for (int e = tid; e < CL * BV; e += threads) {
+        const int r = e / BV, j = e % BV;
+        if (r < L && j < bv) sU[e] = v[r * w.HV * w.V + j];
       }
-      sU[e] = x;
-      if (Erases && j < bv) Un[r * w.V + jt + j] = x;
     }
-    __syncthreads();
+    // h ← γ_L h + Kdᵀ U_new
     const float gL = __expf(sG[L - 1]);
-    for (int e = tid; e < K * BV; e += threads) {
-      const int d = e / BV, j = e % BV;
-      float x = gL * sS[e];
-      for (int s = 0; s < L; ++s) x = fmaf(w.k[((tok0 + s) * w.H + h) * w.K + d] * sF[s], sU[s * BV + j], x);
-      sS[e] = x;
-    }
-    __syncthreads();
+    block_gemm<BV>(
+        K, bv, L, [&](int d, int s) { return k[s * ldq + d] * sF[s]; }, [&](int s, int j) { return sU[s * BV + j]; },
+        [&](int d, int j, float acc) { sS[d * BV + j] = fmaf(gL, sS[d * BV + j], acc); }, scratch);
   }
 }
 
@@ -87,8 +92,10 @@ __global__ void __launch_bounds__(threads) reverse_states_kernel(const work w, c
   constexpr int BV = sh::BV;
   const index_t jt = blockIdx.x * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x;
+  const index_t ldq = w.H * w.K, ldo = w.HV * w.V;
   extern __shared__ __align__(16) float sm[];
-  float *sD = sm + sh::s_at, *sU = sm + sh::u_at, *sG = sm + sh::g_at, *sF = sm + sh::f_at;
+  float *sD = sm + sh::s_at, *sU = sm + sh::u_at, *sG = sm + sh::g_at, *sF = sm + sh::f_at, *sGam = sm + sh::gam_at,
+        *scratch = sm + sh::scratch_at;
 
   for (int e = tid; e < K * BV; e += threads) {
     const int d = e / BV, j = e % BV;
@@ -99,44 +106,42 @@ __global__ void __launch_bounds__(threads) reverse_states_kernel(const work w, c
     const chunk_info ci = w.chunk[c];
     const int L = ci.len;
     const index_t tok0 = w.token(ci.bt, ci.t0);
-    load_decays(w, c, hv, L, sG, sF);
+    load_decays(w, c, hv, L, sG, sF, sGam);
     float* dhc = w.dh + w.ch(c, hv) * w.K * w.V;
     for (int e = tid; e < K * BV; e += threads) {
       const int d = e / BV, j = e % BV;
       if (j < bv) dhc[d * w.V + jt + j] = sD[e];
     }
     const float* Pc = w.P + w.ch(c, hv) * CL * CL;
-    float* dU = w.dU + w.ch(c, hv) * CL * w.V;
-    const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V + jt;  // row r at r·HV·V
-    const index_t ldo = w.HV * w.V;
-    for (int e = tid; e < CL * BV; e += threads) {
-      const int s = e / BV, j = e % BV;
-      float x = 0;
-      if (s < L && j < bv) {
-        for (int r = s; r < L; ++r) x = fmaf(Pc[r * CL + s], dO[r * ldo + j], x);
-        x *= w.scale;
-        float y = 0;
-        for (int d = 0; d < K; ++d) y = fmaf(w.k[((tok0 + s) * w.H + h) * w.K + d], sD[d * BV + j], y);
-        x = fmaf(sF[s], y, x);
-      }
-      sU[e] = x;
-      if (j < bv) dU[s * w.V + jt + j] = x;
-    }
-    __syncthreads();
+    float* dU = w.dU + w.ch(c, hv) * CL * w.V + jt;
+    const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V + jt;  // row r at r·ldo
+    const float* k = w.k + (tok0 * w.H + h) * w.K;            // row s at s·ldq
+    const float* q = w.q + (tok0 * w.H + h) * w.K;
+    const float scale = w.scale;
+    // dU = s Pᵀ dO + Kd dh
+    block_gemm<BV>(
+        L, bv, L, [&](int s, int r) { return Pc[r * CL + s]; }, [&](int r, int j) { return dO[r * ldo + j]; },
+        [&](int s, int j, float acc) { sU[s * BV + j] = scale * acc; }, scratch);
+    block_gemm<BV>(
+        L, bv, K, [&](int s, int d) { return k[s * ldq + d] * sF[s]; }, [&](int d, int j) { return sD[d * BV + j]; },
+        [&](int s, int j, float acc) {
+          const float x = sU[s * BV + j] + acc;
+          sU[s * BV + j] = x, dU[s * w.V + j] = x;
+        },
+        scratch);
+    // dh ← γ_L dh + s (Γ ⊙ Q)ᵀ dO − Wᵀ dU
     const float gL = __expf(sG[L - 1]);
-    const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
-    for (int e = tid; e < K * BV; e += threads) {
-      const int d = e / BV, j = e % BV;
-      float read = 0;
-      if (j < bv)
-        for (int r = 0; r < L; ++r) read = fmaf(__expf(sG[r]) * w.q[((tok0 + r) * w.H + h) * w.K + d], dO[r * ldo + j], read);
-      float x = fmaf(w.scale, read, gL * sD[e]);
-      if constexpr (Erases)
-        for (int s = 0; s < L; ++s) x = fmaf(-Wc[s * w.K + d], sU[s * BV + j], x);
-      sD[e] = x;
+    block_gemm<BV>(
+        K, bv, L, [&](int d, int r) { return sGam[r] * q[r * ldq + d]; }, [&](int r, int j) { return dO[r * ldo + j]; },
+        [&](int d, int j, float acc) { sD[d * BV + j] = fmaf(gL, sD[d * BV + j], scale * acc); }, scratch);
+    if constexpr (Erases) {
+      const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
+      block_gemm<BV>(
+          K, bv, L, [&](int d, int s) { return Wc[s * w.K + d]; }, [&](int s, int j) { return sU[s * BV + j]; },
+          [&](int d, int j, float acc) { sD[d * BV + j] -= acc; }, scratch);
     }
-    __syncthreads();
   }
+  __syncthreads();
   if (dS0.ptr)
     for (int e = tid; e < K * BV; e += threads) {
       const int d = e / BV, j = e % BV;
