@@ -243,6 +243,8 @@ void bench_backward(index_t B, index_t T_) {
                         .dk = contiguous<4>(dk, {B, T_, H, K}),
                         .dv = contiguous<4>(dv, {B, T_, H, V})};
   if (a.g.ptr) g.dg = contiguous<3>(dg, {B, T_, H});
+  T* dgk = a.gk.ptr ? dalloc<T>(B * T_ * H * K) : nullptr;
+  if (a.gk.ptr) g.dgk = contiguous<4>(dgk, {B, T_, H, K});
   if (a.beta.ptr) g.dbeta = contiguous<3>(dbeta, {B, T_, H});
   a.o = {}, a.final_state = {};
   const double bwd = time_ms([&](int) { linea::backward<Rule, read::identity, backend::cuda>(a, g); }, 2, 3, 1);
@@ -250,6 +252,7 @@ void bench_backward(index_t B, index_t T_) {
               "\"fwd_bwd_ms\":%.4f,\"bwd_over_fwd\":%.1f}\n",
               rule_name<Rule>::value, long(B), long(T_), fwd, bwd, fwd + bwd, bwd / fwd);
   std::fflush(stdout);
+  if (dgk) CK(cudaFree(dgk));
   for (void* p : {static_cast<void*>(o), static_cast<void*>(state), static_cast<void*>(d_o), static_cast<void*>(dq),
                   static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(dg), static_cast<void*>(dbeta),
                   static_cast<void*>(x.q), static_cast<void*>(x.k), static_cast<void*>(x.v), static_cast<void*>(x.g),
@@ -263,6 +266,8 @@ void all_backward() {
     bench_backward<delta>(B, T_);
     bench_backward<simple_gla>(B, T_);
     bench_backward<additive>(B, T_);
+    bench_backward<kda>(B, T_);
+    bench_backward<gla>(B, T_);
   }
 }
 

@@ -45,9 +45,13 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
     for (auto& x : c.k.values()) x = T(double(x) * unit(rng));
   }
   std::vector<float> A_log, dt_bias;
+  const bool per_key = allocated(c.gk);
+  const index_t NB = per_key ? HV * c.shape.K : HV;  // dt_bias: [HV] or [HV·K]
   if (opt.gate) {
     for (auto& x : c.g.values()) x = T(normal(rng));
-    for (index_t hv = 0; hv < HV; ++hv) A_log.push_back(float(0.5 * normal(rng))), dt_bias.push_back(float(0.5 * normal(rng)));
+    for (auto& x : c.gk.values()) x = T(normal(rng));
+    for (index_t hv = 0; hv < HV; ++hv) A_log.push_back(float(0.5 * normal(rng)));
+    for (index_t i = 0; i < NB; ++i) dt_bias.push_back(float(0.5 * normal(rng)));
   }
   if (opt.beta_act != beta_activation::none)
     for (auto& x : c.beta.values()) x = T(normal(rng));
@@ -68,7 +72,7 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
     if (opt.scale) a.scale = opt.scale;
     if (opt.gate) {
       a.gate.A_log = contiguous<1>(A, {HV});
-      a.gate.dt_bias = contiguous<1>(bias, {HV});
+      a.gate.dt_bias = contiguous<1>(bias, {NB});
       if (opt.lower_bound) a.gate.lower_bound = -5.0f;
     }
   };
@@ -78,9 +82,11 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
   auto rdq = like<double, 4>(c.q.extents()), rdk = like<double, 4>(c.k.extents());
   auto rdv = like<double, 4>(c.v.extents()), rdh0 = like<double, 4>(c.ht.extents());
   tensor<double, 3> rdg, rdbeta;
-  tensor<double, 1> rdA({HV}), rdbias({HV});
+  tensor<double, 4> rdgk;
+  tensor<double, 1> rdA({HV}), rdbias({NB});
   gradients<double> gr{.d_o = d_o64, .d_final_state = dht64, .dq = rdq, .dk = rdk, .dv = rdv, .d_initial_state = rdh0};
   if (has_g) rdg = tensor<double, 3>(c.g.extents()), gr.dg = rdg;
+  if (per_key) rdgk = tensor<double, 4>(c.gk.extents()), gr.dgk = rdgk;
   if (has_beta) rdbeta = tensor<double, 3>(c.beta.extents()), gr.dbeta = rdbeta;
   if (opt.gate) gr.dA_log = rdA, gr.ddt_bias = rdbias;
   {
@@ -92,8 +98,9 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
   // ---- CUDA ----
   device_case<Rule, T> d{c};
   device_pool& pool = d.pool;
-  tensor<float, 1> A_t({HV}), bias_t({HV});
-  for (index_t i = 0; i < HV && opt.gate; ++i) A_t.data()[i] = A_log[i], bias_t.data()[i] = dt_bias[i];
+  tensor<float, 1> A_t({HV}), bias_t({NB});
+  for (index_t i = 0; i < HV && opt.gate; ++i) A_t.data()[i] = A_log[i];
+  for (index_t i = 0; i < NB && opt.gate; ++i) bias_t.data()[i] = dt_bias[i];
   const float* A_d = opt.gate ? pool.copy(A_t) : nullptr;
   const float* bias_d = opt.gate ? pool.copy(bias_t) : nullptr;
   auto a = d.args(c.args());
@@ -102,11 +109,13 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
   auto dq = like<T, 4>(c.q.extents()), dk = like<T, 4>(c.k.extents()), dv = like<T, 4>(c.v.extents());
   auto dh0 = like<float, 4>(c.ht.extents());
   tensor<T, 3> dg, dbeta;
-  tensor<float, 1> dA({HV}), dbias({HV});
+  tensor<T, 4> dgk;
+  tensor<float, 1> dA({HV}), dbias({NB});
   if (has_g) dg = tensor<T, 3>(c.g.extents());
+  if (per_key) dgk = tensor<T, 4>(c.gk.extents());
   if (has_beta) dbeta = tensor<T, 3>(c.beta.extents());
   T *dq_d = pool.output(dq), *dk_d = pool.output(dk), *dv_d = pool.output(dv), *dg_d = pool.output(dg),
-    *db_d = pool.output(dbeta);
+    *db_d = pool.output(dbeta), *dgk_d = pool.output(dgk);
   float *dh0_d = pool.output(dh0), *dA_d = pool.output(dA), *dbias_d = pool.output(dbias);
   gradients<T> g{.d_o = contiguous<4>(static_cast<const T*>(pool.copy(d_o)), d_o.extents()),
                  .d_final_state = contiguous<4>(static_cast<const float*>(pool.copy(dht)), dht.extents()),
@@ -116,11 +125,13 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
                  .d_initial_state = contiguous<4>(dh0_d, dh0.extents())};
   if (has_g) g.dg = contiguous<3>(dg_d, dg.extents());
   if (has_beta) g.dbeta = contiguous<3>(db_d, dbeta.extents());
-  if (opt.gate) g.dA_log = contiguous<1>(dA_d, {HV}), g.ddt_bias = contiguous<1>(dbias_d, {HV});
+  if (per_key) g.dgk = contiguous<4>(dgk_d, dgk.extents());
+  if (opt.gate) g.dA_log = contiguous<1>(dA_d, {HV}), g.ddt_bias = contiguous<1>(dbias_d, {NB});
   linea::backward<Rule, read::identity, backend::cuda>(a, g);
   cuda_ok(cudaDeviceSynchronize());
   copy_back(dq, dq_d), copy_back(dk, dk_d), copy_back(dv, dv_d), copy_back(dh0, dh0_d);
   if (has_g) copy_back(dg, dg_d);
+  if (per_key) copy_back(dgk, dgk_d);
   if (has_beta) copy_back(dbeta, db_d);
   if (opt.gate) copy_back(dA, dA_d), copy_back(dbias, dbias_d);
 
@@ -135,6 +146,7 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
   expect_gradient(label, "dv", dv, rdv, tol);
   expect_gradient(label, "d_initial_state", dh0, rdh0, tol);
   if (has_g) expect_gradient(label, "dg", dg, rdg, tol);
+  if (per_key) expect_gradient(label, "dgk", dgk, rdgk, tol);
   if (has_beta) expect_gradient(label, "dbeta", dbeta, rdbeta, tol);
   if (opt.gate) expect_gradient(label, "dA_log", dA, rdA, tol), expect_gradient(label, "ddt_bias", dbias, rdbias, tol);
 }
@@ -157,11 +169,12 @@ void shapes() {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("CUDA backward = float64 reference backward (float32)", Rule, additive, simple_gla, delta, gated_delta) {
+TEST_CASE_TEMPLATE("CUDA backward = float64 reference backward (float32)", Rule, additive, simple_gla, gla, delta, gated_delta,
+                   kda) {
   shapes<Rule, float>();
 }
 
-TEST_CASE_TEMPLATE("CUDA backward = float64 reference backward (bf16, fp16)", Rule, simple_gla, gated_delta) {
+TEST_CASE_TEMPLATE("CUDA backward = float64 reference backward (bf16, fp16)", Rule, simple_gla, gated_delta, kda) {
   SUBCASE("bf16") { shapes<Rule, bf16>(); }
   SUBCASE("fp16") { shapes<Rule, fp16>(); }
 }
@@ -172,6 +185,8 @@ TEST_CASE("CUDA backward: in-kernel options (L2 norm, gates, beta activation)") 
   check_backward<gated_delta, float>(s, {.gate = true, .lower_bound = true});
   check_backward<delta, bf16>(s, {.qk_l2norm = true, .beta_act = beta_activation::two_sigmoid});
   check_backward<simple_gla, float>(s, {.qk_l2norm = true, .gate = true});
+  check_backward<kda, float>(s, {.qk_l2norm = true, .gate = true, .lower_bound = true, .beta_act = beta_activation::sigmoid});
+  check_backward<gla, float>(s, {.gate = true});
 }
 
 }  // namespace linea::testing

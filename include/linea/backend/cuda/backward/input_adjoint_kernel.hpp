@@ -2,7 +2,7 @@
 // to the gradients of the raw stored inputs (docs/math/backward.md §3), one CTA per token:
 //   dq, dk: the value heads of a group added into their key head, then the in-kernel L2 norm's adjoint
 //           dx = (dx̂ − x̂ (x̂·dx̂)) / n (one warp per key head);
-//   dg:     d log α through the in-kernel gate (dA_log, ddt_bias added over tokens with atomics);
+//   dg, dgk: d log α through the in-kernel gate (dA_log, ddt_bias added over tokens with atomics);
 //   dβ:     d(e = w = β) through β's activation.
 // The formulas are the reference's (reference/input_adjoints.hpp), called on the device.
 #pragma once
@@ -16,6 +16,7 @@ struct input_grads {
   view<T, 4> dq, dk;
   view<T, 3> dg, dbeta;
   view<float, 1> dA_log, ddt_bias;
+  view<T, 4> dgk;
 };
 
 __global__ void zero_kernel(const view<float, 1> x) {
@@ -71,11 +72,26 @@ __global__ void __launch_bounds__(threads) input_adjoint_kernel(const kernel_arg
       }
       if (o.dg.ptr) o.dg(bt, t, hv) = from_float<T>(dx);
     }
-    if (o.dbeta.ptr) {
+    if (o.dbeta.ptr) {  // (β's activation: the update's gates are e = w = β)
       const float x = to_float(a.beta(bt, t, hv));
       o.dbeta(bt, t, hv) = from_float<T>(w.derase[at] * reference::beta_activation_derivative(x, static_cast<beta_activation>(a.beta_act)));
     }
   }
+  if (a.gk.ptr)  // the rule's per-key log decay (dt_bias per (hv, i): index hv·K + i)
+    for (index_t e = tid; e < w.HV * w.K; e += threads) {
+      const index_t hv = e / w.K, i = e % w.K;
+      const float d = w.dlog_alpha_k[token * w.HV * w.K + e];
+      float dx = d;
+      if (a.gate_active) {
+        const float bias = a.dt_bias.empty() ? 0.f : a.dt_bias(e);
+        const auto pd = reference::activate_gate_partials(to_float(a.gk(bt, t, hv, i)), a.A_log(hv), bias,
+                                                          a.has_lower_bound, a.lower_bound);
+        dx = d * pd.dx;
+        if (o.dA_log.ptr) atomicAdd(&o.dA_log(hv), d * pd.dA_log);
+        if (o.ddt_bias.ptr) atomicAdd(&o.ddt_bias(e), d * pd.ddt_bias);
+      }
+      if (o.dgk.ptr) o.dgk(bt, t, hv, i) = from_float<T>(dx);
+    }
 }
 
 }  // namespace linea::cuda_detail::bwd

@@ -38,6 +38,13 @@ __global__ void __launch_bounds__(threads) inputs_kernel(const kernel_args<T> a,
     w.d_o[token * w.HV * w.V + e] = to_float(d_o(bt, t, hv, j));
   }
   using U = typename Rule::update;
+  if constexpr (Rule::decay::kind == decay_kind::per_key) {
+    for (index_t e = tid; e < w.HV * w.K; e += threads) {
+      const index_t hv = e / w.K, i = e % w.K;
+      const token_scalars s = src.template scalars<Rule::decay::inputs>(bt, t, hv);
+      w.log_alpha_k[token * w.HV * w.K + e] = src.template log_alpha<Rule>(s, bt, t, hv, i);
+    }
+  }
   for (index_t hv = tid; hv < w.HV; hv += threads) {
     const std::size_t at = std::size_t(token * w.HV + hv);
     if constexpr (Rule::decay::kind == decay_kind::scalar) w.log_alpha[at] = src.template token_log_alpha<Rule>(bt, t, hv);

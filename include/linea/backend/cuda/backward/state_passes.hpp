@@ -7,6 +7,7 @@
 //   reverse_states:  dh = dS_T;   dU = s Pᵀ dO + Kd dh                                   stores dh (chunk end), dU
 //                    dh ← γ_L dh + s (Γ ⊙ Q)ᵀ dO − Wᵀ dU (erase)                         writes dS_0 at the start
 // The two are independent of each other (the reverse pass needs no h): both read only phase 1's factors.
+// Per-key decays (PerKey) read phase 1's decayed operands Kd, Qg, gL instead of forming exp(G) here.
 #pragma once
 #include "block_gemm.hpp"
 
@@ -32,7 +33,7 @@ __device__ __forceinline__ void load_decays(const work& w, index_t c, index_t hv
   __syncthreads();
 }
 
-template <bool Erases>
+template <bool Erases, bool PerKey>
 __global__ void __launch_bounds__(threads) forward_states_kernel(const work w, const view<const float, 4> S0) {
   using sh = state_shape;
   constexpr int BV = sh::BV;
@@ -52,7 +53,10 @@ __global__ void __launch_bounds__(threads) forward_states_kernel(const work w, c
     const chunk_info ci = w.chunk[c];
     const int L = ci.len;
     const index_t tok0 = w.token(ci.bt, ci.t0);
-    load_decays(w, c, hv, L, sG, sF, sGam);  // (its barriers order the last update of sS before the reads below)
+    if constexpr (PerKey) __syncthreads();  // orders the last update of sS before the reads below
+    else load_decays(w, c, hv, L, sG, sF, sGam);  // (so do its barriers)
+    const float* Kd = w.Kd + w.ch(c, hv) * CL * w.K;  // (per-key decays)
+    const float* gLk = w.gL + w.ch(c, hv) * w.K;
     float* hc = w.h + w.ch(c, hv) * w.K * w.V;
     for (int e = tid; e < K * BV; e += threads) {
       const int d = e / BV, j = e % BV;
@@ -78,14 +82,15 @@ __global__ void __launch_bounds__(threads) forward_states_kernel(const work w, c
       }
     }
     // h ← γ_L h + Kdᵀ U_new
-    const float gL = __expf(sG[L - 1]);
+    const float gL = PerKey ? 0.f : __expf(sG[L - 1]);
     block_gemm<BV>(
-        K, bv, L, [&](int d, int s) { return k[s * ldq + d] * sF[s]; }, [&](int s, int j) { return sU[s * BV + j]; },
-        [&](int d, int j, float acc) { sS[d * BV + j] = fmaf(gL, sS[d * BV + j], acc); }, scratch);
+        K, bv, L, [&](int d, int s) { return PerKey ? Kd[s * w.K + d] : k[s * ldq + d] * sF[s]; },
+        [&](int s, int j) { return sU[s * BV + j]; },
+        [&](int d, int j, float acc) { sS[d * BV + j] = fmaf(PerKey ? gLk[d] : gL, sS[d * BV + j], acc); }, scratch);
   }
 }
 
-template <bool Erases>
+template <bool Erases, bool PerKey>
 __global__ void __launch_bounds__(threads) reverse_states_kernel(const work w, const view<const float, 4> dST,
                                                                  const view<float, 4> dS0) {
   using sh = state_shape;
@@ -106,7 +111,11 @@ __global__ void __launch_bounds__(threads) reverse_states_kernel(const work w, c
     const chunk_info ci = w.chunk[c];
     const int L = ci.len;
     const index_t tok0 = w.token(ci.bt, ci.t0);
-    load_decays(w, c, hv, L, sG, sF, sGam);
+    if constexpr (PerKey) __syncthreads();
+    else load_decays(w, c, hv, L, sG, sF, sGam);
+    const float* Kd = w.Kd + w.ch(c, hv) * CL * w.K;  // (per-key decays)
+    const float* Qg = w.Qg + w.ch(c, hv) * CL * w.K;
+    const float* gLk = w.gL + w.ch(c, hv) * w.K;
     float* dhc = w.dh + w.ch(c, hv) * w.K * w.V;
     for (int e = tid; e < K * BV; e += threads) {
       const int d = e / BV, j = e % BV;
@@ -123,17 +132,20 @@ __global__ void __launch_bounds__(threads) reverse_states_kernel(const work w, c
         L, bv, L, [&](int s, int r) { return Pc[r * CL + s]; }, [&](int r, int j) { return dO[r * ldo + j]; },
         [&](int s, int j, float acc) { sU[s * BV + j] = scale * acc; }, scratch);
     block_gemm<BV>(
-        L, bv, K, [&](int s, int d) { return k[s * ldq + d] * sF[s]; }, [&](int d, int j) { return sD[d * BV + j]; },
+        L, bv, K, [&](int s, int d) { return PerKey ? Kd[s * w.K + d] : k[s * ldq + d] * sF[s]; },
+        [&](int d, int j) { return sD[d * BV + j]; },
         [&](int s, int j, float acc) {
           const float x = sU[s * BV + j] + acc;
           sU[s * BV + j] = x, dU[s * w.V + j] = x;
         },
         scratch);
     // dh ← γ_L dh + s (Γ ⊙ Q)ᵀ dO − Wᵀ dU
-    const float gL = __expf(sG[L - 1]);
+    const float gL = PerKey ? 0.f : __expf(sG[L - 1]);
     block_gemm<BV>(
-        K, bv, L, [&](int d, int r) { return sGam[r] * q[r * ldq + d]; }, [&](int r, int j) { return dO[r * ldo + j]; },
-        [&](int d, int j, float acc) { sD[d * BV + j] = fmaf(gL, sD[d * BV + j], scale * acc); }, scratch);
+        K, bv, L, [&](int d, int r) { return PerKey ? Qg[r * w.K + d] : sGam[r] * q[r * ldq + d]; },
+        [&](int r, int j) { return dO[r * ldo + j]; },
+        [&](int d, int j, float acc) { sD[d * BV + j] = fmaf(PerKey ? gLk[d] : gL, sD[d * BV + j], scale * acc); },
+        scratch);
     if constexpr (Erases) {
       const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
       block_gemm<BV>(

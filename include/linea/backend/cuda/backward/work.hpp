@@ -12,6 +12,10 @@
 //   h, dh       [chunks, HV, K, V]    the state before chunk c, and dL/d(state after chunk c)
 //   dq, dk      [tokens, HV, K]       per value head (summed over a group in the input-adjoint kernel)
 //   dlog_alpha, derase [tokens, HV]   d L / d log α_t and d L / d(e_t = w_t) (the activated β)
+// Per-key decays (gla, kda) instead keep G per key channel, and phase 1 also writes the decayed operands that the
+// state passes read (so they need no exponentials):
+//   log_alpha_k, dlog_alpha_k [tokens, HV, K];   Gk, Kd, Qg [chunks, HV, CL, K];   gL [chunks, HV, K]
+//   Kd_s = k_s ⊙ exp(G_L − G_s),   Qg_r = q_r ⊙ exp(G_r),   gL = exp(G_L)
 #pragma once
 #include "../params.hpp"
 
@@ -38,6 +42,7 @@ struct work {
   float *q, *k, *v, *d_o, *log_alpha, *erase, *write;
   float *Gc, *P, *Tinv, *W, *U, *U_new, *dU, *h, *dh;
   float *dq, *dk, *dlog_alpha, *derase;
+  float *log_alpha_k = nullptr, *dlog_alpha_k = nullptr, *Gk = nullptr, *Kd = nullptr, *Qg = nullptr, *gL = nullptr;
 
   __host__ __device__ index_t token(index_t bt, index_t t) const { return bt * T + t; }
   __host__ __device__ std::size_t ch(index_t c, index_t hv) const { return std::size_t(c * HV + hv); }
