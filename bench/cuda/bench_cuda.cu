@@ -2,6 +2,8 @@
 //
 //   chunkwise forward, every rule, identity and CCQ read: B=8, T=4096, H=HV=16, K=V=128, bf16 in, fp32 states
 //   decode step, every rule: B=256 rows, H=HV=16, K=V=128, bf16 in, fp32 state pool updated in place
+//   --backward: forward (chunkwise) and backward of the rules with a CUDA backward, B=8 T=4096 and B=1 T=32768,
+//               H=HV=16, K=V=128, bf16 in (dq, dk, dv, dg, dβ written; fewer repeats: the backward is slow)
 //
 // Each figure is the median over repeats of (the time of `calls` back-to-back calls) / calls, after warm-up;
 // two input sets alternate, and each call streams far more than the 60 MB L2. Prints one JSON object per line
@@ -224,6 +226,51 @@ void bench_decode(const inputs* sets, double copy, bool indices) {
   CK(cudaFree(pool));
 }
 
+// Forward (chunkwise) then backward (dq, dk, dv and the gate gradients, from dL/do) at one shape.
+template <class Rule>
+void bench_backward(index_t B, index_t T_) {
+  const index_t H = 16, K = 128, V = 128;
+  const inputs x = make_inputs(B, T_, H, K, V, 500);
+  T* o = dalloc<T>(B * T_ * H * V);
+  float* state = dalloc<float>(B * H * K * V);
+  arguments<T, float> a = make_args<Rule>(x, B, T_, H, K, V, o, state);
+  const double fwd = time_ms([&](int) { linea::chunkwise<Rule, read::identity, backend::cuda>(a); }, 10, 5, 2);
+  T* d_o = random_tensor(B * T_ * H * V, 600, fill::normal);
+  T *dq = dalloc<T>(B * T_ * H * K), *dk = dalloc<T>(B * T_ * H * K), *dv = dalloc<T>(B * T_ * H * V);
+  T *dg = dalloc<T>(B * T_ * H), *dbeta = dalloc<T>(B * T_ * H);
+  gradients<T, float> g{.d_o = contiguous<4>(static_cast<const T*>(d_o), {B, T_, H, V}),
+                        .dq = contiguous<4>(dq, {B, T_, H, K}),
+                        .dk = contiguous<4>(dk, {B, T_, H, K}),
+                        .dv = contiguous<4>(dv, {B, T_, H, V})};
+  if (a.g.ptr) g.dg = contiguous<3>(dg, {B, T_, H});
+  T* dgk = a.gk.ptr ? dalloc<T>(B * T_ * H * K) : nullptr;
+  if (a.gk.ptr) g.dgk = contiguous<4>(dgk, {B, T_, H, K});
+  if (a.beta.ptr) g.dbeta = contiguous<3>(dbeta, {B, T_, H});
+  a.o = {}, a.final_state = {};
+  const double bwd = time_ms([&](int) { linea::backward<Rule, read::identity, backend::cuda>(a, g); }, 2, 3, 1);
+  std::printf("{\"kind\":\"backward\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"fwd_ms\":%.4f,\"bwd_ms\":%.4f,"
+              "\"fwd_bwd_ms\":%.4f,\"bwd_over_fwd\":%.1f}\n",
+              rule_name<Rule>::value, long(B), long(T_), fwd, bwd, fwd + bwd, bwd / fwd);
+  std::fflush(stdout);
+  if (dgk) CK(cudaFree(dgk));
+  for (void* p : {static_cast<void*>(o), static_cast<void*>(state), static_cast<void*>(d_o), static_cast<void*>(dq),
+                  static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(dg), static_cast<void*>(dbeta),
+                  static_cast<void*>(x.q), static_cast<void*>(x.k), static_cast<void*>(x.v), static_cast<void*>(x.g),
+                  static_cast<void*>(x.gk), static_cast<void*>(x.beta), static_cast<void*>(x.b), static_cast<void*>(x.w),
+                  static_cast<void*>(x.lam)})
+    CK(cudaFree(p));
+}
+void all_backward() {
+  for (const auto& [B, T_] : {std::pair<index_t, index_t>{8, 4096}, {1, 32768}}) {
+    bench_backward<gated_delta>(B, T_);
+    bench_backward<delta>(B, T_);
+    bench_backward<simple_gla>(B, T_);
+    bench_backward<additive>(B, T_);
+    bench_backward<kda>(B, T_);
+    bench_backward<gla>(B, T_);
+  }
+}
+
 // Every rule of linea's list (rules/list.hpp).
 void all_chunkwise(const inputs* sets, double copy, bool ccq) {
   all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::identity>(sets, copy); });
@@ -236,12 +283,13 @@ void all_decode(const inputs* sets, double copy) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool ccq = true, chunk = true, decode = true, once = false;
+  bool ccq = true, chunk = true, decode = true, once = false, backward_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--no-ccq")) ccq = false;
     if (!std::strcmp(argv[i], "--decode-only")) chunk = false;
     if (!std::strcmp(argv[i], "--chunk-only")) decode = false;
-    if (!std::strcmp(argv[i], "--profile")) once = true;  // one gated_delta chunkwise call and one decode step, for ncu
+    if (!std::strcmp(argv[i], "--profile")) once = true;
+    if (!std::strcmp(argv[i], "--backward")) backward_only = true;  // forward + backward only  // one gated_delta chunkwise call and one decode step, for ncu
   }
   try {
     cudaDeviceProp prop{};
@@ -250,6 +298,10 @@ int main(int argc, char** argv) {
     std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d,\"copy_tbps\":%.3f}\n", prop.name,
                 prop.multiProcessorCount, copy);
     std::fflush(stdout);
+    if (backward_only) {
+      all_backward();
+      return 0;
+    }
     if (once) {
       const inputs sets[2] = {make_inputs(8, 4096, 16, 128, 128, 100), make_inputs(8, 4096, 16, 128, 128, 200)};
       const index_t B = 8, T_ = 4096, H = 16, K = 128, V = 128;

@@ -10,3 +10,4 @@
 #include "linea.hpp"
 #include "read/ccq.hpp"
 #include "backend/cuda/forms.hpp"
+#include "backend/cuda/backward.hpp"
