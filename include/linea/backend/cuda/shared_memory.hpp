@@ -1,0 +1,30 @@
+// linea/backend/cuda/shared_memory.hpp — a kernel's dynamic shared memory past the 48 KB default.
+//
+// cudaFuncSetAttribute(MaxDynamicSharedMemorySize) applies to the current device only, so it is set once per
+// (kernel, device) — two GPUs in one process each get it — and again when a call needs more than was set (the
+// CCQ query kernel's size depends on K). The call is not free; the check before it is one atomic load.
+#pragma once
+#include "check.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <mutex>
+
+namespace linea::cuda_detail {
+
+template <auto Kernel>
+void allow_dynamic_shared(std::size_t bytes, int device) {
+  constexpr std::size_t default_limit = 48 * 1024;
+  constexpr int remembered_devices = 64;  // beyond: set on every call (correct, slower)
+  static std::atomic<std::size_t> allowed[remembered_devices] = {};
+  static std::mutex setting;
+  if (bytes <= default_limit) return;
+  const bool remembered = device >= 0 && device < remembered_devices;
+  if (remembered && allowed[device].load(std::memory_order_acquire) >= bytes) return;
+  std::lock_guard<std::mutex> g(setting);
+  if (remembered && allowed[device].load(std::memory_order_relaxed) >= bytes) return;
+  LINEA_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
+  if (remembered) allowed[device].store(bytes, std::memory_order_release);
+}
+
+}  // namespace linea::cuda_detail
