@@ -31,11 +31,25 @@ if(LINEA_HAS_CUDA)
       set(LINEA_CUDA_TESTS OFF)
     endif()
   endif()
-  function(linea_cuda_target target)
+  function(linea_cuda_flags target)
     # C++20 by flag: CMake before 3.26 knows no CUDA20 dialect for nvcc.
     set_target_properties(${target} PROPERTIES CUDA_ARCHITECTURES OFF)
     # Eigen (pulled in by the CPU forms) needs relaxed constexpr under nvcc; its defaulted-function notes are noise.
     target_compile_options(${target} PRIVATE
       $<$<COMPILE_LANGUAGE:CUDA>:${LINEA_CUDA_GENCODE};-std=c++20;--expt-relaxed-constexpr;-diag-suppress=20012,20013,20015>)
+  endfunction()
+  # linea's own CUDA binaries (tests, benchmark, conformance runner) share one compilation of the CUDA forms of
+  # linea's rules: a static library of explicit instantiations, one TU per rule (they build in parallel), which
+  # the binaries declare extern (include/linea/backend/cuda/instances.hpp) instead of compiling every kernel again.
+  if(LINEA_BUILD_TESTS OR LINEA_BUILD_BENCH OR LINEA_BUILD_TOOLS)
+    file(GLOB _linea_cuda_instances CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/tests/backend/cuda/instances/*.cu)
+    add_library(linea_cuda_instances STATIC ${_linea_cuda_instances})
+    target_link_libraries(linea_cuda_instances PUBLIC linea::linea)
+    target_compile_definitions(linea_cuda_instances INTERFACE LINEA_CUDA_EXTERN_INSTANCES)
+    linea_cuda_flags(linea_cuda_instances)
+  endif()
+  function(linea_cuda_target target)
+    linea_cuda_flags(${target})
+    target_link_libraries(${target} PRIVATE linea_cuda_instances)
   endfunction()
 endif()
