@@ -24,10 +24,12 @@ __device__ __forceinline__ void report_fault(int* word, index_t entry, index_fau
 }
 
 // state_indices[b] ∈ [-1, N); with `unique`, no two rows name the same state (pairwise: B is a batch, not a pool).
-__global__ void check_state_indices_kernel(const std::int32_t* idx, index_t B, index_t N, bool unique, int* word) {
+// (Kernels in a header are templates: one definition however many TUs include it.)
+template <class I>
+__global__ void check_state_indices_kernel(const I* idx, index_t B, index_t N, bool unique, int* word) {
   const index_t b = blockIdx.x * static_cast<index_t>(blockDim.x) + threadIdx.x;
   if (b >= B) return;
-  const std::int32_t x = idx[b];
+  const I x = idx[b];
   if (x < -1 || x >= N) return report_fault(word, b, out_of_range);
   if (!unique || x < 0) return;
   for (index_t c = 0; c < b; ++c)
@@ -50,7 +52,7 @@ inline void check_device_indices(const cuda::launch& l, index_t B, index_t T, in
   LINEA_CUDA_CHECK(cudaMemsetAsync(word, 0x7F, sizeof(int), stream));  // 0x7F7F7F7F: no fault
   const auto blocks = [](std::size_t n) { return static_cast<unsigned>((n + index_check_threads - 1) / index_check_threads); };
   if (!l.state_indices.empty()) {
-    check_state_indices_kernel<<<blocks(l.state_indices.size), index_check_threads, 0, stream>>>(
+    check_state_indices_kernel<std::int32_t><<<blocks(l.state_indices.size), index_check_threads, 0, stream>>>(
         l.state_indices.data, B, N, writes_back, word);
     check_launch("check_state_indices_kernel");
   }
