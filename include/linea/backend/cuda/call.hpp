@@ -85,4 +85,10 @@ void run(const arguments<T, float>& a, const problem& p, const cuda::launch& l) 
   }
 }
 
+// On the default stream with the cached workspace.
+template <class Rule, class Read, form F, class T>
+void run(const arguments<T, float>& a, const problem& p) {
+  run<Rule, Read, F>(a, p, cuda::launch{});
+}
+
 }  // namespace linea::cuda_detail

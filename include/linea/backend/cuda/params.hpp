@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "../../core/arguments.hpp"
 #include "../../core/error.hpp"
@@ -100,6 +101,61 @@ kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p) {
   k.gate_active = a.gate.active();
   k.has_lower_bound = a.gate.lower_bound.has_value();
   k.lower_bound = a.gate.lower_bound ? *a.gate.lower_bound : 0.f;
+  return k;
+}
+
+// A device buffer owned for the duration of one call (stream-ordered allocation): for code that has no workspace
+// (the forward forms take theirs from cuda::launch, workspace.hpp).
+template <class X>
+class device_buffer {
+ public:
+  device_buffer() = default;
+  explicit device_buffer(std::size_t n, cudaStream_t stream = nullptr) : n_(n), stream_(stream) {
+    if (n) LINEA_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&p_), n * sizeof(X), stream_));
+  }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  device_buffer(device_buffer&& o) noexcept : p_(o.p_), n_(o.n_), stream_(o.stream_) { o.p_ = nullptr; }
+  device_buffer& operator=(device_buffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    std::swap(stream_, o.stream_);
+    return *this;
+  }
+  ~device_buffer() {
+    if (p_) (void)cudaFreeAsync(p_, stream_);
+  }
+  X* get() const { return p_; }
+  void upload(const X* host, std::size_t n) {
+    LINEA_CUDA_CHECK(cudaMemcpyAsync(p_, host, n * sizeof(X), cudaMemcpyHostToDevice, stream_));
+  }
+
+ private:
+  X* p_ = nullptr;
+  std::size_t n_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+// Device copies of host cu_seqlens / state_indices held for one call, for code without a workspace.
+struct host_copies {
+  device_buffer<std::int64_t> cu;
+  device_buffer<std::int32_t> idx;
+};
+
+template <class T, class S>
+kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p, host_copies& hold,
+                                cudaStream_t stream = nullptr) {
+  kernel_args<T> k = make_kernel_args(a, p);
+  if (!a.cu_seqlens.empty()) {
+    hold.cu = device_buffer<std::int64_t>(a.cu_seqlens.size(), stream);
+    hold.cu.upload(a.cu_seqlens.data(), a.cu_seqlens.size());
+    k.cu_seqlens = hold.cu.get();
+  }
+  if (!a.state_indices.empty()) {
+    hold.idx = device_buffer<std::int32_t>(a.state_indices.size(), stream);
+    hold.idx.upload(a.state_indices.data(), a.state_indices.size());
+    k.state_indices = hold.idx.get();
+  }
   return k;
 }
 

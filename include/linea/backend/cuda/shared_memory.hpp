@@ -27,4 +27,12 @@ void allow_dynamic_shared(std::size_t bytes, int device) {
   if (remembered) allowed[device].store(bytes, std::memory_order_release);
 }
 
+// The same on the current device, for a size fixed at compile time.
+template <auto Kernel, std::size_t Bytes>
+void allow_dynamic_shared() {
+  int device = 0;
+  LINEA_CUDA_CHECK(cudaGetDevice(&device));
+  allow_dynamic_shared<Kernel>(Bytes, device);
+}
+
 }  // namespace linea::cuda_detail
