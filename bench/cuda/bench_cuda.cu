@@ -200,9 +200,13 @@ void bench_chunkwise(const inputs* sets, double copy) {
 }
 
 // How the decode step gets its state rows: row b = state b, or a permutation given as a host span (copied into
-// the workspace every call) or as a device array (cuda::launch::state_indices: nothing copied).
-enum class indices { none, host, device };
-const char* indices_name(indices i) { return i == indices::none ? "none" : i == indices::host ? "host" : "device"; }
+// the workspace every call) or as a device array (cuda::launch::state_indices: nothing copied); device_in_order:
+// indices b -> b on the device, which separates the cost of the indices from that of a permuted pool.
+enum class indices { none, host, device, device_in_order };
+const char* indices_name(indices i) {
+  const char* names[] = {"none", "host", "device", "device_in_order"};
+  return names[static_cast<int>(i)];
+}
 
 template <class Rule>
 void bench_decode(const inputs* sets, double copy, indices mode) {
@@ -211,7 +215,8 @@ void bench_decode(const inputs* sets, double copy, indices mode) {
   float* pool = dalloc<float>(B * H * K * V);
   CK(cudaMemset(pool, 0, B * H * K * V * sizeof(float)));
   std::vector<std::int32_t> idx(B);
-  for (index_t b = 0; b < B; ++b) idx[b] = static_cast<std::int32_t>((b * 37) % B);  // a permutation
+  for (index_t b = 0; b < B; ++b)
+    idx[b] = static_cast<std::int32_t>(mode == indices::device_in_order ? b : (b * 37) % B);  // a permutation
   std::int32_t* device_idx = dalloc<std::int32_t>(B);
   CK(cudaMemcpy(device_idx, idx.data(), B * sizeof(std::int32_t), cudaMemcpyHostToDevice));
   arguments<T, float> a[2];
@@ -221,7 +226,7 @@ void bench_decode(const inputs* sets, double copy, indices mode) {
     if (mode == indices::host) a[s].state_indices = idx;
   }
   cuda::launch l;
-  if (mode == indices::device) l.state_indices = {device_idx, static_cast<std::size_t>(B)};
+  if (mode == indices::device || mode == indices::device_in_order) l.state_indices = {device_idx, static_cast<std::size_t>(B)};
   const double ms = time_ms([&](int i) { linea::step<Rule, read::identity, backend::cuda>(a[i & 1], l); }, 20, 9, 5);
   const double bytes = 2.0 * B * H * K * V * 4;  // the state pool read and written; token inputs are < 1%
   std::printf(
@@ -288,6 +293,7 @@ int main(int argc, char** argv) {
       all_decode(sets, copy);
       bench_decode<gated_delta>(sets, copy, indices::host);
       bench_decode<gated_delta>(sets, copy, indices::device);
+      bench_decode<gated_delta>(sets, copy, indices::device_in_order);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());

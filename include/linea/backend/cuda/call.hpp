@@ -18,7 +18,8 @@ void attach_indices(kernel_args<T>& k, const arguments<T, S>& a, const cuda::lau
     else k.cu_seqlens32 = static_cast<const std::int32_t*>(l.cu_seqlens.data);
   } else if (!a.cu_seqlens.empty()) {
     auto* d = ws.template at<std::int64_t>(w.cu_seqlens);
-    LINEA_CUDA_CHECK(cudaMemcpyAsync(d, a.cu_seqlens.data(), a.cu_seqlens.size_bytes(), cudaMemcpyHostToDevice, l.stream));
+    LINEA_CUDA_CHECK(
+        cudaMemcpyAsync(d, a.cu_seqlens.data(), a.cu_seqlens.size_bytes(), cudaMemcpyHostToDevice, l.stream));
     k.cu_seqlens = d;
   }
   if (!l.state_indices.empty()) {
