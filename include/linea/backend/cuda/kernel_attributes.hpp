@@ -1,11 +1,9 @@
-// linea/backend/cuda/kernel_attributes.hpp — what a kernel needs or gets on a device, set or asked once per
-// (kernel, device) — two GPUs in one process each get their own — and cached: the calls are not free, the check
-// before them is one atomic load.
+// linea/backend/cuda/kernel_attributes.hpp — a kernel's dynamic shared memory, set per (kernel, device).
 //
-// allow_dynamic_shared: cudaFuncSetAttribute(MaxDynamicSharedMemorySize) applies to the current device only; set
-// again when a call needs more than was set (the CCQ query kernel's size depends on K). Always set, whatever the
-// size: the 48 KB default bounds static + dynamic shared memory together.
-// resident_blocks: how many blocks of the kernel the device runs at once.
+// cudaFuncSetAttribute(MaxDynamicSharedMemorySize) applies to the current device only, so it is set once per
+// (kernel, device) — two GPUs in one process each get it — and again when a call needs more than was set (the CCQ
+// query kernel's size depends on K); the call is not free, the check before it is one atomic load. Always set,
+// whatever the size: the 48 KB default bounds static and dynamic shared memory together.
 #pragma once
 #include "check.hpp"
 
@@ -34,22 +32,6 @@ void allow_dynamic_shared() {
   int device = 0;
   LINEA_CUDA_CHECK(cudaGetDevice(&device));
   allow_dynamic_shared<Kernel>(Bytes, device);
-}
-
-template <auto Kernel, int Threads>
-int resident_blocks(int device) {
-  constexpr int remembered_devices = 64;
-  static std::atomic<int> known[remembered_devices] = {};
-  const bool remembered = device >= 0 && device < remembered_devices;
-  if (remembered) {
-    if (const int n = known[device].load(std::memory_order_relaxed)) return n;
-  }
-  int per_sm = 0, sms = 0;
-  LINEA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, Threads, 0));
-  LINEA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const int n = per_sm * sms > 0 ? per_sm * sms : 1;
-  if (remembered) known[device].store(n, std::memory_order_relaxed);
-  return n;
 }
 
 }  // namespace linea::cuda_detail

@@ -13,7 +13,6 @@
 #include "scalar_chunk_kernel.hpp"
 #include "workspace.hpp"
 
-#include <algorithm>
 #include <type_traits>
 
 namespace linea::cuda_detail {
@@ -66,17 +65,11 @@ void launch_recurrent(const kernel_args<T>& k, index_t rows, const exec& x) {
 
 // ---- decode step (main pass, K <= 128); the stats pass and larger K use the token-by-token kernel -----------------
 // Four columns per lane (16-byte loads): closer to copy bandwidth on the H200 than two (bench/cuda/README.md).
-// A block steps rows blockIdx.z, + gridDim.z, ... (decode_kernel.hpp): gridDim.z is the rows one wave of resident
-// blocks covers, evened out so every block steps the same number of rows (or one fewer).
 template <class Rule, class T, int KMAX>
 void launch_decode_k(const kernel_args<T>& k, index_t rows, const exec& x) {
   constexpr int CPL = 4, cols = 32 * CPL;
-  constexpr auto kernel = decode_kernel<Rule, T, KMAX, CPL>;
-  const index_t tiles = (k.V + cols - 1) / cols;
-  const index_t wave = std::max<index_t>(1, resident_blocks<kernel, decode_threads>(x.device) / (tiles * k.HV));
-  const index_t turns = (rows + wave - 1) / wave;
-  const dim3 grid(static_cast<unsigned>(tiles), static_cast<unsigned>(k.HV), static_cast<unsigned>((rows + turns - 1) / turns));
-  kernel<<<grid, decode_threads, 0, x.stream>>>(k);
+  const dim3 grid(static_cast<unsigned>((k.V + cols - 1) / cols), static_cast<unsigned>(k.HV), static_cast<unsigned>(rows));
+  decode_kernel<Rule, T, KMAX, CPL><<<grid, decode_threads, 0, x.stream>>>(k);
   check_launch("decode_kernel");
 }
 
