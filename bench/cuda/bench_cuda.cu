@@ -1,7 +1,8 @@
 // bench/cuda/bench_cuda.cu — CUDA-event timings of linea's CUDA backend at the benchmark shapes below.
 //
 //   chunkwise forward, every rule, identity and CCQ read: B=8, T=4096, H=HV=16, K=V=128, bf16 in, fp32 states
-//   decode step, every rule: B=256 rows, H=HV=16, K=V=128, bf16 in, fp32 state pool updated in place
+//   decode step, every rule: B=256 rows, H=HV=16, K=V=128, bf16 in, fp32 state pool updated in place; and
+//   gated_delta through a permuted pool, state_indices given as a host span and on the device (cuda::launch)
 //   --backward: forward (chunkwise) and backward of the rules with a CUDA backward, B=8 T=4096 and B=1 T=32768,
 //               H=HV=16, K=V=128, bf16 in (dq, dk, dv, dg, dβ written; fewer repeats: the backward is slow)
 //
@@ -200,30 +201,45 @@ void bench_chunkwise(const inputs* sets, double copy) {
   if (C) CK(cudaFree(C)), CK(cudaFree(m)), CK(cudaFree(z));
 }
 
+// How the decode step gets its state rows: row b = state b, or a permutation given as a host span (copied into
+// the workspace every call) or as a device array (cuda::launch::state_indices: nothing copied); device_in_order:
+// indices b -> b on the device, which separates the cost of the indices from that of a permuted pool.
+enum class indices { none, host, device, device_in_order };
+const char* indices_name(indices i) {
+  const char* names[] = {"none", "host", "device", "device_in_order"};
+  return names[static_cast<int>(i)];
+}
+
 template <class Rule>
-void bench_decode(const inputs* sets, double copy, bool indices) {
+void bench_decode(const inputs* sets, double copy, indices mode) {
   const index_t B = 256, H = 16, K = 128, V = 128;
   T* o = dalloc<T>(B * H * V);
   float* pool = dalloc<float>(B * H * K * V);
   CK(cudaMemset(pool, 0, B * H * K * V * sizeof(float)));
   std::vector<std::int32_t> idx(B);
-  for (index_t b = 0; b < B; ++b) idx[b] = static_cast<std::int32_t>((b * 37) % B);  // a permutation
+  for (index_t b = 0; b < B; ++b)
+    idx[b] = static_cast<std::int32_t>(mode == indices::device_in_order ? b : (b * 37) % B);  // a permutation
+  std::int32_t* device_idx = dalloc<std::int32_t>(B);
+  CK(cudaMemcpy(device_idx, idx.data(), B * sizeof(std::int32_t), cudaMemcpyHostToDevice));
   arguments<T, float> a[2];
   for (int s = 0; s < 2; ++s) {
     a[s] = make_args<Rule>(sets[s], B, 1, H, K, V, o, pool);
     a[s].initial_state = contiguous<4>(static_cast<const float*>(pool), {B, H, K, V});  // in place
-    if (indices) a[s].state_indices = idx;
+    if (mode == indices::host) a[s].state_indices = idx;
   }
-  const double ms = time_ms([&](int i) { linea::step<Rule, read::identity, backend::cuda>(a[i & 1]); }, 20, 9, 5);
+  cuda::launch l;
+  if (mode == indices::device || mode == indices::device_in_order) l.state_indices = {device_idx, static_cast<std::size_t>(B)};
+  const double ms = time_ms([&](int i) { linea::step<Rule, read::identity, backend::cuda>(a[i & 1], l); }, 20, 9, 5);
   const double bytes = 2.0 * B * H * K * V * 4;  // the state pool read and written; token inputs are < 1%
   std::printf(
-      "{\"kind\":\"decode\",\"rule\":\"%s\",\"indices\":%s,\"ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f,"
+      "{\"kind\":\"decode\",\"rule\":\"%s\",\"indices\":\"%s\",\"ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f,"
       "\"host_us\":%.1f}\n",
-      rule_name<Rule>::value, indices ? "true" : "false", ms, bytes / (ms * 1e-3) / 1e12, bytes / (ms * 1e-3) / 1e12 / copy,
+      rule_name<Rule>::value, indices_name(mode), ms, bytes / (ms * 1e-3) / 1e12, bytes / (ms * 1e-3) / 1e12 / copy,
       host_us);
   std::fflush(stdout);
   CK(cudaFree(o));
   CK(cudaFree(pool));
+  CK(cudaFree(device_idx));
 }
 
 // Forward (chunkwise) then backward (dq, dk, dv and the gate gradients, from dL/do) at one shape.
@@ -277,7 +293,7 @@ void all_chunkwise(const inputs* sets, double copy, bool ccq) {
   if (ccq) all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::ccq<read::uniform>>(sets, copy); });
 }
 void all_decode(const inputs* sets, double copy) {
-  all_rules::for_each([&]<class Rule>() { bench_decode<Rule>(sets, copy, false); });
+  all_rules::for_each([&]<class Rule>() { bench_decode<Rule>(sets, copy, indices::none); });
 }
 
 }  // namespace
@@ -327,7 +343,9 @@ int main(int argc, char** argv) {
     if (decode) {
       const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};
       all_decode(sets, copy);
-      bench_decode<gated_delta>(sets, copy, true);
+      bench_decode<gated_delta>(sets, copy, indices::host);
+      bench_decode<gated_delta>(sets, copy, indices::device);
+      bench_decode<gated_delta>(sets, copy, indices::device_in_order);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());

@@ -33,8 +33,8 @@ index_t max_chunks(const arguments<T, S>& a, const problem& p) {
 
 // The rule's and read's checks, then the chunkwise form's own: chunk size, checkpoints, no decode-only input.
 template <class Rule, class Read, class T, class S>
-problem validate_chunkwise(const arguments<T, S>& a) {
-  const problem p = validate<Rule, Read>(a);
+problem validate_chunkwise(const arguments<T, S>& a, index_t state_rows = -1) {  // state_rows: as validate()'s
+  const problem p = validate<Rule, Read>(a, state_rows);
   const index_t C = a.chunk_size;
   if (C != 16 && C != 32 && C != 64 && C != 128)
     throw error("argument 'chunk_size' = " + std::to_string(C) + " is not supported by the chunkwise form; use 16, 32, 64 or 128");
