@@ -11,6 +11,7 @@
 
 #include "../core/arguments.hpp"
 #include "../core/epilogue.hpp"
+#include "../read/ccq_chunk.hpp"  // read::ccq's chunk_carried (declared only in read/ccq.hpp)
 #include "flush_denormals.hpp"
 #include "gather.hpp"
 #include "matrix.hpp"

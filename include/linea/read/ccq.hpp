@@ -20,10 +20,14 @@
 #include "../core/error.hpp"
 #include "../core/validate.hpp"
 #include "../rules/token.hpp"
-#include "ccq_chunk.hpp"
 #include "ccq_statistics.hpp"
 
 namespace linea::read {
+
+// The chunkwise form's CCQ reader needs Eigen; it is defined in read/ccq_chunk.hpp, which the chunkwise form
+// includes (chunk/kernel.hpp), so that this header (and <linea/reference.hpp>) needs only the standard library.
+template <class Weighting, class R>
+class ccq_chunk_reader;
 
 template <class Weighting = uniform>
 struct ccq;
