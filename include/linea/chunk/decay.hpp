@@ -14,12 +14,13 @@
 #include <algorithm>
 #include <cmath>
 
+#include "../backend/isa.hpp"
 #include "../config.hpp"
 #include "../rules/policy.hpp"
 #include "../rules/token.hpp"
 #include "matrix.hpp"
 
-namespace linea::chunk {
+namespace linea::chunk::inline LINEA_ISA {
 
 inline constexpr index_t sub_block = 16;  // secondary chunk length (per-key decays); every chunk size is a multiple
 

@@ -9,6 +9,7 @@
 #pragma once
 #include <algorithm>
 
+#include "../backend/isa.hpp"
 #include "../core/arguments.hpp"
 #include "../core/epilogue.hpp"
 #include "../read/ccq_chunk.hpp"  // read::ccq's chunk_carried (declared only in read/ccq.hpp)
@@ -19,7 +20,7 @@
 #include "state_update.hpp"
 #include "ut_transform.hpp"
 
-namespace linea::chunk {
+namespace linea::chunk::inline LINEA_ISA {
 
 // Chunks of sequence `seq` at chunk size C: ⌈length / C⌉.
 inline index_t chunk_count(const sequence& seq, index_t C) { return (seq.length() + C - 1) / C; }

@@ -16,11 +16,12 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "../backend/isa.hpp"
 #include "../rules/decay.hpp"
 #include "decay.hpp"
 #include "matrix.hpp"
 
-namespace linea::chunk {
+namespace linea::chunk::inline LINEA_ISA {
 
 // Work space reused from chunk to chunk.
 template <class R>

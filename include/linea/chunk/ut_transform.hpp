@@ -9,9 +9,10 @@
 #pragma once
 #include <Eigen/Core>
 
+#include "../backend/isa.hpp"
 #include "matrix.hpp"
 
-namespace linea::chunk {
+namespace linea::chunk::inline LINEA_ISA {
 
 // RHS ← (I + A)⁻¹ RHS, reading only the strictly lower triangle of A (its diagonal is taken as 1).
 template <class R>

@@ -18,13 +18,14 @@
 
 #include <type_traits>
 
+#include "../backend/isa.hpp"
 #include "../chunk/decay.hpp"
 #include "../chunk/matrix.hpp"
 #include "../chunk/products.hpp"
 #include "../core/arguments.hpp"
 #include "ccq_statistics.hpp"
 
-namespace linea::read {
+namespace linea::read::inline LINEA_ISA {
 
 template <class Weighting, class R>
 class ccq_chunk_reader {

@@ -20,6 +20,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../backend/isa.hpp"
 #include "../core/gradients.hpp"
 #include "../core/load.hpp"
 #include "../core/validate.hpp"
@@ -31,7 +32,7 @@
 #include "recurrence.hpp"
 #include "rule_adjoint.hpp"
 
-namespace linea::reference {
+namespace linea::reference::inline LINEA_ISA {
 
 // Every check of a backward call, before anything is written: the forward's (validate<Rule, Read>), then the
 // gradients'. The backward reads no forward output, so `o` may be left out.

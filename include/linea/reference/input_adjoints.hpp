@@ -8,9 +8,10 @@
 #pragma once
 #include <cmath>
 
+#include "../backend/isa.hpp"
 #include "../core/gates.hpp"
 
-namespace linea::reference {
+namespace linea::reference::inline LINEA_ISA {
 
 // dx += adjoint of the in-kernel L2 norm at raw x, for the gradient dx̂ of the normalised vector (n entries).
 template <class R>

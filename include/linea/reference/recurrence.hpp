@@ -13,12 +13,13 @@
 #include <cmath>
 #include <vector>
 
+#include "../backend/isa.hpp"
 #include "../core/epilogue.hpp"
 #include "../core/load.hpp"
 #include "../core/validate.hpp"
 #include "../read/identity.hpp"
 
-namespace linea::reference {
+namespace linea::reference::inline LINEA_ISA {
 
 // A K×V matrix, rows = key channels, columns = value channels.
 template <class Real>

@@ -11,12 +11,13 @@
 #include <limits>
 #include <vector>
 
+#include "../backend/isa.hpp"
 #include "../core/arguments.hpp"
 #include "../core/gates.hpp"
 #include "../core/validate.hpp"
 #include "../rules/additive.hpp"
 
-namespace linea::reference {
+namespace linea::reference::inline LINEA_ISA {
 
 // o = Σ_j softmax_j(s · qᵀ k_j) v_j over keys [n, K] and values [n, V] (n ≥ 1), computed stably in Real.
 template <class Real = double, class Q, class TK, class TV>
