@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <atomic>
+#include <chrono>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -112,14 +113,27 @@ TEST_CASE("cpu threads: two user threads calling at once both get the single-cal
 }
 
 TEST_CASE("cpu threads: an exception thrown by an item reaches the caller, and the pool still works after it") {
-  std::atomic<int> ran{0};
-  auto body = [&](int&, index_t item) {
-    ++ran;
-    if (item == 17) throw std::runtime_error("item 17");
+  // From a pool thread: worker 0 (the caller) waits until another worker has thrown, so the exception is
+  // certainly a pool thread's.
+  std::atomic<bool> thrown{false};
+  auto body = [&](int& worker, index_t) {
+    if (worker != 0) {
+      thrown = true;
+      throw std::runtime_error("from a pool thread");
+    }
+    for (int spin = 0; !thrown && spin < 100000; ++spin) std::this_thread::sleep_for(std::chrono::microseconds(100));
   };
-  CHECK_THROWS_WITH(cpu_backend::parallel_items(1000, 4, [](int) { return 0; }, body), "item 17");
-  CHECK(ran < 1000);  // the failure stopped the handing out of items (not all ran)
-  // The same failure from a worker's workspace construction.
+  CHECK_THROWS_WITH(cpu_backend::parallel_items(1000, 4, [](int id) { return id; }, body), "from a pool thread");
+  // A failure stops the handing out of items (one thread: exactly the items up to the failing one ran).
+  int ran = 0;
+  CHECK_THROWS_WITH(cpu_backend::parallel_items(1000, 1, [](int) { return 0; },
+                                                [&](int&, index_t item) {
+                                                  ++ran;
+                                                  if (item == 17) throw std::runtime_error("item 17");
+                                                }),
+                    "item 17");
+  CHECK(ran == 18);
+  // The same from a worker's workspace construction.
   CHECK_THROWS_AS(cpu_backend::parallel_items(
                       8, 4, [](int id) { return id == 2 ? throw linea::error("workspace 2") : id; }, [](int&, index_t) {}),
                   linea::error);
