@@ -76,3 +76,16 @@
 #define LINEA_ISA isa_scalar
 #define LINEA_ISA_NAME "scalar"
 #endif
+
+// GCC 12 warns "'__Y' may be used uninitialized" inside its own AVX-512 intrinsics (_mm512_undefined_*; GCC bug
+// 105593, fixed in GCC 13) wherever xsimd or Eigen inline them into a caller, so a user's -Wall build of linea's
+// SIMD code would print hundreds of them. The SIMD headers silence exactly these two warnings, for their own code.
+#if defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && __GNUC__ == 12
+#define LINEA_SIMD_WARNINGS_BEGIN \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") \
+      _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")
+#define LINEA_SIMD_WARNINGS_END _Pragma("GCC diagnostic pop")
+#else
+#define LINEA_SIMD_WARNINGS_BEGIN
+#define LINEA_SIMD_WARNINGS_END
+#endif

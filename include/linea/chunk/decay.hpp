@@ -20,6 +20,7 @@
 #include "../rules/token.hpp"
 #include "matrix.hpp"
 
+LINEA_SIMD_WARNINGS_BEGIN
 namespace linea::chunk::inline LINEA_ISA {
 
 inline constexpr index_t sub_block = 16;  // secondary chunk length (per-key decays); every chunk size is a multiple
@@ -197,3 +198,4 @@ class cumulative_decay<Decay, R, decay_kind::per_key> {
 };
 
 }  // namespace linea::chunk
+LINEA_SIMD_WARNINGS_END

@@ -5,7 +5,7 @@
 #pragma once
 
 #include "../backend/isa.hpp"
-#include <Eigen/Core>
+#include "../backend/cpu/third_party.hpp"  // Eigen
 
 namespace linea::chunk::inline LINEA_ISA {
 

@@ -13,7 +13,7 @@
 // "values = keys" read per chunk: Q Cᵀ (L·K² multiply-adds), the lower triangle of Q Kᵀ and P K (≈ L²·K/2 each)
 // and a symmetric rank-L update of C (≈ L·K²/2). The write path (state, WY factors) never sees it.
 #pragma once
-#include <Eigen/Core>
+#include "../backend/cpu/third_party.hpp"  // Eigen
 #include <cmath>
 
 #include <type_traits>

@@ -34,6 +34,7 @@
 #include "threads.hpp"
 #include "tile.hpp"
 
+LINEA_SIMD_WARNINGS_BEGIN
 namespace linea::cpu_backend::inline LINEA_ISA {
 
 template <class R>
@@ -385,3 +386,4 @@ void step(const arguments<T, S>& a, const problem& p) {
 }
 
 }  // namespace linea::cpu_backend
+LINEA_SIMD_WARNINGS_END

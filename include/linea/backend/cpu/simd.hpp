@@ -8,12 +8,13 @@
 #include <string_view>
 #include <type_traits>
 
-#include <xsimd/xsimd.hpp>
+#include "third_party.hpp"  // xsimd
 
 #include "../isa.hpp"
 #include "../../core/storage.hpp"
 #include "../tags.hpp"
 
+LINEA_SIMD_WARNINGS_BEGIN
 namespace linea::cpu_backend::inline LINEA_ISA {
 
 // The widest xsimd instruction set the compiler targets (-march=native: AVX-512 on an AVX-512 host), or one
@@ -99,3 +100,4 @@ inline void store_row(const R* src, T* dst, index_t stride, index_t n) {
 }
 
 }  // namespace linea::cpu_backend
+LINEA_SIMD_WARNINGS_END

@@ -18,6 +18,7 @@
 #include "../isa.hpp"
 #include "simd.hpp"
 
+LINEA_SIMD_WARNINGS_BEGIN
 namespace linea::cpu_backend::inline LINEA_ISA {
 
 template <class R, class Arch, int NV>
@@ -195,3 +196,4 @@ struct register_tile {
 };
 
 }  // namespace linea::cpu_backend
+LINEA_SIMD_WARNINGS_END
