@@ -169,7 +169,9 @@ class head_kernel {
     unsigned sink = 0;
     auto rows = [&](const auto& x, index_t head) {
       using U = std::remove_cv_t<std::remove_reference_t<decltype(*x.ptr)>>;
-      const index_t bytes = x.extent(3) * x.stride(3) * index_t(sizeof(U));
+      // The row's span: its last element ends at (extent − 1)·stride + 1 (not extent·stride: with a stride > 1
+      // that read past the end of the buffer, found by ASan on the fuzz harness's layouts).
+      const index_t bytes = ((x.extent(3) - 1) * x.stride(3) + 1) * index_t(sizeof(U));
       for (index_t t = t0; t < t0 + L; ++t) {
         const unsigned char* p = reinterpret_cast<const unsigned char*>(x.row(bt, t, head));
         for (index_t off = 0; off < bytes; off += 64) sink += p[off];
