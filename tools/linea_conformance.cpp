@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "conformance/backward_case.hpp"
+#include "conformance/backward_forms.hpp"
 #include "conformance/case_arguments.hpp"
 #include "conformance/forms.hpp"
 #include "conformance/manifest.hpp"
@@ -38,7 +39,7 @@ struct options {
 };
 
 struct tally {
-  int passed = 0, failed = 0, not_applicable = 0, filtered_cases = 0, gradient_cases = 0;
+  int passed = 0, failed = 0, not_applicable = 0, skipped = 0, filtered_cases = 0, gradient_cases = 0;
 };
 
 void usage(std::FILE* to) {
@@ -101,24 +102,38 @@ void run_form(const Form& form, const conformance_case& c, tally& t) {
   report(c, name, checks, bound, reason, t);
 }
 
-// The gradient truths of case `c` from linea::reference::backward with inputs of type T; one line.
-template <class T>
-void run_backward(const conformance_case& c, tally& t) {
-  const std::string name = std::is_same_v<T, double> ? "backward/float64" : "backward/float32";
-  const double bound = testing::gradient_tolerance_for<T>();
+// The gradient truths of case `c` from one backward form (backward_forms.hpp), with inputs of its input type; one
+// line. A rule / read the form's backend does not compile, or an option it rejects, is a SKIP line (not counted
+// as passed or failed).
+template <class Form>
+void run_backward(const Form& form, const conformance_case& c, tally& t) {
+  using T = typename Form::input_type;
+  const std::string name = form.name();
+  const double bound = testing::gradient_tolerance_for<T>();  // SPEC §6 for the input type
   std::vector<check> checks;
-  std::string reason;
+  std::string reason, skip;
   try {
-    with_rule(c.op(), [&]<class Rule>() {
-      with_read(c, [&]<class Read>() {
-        case_inputs<T> in(c, std::type_identity<Rule>{});
-        case_gradients<T> grads(c, in);
-        reference::backward<Rule, Read>(in.args, grads.grads);
-        checks = grads.compare(c);
+    skip = form.skip(c);
+    if (skip.empty())
+      with_rule(c.op(), [&]<class Rule>() {
+        with_read(c, [&]<class Read>() {
+          if constexpr (!Form::template takes<Rule, Read>) {
+            skip = Form::template cannot_take<Rule, Read>();  // never instantiates the backward that static_asserts
+          } else {
+            case_inputs<T> in(c, std::type_identity<Rule>{});
+            case_gradients<T> grads(c, in);
+            form.template run<Rule, Read>(in, grads);
+            checks = grads.compare(c);
+          }
+        });
       });
-    });
   } catch (const std::exception& e) {
     reason = e.what();
+  }
+  if (!skip.empty() && reason.empty()) {
+    std::printf("SKIP  %-40s %-16s (%s)\n", c.label().c_str(), name.c_str(), skip.c_str());
+    ++t.skipped;
+    return;
   }
   report(c, name, checks, bound, reason, t);
 }
@@ -140,14 +155,12 @@ void run_case(const fs::path& dir, const std::string& label, const options& opt,
     ((opt.form_filter.empty() || form.name().starts_with(opt.form_filter) ? run_form(form, c, t) : void()), ...);
   }, all_forms());
 
-  // Gradient cases: every gradient truth through the float64 reference backward, once with the inputs in float64
-  // and once in float32 (SPEC §6 bounds for each).
+  // Gradient cases: every gradient truth through every backward form (SPEC §6 bound for the form's input type).
   if (!c.gradient_truths().empty()) {
     ++t.gradient_cases;
-    if (opt.form_filter.empty() || std::string("backward/float64").starts_with(opt.form_filter))
-      run_backward<double>(c, t);
-    if (opt.form_filter.empty() || std::string("backward/float32").starts_with(opt.form_filter))
-      run_backward<float>(c, t);
+    std::apply([&](const auto&... form) {
+      ((opt.form_filter.empty() || form.name().starts_with(opt.form_filter) ? run_backward(form, c, t) : void()), ...);
+    }, all_backward_forms());
   }
 }
 
@@ -190,9 +203,13 @@ int main(int argc, char** argv) {
   }
 
   if (t.not_applicable) std::printf("%d form/case pairs not applicable (reason on their n/a line)\n", t.not_applicable);
-  if (t.gradient_cases)
-    std::printf("%d gradient cases: gradients checked by the float64 reference backward (float64 and float32 inputs)\n",
-                t.gradient_cases);
+  if (t.gradient_cases) {
+    std::string names;
+    std::apply([&](const auto&... form) { ((names += (names.empty() ? "" : ", ") + form.name()), ...); },
+               all_backward_forms());
+    std::printf("%d gradient cases: gradients checked by %s\n", t.gradient_cases, names.c_str());
+  }
+  if (t.skipped) std::printf("%d backward/case pairs skipped (reason on their SKIP line)\n", t.skipped);
   std::string filters;
   if (!opt.read_filter.empty()) filters += "read=" + opt.read_filter;
   if (!opt.form_filter.empty()) filters += (filters.empty() ? "" : ", ") + ("form=" + opt.form_filter);
