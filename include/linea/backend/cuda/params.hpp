@@ -104,6 +104,7 @@ class device_buffer {
 
 // The kernel arguments of a validated call; `hold` keeps the device copies of cu_seqlens / state_indices.
 struct host_copies {
+  std::vector<std::int64_t> cu_host;  // cu_seqlens widened to int64 (it may be given as int32)
   device_buffer<std::int64_t> cu;
   device_buffer<std::int32_t> idx;
 };
@@ -136,8 +137,9 @@ kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p, host
   k.has_lower_bound = a.gate.lower_bound.has_value();
   k.lower_bound = a.gate.lower_bound ? *a.gate.lower_bound : 0.f;
   if (!a.cu_seqlens.empty()) {
-    hold.cu = device_buffer<std::int64_t>(a.cu_seqlens.size());
-    hold.cu.upload(a.cu_seqlens.data(), a.cu_seqlens.size());
+    hold.cu_host = a.cu_seqlens.to_int64();
+    hold.cu = device_buffer<std::int64_t>(hold.cu_host.size());
+    hold.cu.upload(hold.cu_host.data(), hold.cu_host.size());
     k.cu_seqlens = hold.cu.get();
   }
   if (!a.state_indices.empty()) {
