@@ -126,8 +126,8 @@ std::string shape_string(const view<T, Rank>& v) {
 //
 // The view must stay inside the span: every element its extents and strides reach lies in [0, size). Otherwise
 // linea::error names the view, its extents and strides, and the span's size.
-template <class T, int Rank>
-view<T, Rank> checked(std::span<T> data, view<T, Rank> v, const char* name) {
+template <class T, int Rank, std::size_t E>
+view<T, Rank> checked(std::span<T, E> data, view<T, Rank> v, const char* name) {
   index_t low = 0, high = 0;
   bool elements = true;
   for (int r = 0; r < Rank; ++r) {
@@ -145,14 +145,14 @@ view<T, Rank> checked(std::span<T> data, view<T, Rank> v, const char* name) {
 }
 
 // Row-major view over a span, size checked.
-template <int Rank, class T>
-view<T, Rank> contiguous(std::span<T> data, const std::array<index_t, Rank>& extents, const char* name = "view") {
+template <int Rank, class T, std::size_t E>
+view<T, Rank> contiguous(std::span<T, E> data, const std::array<index_t, Rank>& extents, const char* name = "view") {
   return checked(data, contiguous<Rank>(data.data(), extents), name);
 }
 
 // Strided view over a span, size checked.
-template <int Rank, class T>
-view<T, Rank> strided(std::span<T> data, const std::array<index_t, Rank>& extents,
+template <int Rank, class T, std::size_t E>
+view<T, Rank> strided(std::span<T, E> data, const std::array<index_t, Rank>& extents,
                       const std::array<index_t, Rank>& strides, const char* name = "view") {
   return checked(data, strided<Rank>(data.data(), extents, strides), name);
 }
