@@ -6,6 +6,7 @@
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "../rules/write_rule.hpp"
 #include "aliasing.hpp"
@@ -91,7 +92,7 @@ void expect_no_aliasing(const arguments<T, S>& a) {
   const auto& c = a.ccq;
   auto against_inputs = [&](const auto& out, const char* name, const char* in_place_of = "") {
     auto in = [&](const auto& x, const char* x_name) {
-      expect_disjoint(out, name, x, x_name, std::string(x_name) == in_place_of);
+      expect_disjoint(out, name, x, x_name, std::string_view(x_name) == in_place_of);
     };
     in(a.q, "q"), in(a.k, "k"), in(a.v, "v"), in(a.g, "g"), in(a.gk, "gk"), in(a.beta, "beta"), in(a.b, "b");
     in(a.w, "w"), in(a.initial_state, "initial_state"), in(a.gate.A_log, "gate.A_log");
