@@ -247,15 +247,22 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
   if (a.chunk_size <= 0) throw error("argument 'chunk_size' = " + std::to_string(a.chunk_size) + " must be positive");
   p.scale = a.scale ? *a.scale : 1.0 / std::sqrt(static_cast<double>(p.K));
   if (!std::isfinite(p.scale)) throw error("argument 'scale' is not finite");
-  expect_no_aliasing(a);
   return p;
 }
 
-// Full validation for a form: the write rule's checks, then the read policy's.
+// The write rule's checks, then the read policy's: every shape and option, but not aliasing.
 template <class Rule, class Read, class T, class S>
-problem validate(const arguments<T, S>& a, index_t state_rows = -1) {
+problem validate_shapes(const arguments<T, S>& a, index_t state_rows = -1) {
   problem p = validate_write<Rule>(a, state_rows);
   Read::validate(a, p);
+  return p;
+}
+
+// Full validation for a form: shapes and options, then which views may share memory (core/aliasing.hpp).
+template <class Rule, class Read, class T, class S>
+problem validate(const arguments<T, S>& a, index_t state_rows = -1) {
+  const problem p = validate_shapes<Rule, Read>(a, state_rows);
+  detail::expect_no_aliasing(a);
   return p;
 }
 
