@@ -76,7 +76,7 @@ class kernel {
     X_ = Qt;
     dec.times_gamma(X_);
     O_.noalias() = X_ * state_;
-    O_.noalias() += P_ * U;
+    add_lower_product(P_, U, O_, L);
     O_ *= S(p_.scale);
     if (a.normalize)  // o_t / (s q_t · z_t + 1e-10), z_t = Σ_{j≤t} k_j (core/epilogue.hpp)
       for (index_t r = 0; r < L; ++r) O_.row(r) /= norm_.next(in_.Q.row(r), in_.Kc.row(r), S(p_.scale));

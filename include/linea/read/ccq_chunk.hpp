@@ -65,7 +65,7 @@ class ccq_chunk_reader {
     //    (Cᵀ: row i of Y is Σ_j C_ij q_j, as in the token-by-token read, even for a non-symmetric C0)
     Y_.noalias() = Qc * C.transpose();
     decay_.times_gamma(Y_);
-    Y_.noalias() += P_.template triangularView<Eigen::Lower>() * Kr;
+    chunk::add_lower_product(P_, Kr, Y_, L);
 
     // 4. prefix sums for m and z, row by row, then q̃_r = q_r − λ_r (Y_r / z_r − μ_r (μ_rᵀ q_r))
     qt_ = Qc;

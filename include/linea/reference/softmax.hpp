@@ -47,6 +47,7 @@ std::vector<Real> softmax_read(const Q* q, const view<TK, 2>& keys, const view<T
 template <class Real = double, class T, class S>
 void softmax_attention(const arguments<T, S>& a) {
   const problem p = validate_write<additive>(a);  // q, k, v, o, cu_seqlens, scale; no gates or β
+  linea::detail::expect_no_aliasing(a);
   if (!a.initial_state.empty() || !a.final_state.empty() || !a.residual.empty() || a.normalize)
     throw error("softmax attention keeps no state: initial_state, final_state, residual and normalize are not used");
   const Real scale = Real(p.scale);

@@ -17,10 +17,12 @@ void attach_indices(kernel_args<T>& k, const arguments<T, S>& a, const cuda::lau
     if (l.cu_seqlens.wide) k.cu_seqlens = static_cast<const std::int64_t*>(l.cu_seqlens.data);
     else k.cu_seqlens32 = static_cast<const std::int32_t*>(l.cu_seqlens.data);
   } else if (!a.cu_seqlens.empty()) {
-    auto* d = ws.template at<std::int64_t>(w.cu_seqlens);
-    LINEA_CUDA_CHECK(
-        cudaMemcpyAsync(d, a.cu_seqlens.data(), a.cu_seqlens.size_bytes(), cudaMemcpyHostToDevice, l.stream));
-    k.cu_seqlens = d;
+    // Copied at its own width (int32 or int64, core/seqlens.hpp); the workspace holds room for int64.
+    const auto bytes = a.cu_seqlens.bytes();
+    void* d = ws.template at<std::int64_t>(w.cu_seqlens);
+    LINEA_CUDA_CHECK(cudaMemcpyAsync(d, bytes.data(), bytes.size(), cudaMemcpyHostToDevice, l.stream));
+    if (a.cu_seqlens.is_int32()) k.cu_seqlens32 = static_cast<const std::int32_t*>(d);
+    else k.cu_seqlens = static_cast<const std::int64_t*>(d);
   }
   if (!l.state_indices.empty()) {
     k.state_indices = l.state_indices.data;

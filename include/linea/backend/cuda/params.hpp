@@ -138,6 +138,7 @@ class device_buffer {
 
 // Device copies of host cu_seqlens / state_indices held for one call, for code without a workspace.
 struct host_copies {
+  std::vector<std::int64_t> cu_host;  // cu_seqlens widened to int64 (it may be given as int32)
   device_buffer<std::int64_t> cu;
   device_buffer<std::int32_t> idx;
 };
@@ -147,8 +148,9 @@ kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p, host
                                 cudaStream_t stream = nullptr) {
   kernel_args<T> k = make_kernel_args(a, p);
   if (!a.cu_seqlens.empty()) {
-    hold.cu = device_buffer<std::int64_t>(a.cu_seqlens.size(), stream);
-    hold.cu.upload(a.cu_seqlens.data(), a.cu_seqlens.size());
+    hold.cu_host = a.cu_seqlens.to_int64();
+    hold.cu = device_buffer<std::int64_t>(hold.cu_host.size(), stream);
+    hold.cu.upload(hold.cu_host.data(), hold.cu_host.size());
     k.cu_seqlens = hold.cu.get();
   }
   if (!a.state_indices.empty()) {
