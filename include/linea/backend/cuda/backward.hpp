@@ -156,7 +156,7 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   const view<float, 1> sums[] = {o.dA_log, o.ddt_bias};  // added into over tokens: zeroed first
   for (const view<float, 1>& x : sums)
     if (x.ptr) {
-      zero_kernel<<<1, threads>>>(x);
+      zero_kernel<><<<1, threads>>>(x);
       check_launch("backward zero_kernel");
     }
   if (tokens) {
