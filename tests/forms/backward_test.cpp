@@ -12,8 +12,15 @@ using namespace linea::testing;
 
 namespace {
 
+template <class Read>
+std::string read_name() {
+  if constexpr (Read::is_identity) return "identity";
+  else return std::string("ccq<") + Read::weighting::name + ">";
+}
+
 template <class Rule, class Read, class Backend, class T>
 void check(const case_shape& shape, const backward_options& opt) {
+  INFO(std::string(rule_name<Rule>::value) + " " + read_name<Read>() + " " + storage_name<T>::value + " " + describe_shape(shape));
   backward_case<Rule, Read, T> c(shape, opt);
   linea::backward<Rule, Read, Backend>(c.args(), c.grads());
   c.check_against_reference();

@@ -37,7 +37,10 @@ class backward_head {
   using Decay = typename Rule::decay;
   using Update = typename Rule::update;
   using rows = backward_rows<R, Arch>;
-  using tape_t = reference::read_tape<Read, R>;
+  // The read's tape runs in float64 whatever R is: CCQ's Σ = C/z − μμᵀ cancels to O(a_t) under strong decays
+  // (a_t = e^−10: float32 keeps ~3 digits of Σ, and dλ = −dq̃·Σq inherits that), and it costs O(K²) per token
+  // next to the rule's O(K·V).
+  using tape_t = reference::read_tape<Read, double>;
   static constexpr bool erases = linea::erases<Rule>;
   static constexpr bool decays = Decay::kind != decay_kind::none;
 
@@ -45,8 +48,8 @@ class backward_head {
   backward_head(const problem& p, index_t C)
       : p_(p), C_(C), Vp_((p.V + rows::width - 1) / rows::width * rows::width), KV_(p.K * Vp_), load_(p),
         tape_(p), states_(static_cast<std::size_t>((C + 1) * KV_)), u_(static_cast<std::size_t>(C * Vp_)),
-        dS_(static_cast<std::size_t>(KV_)), dr_(Vp_), du_(Vp_), o_(Vp_), alpha_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K),
-        dla_(p.K), de_(p.K), dw_(Vp_), dv_(Vp_), dz_(p.K), raw_(p.K), dx_(p.K), grads_(p.K, p.V) {}
+        dS_(static_cast<std::size_t>(KV_)), dr_(Vp_), du_(Vp_), o_(Vp_), alpha_(p.K), dla_(p.K), de_(p.K), dw_(Vp_),
+        dv_(Vp_), dz_(p.K), raw_(p.K), dx_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {}
 
   // Sequence `seq` (index n) at key head h: every value head of the group, then dq, dk of the group.
   void run(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t n, index_t h,
@@ -104,7 +107,7 @@ class backward_head {
       for (index_t t = t0; t < t0 + len; ++t) {
         const token<R> x = load_.load(a, p_, seq.batch, t, hv);
         forward_token(x, S_, S_, u_.data());
-        tape_.forward(a, seq.batch, t, hv, x, mean_log_decay<Rule>(x, K));
+        tape_.forward(a, seq.batch, t, hv, wide(x), double(mean_log_decay<Rule>(x, K)));
         if (a.normalize)
           for (index_t i = 0; i < K; ++i) z[i] += x.k[i];
       }
@@ -120,6 +123,14 @@ class backward_head {
       for (index_t i = 0; i < K; ++i) rows::axpy(u, alpha_[i] * erase_key<Rule>(x, i), S_in + i * Vp_, Vp_);
     for (index_t j = 0; j < V; ++j) u[j] = write_target<Rule>(x, j) - u[j];
     for (index_t i = 0; i < K; ++i) rows::combine(S_out + i * Vp_, alpha_[i], S_in + i * Vp_, x.k[i], u, Vp_);
+  }
+
+  // The token's q and k in float64, for the read's tape (which reads nothing else of it).
+  token<double> wide(const token<R>& x) {
+    for (index_t i = 0; i < p_.K; ++i) qd_[i] = double(x.q[i]), kd_[i] = double(x.k[i]);
+    token<double> xd;
+    xd.q = qd_.data(), xd.k = kd_.data();
+    return xd;
   }
 
   void decays_of(const token<R>& x) {
@@ -139,7 +150,7 @@ class backward_head {
     for (index_t r = 0; r < len; ++r) {
       const token<R> x = load_.load(a, p_, bt, t0 + r, hv);
       forward_token(x, state(r), state(r + 1), u_.data() + r * Vp_);
-      tape_.forward(a, bt, t0 + r, hv, x, mean_log_decay<Rule>(x, K));
+      tape_.forward(a, bt, t0 + r, hv, wide(x), double(mean_log_decay<Rule>(x, K)));
       if (a.normalize)
         for (index_t i = 0; i < K; ++i) zs_[(r + 1) * K + i] = zs_[r * K + i] + x.k[i];
     }
@@ -154,9 +165,10 @@ class backward_head {
     const R* St = state(r + 1);
     const R* Sp = state(r);
     const R* u = u_.data() + r * Vp_;
-    const R* qt = tape_.q_tilde(r, x);
-    std::fill(dq_.begin(), dq_.end(), R(0));
-    std::fill(dk_.begin(), dk_.end(), R(0));
+    const token<double> xd = wide(x);
+    const double* qt = tape_.q_tilde(r, xd);
+    std::fill(dq_.begin(), dq_.end(), 0.0);
+    std::fill(dk_.begin(), dk_.end(), 0.0);
     std::fill(dla_.begin(), dla_.end(), R(0));
     std::fill(du_.begin(), du_.end(), R(0));
     for (index_t j = 0; j < V; ++j) dr_[j] = load_as<R>(g.d_o(bt, t, hv, j));
@@ -165,12 +177,13 @@ class backward_head {
     // read o = S_tᵀ(s q̃) and write S_t = S' + k uᵀ: dq̃ = s S_t dr, dS += s q̃ drᵀ, du = dSᵀk, dk += dS u.
     for (index_t i = 0; i < K; ++i) {
       const auto [st_dr, ds_u] = rows::read_write(St + i * Vp_, dS_.data() + i * Vp_, dr_.data(), du_.data(), u,
-                                                  scale * qt[i], x.k[i], Vp_);
-      dqt_[i] = scale * st_dr;
+                                                  scale * R(qt[i]), x.k[i], Vp_);
+      dqt_[i] = double(scale * st_dr);
       dk_[i] += ds_u;
     }
     // The read policy: dq̃ → dq, dk, its own gradients, and d c_t of the rule's mean log decay (CCQ decayed).
-    const R dc = tape_.backward(a, sums, bt, t, hv, r, x, mean_log_decay<Rule>(x, K), dqt_.data(), dq_.data(), dk_.data());
+    const R dc = R(tape_.backward(a, sums, bt, t, hv, r, xd, double(mean_log_decay<Rule>(x, K)), dqt_.data(), dq_.data(),
+                                  dk_.data()));
     if (dc != R(0))
       for (index_t i = 0; i < K; ++i) dla_[i] += dc / R(K);
     if (a.normalize)
@@ -189,25 +202,25 @@ class backward_head {
       const R recall = alpha_[i] * sp_du;  // (S' du)_i
       de_[i] = -x.k[i] * recall;
       dk_[i] -= e * recall;
-      if constexpr (decays) dla_[i] += alpha_[i] * (ds_sp - e * x.k[i] * sp_du);
+      if constexpr (decays) dla_[i] += alpha_[i] * ds_sp;  // Σ_j dS'_ij S'_ij
     }
     reference::rule_adjoint<Rule>(dla_.data(), de_.data(), dw_.data(), K, V, grads_);
 
     const index_t s = t - seq.t_begin;
-    for (index_t i = 0; i < K; ++i) dqh_[s * K + i] += dq_[i], dkh_[s * K + i] += dk_[i];
+    for (index_t i = 0; i < K; ++i) dqh_[s * K + i] += R(dq_[i]), dkh_[s * K + i] += R(dk_[i]);
     store_token(a, g, bt, t, n, hv, sums);
   }
 
   // `normalize`: o = r / den, r = S_tᵀ(s q̃), den = s q·z_t + 1e-10 (docs/math/backward.md §2). Turns dr into
   // do / den and adds dden's part to dq and to the carried dz.
-  void normalizer_adjoint(const token<R>& x, const R* St, const R* qt, index_t r, R scale) {
+  void normalizer_adjoint(const token<R>& x, const R* St, const double* qt, index_t r, R scale) {
     const index_t K = p_.K, V = p_.V;
     const R* z = zs_.data() + (r + 1) * K;
     R den = 0;
     for (index_t i = 0; i < K; ++i) den += scale * x.q[i] * z[i];
     den = normaliser_divisor(den);
     std::fill(o_.begin(), o_.end(), R(0));
-    for (index_t i = 0; i < K; ++i) rows::axpy(o_.data(), scale * qt[i], St + i * Vp_, Vp_);
+    for (index_t i = 0; i < K; ++i) rows::axpy(o_.data(), scale * R(qt[i]), St + i * Vp_, Vp_);
     R do_r = 0;
     for (index_t j = 0; j < V; ++j) do_r += dr_[j] * o_[j];
     const R dden = -do_r / (den * den);
@@ -281,7 +294,8 @@ class backward_head {
   std::vector<typename tape_t::checkpoint> stats_;  // the read's statistics at every chunk start
   std::vector<R> zb_, zs_;                       // normaliser key sums: at chunk starts; within the chunk
   std::vector<R> states_, u_;                    // the chunk's S_{t0} … S_{t0+len} and u_t
-  std::vector<R> dS_, dr_, du_, o_, alpha_, dqt_, dq_, dk_, dla_, de_, dw_, dv_, dz_, raw_, dx_;
+  std::vector<R> dS_, dr_, du_, o_, alpha_, dla_, de_, dw_, dv_, dz_, raw_, dx_;
+  std::vector<double> qd_, kd_, dqt_, dq_, dk_;  // the token's q, k for the tape; dq̃, dq̂, dk̂
   std::vector<R> dqh_, dkh_;                     // the group's dq̂, dk̂ over the sequence [L, K]
   reference::rule_input_gradients<R> grads_;
 };

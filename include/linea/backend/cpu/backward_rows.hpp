@@ -7,7 +7,7 @@
 //   forward    recall     r += c S_i                                 (c = α_i e_i k_i)
 //              write      S_i ← α_i S_{i} + k_i u                     (out of place: S_t from S_{t−1})
 //   backward   read_write dS_i += c dr;  du += k_i dS_i;  returns (S_t,i·dr, dS_i·u)      (docs/math/backward.md §1)
-//              correct_decay  a1 = S_{t−1},i·du,  a2 = dS_i·S_{t−1},i,  dS_i ← α_i (dS_i − e_i k_i du)
+//              correct_decay  dS'_i = dS_i − e_i k_i du;  a1 = S_{t−1},i·du,  a2 = dS'_i·S_{t−1},i,  dS_i ← α_i dS'_i
 #pragma once
 #include <type_traits>
 #include <utility>
@@ -22,9 +22,17 @@ struct backward_rows {
   using vec = typename L::type;
   static constexpr index_t width = L::size;
 
+  // Σ of the lanes (through memory: xsimd 8's hadd trips GCC 12's -Wmaybe-uninitialized in its AVX-512 path).
   static R sum(const vec& x) {
-    if constexpr (std::is_same_v<Arch, backend::scalar_arch>) return x;
-    else return xsimd::hadd(x);  // xsimd 8 (reduce_add in later versions)
+    if constexpr (std::is_same_v<Arch, backend::scalar_arch>) {
+      return x;
+    } else {
+      alignas(64) R buf[width];
+      L::store(buf, x);
+      R s = 0;
+      for (index_t l = 0; l < width; ++l) s += buf[l];
+      return s;
+    }
   }
 
   // y += c x
@@ -55,9 +63,9 @@ struct backward_rows {
     return {sum(s_dr), sum(ds_u)};
   }
 
-  // The correction's and the decay's adjoint on row i, given S_{t−1} row `Sp`: returns {Sp · du, dS_i · Sp}
-  // (dS_i before this pass) and sets dS_i ← α_i (dS_i − eki du), eki = e_i k_i. Without an erase (eki = 0) the
-  // first is not needed; without a decay the second is not.
+  // The correction's and the decay's adjoint on row i, given S_{t−1} row `Sp`: dS'_i = dS_i − eki du (eki = e_i k_i),
+  // returns {Sp · du, dS'_i · Sp} and sets dS_i ← α_i dS'_i. Without an erase (eki = 0) the first is not needed;
+  // without a decay the second is not.
   template <bool erase, bool decay>
   static std::pair<R, R> correct_decay(const R* Sp, R* dS, const R* du, R alpha, R eki, index_t n) {
     const vec av = L::splat(alpha), ev = L::splat(eki);
@@ -65,13 +73,15 @@ struct backward_rows {
     for (index_t j = 0; j < n; j += width) {
       const vec s = L::load(Sp + j);
       vec d = L::load(dS + j);
-      if constexpr (decay) ds_sp = L::fma(d, s, ds_sp);
       if constexpr (erase) {
         const vec duj = L::load(du + j);
         sp_du = L::fma(s, duj, sp_du);
-        d = d - ev * duj;
+        d = L::fma(-ev, duj, d);
       }
-      if constexpr (decay) d = d * av;
+      if constexpr (decay) {
+        ds_sp = L::fma(d, s, ds_sp);
+        d = d * av;
+      }
       L::store(dS + j, d);
     }
     return {erase ? sum(sp_du) : R(0), decay ? sum(ds_sp) : R(0)};
