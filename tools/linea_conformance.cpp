@@ -7,8 +7,9 @@
 // ../shared/conformance/README.md). Each case runs through each form (tools/conformance/forms.hpp) with
 // the read policy and options its params name; the outputs o, ht (and the write residual u where the case
 // has u_ref64) must be within SPEC §5 of the *_ref64 truths for the stored input type. A gradient case (*_grad)
-// also runs the float64 reference backward with float64 and with float32 inputs ("backward/float64",
-// "backward/float32"): every d<x>_ref64 it holds must be within SPEC §6. One line per case and form, then the
+// also runs the float64 reference backward ("backward/float64", "backward/float32") and the CPU backward
+// ("backward/cpu/float64", "backward/cpu/float32"), each with float64 and with float32 inputs: every d<x>_ref64 it
+// holds must be within SPEC §6. One line per case and form, then the
 // line "N passed, M failed"; the exit status is non-zero if any failed.
 // A case needing a feature this build lacks fails; it is not skipped.
 //
@@ -101,10 +102,11 @@ void run_form(const Form& form, const conformance_case& c, tally& t) {
   report(c, name, checks, bound, reason, t);
 }
 
-// The gradient truths of case `c` from linea::reference::backward with inputs of type T; one line.
-template <class T>
-void run_backward(const conformance_case& c, tally& t) {
-  const std::string name = std::is_same_v<T, double> ? "backward/float64" : "backward/float32";
+// The gradient truths of case `c` from linea::backward on `Backend` with inputs of type T; one line named
+// backward/float64 (the float64 reference), backward/cpu/float32, ... The CPU backward runs with chunks of 16
+// tokens (so that the cases' T = 40, 63 span several chunks, one partial) on 2 threads.
+template <class Backend, class T>
+void run_backward(const conformance_case& c, const std::string& name, tally& t) {
   const double bound = testing::gradient_tolerance_for<T>();
   std::vector<check> checks;
   std::string reason;
@@ -113,7 +115,10 @@ void run_backward(const conformance_case& c, tally& t) {
       with_read(c, [&]<class Read>() {
         case_inputs<T> in(c, std::type_identity<Rule>{});
         case_gradients<T> grads(c, in);
-        reference::backward<Rule, Read>(in.args, grads.grads);
+        arguments<T> a = in.args;
+        a.chunk_size = 16;
+        a.threads = 2;
+        linea::backward<Rule, Read, Backend>(a, grads.grads);
         checks = grads.compare(c);
       });
     });
@@ -140,14 +145,17 @@ void run_case(const fs::path& dir, const std::string& label, const options& opt,
     ((opt.form_filter.empty() || form.name().starts_with(opt.form_filter) ? run_form(form, c, t) : void()), ...);
   }, all_forms());
 
-  // Gradient cases: every gradient truth through the float64 reference backward, once with the inputs in float64
-  // and once in float32 (SPEC §6 bounds for each).
+  // Gradient cases: every gradient truth through the float64 reference backward and the CPU backward, each once
+  // with the inputs in float64 and once in float32 (SPEC §6 bounds for each).
   if (!c.gradient_truths().empty()) {
     ++t.gradient_cases;
-    if (opt.form_filter.empty() || std::string("backward/float64").starts_with(opt.form_filter))
-      run_backward<double>(c, t);
-    if (opt.form_filter.empty() || std::string("backward/float32").starts_with(opt.form_filter))
-      run_backward<float>(c, t);
+    const auto backward = [&]<class Backend, class T>(const std::string& name) {
+      if (opt.form_filter.empty() || name.starts_with(opt.form_filter)) run_backward<Backend, T>(c, name, t);
+    };
+    backward.template operator()<backend::reference, double>("backward/float64");
+    backward.template operator()<backend::reference, float>("backward/float32");
+    backward.template operator()<backend::cpu, double>("backward/cpu/float64");
+    backward.template operator()<backend::cpu, float>("backward/cpu/float32");
   }
 }
 
@@ -191,7 +199,8 @@ int main(int argc, char** argv) {
 
   if (t.not_applicable) std::printf("%d form/case pairs not applicable (reason on their n/a line)\n", t.not_applicable);
   if (t.gradient_cases)
-    std::printf("%d gradient cases: gradients checked by the float64 reference backward (float64 and float32 inputs)\n",
+    std::printf("%d gradient cases: gradients checked by the float64 reference backward and the CPU backward "
+                "(float64 and float32 inputs each)\n",
                 t.gradient_cases);
   std::string filters;
   if (!opt.read_filter.empty()) filters += "read=" + opt.read_filter;

@@ -4,7 +4,10 @@
 // written; no NaN from the §5 input ranges (log decays down to −20, β up to 2).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "forms/backward_case.hpp"
+#include "support/rejection.hpp"
 #include "support/rules.hpp"
 
 using namespace linea;
@@ -20,7 +23,9 @@ std::string read_name() {
 
 template <class Rule, class Read, class Backend, class T>
 void check(const case_shape& shape, const backward_options& opt) {
-  INFO(std::string(rule_name<Rule>::value) + " " + read_name<Read>() + " " + storage_name<T>::value + " " + describe_shape(shape));
+  const std::string what = std::string(rule_name<Rule>::value) + " " + read_name<Read>() + " " + storage_name<T>::value +
+                           " " + describe_shape(shape);
+  INFO(what);
   backward_case<Rule, Read, T> c(shape, opt);
   linea::backward<Rule, Read, Backend>(c.args(), c.grads());
   c.check_against_reference();
@@ -62,7 +67,54 @@ void every_read_and_backend() {
   SUBCASE("identity, generic") { rule_and_read<Rule, read::identity, backend::generic, T>(); }
   SUBCASE("ccq<uniform>, cpu") { rule_and_read<Rule, read::ccq<read::uniform>, backend::cpu, T>(); }
   SUBCASE("ccq<decayed>, cpu") { rule_and_read<Rule, read::ccq<read::decayed>, backend::cpu, T>(); }
-  SUBCASE("ccq<decayed>, generic") { rule_and_read<Rule, read::ccq<read::decayed>, backend::generic, T>(); }
+}
+
+// A rejected call: a linea::error naming `words`, and no gradient buffer written (they stay NaN).
+template <class Rule, class Backend, class C>
+void expect_rejected(C& c, const arguments<float>& a, const gradients<float>& g, std::initializer_list<std::string> words) {
+  const std::string message = message_of([&] { linea::backward<Rule, read::identity, Backend>(a, g); });
+  INFO("message: ", message);
+  REQUIRE_MESSAGE(!message.empty(), "no linea::error was thrown");
+  for (const auto& w : words) CHECK_MESSAGE(message.find(w) != std::string::npos, "missing word: ", w);
+  const auto untouched = [](const auto& t) {
+    return std::all_of(t.values().begin(), t.values().end(), [](auto e) { return std::isnan(double(e)); });
+  };
+  CHECK(untouched(c.out().dq));
+  CHECK(untouched(c.out().dv));
+  CHECK(untouched(c.out().dh0));
+}
+
+template <class Backend>
+void rejects_bad_arguments() {
+  const case_shape shape{.B = 2, .T = 6, .H = 2, .HV = 4, .K = 8, .V = 4, .initial_state = true};
+  backward_case<kda, read::identity, float> c(shape, {});
+  {
+    auto g = c.grads();
+    g.d_o = {};
+    expect_rejected<kda, Backend>(c, c.args(), g, {"'d_o'", "missing"});
+  }
+  {
+    auto g = c.grads();
+    g.dq.ext[3] = 5;
+    expect_rejected<kda, Backend>(c, c.args(), g, {"'dq'", "[2, 6, 2, 5]", "[2, 6, 2, 8]"});
+  }
+  {
+    auto g = c.grads();
+    tensor<float, 3> dg({2, 6, 4});
+    g.dg = dg;
+    expect_rejected<kda, Backend>(c, c.args(), g, {"'dg'", "no scalar gate"});
+  }
+  {
+    auto a = c.args();
+    a.chunk_size = 0;
+    expect_rejected<kda, Backend>(c, a, c.grads(), {"'chunk_size'"});
+  }
+  {
+    auto a = c.args();
+    tensor<float, 5> ckpt({2, 1, 4, 8, 4});
+    a.checkpoints = ckpt;
+    expect_rejected<kda, Backend>(c, a, c.grads(), {"'checkpoints'"});
+  }
 }
 
 const case_shape small{.B = 2, .T = 21, .H = 1, .HV = 2, .K = 8, .V = 6, .initial_state = true, .seed = 21};
@@ -80,6 +132,15 @@ TEST_CASE_TEMPLATE("backward = reference backward, float64, every rule and read"
 TEST_CASE_TEMPLATE("backward = reference backward, bf16 and fp16 inputs", Rule, LINEA_ALL_RULES) {
   SUBCASE("bf16") { rule_and_read<Rule, read::identity, backend::cpu, bf16>(); }
   SUBCASE("fp16") { rule_and_read<Rule, read::ccq<read::decayed>, backend::cpu, fp16>(); }
+}
+
+TEST_CASE("backward rejects bad arguments before writing anything") {
+  SUBCASE("cpu") {
+    rejects_bad_arguments<backend::cpu>();
+    backward_case<kda, read::identity, float> c({.B = 1, .T = 4, .H = 1, .HV = 1, .K = 4, .V = 4}, {.threads = -1});
+    expect_rejected<kda, backend::cpu>(c, c.args(), c.grads(), {"'threads'", "-1"});
+  }
+  SUBCASE("generic") { rejects_bad_arguments<backend::generic>(); }
 }
 
 TEST_CASE("backward: in-kernel L2 norm of q and k") {
