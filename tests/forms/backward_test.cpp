@@ -206,3 +206,20 @@ TEST_CASE("backward: no NaN or Inf from the SPEC §5 ranges (log decays in [−2
   check<gdn2, read::identity, backend::cpu, bf16>(extreme, {.chunk_size = 64});
   check<gla, read::identity, backend::cpu, float>(extreme, {.chunk_size = 32});
 }
+
+TEST_CASE("backward: a gradient may overwrite its own input (dq over q, dk over k, dv over v, dgk over gk)") {
+  const case_shape shape{.B = 2, .T = 20, .H = 1, .HV = 2, .K = 8, .V = 8, .initial_state = true, .seed = 3};
+  auto x = random_case<kda, float>::make(shape);
+  tensor<float, 4> d_o(x.o.extents(), 0.25f), dq(x.q.extents()), dk(x.k.extents()), dv(x.v.extents()),
+      dgk(x.gk.extents());
+  auto a = x.args();
+  a.qk_l2norm = true;  // dq, dk read the raw q, k again at the end
+  a.chunk_size = 8;
+  a.threads = 2;
+  linea::backward<kda>(a, gradients<float>{.d_o = d_o, .dq = dq, .dk = dk, .dv = dv, .dgk = dgk});
+  linea::backward<kda>(a, gradients<float>{.d_o = d_o, .dq = x.q, .dk = x.k, .dv = x.v, .dgk = x.gk});
+  CHECK(x.q.values() == dq.values());
+  CHECK(x.k.values() == dk.values());
+  CHECK(x.v.values() == dv.values());
+  CHECK(x.gk.values() == dgk.values());
+}

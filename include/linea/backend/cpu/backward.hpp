@@ -6,6 +6,8 @@
 // the result does not depend on the thread count. Memory per item: ⌈L/C⌉·K·V boundary states (+ the read's
 // statistics), (C+1)·K·V for the chunk's recomputed states, L·K for the group's dq̂, dk̂.
 #pragma once
+#include <algorithm>
+
 #include "../../core/gradients.hpp"
 #include "../../reference/backward.hpp"
 #include "backward_head.hpp"
@@ -24,9 +26,14 @@ void backward(const arguments<T, S>& a, const gradients<T, S>& g, int threads) {
   const problem p = reference::validate_backward<Rule, Read>(a, g);
   const index_t items = p.N * p.H;
   threads = thread_count(threads, items);
+  // The checkpoint interval: chunk_size, but never longer than the longest sequence (the chunk scratch is
+  // (C+1)·K·V per thread, and a chunk_size meant for another form may be large).
+  index_t longest = 0;
+  for (index_t n = 0; n < p.N; ++n) longest = std::max(longest, sequence_of(a, p, n).length());
+  const index_t C = std::max<index_t>(1, std::min<index_t>(a.chunk_size, longest));
   backward_sums sums(a, g, p, !Read::is_identity);
   parallel_items(
-      items, threads, [&](int) { return backward_head<Rule, Read, T, S, Arch>(p, a.chunk_size); },
+      items, threads, [&](int) { return backward_head<Rule, Read, T, S, Arch>(p, C); },
       [&](auto& head, index_t item) {
         const index_t n = item / p.H, h = item % p.H;
         head.run(a, g, sequence_of(a, p, n), n, h, sums);

@@ -49,7 +49,7 @@ class backward_head {
       : p_(p), C_(C), Vp_((p.V + rows::width - 1) / rows::width * rows::width), KV_(p.K * Vp_), load_(p),
         tape_(p), states_(static_cast<std::size_t>((C + 1) * KV_)), u_(static_cast<std::size_t>(C * Vp_)),
         dS_(static_cast<std::size_t>(KV_)), dr_(Vp_), du_(Vp_), o_(Vp_), alpha_(p.K), dla_(p.K), de_(p.K), dw_(Vp_),
-        dv_(Vp_), dz_(p.K), raw_(p.K), dx_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {}
+        dv_(Vp_), dz_(p.K), raw_(p.K), dx_(p.K), cq_(p.K), dot1_(p.K), dot2_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {}
 
   // Sequence `seq` (index n) at key head h: every value head of the group, then dq, dk of the group.
   void run(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t n, index_t h,
@@ -175,11 +175,11 @@ class backward_head {
     if (a.normalize) normalizer_adjoint(x, St, qt, r, scale);
 
     // read o = S_tᵀ(s q̃) and write S_t = S' + k uᵀ: dq̃ = s S_t dr, dS += s q̃ drᵀ, du = dSᵀk, dk += dS u.
+    for (index_t i = 0; i < K; ++i) cq_[i] = scale * R(qt[i]);
+    rows::read_write(St, dS_.data(), dr_.data(), du_.data(), u, cq_.data(), x.k, K, Vp_, dot1_.data(), dot2_.data());
     for (index_t i = 0; i < K; ++i) {
-      const auto [st_dr, ds_u] = rows::read_write(St + i * Vp_, dS_.data() + i * Vp_, dr_.data(), du_.data(), u,
-                                                  scale * R(qt[i]), x.k[i], Vp_);
-      dqt_[i] = double(scale * st_dr);
-      dk_[i] += ds_u;
+      dqt_[i] = double(scale * dot1_[i]);
+      dk_[i] += dot2_[i];
     }
     // The read policy: dq̃ → dq, dk, its own gradients, and d c_t of the rule's mean log decay (CCQ decayed).
     const R dc = R(tape_.backward(a, sums, bt, t, hv, r, xd, double(mean_log_decay<Rule>(x, K)), dqt_.data(), dq_.data(),
@@ -195,15 +195,17 @@ class backward_head {
       dv_[j] = Update::write_gate(x, j) * du_[j];
     }
     decays_of(x);
-    for (index_t i = 0; i < K; ++i) {
-      const R e = Update::erase_gate(x, i);
-      const auto [sp_du, ds_sp] =
-          rows::template correct_decay<erases, decays>(Sp + i * Vp_, dS_.data() + i * Vp_, du_.data(), alpha_[i], e * x.k[i], Vp_);
-      const R recall = alpha_[i] * sp_du;  // (S' du)_i
-      de_[i] = -x.k[i] * recall;
-      dk_[i] -= e * recall;
-      if constexpr (decays) dla_[i] += alpha_[i] * ds_sp;  // Σ_j dS'_ij S'_ij
-    }
+    for (index_t i = 0; i < K; ++i) cq_[i] = Update::erase_gate(x, i) * x.k[i];  // e ⊙ k
+    rows::template correct_decay<erases, decays>(Sp, dS_.data(), du_.data(), alpha_.data(), cq_.data(), K, Vp_,
+                                                 dot1_.data(), dot2_.data());
+    if constexpr (erases)
+      for (index_t i = 0; i < K; ++i) {
+        const R recall = alpha_[i] * dot1_[i];  // (S' du)_i
+        de_[i] = -x.k[i] * recall;
+        dk_[i] -= Update::erase_gate(x, i) * recall;
+      }
+    if constexpr (decays)
+      for (index_t i = 0; i < K; ++i) dla_[i] += alpha_[i] * dot2_[i];  // Σ_j dS'_ij S'_ij
     reference::rule_adjoint<Rule>(dla_.data(), de_.data(), dw_.data(), K, V, grads_);
 
     const index_t s = t - seq.t_begin;
@@ -295,6 +297,7 @@ class backward_head {
   std::vector<R> zb_, zs_;                       // normaliser key sums: at chunk starts; within the chunk
   std::vector<R> states_, u_;                    // the chunk's S_{t0} … S_{t0+len} and u_t
   std::vector<R> dS_, dr_, du_, o_, alpha_, dla_, de_, dw_, dv_, dz_, raw_, dx_;
+  std::vector<R> cq_, dot1_, dot2_;  // per-row coefficients and dot products of the backward passes
   std::vector<double> qd_, kd_, dqt_, dq_, dk_;  // the token's q, k for the tape; dq̃, dq̂, dk̂
   std::vector<R> dqh_, dkh_;                     // the group's dq̂, dk̂ over the sequence [L, K]
   reference::rule_input_gradients<R> grads_;

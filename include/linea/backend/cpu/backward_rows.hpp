@@ -6,8 +6,10 @@
 //
 //   forward    recall     r += c S_i                                 (c = α_i e_i k_i)
 //              write      S_i ← α_i S_{i} + k_i u                     (out of place: S_t from S_{t−1})
-//   backward   read_write dS_i += c dr;  du += k_i dS_i;  returns (S_t,i·dr, dS_i·u)      (docs/math/backward.md §1)
-//              correct_decay  dS'_i = dS_i − e_i k_i du;  a1 = S_{t−1},i·du,  a2 = dS'_i·S_{t−1},i,  dS_i ← α_i dS'_i
+//   backward   read_write     dS_i += c_i dr;  du += k_i dS_i;  S_t,i·dr and dS_i·u            (docs/math/backward.md §6)
+//              correct_decay  dS'_i = dS_i − e_i k_i du;  S_{t−1},i·du and dS'_i·S_{t−1},i;  dS_i ← α_i dS'_i
+// The backward passes run over all K rows at once, so that the row dot products are summed across lanes a block
+// of rows at a time.
 #pragma once
 #include <type_traits>
 #include <utility>
@@ -22,19 +24,6 @@ struct backward_rows {
   using vec = typename L::type;
   static constexpr index_t width = L::size;
 
-  // Σ of the lanes (through memory: xsimd 8's hadd trips GCC 12's -Wmaybe-uninitialized in its AVX-512 path).
-  static R sum(const vec& x) {
-    if constexpr (std::is_same_v<Arch, backend::scalar_arch>) {
-      return x;
-    } else {
-      alignas(64) R buf[width];
-      L::store(buf, x);
-      R s = 0;
-      for (index_t l = 0; l < width; ++l) s += buf[l];
-      return s;
-    }
-  }
-
   // y += c x
   static void axpy(R* y, R c, const R* x, index_t n) {
     const vec cv = L::splat(c);
@@ -47,44 +36,88 @@ struct backward_rows {
     for (index_t j = 0; j < n; j += width) L::store(out + j, L::fma(av, L::load(x + j), bv * L::load(y + j)));
   }
 
-  // The read's and the write's adjoint on row i: dS_i += c dr (c = s q̃_i), du += k_i dS_i. Returns
-  // {S_t,i · dr, dS_i · u} (dS_i after the update): s times the first is dq̃_i, the second adds to dk_i.
-  static std::pair<R, R> read_write(const R* St, R* dS, const R* dr, R* du, const R* u, R c, R ki, index_t n) {
-    const vec cv = L::splat(c), kv = L::splat(ki);
-    vec s_dr = L::splat(R(0)), ds_u = L::splat(R(0));
-    for (index_t j = 0; j < n; j += width) {
-      const vec drj = L::load(dr + j);
-      const vec d = L::fma(cv, drj, L::load(dS + j));
-      L::store(dS + j, d);
-      L::store(du + j, L::fma(kv, d, L::load(du + j)));
-      s_dr = L::fma(L::load(St + j), drj, s_dr);
-      ds_u = L::fma(d, L::load(u + j), ds_u);
-    }
-    return {sum(s_dr), sum(ds_u)};
+  // The read's and the write's adjoint on rows [0, K) of the state: per row i, dS_i += c_i dr and du += k_i dS_i;
+  // st_dr[i] = S_t,i · dr (s times it is dq̃_i) and ds_u[i] = dS_i · u (after the update; it adds to dk_i).
+  static void read_write(const R* St, R* dS, const R* dr, R* du, const R* u, const R* c, const R* k, index_t K,
+                         index_t n, R* st_dr, R* ds_u) {
+    row_blocks(K, st_dr, ds_u, [&](index_t i, vec& a1, vec& a2) {
+      const R* s = St + i * n;
+      R* d_row = dS + i * n;
+      const vec cv = L::splat(c[i]), kv = L::splat(k[i]);
+      for (index_t j = 0; j < n; j += width) {
+        const vec drj = L::load(dr + j);
+        const vec d = L::fma(cv, drj, L::load(d_row + j));
+        L::store(d_row + j, d);
+        L::store(du + j, L::fma(kv, d, L::load(du + j)));
+        a1 = L::fma(L::load(s + j), drj, a1);
+        a2 = L::fma(d, L::load(u + j), a2);
+      }
+    });
   }
 
-  // The correction's and the decay's adjoint on row i, given S_{t−1} row `Sp`: dS'_i = dS_i − eki du (eki = e_i k_i),
-  // returns {Sp · du, dS'_i · Sp} and sets dS_i ← α_i dS'_i. Without an erase (eki = 0) the first is not needed;
-  // without a decay the second is not.
+  // The correction's and the decay's adjoint on rows [0, K), given S_{t−1} (`Sp`): per row i,
+  // dS'_i = dS_i − eki_i du (eki = e ⊙ k), sp_du[i] = Sp_i · du, ds_sp[i] = dS'_i · Sp_i, and dS_i ← α_i dS'_i.
+  // Without an erase sp_du is not computed; without a decay ds_sp is not (and dS_i is not scaled).
   template <bool erase, bool decay>
-  static std::pair<R, R> correct_decay(const R* Sp, R* dS, const R* du, R alpha, R eki, index_t n) {
-    const vec av = L::splat(alpha), ev = L::splat(eki);
-    vec sp_du = L::splat(R(0)), ds_sp = L::splat(R(0));
-    for (index_t j = 0; j < n; j += width) {
-      const vec s = L::load(Sp + j);
-      vec d = L::load(dS + j);
-      if constexpr (erase) {
-        const vec duj = L::load(du + j);
-        sp_du = L::fma(s, duj, sp_du);
-        d = L::fma(-ev, duj, d);
+  static void correct_decay(const R* Sp, R* dS, const R* du, const R* alpha, const R* eki, index_t K, index_t n,
+                            R* sp_du, R* ds_sp) {
+    if constexpr (!erase && !decay) return;
+    row_blocks(K, sp_du, ds_sp, [&](index_t i, vec& a1, vec& a2) {
+      const R* s_row = Sp + i * n;
+      R* d_row = dS + i * n;
+      const vec av = L::splat(alpha[i]), ev = L::splat(eki[i]);
+      for (index_t j = 0; j < n; j += width) {
+        const vec s = L::load(s_row + j);
+        vec d = L::load(d_row + j);
+        if constexpr (erase) {
+          const vec duj = L::load(du + j);
+          a1 = L::fma(s, duj, a1);
+          d = L::fma(-ev, duj, d);
+        }
+        if constexpr (decay) {
+          a2 = L::fma(d, s, a2);
+          d = d * av;
+        }
+        L::store(d_row + j, d);
       }
-      if constexpr (decay) {
-        ds_sp = L::fma(d, s, ds_sp);
-        d = d * av;
+    });
+  }
+
+ private:
+  // Runs row(i, a1, a2) for i in [0, K) with two zeroed vector accumulators each, and stores their lane sums in
+  // out1[i], out2[i]. Rows go in blocks of `width`: one haddp turns a block's `width` accumulators into a vector of
+  // their sums (a per-row horizontal sum would cost more than the row's own work at V = 128).
+  template <class Row>
+  static void row_blocks(index_t K, R* out1, R* out2, Row&& row) {
+    index_t i = 0;
+    if constexpr (width > 1) {
+      vec a1[width], a2[width];
+      for (; i + width <= K; i += width) {
+        for (index_t r = 0; r < width; ++r) {
+          a1[r] = L::splat(R(0)), a2[r] = L::splat(R(0));
+          row(i + r, a1[r], a2[r]);
+        }
+        L::store(out1 + i, xsimd::haddp(a1));
+        L::store(out2 + i, xsimd::haddp(a2));
       }
-      L::store(dS + j, d);
     }
-    return {erase ? sum(sp_du) : R(0), decay ? sum(ds_sp) : R(0)};
+    for (; i < K; ++i) {
+      vec a1 = L::splat(R(0)), a2 = L::splat(R(0));
+      row(i, a1, a2);
+      out1[i] = lane_sum(a1), out2[i] = lane_sum(a2);
+    }
+  }
+
+  static R lane_sum(const vec& x) {
+    if constexpr (width == 1) {
+      return x;
+    } else {
+      alignas(64) R buf[width];
+      L::store(buf, x);
+      R s = 0;
+      for (index_t l = 0; l < width; ++l) s += buf[l];
+      return s;
+    }
   }
 };
 
