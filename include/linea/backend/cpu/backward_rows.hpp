@@ -16,6 +16,13 @@
 
 #include "simd.hpp"
 
+// GCC 12 reports its own _mm512_undefined_ps() (`__m512 __Y = __Y;`, in xsimd::haddp's AVX-512 shuffles) as
+// maybe-uninitialized wherever it is inlined; the idiom is deliberate, the warning a known false positive.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
+
 namespace linea::cpu_backend {
 
 template <class R, class Arch>
@@ -122,3 +129,7 @@ struct backward_rows {
 };
 
 }  // namespace linea::cpu_backend
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
