@@ -5,6 +5,7 @@
 //                                                 of the rule's inputs (dq, dk, dv, gates, dh0) from d_o and dht
 //   backward/<rule>/identity/bf16/threads:1        the same with bf16 inputs and gradients
 //   backward/gated_delta_rule/ccq/f32/threads:1   + the CCQ read (uniform weighting)
+//   backward/{gated_delta_rule,kda}/identity/f32/threads:1/C:{16,32}   other checkpoint intervals
 //
 // GFLOP/s and peak_frac count a nominal 12·K·V flops per token per value head (3× the forward's nominal 4·K·V:
 // the read's, the write's and the correction/decay's adjoints); the kernel does more (the forward twice: once
@@ -52,7 +53,7 @@ struct gradient_buffers {
   }
 };
 
-template <class Rule, class T, class Read>
+template <class Rule, class T, class Read, int C = 64>
 void backward_bench(benchmark::State& st, int threads) {
   const shape s;
   auto& c = inputs<Rule, T>(s);
@@ -60,7 +61,7 @@ void backward_bench(benchmark::State& st, int threads) {
   static auto stats = testing::ccq_tensors<T>::make(c.shape, c.N, {});
   auto a = c.args();
   a.threads = threads;
-  a.chunk_size = 64;
+  a.chunk_size = C;
   if constexpr (!Read::is_identity) stats.attach(a);
   const gradients<T> g = buffers.views(!Read::is_identity);
   timed_loop(st, double(s.B * s.T), 12.0 * s.K * s.V * s.T * s.B * s.H, threads,
@@ -83,6 +84,16 @@ void register_rule() {
 
 [[maybe_unused]] const bool registered = [] {
   all_rules::for_each([]<class Rule>() { register_rule<Rule>(); });
+  // The checkpoint interval: the chunk's recomputed states, (C+1)·K·V floats, stay in L2 below C = 32.
+  const auto sweep = [](auto bench, const char* rule, int C) {
+    benchmark::RegisterBenchmark((name("backward", rule, "identity", "f32", 1) + "/C:" + std::to_string(C)).c_str(),
+                                 bench, 1)
+        ->UseManualTime()
+        ->Unit(benchmark::kMillisecond);
+  };
+  sweep(backward_bench<gated_delta, float, read::identity, 16>, "gated_delta_rule", 16);
+  sweep(backward_bench<gated_delta, float, read::identity, 32>, "gated_delta_rule", 32);
+  sweep(backward_bench<kda, float, read::identity, 16>, "kda", 16);
   benchmark::RegisterBenchmark(name("backward", "gated_delta_rule", "ccq", "f32", 1).c_str(),
                                backward_bench<gated_delta, float, read::ccq<read::uniform>>, 1)
       ->UseManualTime()
