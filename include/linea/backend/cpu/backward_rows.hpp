@@ -8,20 +8,12 @@
 //              write      S_i ← α_i S_{i} + k_i u                     (out of place: S_t from S_{t−1})
 //   backward   read_write     dS_i += c_i dr;  du += k_i dS_i;  S_t,i·dr and dS_i·u            (docs/math/backward.md §6)
 //              correct_decay  dS'_i = dS_i − e_i k_i du;  S_{t−1},i·du and dS'_i·S_{t−1},i;  dS_i ← α_i dS'_i
-// The backward passes run over all K rows at once, so that the row dot products are summed across lanes a block
-// of rows at a time.
+// The backward passes run over all K rows and return the rows' dot products in arrays.
 #pragma once
 #include <type_traits>
 #include <utility>
 
 #include "simd.hpp"
-
-// GCC 12 reports its own _mm512_undefined_ps() (`__m512 __Y = __Y;`, in xsimd::haddp's AVX-512 shuffles) as
-// maybe-uninitialized wherever it is inlined; the idiom is deliberate, the warning a known false positive.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
 
 namespace linea::cpu_backend {
 
@@ -92,23 +84,11 @@ struct backward_rows {
 
  private:
   // Runs row(i, a1, a2) for i in [0, K) with two zeroed vector accumulators each, and stores their lane sums in
-  // out1[i], out2[i]. Rows go in blocks of `width`: one haddp turns a block's `width` accumulators into a vector of
-  // their sums (a per-row horizontal sum would cost more than the row's own work at V = 128).
+  // out1[i], out2[i]. (xsimd 8.1's haddp, which would sum a block of rows at once, permutes lanes 2–5 and 10–13
+  // of its AVX-512 float result, so each row is summed on its own.)
   template <class Row>
   static void row_blocks(index_t K, R* out1, R* out2, Row&& row) {
-    index_t i = 0;
-    if constexpr (width > 1) {
-      vec a1[width], a2[width];
-      for (; i + width <= K; i += width) {
-        for (index_t r = 0; r < width; ++r) {
-          a1[r] = L::splat(R(0)), a2[r] = L::splat(R(0));
-          row(i + r, a1[r], a2[r]);
-        }
-        L::store(out1 + i, xsimd::haddp(a1));
-        L::store(out2 + i, xsimd::haddp(a2));
-      }
-    }
-    for (; i < K; ++i) {
+    for (index_t i = 0; i < K; ++i) {
       vec a1 = L::splat(R(0)), a2 = L::splat(R(0));
       row(i, a1, a2);
       out1[i] = lane_sum(a1), out2[i] = lane_sum(a2);
@@ -129,7 +109,3 @@ struct backward_rows {
 };
 
 }  // namespace linea::cpu_backend
-
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
