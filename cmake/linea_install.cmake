@@ -1,7 +1,7 @@
-# install(): headers, the exported target linea::linea, a package config and a version file.
+# install(): headers, the exported targets linea::linea and linea::native, a package config and a version file.
 include(CMakePackageConfigHelpers)
 install(DIRECTORY include/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-install(TARGETS linea EXPORT linea-targets)
+install(TARGETS linea linea_native EXPORT linea-targets)
 install(EXPORT linea-targets NAMESPACE linea:: DESTINATION ${CMAKE_INSTALL_DATADIR}/cmake/linea)
 configure_package_config_file(cmake/linea-config.cmake.in ${CMAKE_CURRENT_BINARY_DIR}/linea-config.cmake
   INSTALL_DESTINATION ${CMAKE_INSTALL_DATADIR}/cmake/linea)

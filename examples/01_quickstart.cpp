@@ -24,18 +24,6 @@ namespace {
 // one query/key head), key width 64, value width 32.
 constexpr linea::index_t B = 2, T = 512, H = 2, HV = 4, K = 64, V = 32;
 
-// ‖x − ref‖₂ / ‖ref‖₂ over two buffers of the same length.
-template <class X, class R>
-double relative_error(const X& x, const R& ref) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) {
-    const double d = double(x.data()[i]) - double(ref.data()[i]);
-    num += d * d;
-    den += double(ref.data()[i]) * double(ref.data()[i]);
-  }
-  return std::sqrt(num / den);
-}
-
 template <class X>
 double norm(const X& x) {
   double s = 0;
@@ -121,7 +109,9 @@ bool run(const char* title, const inputs<float>& random) {
   linea::reference::recurrent<Rule>(arguments_for<Rule>(x64, ht64));
 
   // 5. Compare. SPEC §5 promises ≤ 1e-5 for float32 inputs up to T = 4096.
-  const double err_o = relative_error(x32.o, x64.o), err_s = relative_error(ht32, ht64);
+  // linea::relative_error: ‖x − ref‖₂ / ‖ref‖₂ over two views of one shape (core/relative_error.hpp).
+  const double err_o = linea::relative_error(x32.o.view_of(), x64.o.view_of());
+  const double err_s = linea::relative_error(ht32.view_of(), ht64.view_of());
   const bool ok = err_o <= 1e-5 && err_s <= 1e-5;
   std::printf("%-28s %-18s %5lld %10.4f %11.2e %11.2e %9.2f  %s\n", title, linea::rule_name<Rule>::value,
               static_cast<long long>(T), norm(x32.o), err_o, err_s, ms, ok ? "ok" : "OUT OF BOUND");

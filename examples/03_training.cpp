@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include <linea/linea.hpp>
@@ -51,14 +52,15 @@ struct layer {
   matrix g = matrix(B * T, std::log(0.95)), beta = matrix(B * T, 0.5);
   matrix q, k, v, o = matrix(B * T * V);
 
+  // Views over the std::vectors, size-checked: a buffer shorter than its extents is a linea::error naming it.
   linea::arguments<double> args() {
     using linea::contiguous;
-    return {.q = contiguous<4>(static_cast<const double*>(q.data()), {B, T, 1, K}),
-            .k = contiguous<4>(static_cast<const double*>(k.data()), {B, T, 1, K}),
-            .v = contiguous<4>(static_cast<const double*>(v.data()), {B, T, 1, V}),
-            .g = contiguous<3>(static_cast<const double*>(g.data()), {B, T, 1}),
-            .beta = contiguous<3>(static_cast<const double*>(beta.data()), {B, T, 1}),
-            .o = contiguous<4>(o.data(), {B, T, 1, V}),
+    return {.q = contiguous<4>(std::as_const(q), {B, T, 1, K}, "q"),
+            .k = contiguous<4>(std::as_const(k), {B, T, 1, K}, "k"),
+            .v = contiguous<4>(std::as_const(v), {B, T, 1, V}, "v"),
+            .g = contiguous<3>(std::as_const(g), {B, T, 1}, "g"),
+            .beta = contiguous<3>(std::as_const(beta), {B, T, 1}, "beta"),
+            .o = contiguous<4>(o, {B, T, 1, V}, "o"),
             .qk_l2norm = true};
   }
   const matrix& forward(const weights& w, const matrix& x) {
@@ -79,10 +81,10 @@ weights gradient(layer& m, const matrix& x, const matrix& y) {
   matrix d_o(m.o.size()), dq(m.q.size()), dk(m.k.size()), dv(m.v.size());
   for (std::size_t i = 0; i < d_o.size(); ++i) d_o[i] = (m.o[i] - y[i]) / double(d_o.size());
   using linea::contiguous;
-  const linea::gradients<double> g{.d_o = contiguous<4>(static_cast<const double*>(d_o.data()), {B, T, 1, V}),
-                                   .dq = contiguous<4>(dq.data(), {B, T, 1, K}),
-                                   .dk = contiguous<4>(dk.data(), {B, T, 1, K}),
-                                   .dv = contiguous<4>(dv.data(), {B, T, 1, V})};
+  const linea::gradients<double> g{.d_o = contiguous<4>(std::as_const(d_o), {B, T, 1, V}, "d_o"),
+                                   .dq = contiguous<4>(dq, {B, T, 1, K}, "dq"),
+                                   .dk = contiguous<4>(dk, {B, T, 1, K}, "dk"),
+                                   .dv = contiguous<4>(dv, {B, T, 1, V}, "dv")};
   // The CPU backward (chunk-boundary states, recomputed per chunk); linea::reference::backward is its float64 oracle.
   linea::backward<linea::gated_delta>(m.args(), g);
   return {weight_gradient(dq, K, x), weight_gradient(dk, K, x), weight_gradient(dv, V, x)};

@@ -7,9 +7,8 @@
 // ../shared/conformance/README.md). Each case runs through each form (tools/conformance/forms.hpp) with
 // the read policy and options its params name; the outputs o, ht (and the write residual u where the case
 // has u_ref64) must be within SPEC §5 of the *_ref64 truths for the stored input type. A gradient case (*_grad)
-// also runs the float64 reference backward ("backward/float64", "backward/float32") and the CPU backward
-// ("backward/cpu/float64", "backward/cpu/float32"), each with float64 and with float32 inputs: every d<x>_ref64 it
-// holds must be within SPEC §6. One line per case and form, then the
+// also runs the float64 reference backward with float64 and with float32 inputs ("backward/float64",
+// "backward/float32"): every d<x>_ref64 it holds must be within SPEC §6. One line per case and form, then the
 // line "N passed, M failed"; the exit status is non-zero if any failed.
 // A case needing a feature this build lacks fails; it is not skipped.
 //
@@ -22,6 +21,7 @@
 #include <vector>
 
 #include "conformance/backward_case.hpp"
+#include "conformance/backward_forms.hpp"
 #include "conformance/case_arguments.hpp"
 #include "conformance/forms.hpp"
 #include "conformance/manifest.hpp"
@@ -39,7 +39,7 @@ struct options {
 };
 
 struct tally {
-  int passed = 0, failed = 0, not_applicable = 0, filtered_cases = 0, gradient_cases = 0;
+  int passed = 0, failed = 0, not_applicable = 0, skipped = 0, filtered_cases = 0, gradient_cases = 0;
 };
 
 void usage(std::FILE* to) {
@@ -102,28 +102,38 @@ void run_form(const Form& form, const conformance_case& c, tally& t) {
   report(c, name, checks, bound, reason, t);
 }
 
-// The gradient truths of case `c` from linea::backward on `Backend` with inputs of type T; one line named
-// backward/float64 (the float64 reference), backward/cpu/float32, ... The CPU backward runs with chunks of 16
-// tokens (so that the cases' T = 40, 63 span several chunks, one partial) on 2 threads.
-template <class Backend, class T>
-void run_backward(const conformance_case& c, const std::string& name, tally& t) {
-  const double bound = testing::gradient_tolerance_for<T>();
+// The gradient truths of case `c` from one backward form (backward_forms.hpp), with inputs of its input type; one
+// line. A rule / read the form's backend does not compile, or an option it rejects, is a SKIP line (not counted
+// as passed or failed).
+template <class Form>
+void run_backward(const Form& form, const conformance_case& c, tally& t) {
+  using T = typename Form::input_type;
+  const std::string name = form.name();
+  const double bound = testing::gradient_tolerance_for<T>();  // SPEC §6 for the input type
   std::vector<check> checks;
-  std::string reason;
+  std::string reason, skip;
   try {
-    with_rule(c.op(), [&]<class Rule>() {
-      with_read(c, [&]<class Read>() {
-        case_inputs<T> in(c, std::type_identity<Rule>{});
-        case_gradients<T> grads(c, in);
-        arguments<T> a = in.args;
-        a.chunk_size = 16;
-        a.threads = 2;
-        linea::backward<Rule, Read, Backend>(a, grads.grads);
-        checks = grads.compare(c);
+    skip = form.skip(c);
+    if (skip.empty())
+      with_rule(c.op(), [&]<class Rule>() {
+        with_read(c, [&]<class Read>() {
+          if constexpr (!Form::template takes<Rule, Read>) {
+            skip = Form::template cannot_take<Rule, Read>();  // never instantiates the backward that static_asserts
+          } else {
+            case_inputs<T> in(c, std::type_identity<Rule>{});
+            case_gradients<T> grads(c, in);
+            form.template run<Rule, Read>(in, grads);
+            checks = grads.compare(c);
+          }
+        });
       });
-    });
   } catch (const std::exception& e) {
     reason = e.what();
+  }
+  if (!skip.empty() && reason.empty()) {
+    std::printf("SKIP  %-40s %-16s (%s)\n", c.label().c_str(), name.c_str(), skip.c_str());
+    ++t.skipped;
+    return;
   }
   report(c, name, checks, bound, reason, t);
 }
@@ -145,17 +155,12 @@ void run_case(const fs::path& dir, const std::string& label, const options& opt,
     ((opt.form_filter.empty() || form.name().starts_with(opt.form_filter) ? run_form(form, c, t) : void()), ...);
   }, all_forms());
 
-  // Gradient cases: every gradient truth through the float64 reference backward and the CPU backward, each once
-  // with the inputs in float64 and once in float32 (SPEC §6 bounds for each).
+  // Gradient cases: every gradient truth through every backward form (SPEC §6 bound for the form's input type).
   if (!c.gradient_truths().empty()) {
     ++t.gradient_cases;
-    const auto backward = [&]<class Backend, class T>(const std::string& name) {
-      if (opt.form_filter.empty() || name.starts_with(opt.form_filter)) run_backward<Backend, T>(c, name, t);
-    };
-    backward.template operator()<backend::reference, double>("backward/float64");
-    backward.template operator()<backend::reference, float>("backward/float32");
-    backward.template operator()<backend::cpu, double>("backward/cpu/float64");
-    backward.template operator()<backend::cpu, float>("backward/cpu/float32");
+    std::apply([&](const auto&... form) {
+      ((opt.form_filter.empty() || form.name().starts_with(opt.form_filter) ? run_backward(form, c, t) : void()), ...);
+    }, all_backward_forms());
   }
 }
 
@@ -198,10 +203,13 @@ int main(int argc, char** argv) {
   }
 
   if (t.not_applicable) std::printf("%d form/case pairs not applicable (reason on their n/a line)\n", t.not_applicable);
-  if (t.gradient_cases)
-    std::printf("%d gradient cases: gradients checked by the float64 reference backward and the CPU backward "
-                "(float64 and float32 inputs each)\n",
-                t.gradient_cases);
+  if (t.gradient_cases) {
+    std::string names;
+    std::apply([&](const auto&... form) { ((names += (names.empty() ? "" : ", ") + form.name()), ...); },
+               all_backward_forms());
+    std::printf("%d gradient cases: gradients checked by %s\n", t.gradient_cases, names.c_str());
+  }
+  if (t.skipped) std::printf("%d backward/case pairs skipped (reason on their SKIP line)\n", t.skipped);
   std::string filters;
   if (!opt.read_filter.empty()) filters += "read=" + opt.read_filter;
   if (!opt.form_filter.empty()) filters += (filters.empty() ? "" : ", ") + ("form=" + opt.form_filter);

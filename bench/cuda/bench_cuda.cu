@@ -1,7 +1,10 @@
 // bench/cuda/bench_cuda.cu — CUDA-event timings of linea's CUDA backend at the benchmark shapes below.
 //
 //   chunkwise forward, every rule, identity and CCQ read: B=8, T=4096, H=HV=16, K=V=128, bf16 in, fp32 states
-//   decode step, every rule: B=256 rows, H=HV=16, K=V=128, bf16 in, fp32 state pool updated in place
+//   decode step, every rule: B=256 rows, H=HV=16, K=V=128, bf16 in, fp32 state pool updated in place; and
+//   gated_delta through a permuted pool, state_indices given as a host span and on the device (cuda::launch)
+//   --backward: forward (chunkwise) and backward of the rules with a CUDA backward, B=8 T=4096 and B=1 T=32768,
+//               H=HV=16, K=V=128, bf16 in (dq, dk, dv, dg, dβ written; fewer repeats: the backward is slow)
 //
 // Each figure is the median over repeats of (the time of `calls` back-to-back calls) / calls, after warm-up;
 // two input sets alternate, and each call streams far more than the 60 MB L2. Prints one JSON object per line
@@ -198,30 +201,90 @@ void bench_chunkwise(const inputs* sets, double copy) {
   if (C) CK(cudaFree(C)), CK(cudaFree(m)), CK(cudaFree(z));
 }
 
+// How the decode step gets its state rows: row b = state b, or a permutation given as a host span (copied into
+// the workspace every call) or as a device array (cuda::launch::state_indices: nothing copied); device_in_order:
+// indices b -> b on the device, which separates the cost of the indices from that of a permuted pool.
+enum class indices { none, host, device, device_in_order };
+const char* indices_name(indices i) {
+  const char* names[] = {"none", "host", "device", "device_in_order"};
+  return names[static_cast<int>(i)];
+}
+
 template <class Rule>
-void bench_decode(const inputs* sets, double copy, bool indices) {
+void bench_decode(const inputs* sets, double copy, indices mode) {
   const index_t B = 256, H = 16, K = 128, V = 128;
   T* o = dalloc<T>(B * H * V);
   float* pool = dalloc<float>(B * H * K * V);
   CK(cudaMemset(pool, 0, B * H * K * V * sizeof(float)));
   std::vector<std::int32_t> idx(B);
-  for (index_t b = 0; b < B; ++b) idx[b] = static_cast<std::int32_t>((b * 37) % B);  // a permutation
+  for (index_t b = 0; b < B; ++b)
+    idx[b] = static_cast<std::int32_t>(mode == indices::device_in_order ? b : (b * 37) % B);  // a permutation
+  std::int32_t* device_idx = dalloc<std::int32_t>(B);
+  CK(cudaMemcpy(device_idx, idx.data(), B * sizeof(std::int32_t), cudaMemcpyHostToDevice));
   arguments<T, float> a[2];
   for (int s = 0; s < 2; ++s) {
     a[s] = make_args<Rule>(sets[s], B, 1, H, K, V, o, pool);
     a[s].initial_state = contiguous<4>(static_cast<const float*>(pool), {B, H, K, V});  // in place
-    if (indices) a[s].state_indices = idx;
+    if (mode == indices::host) a[s].state_indices = idx;
   }
-  const double ms = time_ms([&](int i) { linea::step<Rule, read::identity, backend::cuda>(a[i & 1]); }, 20, 9, 5);
+  cuda::launch l;
+  if (mode == indices::device || mode == indices::device_in_order) l.state_indices = {device_idx, static_cast<std::size_t>(B)};
+  const double ms = time_ms([&](int i) { linea::step<Rule, read::identity, backend::cuda>(a[i & 1], l); }, 20, 9, 5);
   const double bytes = 2.0 * B * H * K * V * 4;  // the state pool read and written; token inputs are < 1%
   std::printf(
-      "{\"kind\":\"decode\",\"rule\":\"%s\",\"indices\":%s,\"ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f,"
+      "{\"kind\":\"decode\",\"rule\":\"%s\",\"indices\":\"%s\",\"ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f,"
       "\"host_us\":%.1f}\n",
-      rule_name<Rule>::value, indices ? "true" : "false", ms, bytes / (ms * 1e-3) / 1e12, bytes / (ms * 1e-3) / 1e12 / copy,
+      rule_name<Rule>::value, indices_name(mode), ms, bytes / (ms * 1e-3) / 1e12, bytes / (ms * 1e-3) / 1e12 / copy,
       host_us);
   std::fflush(stdout);
   CK(cudaFree(o));
   CK(cudaFree(pool));
+  CK(cudaFree(device_idx));
+}
+
+// Forward (chunkwise) then backward (dq, dk, dv and the gate gradients, from dL/do) at one shape.
+template <class Rule>
+void bench_backward(index_t B, index_t T_) {
+  const index_t H = 16, K = 128, V = 128;
+  const inputs x = make_inputs(B, T_, H, K, V, 500);
+  T* o = dalloc<T>(B * T_ * H * V);
+  float* state = dalloc<float>(B * H * K * V);
+  arguments<T, float> a = make_args<Rule>(x, B, T_, H, K, V, o, state);
+  const double fwd = time_ms([&](int) { linea::chunkwise<Rule, read::identity, backend::cuda>(a); }, 10, 5, 2);
+  T* d_o = random_tensor(B * T_ * H * V, 600, fill::normal);
+  T *dq = dalloc<T>(B * T_ * H * K), *dk = dalloc<T>(B * T_ * H * K), *dv = dalloc<T>(B * T_ * H * V);
+  T *dg = dalloc<T>(B * T_ * H), *dbeta = dalloc<T>(B * T_ * H);
+  gradients<T, float> g{.d_o = contiguous<4>(static_cast<const T*>(d_o), {B, T_, H, V}),
+                        .dq = contiguous<4>(dq, {B, T_, H, K}),
+                        .dk = contiguous<4>(dk, {B, T_, H, K}),
+                        .dv = contiguous<4>(dv, {B, T_, H, V})};
+  if (a.g.ptr) g.dg = contiguous<3>(dg, {B, T_, H});
+  T* dgk = a.gk.ptr ? dalloc<T>(B * T_ * H * K) : nullptr;
+  if (a.gk.ptr) g.dgk = contiguous<4>(dgk, {B, T_, H, K});
+  if (a.beta.ptr) g.dbeta = contiguous<3>(dbeta, {B, T_, H});
+  a.o = {}, a.final_state = {};
+  const double bwd = time_ms([&](int) { linea::backward<Rule, read::identity, backend::cuda>(a, g); }, 2, 3, 1);
+  std::printf("{\"kind\":\"backward\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"fwd_ms\":%.4f,\"bwd_ms\":%.4f,"
+              "\"fwd_bwd_ms\":%.4f,\"bwd_over_fwd\":%.1f}\n",
+              rule_name<Rule>::value, long(B), long(T_), fwd, bwd, fwd + bwd, bwd / fwd);
+  std::fflush(stdout);
+  if (dgk) CK(cudaFree(dgk));
+  for (void* p : {static_cast<void*>(o), static_cast<void*>(state), static_cast<void*>(d_o), static_cast<void*>(dq),
+                  static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(dg), static_cast<void*>(dbeta),
+                  static_cast<void*>(x.q), static_cast<void*>(x.k), static_cast<void*>(x.v), static_cast<void*>(x.g),
+                  static_cast<void*>(x.gk), static_cast<void*>(x.beta), static_cast<void*>(x.b), static_cast<void*>(x.w),
+                  static_cast<void*>(x.lam)})
+    CK(cudaFree(p));
+}
+void all_backward() {
+  for (const auto& [B, T_] : {std::pair<index_t, index_t>{8, 4096}, {1, 32768}}) {
+    bench_backward<gated_delta>(B, T_);
+    bench_backward<delta>(B, T_);
+    bench_backward<simple_gla>(B, T_);
+    bench_backward<additive>(B, T_);
+    bench_backward<kda>(B, T_);
+    bench_backward<gla>(B, T_);
+  }
 }
 
 // Every rule of linea's list (rules/list.hpp).
@@ -230,18 +293,19 @@ void all_chunkwise(const inputs* sets, double copy, bool ccq) {
   if (ccq) all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::ccq<read::uniform>>(sets, copy); });
 }
 void all_decode(const inputs* sets, double copy) {
-  all_rules::for_each([&]<class Rule>() { bench_decode<Rule>(sets, copy, false); });
+  all_rules::for_each([&]<class Rule>() { bench_decode<Rule>(sets, copy, indices::none); });
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool ccq = true, chunk = true, decode = true, once = false;
+  bool ccq = true, chunk = true, decode = true, once = false, backward_only = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--no-ccq")) ccq = false;
     if (!std::strcmp(argv[i], "--decode-only")) chunk = false;
     if (!std::strcmp(argv[i], "--chunk-only")) decode = false;
-    if (!std::strcmp(argv[i], "--profile")) once = true;  // one gated_delta chunkwise call and one decode step, for ncu
+    if (!std::strcmp(argv[i], "--profile")) once = true;
+    if (!std::strcmp(argv[i], "--backward")) backward_only = true;  // forward + backward only  // one gated_delta chunkwise call and one decode step, for ncu
   }
   try {
     cudaDeviceProp prop{};
@@ -250,6 +314,10 @@ int main(int argc, char** argv) {
     std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d,\"copy_tbps\":%.3f}\n", prop.name,
                 prop.multiProcessorCount, copy);
     std::fflush(stdout);
+    if (backward_only) {
+      all_backward();
+      return 0;
+    }
     if (once) {
       const inputs sets[2] = {make_inputs(8, 4096, 16, 128, 128, 100), make_inputs(8, 4096, 16, 128, 128, 200)};
       const index_t B = 8, T_ = 4096, H = 16, K = 128, V = 128;
@@ -275,7 +343,9 @@ int main(int argc, char** argv) {
     if (decode) {
       const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};
       all_decode(sets, copy);
-      bench_decode<gated_delta>(sets, copy, true);
+      bench_decode<gated_delta>(sets, copy, indices::host);
+      bench_decode<gated_delta>(sets, copy, indices::device);
+      bench_decode<gated_delta>(sets, copy, indices::device_in_order);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "bench_cuda: %s\n", e.what());

@@ -16,12 +16,20 @@ FLAGS="-std=c++20 -O3 -DNDEBUG $GENCODE
   --expt-relaxed-constexpr -diag-suppress=20012,20013,20015,68,186 -Xptxas -warn-spills
   -I$ROOT/include -I$ROOT/tests -I$ROOT/tools -I$DEPS -I$DEPS/eigen3"
 mkdir -p "$OUTDIR/obj" "$OUTDIR/tests/backend/cuda" "$OUTDIR/bench/cuda" "$OUTDIR/tools"
+# The CUDA forms of linea's rules compile once (tests/backend/cuda/instances/, one TU per rule); every other TU
+# declares them extern (-DLINEA_CUDA_EXTERN_INSTANCES) and links their objects, as the CMake build does.
+instances=("$ROOT"/tests/backend/cuda/instances/*.cu)
 srcs=("$ROOT"/tests/backend/cuda/*.cu "$ROOT/bench/cuda/bench_cuda.cu" "$ROOT/tools/linea_cuda_conformance.cu")
-printf '%s\n' "${srcs[@]}" | xargs -P "$JOBS" -I{} sh -c \
-  'o="$0/obj/$(basename "{}" .cu).o"; '"$NVCC"' '"$(echo $FLAGS)"' -c "{}" -o "$o" || { echo "FAILED: {}"; exit 255; }' "$OUTDIR"
+{ for s in "${instances[@]}"; do echo "I $s"; done; for s in "${srcs[@]}"; do echo "E $s"; done; } |
+  xargs -P "$JOBS" -L 1 sh -c \
+    'o="$0/obj/$(basename "$2" .cu)$([ "$1" = I ] && echo .inst).o"; d=$([ "$1" = E ] && echo -DLINEA_CUDA_EXTERN_INSTANCES);
+     '"$NVCC"' '"$(echo $FLAGS)"' $d -c "$2" -o "$o" || { echo "FAILED: $2"; exit 255; }' "$OUTDIR"
+inst_objs=()
+for s in "${instances[@]}"; do inst_objs+=("$OUTDIR/obj/$(basename "$s" .cu).inst.o"); done
 objs=()
 for s in "$ROOT"/tests/backend/cuda/*.cu; do objs+=("$OUTDIR/obj/$(basename "$s" .cu).o"); done
-$NVCC -gencode=arch=compute_90a,code=sm_90a "${objs[@]}" -o "$OUTDIR/tests/backend/cuda/linea_cuda_tests"
-$NVCC -gencode=arch=compute_90a,code=sm_90a "$OUTDIR/obj/bench_cuda.o" -o "$OUTDIR/bench/cuda/linea_cuda_bench"
-$NVCC -gencode=arch=compute_90a,code=sm_90a "$OUTDIR/obj/linea_cuda_conformance.o" -o "$OUTDIR/tools/linea_cuda_conformance"
+LINK="$NVCC -gencode=arch=compute_90a,code=sm_90a"
+$LINK "${objs[@]}" "${inst_objs[@]}" -o "$OUTDIR/tests/backend/cuda/linea_cuda_tests"
+$LINK "$OUTDIR/obj/bench_cuda.o" "${inst_objs[@]}" -o "$OUTDIR/bench/cuda/linea_cuda_bench"
+$LINK "$OUTDIR/obj/linea_cuda_conformance.o" "${inst_objs[@]}" -o "$OUTDIR/tools/linea_cuda_conformance"
 echo "built: $OUTDIR/{tests/backend/cuda/linea_cuda_tests,bench/cuda/linea_cuda_bench,tools/linea_cuda_conformance}"

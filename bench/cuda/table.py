@@ -7,6 +7,13 @@ import json
 import sys
 
 
+def indices_label(x):
+    """How the decode row found its state: none, or a permutation given on the host or on the device."""
+    if x in (False, "none"):
+        return "none"
+    return "permutation" if x is True else f"permutation ({x})"
+
+
 def load(path):
     out = []
     try:
@@ -55,7 +62,7 @@ def main(linea_path, fla_path):
         if r["kind"] != "decode":
             continue
         f = fd.get("ms") if r["rule"] == "gated_delta_rule" else None
-        print(f"| {r['rule']} | {'permutation' if r['indices'] else 'none'} | {r['ms']:.4f} | {r['tbps']:.2f} | "
+        print(f"| {r['rule']} | {indices_label(r['indices'])} | {r['ms']:.4f} | {r['tbps']:.2f} | "
               f"{r['copy_frac']:.2f} | {f if f else '–'} | {fd.get('tbps', '–') if f else '–'} | "
               f"{ratio_text(f, r['ms'])} | {r.get('host_us', '?')} |")
     errs = [r for r in fla if "error" in r]

@@ -10,6 +10,7 @@
 #include "core/arguments.hpp"
 #include "core/error.hpp"
 #include "core/gradients.hpp"
+#include "core/relative_error.hpp"
 #include "core/validate.hpp"
 #include "core/view.hpp"
 

@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <vector>
 
+#include <linea/core/relative_error.hpp>
 #include <linea/tensor.hpp>
 
 namespace linea::testing {
@@ -20,9 +21,10 @@ double relative_error(const X* x, const R* ref, std::size_t n) {
   return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
 }
 
+// linea::relative_error (core/relative_error.hpp) over two tensors.
 template <class X, class R, int Rank>
 double relative_error(const tensor<X, Rank>& x, const tensor<R, Rank>& ref) {
-  return relative_error(x.data(), ref.data(), x.size());
+  return linea::relative_error(x.view_of(), ref.view_of());
 }
 
 template <class X, int Rank>

@@ -5,19 +5,25 @@
 #pragma once
 #include <type_traits>
 
+#include "isa.hpp"
+
 namespace linea::backend {
 
 struct reference {};  // the float64 oracle (include/linea/reference): readable loops, any scalar type
-struct generic {};    // plain fused loops (forms/recurrent_head.hpp): the fallback the SIMD kernels are tested against
 struct cuda {};       // NVIDIA GPUs; only in translation units compiled by nvcc with LINEA_CUDA
 
 // The fast CPU path (backend/cpu/: xsimd kernels, threads over (sequence, value head)). Arch is an xsimd
 // architecture tag (cpu_arch<xsimd::avx2>), native_arch (the widest instruction set the compiler targets:
 // AVX-512 under -march=native on an AVX-512 host) or scalar_arch (one lane, no SIMD).
-struct native_arch {};
+// The CPU tags carry the translation unit's instruction set (backend/isa.hpp): every form instantiated on them
+// gets a symbol of its own per -march level, so units built with different flags never share one.
 struct scalar_arch {};
+inline namespace LINEA_ISA {
+struct generic {};  // plain fused loops (forms/recurrent_head.hpp): the fallback the SIMD kernels are tested against
+struct native_arch {};
 template <class Arch = native_arch>
 struct cpu_arch {};
+}  // namespace LINEA_ISA
 using cpu = cpu_arch<native_arch>;  // the default backend of every form
 
 template <class Backend>

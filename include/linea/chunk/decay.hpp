@@ -10,16 +10,24 @@
 // G is summed in double (chunk::log_real, see chunk/matrix.hpp); every exponent is formed as a difference in double
 // and only then rounded to R, so exp sees an exponent as accurate as the gate itself. The exponents are written to
 // a buffer of R first and exponentiated in place, so that exp runs vectorised over R.
+//
+// A gate of exactly 0 (log decay −inf, which models produce) would make every difference after it −inf − (−inf) =
+// NaN. Each log decay is therefore clamped to log_zero before it is summed: an exponent that crosses a clamped
+// gate is ≤ −1000, whose exp is exactly 0 in float64 and float32 (the decay across a zero gate is 0, as in the
+// recurrence), and differences that do not cross one lose at most an ulp of |G| (~1e-13 per clamped gate).
+// NaN passes through unchanged, so a NaN gate still poisons what the recurrence says it poisons.
 #pragma once
 #include <algorithm>
 #include <cmath>
 
+#include "../backend/isa.hpp"
 #include "../config.hpp"
 #include "../rules/policy.hpp"
 #include "../rules/token.hpp"
 #include "matrix.hpp"
 
-namespace linea::chunk {
+LINEA_SIMD_WARNINGS_BEGIN
+namespace linea::chunk::inline LINEA_ISA {
 
 inline constexpr index_t sub_block = 16;  // secondary chunk length (per-key decays); every chunk size is a multiple
 
@@ -28,6 +36,11 @@ template <class M>
 void exp_in_place(M&& dst) {
   dst = dst.array().exp().matrix();
 }
+
+inline constexpr log_real log_zero = -1000;  // exp(−1000) = 0 in float64 and float32 (below both denormal ranges)
+
+// max(log α, log_zero), keeping NaN (a comparison with NaN is false).
+inline log_real clamped_log_decay(log_real x) { return x < log_zero ? log_zero : x; }
 
 template <class Decay, class R, decay_kind Kind = Decay::kind>
 class cumulative_decay {
@@ -61,7 +74,7 @@ class cumulative_decay<Decay, R, decay_kind::scalar> {
   cumulative_decay(index_t C, index_t /*K*/) : G_(C) {}
   void reset(index_t L) { L_ = L, ready_ = false; }
   void push(index_t r, const token<R>& x) {
-    G_(r) = (r ? G_(r - 1) : log_real(0)) + log_real(Decay::log_alpha(x, 0));
+    G_(r) = (r ? G_(r - 1) : log_real(0)) + clamped_log_decay(log_real(Decay::log_alpha(x, 0)));
     ready_ = false;
   }
 
@@ -127,7 +140,7 @@ class cumulative_decay<Decay, R, decay_kind::per_key> {
   void reset(index_t L) { L_ = L, ready_ = false; }
   void push(index_t r, const token<R>& x) {
     for (index_t i = 0; i < K_; ++i)
-      G_(r, i) = (r ? G_(r - 1, i) : log_real(0)) + log_real(Decay::log_alpha(x, i));
+      G_(r, i) = (r ? G_(r - 1, i) : log_real(0)) + clamped_log_decay(log_real(Decay::log_alpha(x, i)));
     ready_ = false;
   }
 
@@ -196,3 +209,4 @@ class cumulative_decay<Decay, R, decay_kind::per_key> {
 };
 
 }  // namespace linea::chunk
+LINEA_SIMD_WARNINGS_END

@@ -6,12 +6,14 @@
 // FTZ/DAZ for its own duration and restores the caller's mode when it returns or throws; what it changes are values
 // below 1.2e-38 (2.2e-308 in float64), far under every tolerance. A no-op where the ISA has no such mode here.
 #pragma once
+
+#include "../backend/isa.hpp"
 #if defined(__SSE__) || defined(_M_X64)
 #include <xmmintrin.h>
 #define LINEA_HAS_MXCSR 1
 #endif
 
-namespace linea::chunk {
+namespace linea::chunk::inline LINEA_ISA {
 
 class flush_denormals {
  public:

@@ -3,12 +3,13 @@
 // Each token goes through the same token_loader as the recurrent form (in-kernel L2 norm, beta activation,
 // in-kernel gates), so both forms see identical inputs. Only the chunk is copied, never a whole tensor.
 #pragma once
+#include "../backend/isa.hpp"
 #include "../core/arguments.hpp"
 #include "../core/load.hpp"
 #include "decay.hpp"
 #include "matrix.hpp"
 
-namespace linea::chunk {
+namespace linea::chunk::inline LINEA_ISA {
 
 template <class Rule, class R>
 class chunk_loader {

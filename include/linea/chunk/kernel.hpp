@@ -9,8 +9,10 @@
 #pragma once
 #include <algorithm>
 
+#include "../backend/isa.hpp"
 #include "../core/arguments.hpp"
 #include "../core/epilogue.hpp"
+#include "../read/ccq_chunk.hpp"  // read::ccq's chunk_carried (declared only in read/ccq.hpp)
 #include "flush_denormals.hpp"
 #include "gather.hpp"
 #include "matrix.hpp"
@@ -18,7 +20,7 @@
 #include "state_update.hpp"
 #include "ut_transform.hpp"
 
-namespace linea::chunk {
+namespace linea::chunk::inline LINEA_ISA {
 
 // Chunks of sequence `seq` at chunk size C: ⌈length / C⌉.
 inline index_t chunk_count(const sequence& seq, index_t C) { return (seq.length() + C - 1) / C; }
@@ -74,7 +76,7 @@ class kernel {
     X_ = Qt;
     dec.times_gamma(X_);
     O_.noalias() = X_ * state_;
-    O_.noalias() += P_ * U;
+    add_lower_product(P_, U, O_, L);
     O_ *= S(p_.scale);
     if (a.normalize)  // o_t / (s q_t · z_t + 1e-10), z_t = Σ_{j≤t} k_j (core/epilogue.hpp)
       for (index_t r = 0; r < L; ++r) O_.row(r) /= norm_.next(in_.Q.row(r), in_.Kc.row(r), S(p_.scale));

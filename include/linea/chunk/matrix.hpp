@@ -3,9 +3,11 @@
 // A chunk is gathered row by row (row r = token t0 + r) into these; whole tensors are never copied.
 // Row-major, because every chunk matrix is built and read one token row at a time.
 #pragma once
-#include <Eigen/Core>
 
-namespace linea::chunk {
+#include "../backend/isa.hpp"
+#include "../backend/cpu/third_party.hpp"  // Eigen
+
+namespace linea::chunk::inline LINEA_ISA {
 
 template <class R>
 using mat = Eigen::Matrix<R, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;  // L×K, L×V, L×L, K×V

@@ -16,11 +16,12 @@
 #include <algorithm>
 #include <type_traits>
 
+#include "../backend/isa.hpp"
 #include "../rules/decay.hpp"
 #include "decay.hpp"
 #include "matrix.hpp"
 
-namespace linea::chunk {
+namespace linea::chunk::inline LINEA_ISA {
 
 // Work space reused from chunk to chunk.
 template <class R>
@@ -80,6 +81,20 @@ void decayed_products(const mat<R>& Kc, const cumulative_decay<Decay, R>& dec, c
     };
     masked(Xp, P, true);
     if (Xa) masked(*Xa, *A, false);
+  }
+}
+
+// out ← out + tril(P) U over the first L rows, reading only rows s ≤ r of U for output row r. A dense P U would
+// multiply the zeros above P's diagonal by the later rows of U, and 0 · NaN = NaN: a NaN or Inf input at token s
+// would reach the rows before it, which the recurrence never lets it do. Earlier sub-blocks are one matrix
+// product each; the diagonal sub-block is a short product per row.
+template <class R, class U, class O>
+void add_lower_product(const mat<R>& P, const U& u, O& out, index_t L) {
+  for (index_t i0 = 0; i0 < L; i0 += sub_block) {
+    const index_t n = std::min(sub_block, L - i0);
+    if (i0 > 0) out.middleRows(i0, n).noalias() += P.block(i0, 0, n, i0) * u.topRows(i0);
+    for (index_t r = i0; r < i0 + n; ++r)
+      out.row(r).noalias() += P.row(r).segment(i0, r - i0 + 1) * u.middleRows(i0, r - i0 + 1);
   }
 }
 

@@ -5,10 +5,11 @@
 // U_new = V for the additive family, the corrections u_t for the delta family. Both decay factors have
 // exponents ≤ 0. `scratch` holds K ⊙ exp(G_L − G) (L×K) and is reused from chunk to chunk.
 #pragma once
+#include "../backend/isa.hpp"
 #include "decay.hpp"
 #include "matrix.hpp"
 
-namespace linea::chunk {
+namespace linea::chunk::inline LINEA_ISA {
 
 template <class Decay, class R>
 void advance_state(mat<R>& S, const mat<R>& Kc, const mat<R>& U_new, const cumulative_decay<Decay, R>& dec,

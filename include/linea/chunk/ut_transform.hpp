@@ -7,11 +7,12 @@
 // directly (the same numbers as forming W and U, with one matrix product fewer). Row r of the substitution is
 // exactly token r of the recurrence, so it is as stable as the recurrence itself (β up to 2 included).
 #pragma once
-#include <Eigen/Core>
+#include "../backend/cpu/third_party.hpp"  // Eigen
 
+#include "../backend/isa.hpp"
 #include "matrix.hpp"
 
-namespace linea::chunk {
+namespace linea::chunk::inline LINEA_ISA {
 
 // RHS ← (I + A)⁻¹ RHS, reading only the strictly lower triangle of A (its diagonal is taken as 1).
 template <class R>

@@ -7,9 +7,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "../backend/isa.hpp"
 #include "arguments.hpp"
 
-namespace linea {
+namespace linea::inline LINEA_ISA {
 
 // ε of the normaliser, for host and device code.
 template <class R>

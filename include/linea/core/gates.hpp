@@ -4,10 +4,11 @@
 #include <cmath>
 #include <optional>
 
+#include "../backend/isa.hpp"
 #include "arguments.hpp"
 #include "numeric.hpp"
 
-namespace linea {
+namespace linea::inline LINEA_ISA {
 
 // x̂ = x / sqrt(Σ x² + 1e-6), in place over n entries.
 template <class R>

@@ -10,7 +10,7 @@
 // empty is not computed. Outputs are overwritten (set, not added to); a gradient view with stride 0 (dg of
 // g_gamma) receives the sum over the positions it covers. validate_gradients() checks all of it before
 // anything is written. The reference writes every gradient after it has read every input, so a gradient may
-// share memory with an input (dq over q); two gradient views must not overlap.
+// share memory with an input (dq over q); two gradient views must not overlap (checked on their byte ranges).
 #pragma once
 #include <string>
 
@@ -23,28 +23,28 @@ namespace linea {
 template <class T, class S = accumulate_t<T>>
 struct gradients {
   // ---- inputs ----------------------------------------------------------------------------------
-  view<const T, 4> d_o;            // dL/do     [B, T, HV, V] (required)
-  view<const S, 4> d_final_state;  // dL/dS_T   [N, HV, K, V] (optional; zero when empty)
+  view<const T, 4> d_o = {};            // dL/do     [B, T, HV, V] (required)
+  view<const S, 4> d_final_state = {};  // dL/dS_T   [N, HV, K, V] (optional; zero when empty)
 
   // ---- outputs (each written when given) -------------------------------------------------------
-  view<T, 4> dq;               // [B, T, H, K]  (summed over the G value heads of a key head)
-  view<T, 4> dk;               // [B, T, H, K]
-  view<T, 4> dv;               // [B, T, HV, V]
-  view<T, 3> dg;               // scalar-gate rules: [B, T, HV]
-  view<T, 4> dgk;              // per-key-gate rules: [B, T, HV, K]
-  view<T, 3> dbeta;            // delta rules: [B, T, HV]
-  view<T, 4> db;               // GDN-2 erase gate [B, T, HV, K]
-  view<T, 4> dw;               // GDN-2 write gate [B, T, HV, V]
-  view<S, 4> d_initial_state;  // dL/dS_0 [N, HV, K, V] (also when S_0 was not given: the gradient at zero)
-  view<S, 1> dA_log;           // in-kernel gates: [HV]
-  view<S, 1> ddt_bias;         // in-kernel gates: [HV] (scalar gate) or [HV·K] (per-key gate)
+  view<T, 4> dq = {};               // [B, T, H, K]  (summed over the G value heads of a key head)
+  view<T, 4> dk = {};               // [B, T, H, K]
+  view<T, 4> dv = {};               // [B, T, HV, V]
+  view<T, 3> dg = {};               // scalar-gate rules: [B, T, HV]
+  view<T, 4> dgk = {};              // per-key-gate rules: [B, T, HV, K]
+  view<T, 3> dbeta = {};            // delta rules: [B, T, HV]
+  view<T, 4> db = {};               // GDN-2 erase gate [B, T, HV, K]
+  view<T, 4> dw = {};               // GDN-2 write gate [B, T, HV, V]
+  view<S, 4> d_initial_state = {};  // dL/dS_0 [N, HV, K, V] (also when S_0 was not given: the gradient at zero)
+  view<S, 1> dA_log = {};           // in-kernel gates: [HV]
+  view<S, 1> ddt_bias = {};         // in-kernel gates: [HV] (scalar gate) or [HV·K] (per-key gate)
 
   // ---- CCQ read (SPEC §3) ----------------------------------------------------------------------
-  view<T, 3> dlambda;          // [B, T, HV]
-  view<T, 3> dccq_log_decay;   // [B, T, HV], when the forward was given ccq.log_decay (decayed weighting)
-  view<S, 4> dC0;              // [N, HV, K, K] initial statistics (also when not given: the gradient at zero)
-  view<S, 3> dm0;              // [N, HV, K]
-  view<S, 2> dz0;              // [N, HV]
+  view<T, 3> dlambda = {};          // [B, T, HV]
+  view<T, 3> dccq_log_decay = {};   // [B, T, HV], when the forward was given ccq.log_decay (decayed weighting)
+  view<S, 4> dC0 = {};              // [N, HV, K, K] initial statistics (also when not given: the gradient at zero)
+  view<S, 3> dm0 = {};              // [N, HV, K]
+  view<S, 2> dz0 = {};              // [N, HV]
 };
 
 namespace detail {
@@ -58,6 +58,27 @@ void expect_gradient_data(const gradients<T, S>& g) {
   expect_data(g.ddt_bias, "ddt_bias"), expect_data(g.dlambda, "dlambda");
   expect_data(g.dccq_log_decay, "dccq_log_decay"), expect_data(g.dC0, "dC0"), expect_data(g.dm0, "dm0");
   expect_data(g.dz0, "dz0");
+}
+
+// No two gradient outputs may share memory (core/aliasing.hpp): each is set, not added to. Stride 0 is allowed
+// here (a gradient over a broadcast input receives the sum over the positions it covers).
+template <class T, class S>
+void expect_disjoint_gradients(const gradients<T, S>& g) {
+  auto others = [&](const auto& out, const char* name, int index) {
+    int i = 0;
+    auto other = [&](const auto& x, const char* x_name) {
+      if (i++ > index) expect_disjoint(out, name, x, x_name, false, "two gradient outputs must not share memory");
+    };
+    other(g.dq, "dq"), other(g.dk, "dk"), other(g.dv, "dv"), other(g.dg, "dg"), other(g.dgk, "dgk");
+    other(g.dbeta, "dbeta"), other(g.db, "db"), other(g.dw, "dw"), other(g.d_initial_state, "d_initial_state");
+    other(g.dA_log, "dA_log"), other(g.ddt_bias, "ddt_bias"), other(g.dlambda, "dlambda");
+    other(g.dccq_log_decay, "dccq_log_decay"), other(g.dC0, "dC0"), other(g.dm0, "dm0"), other(g.dz0, "dz0");
+  };
+  others(g.dq, "dq", 0), others(g.dk, "dk", 1), others(g.dv, "dv", 2), others(g.dg, "dg", 3);
+  others(g.dgk, "dgk", 4), others(g.dbeta, "dbeta", 5), others(g.db, "db", 6), others(g.dw, "dw", 7);
+  others(g.d_initial_state, "d_initial_state", 8), others(g.dA_log, "dA_log", 9), others(g.ddt_bias, "ddt_bias", 10);
+  others(g.dlambda, "dlambda", 11), others(g.dccq_log_decay, "dccq_log_decay", 12), others(g.dC0, "dC0", 13);
+  others(g.dm0, "dm0", 14), others(g.dz0, "dz0", 15);
 }
 
 // A gradient is only offered for an input the forward reads: "gradient 'dg' is given, but <why>".
@@ -126,6 +147,7 @@ void validate_gradients(const arguments<T, S>& a, const gradients<T, S>& g, cons
     if (!g.dm0.empty()) expect_shape(g.dm0, "dm0", "[N, HV, K]", {p.N, p.HV, p.K});
     if (!g.dz0.empty()) expect_shape(g.dz0, "dz0", "[N, HV]", {p.N, p.HV});
   }
+  expect_disjoint_gradients(g);
 }
 
 }  // namespace linea

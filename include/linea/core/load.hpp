@@ -9,10 +9,11 @@
 
 #include "../rules/token.hpp"
 #include "../rules/write_rule.hpp"
+#include "../backend/isa.hpp"
 #include "arguments.hpp"
 #include "gates.hpp"
 
-namespace linea {
+namespace linea::inline LINEA_ISA {
 
 template <class Rule, class R>
 class token_loader {

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <sstream>
 #include <string>
+#include <string_view>
 
 #include "../rules/write_rule.hpp"
+#include "aliasing.hpp"
 #include "arguments.hpp"
 #include "error.hpp"
 
@@ -80,6 +82,45 @@ template <class V>
 void expect_nonnegative_extents(const V& v, const char* name) {
   for (int r = 0; r < V::rank; ++r)
     if (v.extent(r) < 0) throw error(std::string("argument '") + name + "' has a negative extent: " + shape_string(v));
+}
+
+// Aliasing (core/aliasing.hpp, docs/usage.md): no output shares memory with an input or another output, except
+// exactly in place (o == v, final_state == initial_state and the CCQ statistics over their initial values), and
+// no output has stride 0 over an extent > 1.
+template <class T, class S>
+void expect_no_aliasing(const arguments<T, S>& a) {
+  const auto& c = a.ccq;
+  auto against_inputs = [&](const auto& out, const char* name, const char* in_place_of = "") {
+    auto in = [&](const auto& x, const char* x_name) {
+      expect_disjoint(out, name, x, x_name, std::string_view(x_name) == in_place_of);
+    };
+    in(a.q, "q"), in(a.k, "k"), in(a.v, "v"), in(a.g, "g"), in(a.gk, "gk"), in(a.beta, "beta"), in(a.b, "b");
+    in(a.w, "w"), in(a.initial_state, "initial_state"), in(a.gate.A_log, "gate.A_log");
+    in(a.gate.dt_bias, "gate.dt_bias"), in(c.lambda, "ccq.lambda"), in(c.log_decay, "ccq.log_decay");
+    in(c.C0, "ccq.C0"), in(c.m0, "ccq.m0"), in(c.z0, "ccq.z0");
+    in(a.cu_seqlens.bytes(), "cu_seqlens"), in(a.state_indices, "state_indices");
+  };
+  against_inputs(a.o, "o", "v");
+  against_inputs(a.final_state, "final_state", "initial_state");
+  against_inputs(a.residual, "residual");
+  against_inputs(a.checkpoints, "checkpoints");
+  against_inputs(c.C, "ccq.C", "ccq.C0"), against_inputs(c.m, "ccq.m", "ccq.m0"), against_inputs(c.z, "ccq.z", "ccq.z0");
+  against_inputs(c.q_tilde, "ccq.q_tilde");
+
+  // Outputs pairwise, each also whole: one element per position.
+  auto others = [&](const auto& out, const char* name, int index) {
+    expect_distinct_elements(out, name);
+    int i = 0;
+    auto other = [&](const auto& x, const char* x_name) {
+      if (i++ > index) expect_disjoint(out, name, x, x_name);
+    };
+    other(a.o, "o"), other(a.final_state, "final_state"), other(a.residual, "residual");
+    other(a.checkpoints, "checkpoints"), other(c.C, "ccq.C"), other(c.m, "ccq.m"), other(c.z, "ccq.z");
+    other(c.q_tilde, "ccq.q_tilde");
+  };
+  others(a.o, "o", 0), others(a.final_state, "final_state", 1), others(a.residual, "residual", 2);
+  others(a.checkpoints, "checkpoints", 3), others(c.C, "ccq.C", 4), others(c.m, "ccq.m", 5);
+  others(c.z, "ccq.z", 6), others(c.q_tilde, "ccq.q_tilde", 7);
 }
 
 }  // namespace detail
@@ -209,11 +250,19 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
   return p;
 }
 
-// Full validation for a form: the write rule's checks, then the read policy's.
+// The write rule's checks, then the read policy's: every shape and option, but not aliasing.
 template <class Rule, class Read, class T, class S>
-problem validate(const arguments<T, S>& a, index_t state_rows = -1) {
+problem validate_shapes(const arguments<T, S>& a, index_t state_rows = -1) {
   problem p = validate_write<Rule>(a, state_rows);
   Read::validate(a, p);
+  return p;
+}
+
+// Full validation for a form: shapes and options, then which views may share memory (core/aliasing.hpp).
+template <class Rule, class Read, class T, class S>
+problem validate(const arguments<T, S>& a, index_t state_rows = -1) {
+  const problem p = validate_shapes<Rule, Read>(a, state_rows);
+  detail::expect_no_aliasing(a);
   return p;
 }
 

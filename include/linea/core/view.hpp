@@ -7,10 +7,13 @@
 #include <array>
 #include <cstddef>
 #include <initializer_list>
+#include <ranges>
+#include <span>
 #include <string>
 #include <type_traits>
 
 #include "../config.hpp"
+#include "error.hpp"
 
 namespace linea {
 
@@ -104,11 +107,67 @@ view<T, Rank> strided(T* data, const std::array<index_t, Rank>& extents,
 }
 
 // "[2, 100, 4, 64]": how errors print a shape.
+template <int Rank>
+std::string extents_string(const index_t (&e)[Rank]) {
+  std::string s = "[";
+  for (int r = 0; r < Rank; ++r) s += (r ? ", " : "") + std::to_string(e[r]);
+  return s + "]";
+}
+
 template <class T, int Rank>
 std::string shape_string(const view<T, Rank>& v) {
-  std::string s = "[";
-  for (int r = 0; r < Rank; ++r) s += (r ? ", " : "") + std::to_string(v.ext[r]);
-  return s + "]";
+  return extents_string<Rank>(v.ext);
+}
+
+// ---- checked views over a buffer of known size -------------------------------------------------------------
+//
+//   std::vector<float> q_buf(B * T * H * K);
+//   auto q = linea::contiguous<4>(std::span(q_buf), {B, T, H, K}, "q");   // throws if q_buf is too small
+//
+// The view must stay inside the span: every element its extents and strides reach lies in [0, size). Otherwise
+// linea::error names the view, its extents and strides, and the span's size.
+template <class T, int Rank, std::size_t E>
+view<T, Rank> checked(std::span<T, E> data, view<T, Rank> v, const char* name) {
+  index_t low = 0, high = 0;
+  bool elements = true;
+  for (int r = 0; r < Rank; ++r) {
+    if (v.ext[r] < 0)
+      throw error(std::string("view '") + name + "' has a negative extent: " + shape_string(v));
+    if (v.ext[r] == 0) elements = false;
+    const index_t reach = (v.ext[r] - 1) * v.str[r];
+    (reach < 0 ? low : high) += reach;
+  }
+  if (elements && (low < 0 || high >= static_cast<index_t>(data.size())))
+    throw error(std::string("view '") + name + "' with extents " + shape_string(v) + " and strides " +
+                extents_string<Rank>(v.str) + " reaches elements " + std::to_string(low) + " .. " +
+                std::to_string(high) + ", but its span holds " + std::to_string(data.size()));
+  return v;
+}
+
+// Row-major view over a span, size checked.
+template <int Rank, class T, std::size_t E>
+view<T, Rank> contiguous(std::span<T, E> data, const std::array<index_t, Rank>& extents, const char* name = "view") {
+  return checked(data, contiguous<Rank>(data.data(), extents), name);
+}
+
+// Strided view over a span, size checked.
+template <int Rank, class T, std::size_t E>
+view<T, Rank> strided(std::span<T, E> data, const std::array<index_t, Rank>& extents,
+                      const std::array<index_t, Rank>& strides, const char* name = "view") {
+  return checked(data, strided<Rank>(data.data(), extents, strides), name);
+}
+
+// The same over a contiguous container (std::vector, std::array): contiguous<4>(buffer, {B, T, H, K}, "q").
+template <int Rank, std::ranges::contiguous_range R>
+  requires std::ranges::sized_range<R>
+auto contiguous(R& data, const std::array<index_t, Rank>& extents, const char* name = "view") {
+  return contiguous<Rank>(std::span(data), extents, name);
+}
+template <int Rank, std::ranges::contiguous_range R>
+  requires std::ranges::sized_range<R>
+auto strided(R& data, const std::array<index_t, Rank>& extents, const std::array<index_t, Rank>& strides,
+             const char* name = "view") {
+  return strided<Rank>(std::span(data), extents, strides, name);
 }
 
 }  // namespace linea

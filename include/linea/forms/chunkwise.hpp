@@ -12,6 +12,7 @@
 #pragma once
 #include <algorithm>
 #include <string>
+#include <tuple>
 
 #include "../read/concept.hpp"
 #include "../rules/concepts.hpp"
@@ -33,8 +34,8 @@ index_t max_chunks(const arguments<T, S>& a, const problem& p) {
 
 // The rule's and read's checks, then the chunkwise form's own: chunk size, checkpoints, no decode-only input.
 template <class Rule, class Read, class T, class S>
-problem validate_chunkwise(const arguments<T, S>& a) {
-  const problem p = validate<Rule, Read>(a);
+problem validate_chunkwise(const arguments<T, S>& a, index_t state_rows = -1) {  // state_rows: as validate()'s
+  const problem p = validate<Rule, Read>(a, state_rows);
   const index_t C = a.chunk_size;
   if (C != 16 && C != 32 && C != 64 && C != 128)
     throw error("argument 'chunk_size' = " + std::to_string(C) + " is not supported by the chunkwise form; use 16, 32, 64 or 128");
@@ -60,8 +61,10 @@ struct chunkwise_impl<backend::cpu_arch<Arch>> {
     const problem p = validate_chunkwise<Rule, Read>(a);
     const index_t items = p.N * p.HV;
     const int threads = cpu_backend::thread_count(a.threads, items);  // fails before anything is written
-    cpu_backend::parallel_items(
-        items, threads, [&](int) { return chunk::kernel<Rule, Read, T, S>(p, a.chunk_size); },
+    using kernel_t = chunk::kernel<Rule, Read, T, S>;  // kept between calls of the same sizes (threads.hpp)
+    cpu_backend::parallel_items_reusing<kernel_t>(
+        items, threads, std::tuple_cat(cpu_backend::problem_key(p), std::tuple(a.chunk_size)),
+        [&] { return kernel_t(p, a.chunk_size); },
         [&](auto& kernel, index_t item) {
           const index_t n = item / p.HV, hv = item % p.HV;
           kernel.run(a, sequence_of(a, p, n), hv, n);

@@ -10,11 +10,12 @@
 #include <cmath>
 #include <vector>
 
+#include "../backend/isa.hpp"
 #include "../core/epilogue.hpp"
 #include "../core/load.hpp"
 #include "../core/validate.hpp"
 
-namespace linea::detail {
+namespace linea::detail::inline LINEA_ISA {
 
 template <class Rule, class Read, class T, class S>
 class recurrent_head {

@@ -22,15 +22,17 @@ namespace detail {
 
 // The pool's row count: from the state views when indices are given, else the batch.
 template <class T, class S>
-index_t state_pool_rows(const arguments<T, S>& a) {
-  if (a.state_indices.empty()) return a.q.extent(0);
+index_t state_pool_rows(const arguments<T, S>& a, bool indexed) {
+  if (!indexed) return a.q.extent(0);
   if (!a.initial_state.empty()) return a.initial_state.extent(0);
   if (!a.final_state.empty()) return a.final_state.extent(0);
   return 0;
 }
 
+// `device_indices`: the length of state indices that a backend holds on the device (cuda::launch::state_indices),
+// whose values the host cannot read — they are the backend's to treat (docs/usage.md); −1: none.
 template <class Rule, class Read, class T, class S>
-problem validate_step(const arguments<T, S>& a) {
+problem validate_step(const arguments<T, S>& a, index_t device_indices = -1) {
   if (!a.q.empty() && a.q.extent(1) != 1)
     throw error("argument 'q' has shape " + shape_string(a.q) + "; the decode step takes one token per row (T = 1)");
   if (!a.cu_seqlens.empty()) throw error("argument 'cu_seqlens' is not used by the decode step (one token per row)");
@@ -38,13 +40,19 @@ problem validate_step(const arguments<T, S>& a) {
   // The normaliser needs z_t = Σ_{j≤t} k_j over the whole sequence, which no state carries between steps.
   if (a.normalize)
     throw error("argument 'normalize' is not supported by the decode step (its key sum z_t is not carried state)");
-  const problem p = validate<Rule, Read>(a, state_pool_rows(a));
-  if (!a.state_indices.empty()) {
-    if (static_cast<index_t>(a.state_indices.size()) != p.B)
-      throw error("argument 'state_indices' has " + std::to_string(a.state_indices.size()) +
+  const bool on_device = device_indices >= 0;
+  if (on_device && !a.state_indices.empty())
+    throw error("argument 'state_indices' is given twice: as a host span and on the device");
+  const bool indexed = on_device || !a.state_indices.empty();
+  const problem p = validate<Rule, Read>(a, state_pool_rows(a, indexed));
+  if (indexed) {
+    const index_t count = on_device ? device_indices : static_cast<index_t>(a.state_indices.size());
+    if (count != p.B)
+      throw error("argument 'state_indices' has " + std::to_string(count) +
                   " entries; expected one per batch row, B = " + std::to_string(p.B));
     if (a.initial_state.empty() && a.final_state.empty())
       throw error("argument 'state_indices' is given but no state pool (initial_state / final_state) is");
+    if (on_device) return p;
     for (std::size_t b = 0; b < a.state_indices.size(); ++b) {
       const auto idx = a.state_indices[b];
       if (idx < -1 || idx >= p.N)

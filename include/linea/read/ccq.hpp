@@ -19,11 +19,18 @@
 #include "../core/arguments.hpp"
 #include "../core/error.hpp"
 #include "../core/validate.hpp"
+#include "../backend/isa.hpp"
 #include "../rules/token.hpp"
-#include "ccq_chunk.hpp"
 #include "ccq_statistics.hpp"
 
 namespace linea::read {
+
+// The chunkwise form's CCQ reader needs Eigen; it is defined in read/ccq_chunk.hpp, which the chunkwise form
+// includes (chunk/kernel.hpp), so that this header (and <linea/reference.hpp>) needs only the standard library.
+inline namespace LINEA_ISA {
+template <class Weighting, class R>
+class ccq_chunk_reader;
+}  // namespace LINEA_ISA
 
 template <class Weighting = uniform>
 struct ccq;

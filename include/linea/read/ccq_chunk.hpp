@@ -13,18 +13,19 @@
 // "values = keys" read per chunk: Q Cᵀ (L·K² multiply-adds), the lower triangle of Q Kᵀ and P K (≈ L²·K/2 each)
 // and a symmetric rank-L update of C (≈ L·K²/2). The write path (state, WY factors) never sees it.
 #pragma once
-#include <Eigen/Core>
+#include "../backend/cpu/third_party.hpp"  // Eigen
 #include <cmath>
 
 #include <type_traits>
 
+#include "../backend/isa.hpp"
 #include "../chunk/decay.hpp"
 #include "../chunk/matrix.hpp"
 #include "../chunk/products.hpp"
 #include "../core/arguments.hpp"
 #include "ccq_statistics.hpp"
 
-namespace linea::read {
+namespace linea::read::inline LINEA_ISA {
 
 template <class Weighting, class R>
 class ccq_chunk_reader {
@@ -64,7 +65,7 @@ class ccq_chunk_reader {
     //    (Cᵀ: row i of Y is Σ_j C_ij q_j, as in the token-by-token read, even for a non-symmetric C0)
     Y_.noalias() = Qc * C.transpose();
     decay_.times_gamma(Y_);
-    Y_.noalias() += P_.template triangularView<Eigen::Lower>() * Kr;
+    chunk::add_lower_product(P_, Kr, Y_, L);
 
     // 4. prefix sums for m and z, row by row, then q̃_r = q_r − λ_r (Y_r / z_r − μ_r (μ_rᵀ q_r))
     qt_ = Qc;

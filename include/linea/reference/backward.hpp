@@ -20,6 +20,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../backend/isa.hpp"
 #include "../core/gradients.hpp"
 #include "../core/load.hpp"
 #include "../core/validate.hpp"
@@ -31,7 +32,7 @@
 #include "recurrence.hpp"
 #include "rule_adjoint.hpp"
 
-namespace linea::reference {
+namespace linea::reference::inline LINEA_ISA {
 
 // Every check of a backward call, before anything is written: the forward's (validate<Rule, Read>), then the
 // gradients'. The backward reads no forward output, so `o` may be left out.
@@ -42,7 +43,8 @@ problem validate_backward(const arguments<T, S>& a, const gradients<T, S>& g) {
   if (shapes.o.empty() && !g.d_o.empty())  // o's shape is d_o's: a view that is never written
     shapes.o = strided<4>(&unused, {g.d_o.extent(0), g.d_o.extent(1), g.d_o.extent(2), g.d_o.extent(3)}, {0, 0, 0, 0});
   if (shapes.o.empty()) linea::detail::expect_given(g.d_o, "d_o", "the backward needs dL/do [B, T, HV, V]");
-  const problem p = validate<Rule, Read>(shapes);
+  const problem p = validate_shapes<Rule, Read>(shapes);
+  linea::detail::expect_no_aliasing(a);  // on the caller's views: the stand-in o above is never written
   if (!a.state_indices.empty()) throw error("argument 'state_indices' belongs to the decode step, not the backward");
   if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is produced by the chunkwise form only");
   validate_gradients<!Read::is_identity>(a, g, p);

@@ -6,11 +6,12 @@
 #pragma once
 #include <algorithm>
 
+#include "../backend/isa.hpp"
 #include "../core/arguments.hpp"
 #include "../core/gradients.hpp"
 #include "../tensor.hpp"
 
-namespace linea::reference {
+namespace linea::reference::inline LINEA_ISA {
 
 template <class Real>
 struct gradient_sums {

@@ -8,9 +8,10 @@
 #pragma once
 #include <cmath>
 
+#include "../backend/isa.hpp"
 #include "../core/gates.hpp"
 
-namespace linea::reference {
+namespace linea::reference::inline LINEA_ISA {
 
 // dx += adjoint of the in-kernel L2 norm at raw x, for the gradient dx̂ of the normalised vector (n entries).
 template <class R>
@@ -23,9 +24,10 @@ void l2_normalize_adjoint(const R* x, const R* dx_hat, index_t n, R* dx) {
   for (index_t i = 0; i < n; ++i) dx[i] += (dx_hat[i] - (x[i] / norm) * dot) / norm;
 }
 
+// (LINEA_HD: the CUDA backward calls these two on the device.)
 // dβ/dx of beta's activation at the raw value x.
 template <class R>
-R beta_activation_derivative(R x, beta_activation act) {
+LINEA_HD R beta_activation_derivative(R x, beta_activation act) {
   const R s = sigmoid(x);
   switch (act) {
     case beta_activation::sigmoid: return s * (R(1) - s);
@@ -41,8 +43,9 @@ struct gate_partials {
 };
 
 template <class R>
-gate_partials<R> activate_gate_partials(R x, R A_log, R dt_bias, bool has_lower_bound, R lower_bound) {
-  const R e = std::exp(A_log);
+LINEA_HD gate_partials<R> activate_gate_partials(R x, R A_log, R dt_bias, bool has_lower_bound, R lower_bound) {
+  using std::exp;
+  const R e = exp(A_log);
   if (has_lower_bound) {
     const R y = e * (x + dt_bias);
     const R s = sigmoid(y);

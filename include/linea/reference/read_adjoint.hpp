@@ -23,11 +23,12 @@
 #include <cmath>
 #include <vector>
 
+#include "../backend/isa.hpp"
 #include "../read/ccq.hpp"
 #include "../read/identity.hpp"
 #include "gradient_sums.hpp"
 
-namespace linea::reference {
+namespace linea::reference::inline LINEA_ISA {
 
 template <class Read, class Real>
 class read_tape {

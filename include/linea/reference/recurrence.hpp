@@ -13,12 +13,13 @@
 #include <cmath>
 #include <vector>
 
+#include "../backend/isa.hpp"
 #include "../core/epilogue.hpp"
 #include "../core/load.hpp"
 #include "../core/validate.hpp"
 #include "../read/identity.hpp"
 
-namespace linea::reference {
+namespace linea::reference::inline LINEA_ISA {
 
 // A K×V matrix, rows = key channels, columns = value channels.
 template <class Real>
@@ -44,7 +45,9 @@ std::vector<Real> correction(matrix<Real>& S, const token<Real>& x) {
   std::vector<Real> u(static_cast<std::size_t>(S.cols));
   for (index_t j = 0; j < S.cols; ++j) {
     Real recalled = 0;  // what S' returns for the erase key b ⊙ k
-    for (index_t i = 0; i < S.rows; ++i) recalled += erase_key<Rule>(x, i) * S(i, j);  // b_i k_i S'_ij
+    // A rule that does not erase has no such term (u = w ⊙ v): a non-finite state must not reach u through 0 · S.
+    if constexpr (erases<Rule>)
+      for (index_t i = 0; i < S.rows; ++i) recalled += erase_key<Rule>(x, i) * S(i, j);  // b_i k_i S'_ij
     u[j] = write_target<Rule>(x, j) - recalled;                                         // w_j v_j − recalled
   }
   return u;

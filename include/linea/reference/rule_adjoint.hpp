@@ -13,9 +13,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "../backend/isa.hpp"
 #include "../rules/write_rule.hpp"
 
-namespace linea::reference {
+namespace linea::reference::inline LINEA_ISA {
 
 // The gradients of one token's activated rule inputs (before the activation adjoints of input_adjoints.hpp).
 template <class R>

@@ -11,12 +11,13 @@
 #include <limits>
 #include <vector>
 
+#include "../backend/isa.hpp"
 #include "../core/arguments.hpp"
 #include "../core/gates.hpp"
 #include "../core/validate.hpp"
 #include "../rules/additive.hpp"
 
-namespace linea::reference {
+namespace linea::reference::inline LINEA_ISA {
 
 // o = Σ_j softmax_j(s · qᵀ k_j) v_j over keys [n, K] and values [n, V] (n ≥ 1), computed stably in Real.
 template <class Real = double, class Q, class TK, class TV>
@@ -46,6 +47,7 @@ std::vector<Real> softmax_read(const Q* q, const view<TK, 2>& keys, const view<T
 template <class Real = double, class T, class S>
 void softmax_attention(const arguments<T, S>& a) {
   const problem p = validate_write<additive>(a);  // q, k, v, o, cu_seqlens, scale; no gates or β
+  linea::detail::expect_no_aliasing(a);
   if (!a.initial_state.empty() || !a.final_state.empty() || !a.residual.empty() || a.normalize)
     throw error("softmax attention keeps no state: initial_state, final_state, residual and normalize are not used");
   const Real scale = Real(p.scale);

@@ -26,6 +26,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../isa.hpp"
 #include "../../core/epilogue.hpp"
 #include "../../core/load.hpp"
 #include "../../core/validate.hpp"
@@ -33,7 +34,8 @@
 #include "threads.hpp"
 #include "tile.hpp"
 
-namespace linea::cpu_backend {
+LINEA_SIMD_WARNINGS_BEGIN
+namespace linea::cpu_backend::inline LINEA_ISA {
 
 template <class R>
 inline constexpr R renorm_threshold = R(1e-15);
@@ -167,7 +169,9 @@ class head_kernel {
     unsigned sink = 0;
     auto rows = [&](const auto& x, index_t head) {
       using U = std::remove_cv_t<std::remove_reference_t<decltype(*x.ptr)>>;
-      const index_t bytes = x.extent(3) * x.stride(3) * index_t(sizeof(U));
+      // The row's span: its last element ends at (extent − 1)·stride + 1 (not extent·stride: with a stride > 1
+      // that read past the end of the buffer, found by ASan on the fuzz harness's layouts).
+      const index_t bytes = ((x.extent(3) - 1) * x.stride(3) + 1) * index_t(sizeof(U));
       for (index_t t = t0; t < t0 + L; ++t) {
         const unsigned char* p = reinterpret_cast<const unsigned char*>(x.row(bt, t, head));
         for (index_t off = 0; off < bytes; off += 64) sink += p[off];
@@ -348,14 +352,15 @@ class head_kernel {
 // The recurrent form over every (sequence, value head), on a.threads threads.
 template <class Rule, class Read, class Arch, class T, class S>
 void recurrent(const arguments<T, S>& a, const problem& p) {
+  using kernel_t = head_kernel<Rule, Read, T, S, Arch>;
   // Items: (sequence, group of value heads). Heads of one sequence go together (memory locality) unless
   // there are fewer sequences than threads; then the heads are split so every thread has work.
   const int threads = thread_count(a.threads, p.N * p.HV);
   const index_t groups = std::min<index_t>(p.HV, (threads + p.N - 1) / p.N);
   const index_t per_group = (p.HV + groups - 1) / groups;
   const index_t items = p.N * groups;
-  parallel_items(
-      items, threads, [&](int) { return head_kernel<Rule, Read, T, S, Arch>(p); },
+  parallel_items_reusing<kernel_t>(
+      items, threads, problem_key(p), [&] { return kernel_t(p); },
       [&](auto& kernel, index_t item) {
         const index_t n = item / groups, g = item % groups;
         const index_t hv0 = g * per_group, hv1 = std::min(p.HV, hv0 + per_group);
@@ -366,10 +371,11 @@ void recurrent(const arguments<T, S>& a, const problem& p) {
 // The decode step: row b of the batch advances state state_indices[b] (or b) by its one token.
 template <class Rule, class Read, class Arch, class T, class S>
 void step(const arguments<T, S>& a, const problem& p) {
+  using kernel_t = head_kernel<Rule, Read, T, S, Arch>;
   const index_t items = p.B * p.HV;
   const int threads = thread_count(a.threads, items);
-  parallel_items(
-      items, threads, [&](int) { return head_kernel<Rule, Read, T, S, Arch>(p); },
+  parallel_items_reusing<kernel_t>(
+      items, threads, problem_key(p), [&] { return kernel_t(p); },
       [&](auto& kernel, index_t item) {
         const index_t b = item / p.HV, hv = item % p.HV;
         const index_t idx = a.state_indices.empty() ? b : a.state_indices[static_cast<std::size_t>(b)];
@@ -382,3 +388,4 @@ void step(const arguments<T, S>& a, const problem& p) {
 }
 
 }  // namespace linea::cpu_backend
+LINEA_SIMD_WARNINGS_END

@@ -5,19 +5,30 @@
 // no instruction set (and can be tested against the wide ones on any machine).
 #pragma once
 #include <cmath>
+#include <string_view>
 #include <type_traits>
 
-#include <xsimd/xsimd.hpp>
+#include "third_party.hpp"  // xsimd
 
+#include "../isa.hpp"
 #include "../../core/storage.hpp"
 #include "../tags.hpp"
 
-namespace linea::cpu_backend {
+LINEA_SIMD_WARNINGS_BEGIN
+namespace linea::cpu_backend::inline LINEA_ISA {
 
 // The widest xsimd instruction set the compiler targets (-march=native: AVX-512 on an AVX-512 host), or one
 // scalar lane when xsimd has none.
 using native_arch_t = std::conditional_t<std::is_same_v<xsimd::default_arch, xsimd::unavailable>,
                                          backend::scalar_arch, xsimd::default_arch>;
+template <class Arch>
+constexpr std::string_view arch_name() {
+  if constexpr (std::is_same_v<Arch, backend::scalar_arch>) return "scalar";
+  else return Arch::name();
+}
+// The inline namespace (backend/isa.hpp) names the same instruction set that xsimd chose (nvcc units: isa_nvcc).
+static_assert(std::string_view(LINEA_ISA_NAME) == "nvcc" || arch_name<native_arch_t>() == LINEA_ISA_NAME,
+              "linea: backend/isa.hpp and xsimd disagree on the instruction set of this translation unit");
 template <class Arch>
 using resolve_arch = std::conditional_t<std::is_same_v<Arch, backend::native_arch>, native_arch_t, Arch>;
 
@@ -89,3 +100,4 @@ inline void store_row(const R* src, T* dst, index_t stride, index_t n) {
 }
 
 }  // namespace linea::cpu_backend
+LINEA_SIMD_WARNINGS_END

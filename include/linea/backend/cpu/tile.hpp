@@ -15,9 +15,11 @@
 // Three FMAs per state element for the delta rules, two for the additive ones: the nominal count is two.
 // pair() runs two tokens per pass (the state is loaded and stored once for both; see its comment).
 #pragma once
+#include "../isa.hpp"
 #include "simd.hpp"
 
-namespace linea::cpu_backend {
+LINEA_SIMD_WARNINGS_BEGIN
+namespace linea::cpu_backend::inline LINEA_ISA {
 
 template <class R, class Arch, int NV>
 struct tile {
@@ -132,7 +134,7 @@ struct tile {
 
 }  // namespace linea::cpu_backend
 
-namespace linea::cpu_backend {
+namespace linea::cpu_backend::inline LINEA_ISA {
 
 // The additive rules (additive, simple_gla, gla: u = w ⊙ v is known before the state is read) need no recall,
 // so nothing couples the key rows within a token: a KR × NV-vector block of S̃ stays in registers for a whole
@@ -194,3 +196,4 @@ struct register_tile {
 };
 
 }  // namespace linea::cpu_backend
+LINEA_SIMD_WARNINGS_END

@@ -12,6 +12,13 @@ constexpr int CL = 64, KP = 128, BV = 64, threads = 256;  // tokens per chunk, p
 constexpr int LDK = KP + 8, LD64 = 64 + 8;
 constexpr float log2e = 1.4426950408889634f;
 
+// A gate of exactly 0 (log decay −inf) would make every in-chunk difference after it −inf − (−inf) = NaN, so each
+// log₂ decay is clamped at log2_zero before the chunk kernels sum it (the device side of chunk/decay.hpp's
+// log_zero). 2^−64 ≈ 5e-20 leaves nothing of what came before a zero gate that float32 could show, and keeps |G|
+// small enough that the sums after it lose at most ~2^−17 in the exponent. NaN passes through.
+constexpr float log2_zero = -64.f;
+__device__ __forceinline__ float clamped_log2_decay(float x) { return x < log2_zero ? log2_zero : x; }
+
 // Whether a 64-token chunk kernel can read this call's q, k, v: 16-bit, contiguous rows 16-byte aligned
 // (cp.async), K ≤ 128, no in-kernel L2 norm, no normalize, not the CCQ main pass.
 template <class T>

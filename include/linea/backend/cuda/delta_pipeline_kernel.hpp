@@ -92,8 +92,8 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
       const int L = cta.rows_in(c0);
       if constexpr (decays) {
-        gb[0] = lane < L ? src.template token_log_alpha<Rule>(seq.bt, c0 + lane, cta.hv) * tiles::log2e : 0.f;
-        gb[1] = lane + 32 < L ? src.template token_log_alpha<Rule>(seq.bt, c0 + lane + 32, cta.hv) * tiles::log2e : 0.f;
+        gb[0] = lane < L ? tiles::clamped_log2_decay(src.template token_log_alpha<Rule>(seq.bt, c0 + lane, cta.hv) * tiles::log2e) : 0.f;
+        gb[1] = lane + 32 < L ? tiles::clamped_log2_decay(src.template token_log_alpha<Rule>(seq.bt, c0 + lane + 32, cta.hv) * tiles::log2e) : 0.f;
       }
       gb[2] = lane < L ? src.template token_erase_gate<Rule>(seq.bt, c0 + lane, cta.hv) : 0.f;
       gb[3] = lane + 32 < L ? src.template token_erase_gate<Rule>(seq.bt, c0 + lane + 32, cta.hv) : 0.f;

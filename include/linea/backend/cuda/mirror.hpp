@@ -1,8 +1,12 @@
-// linea/backend/cuda/mirror.hpp — host arguments mirrored on the device, for verification and tools:
+// linea/backend/cuda/mirror.hpp — host arguments (and gradients) mirrored on the device, for verification and tools:
 //
 //   linea::cuda::mirror m(host_args);              // inputs copied, outputs allocated (with their host contents)
 //   linea::chunkwise<Rule, Read, linea::backend::cuda>(m.device);
 //   m.copy_back();                                 // outputs (o, states, residual, CCQ outputs) back to the host
+//
+//   linea::cuda::gradient_mirror gm(host_grads);   // d_o, d_final_state copied; every gradient output allocated
+//   linea::backward<Rule, Read, linea::backend::cuda>(m.device, gm.device);
+//   gm.copy_back();                                // the gradients back to the host
 //
 // Every view keeps its extents and strides; the memory span it covers is copied. Strides must be non-negative.
 #pragma once
@@ -12,25 +16,17 @@
 #include <vector>
 
 #include "../../core/arguments.hpp"
+#include "../../core/gradients.hpp"
 
 namespace linea::cuda {
 
-template <class T, class S>
-class mirror {
+// Device copies of host views: in() copies a view's span to the device, out() also remembers to copy it back.
+class device_copies {
  public:
-  arguments<T, S> device;
-
-  explicit mirror(const arguments<T, S>& host) : device(host) {
-    auto& d = device;
-    in(d.q), in(d.k), in(d.v), in(d.g), in(d.gk), in(d.beta), in(d.b), in(d.w), in(d.initial_state);
-    in(d.gate.A_log), in(d.gate.dt_bias);
-    in(d.ccq.lambda), in(d.ccq.log_decay), in(d.ccq.C0), in(d.ccq.m0), in(d.ccq.z0);
-    out(d.o), out(d.residual), out(d.final_state), out(d.checkpoints);
-    out(d.ccq.C), out(d.ccq.m), out(d.ccq.z), out(d.ccq.q_tilde);
-  }
-  mirror(const mirror&) = delete;
-  mirror& operator=(const mirror&) = delete;
-  ~mirror() {
+  device_copies() = default;
+  device_copies(const device_copies&) = delete;
+  device_copies& operator=(const device_copies&) = delete;
+  ~device_copies() {
     for (void* p : allocations_) (void)cudaFree(p);
   }
 
@@ -38,6 +34,24 @@ class mirror {
   void copy_back() {
     LINEA_CUDA_CHECK(cudaDeviceSynchronize());
     for (auto& f : backs_) f();
+  }
+
+ protected:
+  template <class V>
+  void in(V& v) {
+    const std::size_t n = span(v);
+    if (n) v.ptr = alloc_copy(v, n);
+  }
+  template <class V>
+  void out(V& v) {
+    const std::size_t n = span(v);
+    if (!n) return;
+    auto* host = v.ptr;
+    auto* dev = alloc_copy(v, n);
+    v.ptr = dev;
+    backs_.push_back([host, dev, n] {
+      LINEA_CUDA_CHECK(cudaMemcpy(host, dev, n * sizeof(*dev), cudaMemcpyDeviceToHost));
+    });
   }
 
  private:
@@ -60,25 +74,38 @@ class mirror {
     LINEA_CUDA_CHECK(cudaMemcpy(p, v.ptr, n * sizeof(E), cudaMemcpyHostToDevice));
     return p;
   }
-  template <class V>
-  void in(V& v) {
-    const std::size_t n = span(v);
-    if (n) v.ptr = alloc_copy(v, n);
-  }
-  template <class V>
-  void out(V& v) {
-    const std::size_t n = span(v);
-    if (!n) return;
-    auto* host = v.ptr;
-    auto* dev = alloc_copy(v, n);
-    v.ptr = dev;
-    backs_.push_back([host, dev, n] {
-      LINEA_CUDA_CHECK(cudaMemcpy(host, dev, n * sizeof(*dev), cudaMemcpyDeviceToHost));
-    });
-  }
 
   std::vector<void*> allocations_;
   std::vector<std::function<void()>> backs_;
+};
+
+template <class T, class S>
+class mirror : public device_copies {
+ public:
+  arguments<T, S> device;
+
+  explicit mirror(const arguments<T, S>& host) : device(host) {
+    auto& d = device;
+    in(d.q), in(d.k), in(d.v), in(d.g), in(d.gk), in(d.beta), in(d.b), in(d.w), in(d.initial_state);
+    in(d.gate.A_log), in(d.gate.dt_bias);
+    in(d.ccq.lambda), in(d.ccq.log_decay), in(d.ccq.C0), in(d.ccq.m0), in(d.ccq.z0);
+    out(d.o), out(d.residual), out(d.final_state), out(d.checkpoints);
+    out(d.ccq.C), out(d.ccq.m), out(d.ccq.z), out(d.ccq.q_tilde);
+  }
+};
+
+template <class T, class S>
+class gradient_mirror : public device_copies {
+ public:
+  gradients<T, S> device;
+
+  explicit gradient_mirror(const gradients<T, S>& host) : device(host) {
+    auto& d = device;
+    in(d.d_o), in(d.d_final_state);
+    out(d.dq), out(d.dk), out(d.dv), out(d.dg), out(d.dgk), out(d.dbeta), out(d.db), out(d.dw);
+    out(d.d_initial_state), out(d.dlambda), out(d.dccq_log_decay), out(d.dC0), out(d.dm0), out(d.dz0);
+    out(d.dA_log), out(d.ddt_bias);
+  }
 };
 
 }  // namespace linea::cuda

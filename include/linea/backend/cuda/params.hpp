@@ -1,8 +1,8 @@
 // linea/backend/cuda/params.hpp — what a kernel receives: the caller's views (device pointers, any strides),
 // the problem sizes and the options, as one trivially copyable struct passed by value.
 //
-// cu_seqlens and state_indices are host spans in linea::arguments (validate() reads them on the host); the
-// backend copies them to the device before the launch. Every other view must hold device memory, which is
+// cu_seqlens and state_indices reach the kernels as device pointers: host spans of linea::arguments copied into
+// the call's workspace, or the caller's device arrays (cuda::launch). Every view must hold device memory, which is
 // checked before anything is launched.
 #pragma once
 #include "check.hpp"
@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include "../../core/arguments.hpp"
 #include "../../core/error.hpp"
@@ -28,8 +27,9 @@ struct kernel_args {
   view<const In, 3> g, beta;
   view<const float, 1> A_log, dt_bias;
   view<const float, 4> initial_state;
-  const std::int64_t* cu_seqlens = nullptr;  // device copy, or null
-  const std::int32_t* state_indices = nullptr;  // device copy, or null (decode step)
+  const std::int64_t* cu_seqlens = nullptr;    // [N+1] on the device, or null
+  const std::int32_t* cu_seqlens32 = nullptr;  // the same as int32 (cuda::launch), or null
+  const std::int32_t* state_indices = nullptr;  // [B] on the device, or null (decode step)
   // ---- outputs ----------------------------------------------------------------------------------
   view<In, 4> o, residual;
   view<float, 4> final_state;
@@ -73,43 +73,9 @@ void expect_device(const P* ptr, const char* name) {
   next = (next + 1) % remembered;
 }
 
-// A device buffer owned for the duration of one call (stream-ordered allocation on the default stream).
-template <class X>
-class device_buffer {
- public:
-  device_buffer() = default;
-  explicit device_buffer(std::size_t n) : n_(n) {
-    if (n) LINEA_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&p_), n * sizeof(X), 0));
-  }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-  device_buffer(device_buffer&& o) noexcept : p_(o.p_), n_(o.n_) { o.p_ = nullptr; }
-  device_buffer& operator=(device_buffer&& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(n_, o.n_);
-    return *this;
-  }
-  ~device_buffer() {
-    if (p_) (void)cudaFreeAsync(p_, 0);
-  }
-  X* get() const { return p_; }
-  void upload(const X* host, std::size_t n) {
-    LINEA_CUDA_CHECK(cudaMemcpyAsync(p_, host, n * sizeof(X), cudaMemcpyHostToDevice, 0));
-  }
-
- private:
-  X* p_ = nullptr;
-  std::size_t n_ = 0;
-};
-
-// The kernel arguments of a validated call; `hold` keeps the device copies of cu_seqlens / state_indices.
-struct host_copies {
-  device_buffer<std::int64_t> cu;
-  device_buffer<std::int32_t> idx;
-};
-
+// The kernel arguments of a validated call, without the index arrays (run() attaches those).
 template <class T, class S>
-kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p, host_copies& hold) {
+kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p) {
   static_assert(std::is_same_v<S, float>, "the CUDA backend keeps states in float32");
   expect_device(a.q.ptr, "q"), expect_device(a.k.ptr, "k"), expect_device(a.v.ptr, "v");
   expect_device(a.g.ptr, "g"), expect_device(a.gk.ptr, "gk"), expect_device(a.beta.ptr, "beta");
@@ -135,13 +101,60 @@ kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p, host
   k.gate_active = a.gate.active();
   k.has_lower_bound = a.gate.lower_bound.has_value();
   k.lower_bound = a.gate.lower_bound ? *a.gate.lower_bound : 0.f;
+  return k;
+}
+
+// A device buffer owned for the duration of one call (stream-ordered allocation): for code that has no workspace
+// (the forward forms take theirs from cuda::launch, workspace.hpp).
+template <class X>
+class device_buffer {
+ public:
+  device_buffer() = default;
+  explicit device_buffer(std::size_t n, cudaStream_t stream = nullptr) : n_(n), stream_(stream) {
+    if (n) LINEA_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&p_), n * sizeof(X), stream_));
+  }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+  device_buffer(device_buffer&& o) noexcept : p_(o.p_), n_(o.n_), stream_(o.stream_) { o.p_ = nullptr; }
+  device_buffer& operator=(device_buffer&& o) noexcept {
+    std::swap(p_, o.p_);
+    std::swap(n_, o.n_);
+    std::swap(stream_, o.stream_);
+    return *this;
+  }
+  ~device_buffer() {
+    if (p_) (void)cudaFreeAsync(p_, stream_);
+  }
+  X* get() const { return p_; }
+  void upload(const X* host, std::size_t n) {
+    LINEA_CUDA_CHECK(cudaMemcpyAsync(p_, host, n * sizeof(X), cudaMemcpyHostToDevice, stream_));
+  }
+
+ private:
+  X* p_ = nullptr;
+  std::size_t n_ = 0;
+  cudaStream_t stream_ = nullptr;
+};
+
+// Device copies of host cu_seqlens / state_indices held for one call, for code without a workspace.
+struct host_copies {
+  std::vector<std::int64_t> cu_host;  // cu_seqlens widened to int64 (it may be given as int32)
+  device_buffer<std::int64_t> cu;
+  device_buffer<std::int32_t> idx;
+};
+
+template <class T, class S>
+kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p, host_copies& hold,
+                                cudaStream_t stream = nullptr) {
+  kernel_args<T> k = make_kernel_args(a, p);
   if (!a.cu_seqlens.empty()) {
-    hold.cu = device_buffer<std::int64_t>(a.cu_seqlens.size());
-    hold.cu.upload(a.cu_seqlens.data(), a.cu_seqlens.size());
+    hold.cu_host = a.cu_seqlens.to_int64();
+    hold.cu = device_buffer<std::int64_t>(hold.cu_host.size(), stream);
+    hold.cu.upload(hold.cu_host.data(), hold.cu_host.size());
     k.cu_seqlens = hold.cu.get();
   }
   if (!a.state_indices.empty()) {
-    hold.idx = device_buffer<std::int32_t>(a.state_indices.size());
+    hold.idx = device_buffer<std::int32_t>(a.state_indices.size(), stream);
     hold.idx.upload(a.state_indices.data(), a.state_indices.size());
     k.state_indices = hold.idx.get();
   }

@@ -61,7 +61,7 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
   auto Kbuf = [&](int b) { return base + sh::k_at + b * CL * LDK; };
   auto Vbuf = [&](int b) { return base + sh::v_at + b * CL * LDV; };
 
-  auto raw_g = [&](index_t c0, int L, int r) { return r < L ? src.template token_log_alpha<Rule>(seq.bt, c0 + r, hv) * tiles::log2e : 0.f; };
+  auto raw_g = [&](index_t c0, int L, int r) { return r < L ? tiles::clamped_log2_decay(src.template token_log_alpha<Rule>(seq.bt, c0 + r, hv) * tiles::log2e) : 0.f; };
 
   // the state: acc[nt][e] = S(16 warp + acc_row(e), jt + 8 nt + acc_col(e))
   float acc[BV / 8][4];

@@ -169,13 +169,24 @@ struct source {
 };
 
 // Sequence n of a launch: tokens [t0, t1) of batch row bt, state row `row` (−1: skip, decode step only).
+// Indices on the device are not checked on the host (cuda::launch): whatever their values, no kernel leaves the
+// views — a state index outside [-1, N) skips its row, a sequence's bounds are clipped into [0, T].
 struct seq_range {
   index_t bt, t0, t1, row;
 };
 template <class T>
 __device__ seq_range sequence_of(const kernel_args<T>& a, index_t n) {
-  if (a.state_indices) return {n, 0, 1, a.state_indices[n]};
-  if (a.cu_seqlens) return {0, a.cu_seqlens[n], a.cu_seqlens[n + 1], n};
+  if (a.state_indices) {
+    const index_t row = a.state_indices[n];
+    return {n, 0, 1, row >= -1 && row < a.N ? row : -1};
+  }
+  if (a.cu_seqlens || a.cu_seqlens32) {
+    index_t t0 = a.cu_seqlens ? a.cu_seqlens[n] : a.cu_seqlens32[n];
+    index_t t1 = a.cu_seqlens ? a.cu_seqlens[n + 1] : a.cu_seqlens32[n + 1];
+    t0 = t0 < 0 ? 0 : t0 > a.T ? a.T : t0;
+    t1 = t1 < t0 ? t0 : t1 > a.T ? a.T : t1;
+    return {0, t0, t1, n};
+  }
   return {n, 0, a.T, n};
 }
 

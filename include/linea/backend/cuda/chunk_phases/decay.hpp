@@ -1,5 +1,6 @@
 // linea/backend/cuda/chunk_phases/decay.hpp — the in-chunk cumulative log decays G (base 2) and the decayed operands
-// built from them (the device side of chunk/decay.hpp). Only exponents ≤ 0 are formed, never exp(−G) alone:
+// built from them (the device side of chunk/decay.hpp). Only exponents ≤ 0 are formed, never exp(−G) alone. The log
+// decays arrive clamped at tiles::log2_zero (gather.hpp), so a gate of exactly 0 never makes a difference −inf − (−inf):
 //   decay_channel       a thread per key channel d: G_·d cumulated in place (per key) or read (scalar),
 //                       K_d = K ⊙ 2^(G_C − G) (transposed), the erase key ⊙ 2^G, and for per-key decays the
 //                       operands of the off-diagonal sub-blocks, each through the last row of its column block

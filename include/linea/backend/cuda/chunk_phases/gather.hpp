@@ -95,7 +95,7 @@ template <class Sh, int NT>
 __device__ __forceinline__ void stage_state(const chunk_cta<Sh>& cx, const float (&acc)[NT][4], const row_scalars& pre) {
   constexpr float log2e = tiles::log2e;
   tiles::store_state_t(cx.sm.SopT, Sh::LDK, acc);  // stmatrix.trans on sm_90 for 16-bit operands
-  if (cx.tid < Sh::CL) cx.sm.gsc[cx.tid] = pre.g * log2e, cx.sm.bet[cx.tid] = pre.b;
+  if (cx.tid < Sh::CL) cx.sm.gsc[cx.tid] = tiles::clamped_log2_decay(pre.g * log2e), cx.sm.bet[cx.tid] = pre.b;
   if constexpr (Sh::async) tiles::cp_async_wait_all();
 }
 
@@ -159,7 +159,7 @@ __device__ __forceinline__ void load_chunk(const chunk_cta<Sh>& cx, index_t c0, 
             l = src.template log_alpha<Rule>(token_scalars{0.f, sm.bet[r]}, seq.bt, t, hv, i);
           }
         }
-        lg[u] = l * log2e;
+        lg[u] = tiles::clamped_log2_decay(l * log2e);
         gs += l;
       }
     }
@@ -172,7 +172,7 @@ __device__ __forceinline__ void load_chunk(const chunk_cta<Sh>& cx, index_t c0, 
     }
     const float qn = src.q_normalised() ? rsqrtf(qq + 1e-6f) : 1.f, kn = a.l2k ? rsqrtf(kk + 1e-6f) : 1.f;
     if constexpr (traits::stats_mean_gk) {
-      if (lane == 0 && live) sm.gsc[r] = src.stats_log_decay(seq.bt, t, hv, gs / static_cast<float>(K)) * log2e;
+      if (lane == 0 && live) sm.gsc[r] = tiles::clamped_log2_decay(src.stats_log_decay(seq.bt, t, hv, gs / static_cast<float>(K)) * log2e);
     }
     const float beta = sm.bet[r];
     float ev[4];

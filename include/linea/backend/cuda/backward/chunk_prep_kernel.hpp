@@ -1,0 +1,89 @@
+// linea/backend/cuda/backward/chunk_prep_kernel.hpp — phase 1, every chunk at once: the chunk's own factors,
+// recomputed from the inputs (docs/math/backward.md §6):
+//   G_r = Σ_{i≤r} log α_i                      (in-chunk cumulative log decay)
+//   P_rs = (q_r·k_s) exp(G_r − G_s), s ≤ r     (decayed causal Q Kᵀ, without the read scale)
+// and for an erasing update (the UT transform, chunkwise.md §5):
+//   A_rs = e_r (k_r·k_s) exp(G_r − G_s), s < r;   T = (I + A)⁻¹ by forward substitution
+//   W = T (e ⊙ Γ ⊙ K),   U = T (w ⊙ V)
+// Only exponents ≤ 0 are formed (s ≤ r). Of a partial chunk only rows and columns < L are written (nothing reads
+// past them). The products go through block_gemm; the solve is CL steps of one row each.
+// One CTA per (chunk, value head); q and k rows in shared memory, float32 throughout.
+#pragma once
+#include "block_gemm.hpp"
+
+namespace linea::cuda_detail::bwd {
+
+struct prep_shape {
+  static constexpr int q_at = 0, k_at = q_at + CL * max_kv, a_at = k_at + CL * max_kv, t_at = a_at + CL * CL,
+                       g_at = t_at + CL * CL, ew_at = g_at + CL, ww_at = ew_at + CL, scratch_at = ww_at + CL,
+                       end = scratch_at + gemm_scratch;
+  static constexpr std::size_t bytes = sizeof(float) * end;
+};
+
+template <bool Erases>
+__global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
+  using sh = prep_shape;
+  const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
+  const chunk_info ci = w.chunk[c];
+  const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
+  const index_t tok0 = w.token(ci.bt, ci.t0);
+  extern __shared__ __align__(16) float sm[];
+  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at, *sG = sm + sh::g_at,
+        *sEG = sm + sh::ew_at, *sWw = sm + sh::ww_at, *scratch = sm + sh::scratch_at;
+
+  for (int e = tid; e < CL * K; e += threads) {
+    const int r = e / K, d = e % K;
+    const std::size_t at = std::size_t(((tok0 + r) * w.H + h) * w.K + d);
+    sQ[r * max_kv + d] = r < L ? w.q[at] : 0.f;
+    sK[r * max_kv + d] = r < L ? w.k[at] : 0.f;
+  }
+  if (tid == 0) {
+    float acc = 0;
+    for (int r = 0; r < CL; ++r) sG[r] = acc += r < L ? w.log_alpha[(tok0 + r) * w.HV + hv] : 0.f;
+  }
+  __syncthreads();
+  float* G = w.Gc + w.ch(c, hv) * CL;
+  if (tid < CL) G[tid] = sG[tid];
+
+  float* P = w.P + w.ch(c, hv) * CL * CL;
+  const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
+  const float* w_tok = w.write + tok0 * w.HV + hv;
+  block_gemm<64>(
+      L, L, K, [&](int r, int d) { return sQ[r * max_kv + d]; }, [&](int d, int s) { return sK[s * max_kv + d]; },
+      [&](int r, int s, float acc) { P[r * CL + s] = s <= r ? acc * __expf(sG[r] - sG[s]) : 0.f; }, scratch);
+  if constexpr (Erases) {
+    for (int e = tid; e < CL * CL; e += threads) sA[e] = 0.f;  // rows and columns past L stay 0
+    block_gemm<64>(
+        L, L, K, [&](int r, int d) { return sK[r * max_kv + d]; }, [&](int d, int s) { return sK[s * max_kv + d]; },
+        [&](int r, int s, float acc) { sA[r * CL + s] = s < r ? e_tok[r * w.HV] * acc * __expf(sG[r] - sG[s]) : 0.f; },
+        scratch);
+    for (int s = tid; s < CL; s += threads)
+      sEG[s] = s < L ? e_tok[s * w.HV] * __expf(sG[s]) : 0.f, sWw[s] = s < L ? w_tok[s * w.HV] : 0.f;
+  }
+  if constexpr (Erases) {
+    __syncthreads();
+    // T = (I + A)⁻¹, unit lower triangular: row r is e_r − Σ_{s<r} A_rs T_s (only columns ≤ r are nonzero).
+    for (int r = 0; r < CL; ++r) {
+      for (int col = tid; col < CL; col += threads) {
+        float x = col == r ? 1.f : 0.f;
+        for (int s = col; s < r; ++s) x = fmaf(-sA[r * CL + s], sT[s * CL + col], x);
+        sT[r * CL + col] = col <= r ? x : 0.f;
+      }
+      __syncthreads();
+    }
+    float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
+    for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
+    // W = T (e ⊙ Γ ⊙ K), U = T (w ⊙ V)   (T is lower triangular: its zeros do the masking)
+    float* Wg = w.W + w.ch(c, hv) * CL * w.K;
+    block_gemm<64>(
+        L, K, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int d) { return sEG[s] * sK[s * max_kv + d]; },
+        [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch);
+    float* Ug = w.U + w.ch(c, hv) * CL * w.V;
+    const float* v = w.v + (tok0 * w.HV + hv) * w.V;
+    block_gemm<64>(
+        L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return sWw[s] * v[s * w.HV * w.V + j]; },
+        [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
+  }
+}
+
+}  // namespace linea::cuda_detail::bwd

@@ -1,0 +1,97 @@
+// linea/backend/cuda/backward/input_adjoint_kernel.hpp — phase 5: from the gradients of the values the rule used
+// to the gradients of the raw stored inputs (docs/math/backward.md §3), one CTA per token:
+//   dq, dk: the value heads of a group added into their key head, then the in-kernel L2 norm's adjoint
+//           dx = (dx̂ − x̂ (x̂·dx̂)) / n (one warp per key head);
+//   dg, dgk: d log α through the in-kernel gate (dA_log, ddt_bias added over tokens with atomics);
+//   dβ:     d(e = w = β) through β's activation.
+// The formulas are the reference's (reference/input_adjoints.hpp), called on the device.
+#pragma once
+#include "../../../reference/input_adjoints.hpp"
+#include "inputs_kernel.hpp"
+
+namespace linea::cuda_detail::bwd {
+
+template <class T>
+struct input_grads {
+  view<T, 4> dq, dk;
+  view<T, 3> dg, dbeta;
+  view<float, 1> dA_log, ddt_bias;
+  view<T, 4> dgk;
+};
+
+__global__ void zero_kernel(const view<float, 1> x) {
+  for (index_t i = blockIdx.x * blockDim.x + threadIdx.x; i < x.extent(0); i += gridDim.x * blockDim.x) x(i) = 0.f;
+}
+
+template <class T>
+__device__ void qk_adjoint(const view<const T, 4>& raw, bool l2, const float* dhat, index_t G, index_t K, index_t bt,
+                           index_t t, index_t h, const view<T, 4>& out) {
+  const int lane = threadIdx.x & 31;
+  const auto sum_group = [&](index_t i) {  // Σ over the value heads of key head h
+    float x = 0;
+    for (index_t hv = h * G; hv < (h + 1) * G; ++hv) x += dhat[hv * K + i];
+    return x;
+  };
+  float inv = 1.f, dot = 0.f;
+  if (l2) {  // n = sqrt(Σ x² + 1e-6), x̂·dx̂
+    float ss = 0, xd = 0;
+    for (index_t i = lane; i < K; i += 32) {
+      const float x = to_float(raw(bt, t, h, i));
+      ss += x * x, xd += x * sum_group(i);
+    }
+    inv = rsqrtf(warp_sum(ss) + 1e-6f);
+    dot = warp_sum(xd) * inv;
+  }
+  for (index_t i = lane; i < K; i += 32) {
+    const float d = sum_group(i);
+    out(bt, t, h, i) = from_float<T>(l2 ? (d - to_float(raw(bt, t, h, i)) * inv * dot) * inv : d);
+  }
+}
+
+template <class T>
+__global__ void __launch_bounds__(threads) input_adjoint_kernel(const kernel_args<T> a, const work w,
+                                                                const input_grads<T> o) {
+  const index_t token = blockIdx.x, bt = token / w.T, t = token % w.T;
+  const int tid = threadIdx.x, warp = tid >> 5;
+  for (index_t h = warp; h < w.H; h += threads / 32) {
+    if (o.dq.ptr) qk_adjoint(a.q, a.l2q, w.dq + token * w.HV * w.K, w.G, w.K, bt, t, h, o.dq);
+    if (o.dk.ptr) qk_adjoint(a.k, a.l2k, w.dk + token * w.HV * w.K, w.G, w.K, bt, t, h, o.dk);
+  }
+  for (index_t hv = tid; hv < w.HV; hv += threads) {
+    const std::size_t at = std::size_t(token * w.HV + hv);
+    if (a.g.ptr) {  // the rule's scalar log decay: given directly, or from a logit by the in-kernel gate
+      const float d = w.dlog_alpha[at];
+      float dx = d;
+      if (a.gate_active) {
+        const float bias = a.dt_bias.empty() ? 0.f : a.dt_bias(hv);
+        const auto pd = reference::activate_gate_partials(to_float(a.g(bt, t, hv)), a.A_log(hv), bias,
+                                                          a.has_lower_bound, a.lower_bound);
+        dx = d * pd.dx;
+        if (o.dA_log.ptr) atomicAdd(&o.dA_log(hv), d * pd.dA_log);
+        if (o.ddt_bias.ptr) atomicAdd(&o.ddt_bias(hv), d * pd.ddt_bias);
+      }
+      if (o.dg.ptr) o.dg(bt, t, hv) = from_float<T>(dx);
+    }
+    if (o.dbeta.ptr) {  // (β's activation: the update's gates are e = w = β)
+      const float x = to_float(a.beta(bt, t, hv));
+      o.dbeta(bt, t, hv) = from_float<T>(w.derase[at] * reference::beta_activation_derivative(x, static_cast<beta_activation>(a.beta_act)));
+    }
+  }
+  if (a.gk.ptr)  // the rule's per-key log decay (dt_bias per (hv, i): index hv·K + i)
+    for (index_t e = tid; e < w.HV * w.K; e += threads) {
+      const index_t hv = e / w.K, i = e % w.K;
+      const float d = w.dlog_alpha_k[token * w.HV * w.K + e];
+      float dx = d;
+      if (a.gate_active) {
+        const float bias = a.dt_bias.empty() ? 0.f : a.dt_bias(e);
+        const auto pd = reference::activate_gate_partials(to_float(a.gk(bt, t, hv, i)), a.A_log(hv), bias,
+                                                          a.has_lower_bound, a.lower_bound);
+        dx = d * pd.dx;
+        if (o.dA_log.ptr) atomicAdd(&o.dA_log(hv), d * pd.dA_log);
+        if (o.ddt_bias.ptr) atomicAdd(&o.ddt_bias(e), d * pd.ddt_bias);
+      }
+      if (o.dgk.ptr) o.dgk(bt, t, hv, i) = from_float<T>(dx);
+    }
+}
+
+}  // namespace linea::cuda_detail::bwd

@@ -1,0 +1,157 @@
+// linea/backend/cuda/backward/per_key_grad_kernel.hpp — phase 4 for per-key decays (gla, kda): chunk_grad_kernel's
+// gradients with D_rsd = exp(G_rd − G_sd) per key channel (docs/math/backward.md §6). The products without a
+// per-channel decay inside (dW, dBv, dBk, dA, dP, dO hᵀ, U_new dhᵀ) are block_gemms; the decayed ones are summed
+// per (token, channel) in log space:
+//   dq_rd += Σ_{s≤r} dP_rs k_sd D_rsd                     dk_rd += Σ_{t≥r} dP_tr q_td D_trd
+//   rowA_rd = Σ_{s<r} dA_rs k_sd D_rsd                    colA_rd = Σ_{t>r} dA_tr e_t k_td D_trd
+//   dk_rd += e_r rowA_rd + colA_rd + e_r γ_rd dBk_rd      de_r += Σ_d k_rd (rowA_rd + γ_rd dBk_rd)
+// and the decay's gradient per channel is (each product contributes x ⊙ dx for its row factor, −x ⊙ dx for its
+// column factor):
+//   dG_rd = q_rd (dq_rd) − k_rd (dk_rd)   over the P, A, Kd, Bk and inter-chunk terms, + Σ_s k_sd (Kd term) and
+//           γ_Ld ⟨h_d, dh_d⟩ at r = L;   then dgk_td = Σ_{r≥t} dG_rd.
+#pragma once
+#include "chunk_grad_kernel.hpp"
+#include "inputs_kernel.hpp"
+#include "per_key_prep_kernel.hpp"
+
+namespace linea::cuda_detail::bwd {
+
+struct per_key_grad_shape {
+  static constexpr int dw_at = 0, dbk_at = dw_at + CL * max_kv, dbv_at = dbk_at + CL * max_kv,
+                       n_at = dbv_at + CL * max_kv, m_at = n_at + CL * CL, g_at = m_at + CL * CL,
+                       gl_at = g_at + CL * LK, de_at = gl_at + max_kv, dwr_at = de_at + CL, scratch_at = dwr_at + CL,
+                       end = scratch_at + gemm_scratch;
+  static constexpr std::size_t bytes = sizeof(float) * end;
+};
+
+template <bool Erases, class T>
+__global__ void __launch_bounds__(threads) per_key_grad_kernel(const work w, const view<T, 4> dv_out) {
+  using sh = per_key_grad_shape;
+  const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
+  const chunk_info ci = w.chunk[c];
+  const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
+  const index_t tok0 = w.token(ci.bt, ci.t0);
+  extern __shared__ __align__(16) float sm[];
+  float *sdW = sm + sh::dw_at, *sdBk = sm + sh::dbk_at, *sdBv = sm + sh::dbv_at, *sN = sm + sh::n_at,
+        *sM = sm + sh::m_at, *sG = sm + sh::g_at, *sdGL = sm + sh::gl_at, *sdE = sm + sh::de_at, *sdWr = sm + sh::dwr_at,
+        *scratch = sm + sh::scratch_at;
+  float* sdG = sdW;  // dG [CL][max_kv] reuses dW's tile once dBk has been formed
+
+  const std::size_t cv = w.ch(c, hv);
+  const float *hc = w.h + cv * w.K * w.V, *dhc = w.dh + cv * w.K * w.V, *dU = w.dU + cv * CL * w.V;
+  const float *Tc = w.Tinv + cv * CL * CL, *Wc = w.W + cv * CL * w.K, *Uc = w.U + cv * CL * w.V;
+  const float* Gk = w.Gk + cv * CL * w.K;
+  const index_t ldq = w.H * w.K, ldv = w.HV * w.V, HV = w.HV, ldg = w.HV * w.K;
+  const float* q = w.q + (tok0 * w.H + h) * w.K;  // row r at r·ldq
+  const float* k = w.k + (tok0 * w.H + h) * w.K;
+  const float* v = w.v + (tok0 * w.HV + hv) * w.V;  // row r at r·ldv
+  const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;
+  const float* gate_e = w.erase + tok0 * w.HV + hv;  // row r at r·HV
+  const float* gate_w = w.write + tok0 * w.HV + hv;
+  float* dq = w.dq + (tok0 * w.HV + hv) * w.K;  // row r at r·ldg
+  float* dk = w.dk + (tok0 * w.HV + hv) * w.K;
+  const float* Un = Erases ? w.U_new + cv * CL * w.V : v;
+  const index_t ldu = Erases ? w.V : ldv;
+  const float scale = w.scale;
+
+  for (int e = tid; e < L * K; e += threads) sG[(e / K) * LK + e % K] = Gk[e];
+  for (int r = tid; r < CL; r += threads) sdE[r] = 0, sdWr[r] = 0;
+  for (int d = tid; d < max_kv; d += threads) sdGL[d] = 0;
+  __syncthreads();
+  const auto D = [&](int r, int s, int d) { return __expf(sG[r * LK + d] - sG[s * LK + d]); };
+
+  if constexpr (Erases) {  // dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW, dA = −(dBv Uᵀ + dBk Wᵀ) (strictly lower)
+    block_gemm<64>(
+        L, K, V, [&](int r, int j) { return dU[r * w.V + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
+        [&](int r, int d, float acc) { sdW[r * max_kv + d] = -acc; }, scratch);
+    block_gemm<64>(
+        L, V, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int j) { return dU[s * w.V + j]; },
+        [&](int r, int j, float acc) { sdBv[r * max_kv + j] = acc; }, scratch);
+    block_gemm<64>(
+        L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * max_kv + d]; },
+        [&](int r, int d, float acc) { sdBk[r * max_kv + d] = acc; }, scratch);
+    block_gemm<64>(
+        L, L, V, [&](int r, int j) { return sdBv[r * max_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
+        [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
+    block_gemm<64>(
+        L, L, K, [&](int r, int d) { return sdBk[r * max_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
+        [&](int r, int s, float acc) { sM[r * CL + s] = s < r ? -(sM[r * CL + s] + acc) : 0.f; }, scratch);
+  }
+  // dP = s dO U_newᵀ (causal, undecayed)
+  block_gemm<64>(
+      L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
+      [&](int r, int s, float acc) { sN[r * CL + s] = s <= r ? scale * acc : 0.f; }, scratch);
+  for (int e = tid; e < CL * max_kv; e += threads) sdG[e] = 0;  // (dW's tile is free: dBk is formed)
+  // inter-chunk read: dq = s Γ ⊙ (dO hᵀ);  state write: dk = Kd-decay ⊙ (U_new dhᵀ)
+  block_gemm<64>(
+      L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
+      [&](int r, int d, float acc) {
+        const float x = scale * __expf(sG[r * LK + d]) * acc;
+        dq[r * ldg + d] = x;
+        sdG[r * max_kv + d] += q[r * ldq + d] * x;
+      },
+      scratch);
+  block_gemm<64>(
+      L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
+      [&](int s, int d, float acc) {
+        const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc, kx = k[s * ldq + d] * x;
+        dk[s * ldg + d] = x;
+        sdG[s * max_kv + d] -= kx;
+        atomicAdd(&sdGL[d], kx);
+      },
+      scratch);
+  // the decayed intra-chunk products, per (token, channel)
+  for (int e = tid; e < L * K; e += threads) {
+    const int r = e / K, d = e % K;
+    const float qr = q[r * ldq + d], kr = k[r * ldq + d];
+    float dqP = 0, dkP = 0;
+    for (int s = 0; s <= r; ++s) dqP = fmaf(sN[r * CL + s] * k[s * ldq + d], D(r, s, d), dqP);
+    for (int t = r; t < L; ++t) dkP = fmaf(sN[t * CL + r] * q[t * ldq + d], D(t, r, d), dkP);
+    float ddk = dkP, dG = qr * dqP - kr * dkP;
+    if constexpr (Erases) {
+      const float er = gate_e[r * HV], bk = __expf(sG[r * LK + d]) * sdBk[r * max_kv + d];
+      float rowA = 0, colA = 0;
+      for (int s = 0; s < r; ++s) rowA = fmaf(sM[r * CL + s] * k[s * ldq + d], D(r, s, d), rowA);
+      for (int t = r + 1; t < L; ++t) colA = fmaf(sM[t * CL + r] * gate_e[t * HV] * k[t * ldq + d], D(t, r, d), colA);
+      ddk += er * (rowA + bk) + colA;
+      dG += kr * (er * (rowA + bk) - colA);
+      atomicAdd(&sdE[r], kr * (rowA + bk));
+    }
+    dq[r * ldg + d] += dqP;
+    dk[r * ldg + d] += ddk;
+    sdG[r * max_kv + d] += dG;
+  }
+  // dv, dw
+  for (int e = tid; e < CL * V; e += threads) {
+    const int r = e / V, j = e % V;
+    if (r >= L) continue;
+    float x;
+    if constexpr (Erases) {
+      const float dbv = sdBv[r * max_kv + j];
+      x = gate_w[r * HV] * dbv;
+      atomicAdd(&sdWr[r], v[r * ldv + j] * dbv);
+    } else {
+      x = dU[r * w.V + j];
+    }
+    if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x);
+  }
+  // the state's decay across the chunk: dG_Ld += γ_Ld ⟨h_d, dh_d⟩ (one warp per key channel)
+  for (int d = tid / 32; d < K; d += threads / 32) {
+    float x = 0;
+    for (int j = tid % 32; j < V; j += 32) x = fmaf(hc[d * w.V + j], dhc[d * w.V + j], x);
+    x = warp_sum(x);
+    if (tid % 32 == 0) atomicAdd(&sdGL[d], __expf(sG[(L - 1) * LK + d]) * x);
+  }
+  __syncthreads();
+  for (int d = tid; d < K; d += threads) {  // dgk_td = Σ_{r≥t} dG_rd
+    float acc = sdGL[d];
+    for (int r = L - 1; r >= 0; --r) {
+      acc += sdG[r * max_kv + d];
+      w.dlog_alpha_k[((tok0 + r) * w.HV + hv) * w.K + d] = acc;
+    }
+  }
+  if (Erases)
+    for (int r = tid; r < L; r += threads) w.derase[(tok0 + r) * w.HV + hv] = sdE[r] + sdWr[r];
+}
+
+}  // namespace linea::cuda_detail::bwd

@@ -1,0 +1,93 @@
+// linea/backend/cuda/backward/per_key_prep_kernel.hpp — phase 1 for per-key decays (gla, kda): G is one number per
+// token and key channel, so the decayed products cannot be factored into a plain Q Kᵀ (SPEC §4). With
+// D_rsd = exp(G_rd − G_sd) (s ≤ r: exponent ≤ 0):
+//   P_rs = Σ_d q_rd k_sd D_rsd                  A_rs = e_r Σ_d k_rd k_sd D_rsd  (s < r)
+// are summed element by element in log space (no exp(−G) alone ever), then as for scalar decays
+// T = (I + A)⁻¹, W = T (e ⊙ exp(G) ⊙ K), U = T (w ⊙ V); and the state passes' operands Kd, Qg, gL (work.hpp).
+// One CTA per (chunk, value head); q, k, G rows in shared memory with a padded stride (conflict-free columns).
+#pragma once
+#include "chunk_prep_kernel.hpp"
+
+namespace linea::cuda_detail::bwd {
+
+inline constexpr int LK = max_kv + 1;  // padded row stride of [CL][K] shared tiles read column-wise
+
+struct per_key_prep_shape {
+  static constexpr int q_at = 0, k_at = q_at + CL * LK, g_at = k_at + CL * LK, a_at = g_at + CL * LK,
+                       t_at = a_at + CL * CL, scratch_at = t_at + CL * CL, end = scratch_at + gemm_scratch;
+  static constexpr std::size_t bytes = sizeof(float) * end;
+};
+
+template <bool Erases>
+__global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w) {
+  using sh = per_key_prep_shape;
+  const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
+  const chunk_info ci = w.chunk[c];
+  const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
+  const index_t tok0 = w.token(ci.bt, ci.t0);
+  extern __shared__ __align__(16) float sm[];
+  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sG = sm + sh::g_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at,
+        *scratch = sm + sh::scratch_at;
+
+  for (int e = tid; e < CL * K; e += threads) {
+    const int r = e / K, d = e % K;
+    const std::size_t at = std::size_t(((tok0 + r) * w.H + h) * w.K + d);
+    sQ[r * LK + d] = r < L ? w.q[at] : 0.f;
+    sK[r * LK + d] = r < L ? w.k[at] : 0.f;
+  }
+  for (int d = tid; d < K; d += threads) {  // G_rd = Σ_{i≤r} log α_id, one channel per thread
+    float acc = 0;
+    for (int r = 0; r < CL; ++r) sG[r * LK + d] = acc += r < L ? w.log_alpha_k[((tok0 + r) * w.HV + hv) * w.K + d] : 0.f;
+  }
+  __syncthreads();
+  const std::size_t ck = w.ch(c, hv) * CL * w.K;
+  for (int e = tid; e < L * K; e += threads) {
+    const int r = e / K, d = e % K;
+    const float g = sG[r * LK + d];
+    w.Gk[ck + e] = g;
+    w.Kd[ck + e] = sK[r * LK + d] * __expf(sG[(L - 1) * LK + d] - g);
+    w.Qg[ck + e] = sQ[r * LK + d] * __expf(g);
+  }
+  for (int d = tid; d < K; d += threads) w.gL[w.ch(c, hv) * w.K + d] = __expf(sG[(L - 1) * LK + d]);
+
+  float* P = w.P + w.ch(c, hv) * CL * CL;
+  const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
+  const float* w_tok = w.write + tok0 * w.HV + hv;
+  for (int e = tid; e < CL * CL; e += threads) {
+    const int r = e / CL, s = e % CL;
+    float p = 0, a = 0;
+    if (r < L && s <= r)
+      for (int d = 0; d < K; ++d) {
+        const float decay = __expf(sG[r * LK + d] - sG[s * LK + d]);
+        p = fmaf(sQ[r * LK + d] * sK[s * LK + d], decay, p);
+        if (Erases) a = fmaf(sK[r * LK + d] * sK[s * LK + d], decay, a);
+      }
+    if (r < L && s < L) P[r * CL + s] = p;
+    if (Erases) sA[e] = s < r && r < L ? e_tok[r * w.HV] * a : 0.f;
+  }
+  if constexpr (Erases) {
+    __syncthreads();
+    for (int r = 0; r < CL; ++r) {  // T = (I + A)⁻¹, as in chunk_prep_kernel
+      for (int col = tid; col < CL; col += threads) {
+        float x = col == r ? 1.f : 0.f;
+        for (int s = col; s < r; ++s) x = fmaf(-sA[r * CL + s], sT[s * CL + col], x);
+        sT[r * CL + col] = col <= r ? x : 0.f;
+      }
+      __syncthreads();
+    }
+    float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
+    for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
+    float* Wg = w.W + w.ch(c, hv) * CL * w.K;
+    block_gemm<64>(
+        L, K, L, [&](int r, int s) { return sT[r * CL + s]; },
+        [&](int s, int d) { return e_tok[s * w.HV] * __expf(sG[s * LK + d]) * sK[s * LK + d]; },
+        [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch);
+    float* Ug = w.U + w.ch(c, hv) * CL * w.V;
+    const float* v = w.v + (tok0 * w.HV + hv) * w.V;
+    block_gemm<64>(
+        L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return w_tok[s * w.HV] * v[s * w.HV * w.V + j]; },
+        [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
+  }
+}
+
+}  // namespace linea::cuda_detail::bwd

@@ -1,0 +1,51 @@
+// linea/backend/cuda/backward/work.hpp — what the backward kernels share: the chunk table (every chunk of every
+// sequence, so per-chunk kernels run over all of them at once) and the float32 workspace they pass results in.
+//
+// Layouts (all contiguous float32; "token" = bt·T + t, the flat position of a token in [B, T]):
+//   q, k        [tokens, H, K]     the keys and queries the rule uses (after the in-kernel L2 norm)
+//   v, d_o      [tokens, HV, V]
+//   log_alpha   [tokens, HV]       the rule's log decay (0 without decay); erase, write: the update's gates
+//   G           [chunks, HV, CL]   in-chunk cumulative log decay
+//   P, Tinv     [chunks, HV, CL, CL]  decayed causal Q Kᵀ (no scale); (I + A)⁻¹ of the UT transform
+//   W, U        [chunks, HV, CL, K|V] the UT transform's products T(e⊙Γ⊙K), T(w⊙V)
+//   U_new, dU   [chunks, HV, CL, V]   the residuals U − W S, and dL/dU_new
+//   h, dh       [chunks, HV, K, V]    the state before chunk c, and dL/d(state after chunk c)
+//   dq, dk      [tokens, HV, K]       per value head (summed over a group in the input-adjoint kernel)
+//   dlog_alpha, derase [tokens, HV]   d L / d log α_t and d L / d(e_t = w_t) (the activated β)
+// Per-key decays (gla, kda) instead keep G per key channel, and phase 1 also writes the decayed operands that the
+// state passes read (so they need no exponentials):
+//   log_alpha_k, dlog_alpha_k [tokens, HV, K];   Gk, Kd, Qg [chunks, HV, CL, K];   gL [chunks, HV, K]
+//   Kd_s = k_s ⊙ exp(G_L − G_s),   Qg_r = q_r ⊙ exp(G_r),   gL = exp(G_L)
+#pragma once
+#include "../params.hpp"
+
+namespace linea::cuda_detail::bwd {
+
+inline constexpr int CL = 64;        // chunk length
+inline constexpr int max_kv = 128;   // K, V limit of the shared-memory tiles
+inline constexpr int threads = 256;  // every backward kernel
+
+struct chunk_info {
+  index_t bt, t0;  // batch row, first token (in that row)
+  int len, seq;    // tokens in the chunk (≤ CL), sequence number
+};
+struct seq_chunks {
+  index_t first;  // first chunk in the table
+  index_t count;
+};
+
+struct work {
+  index_t T = 0, H = 0, HV = 0, K = 0, V = 0, G = 1, N = 0, chunks = 0;
+  float scale = 1;
+  const chunk_info* chunk = nullptr;  // [chunks]
+  const seq_chunks* seqs = nullptr;   // [N]
+  float *q, *k, *v, *d_o, *log_alpha, *erase, *write;
+  float *Gc, *P, *Tinv, *W, *U, *U_new, *dU, *h, *dh;
+  float *dq, *dk, *dlog_alpha, *derase;
+  float *log_alpha_k = nullptr, *dlog_alpha_k = nullptr, *Gk = nullptr, *Kd = nullptr, *Qg = nullptr, *gL = nullptr;
+
+  __host__ __device__ index_t token(index_t bt, index_t t) const { return bt * T + t; }
+  __host__ __device__ std::size_t ch(index_t c, index_t hv) const { return std::size_t(c * HV + hv); }
+};
+
+}  // namespace linea::cuda_detail::bwd

@@ -1,0 +1,51 @@
+// linea/backend/cuda/instances.hpp — the CUDA forms of a rule compiled once, in a library of their own, rather than
+// again in every translation unit that calls them (nvcc compiles every kernel a TU reaches, for every -gencode).
+//
+//   // one .cu per rule, in a static library (linea's own: tests/backend/cuda/instances/):
+//   #include <linea/cuda.hpp>
+//   LINEA_CUDA_INSTANCES(, linea::kda)                 // explicit instantiation definitions
+//
+//   // every TU that links the library: compile with -DLINEA_CUDA_EXTERN_INSTANCES; <linea/cuda.hpp> then declares
+//   // linea's rules' instances extern, and calls of them compile no kernel there.
+//
+// The instances: every rule × form (recurrent, chunkwise, step) × read × input type, with float / bf16 / fp16
+// for the identity read and float / bf16 for the CCQ reads. A combination outside the list still works where it
+// is called: it is instantiated there, as without the library.
+#pragma once
+#include "forms.hpp"
+
+#include "../../read/ccq.hpp"
+#include "../../rules/list.hpp"
+
+#define LINEA_CUDA_RUN_INSTANCE(prefix, Rule, Read, F, T)                                                     \
+  prefix template void linea::cuda_detail::run<Rule, Read, linea::cuda_detail::form::F, T>(                  \
+      const linea::arguments<T, float>&, const linea::problem&, const linea::cuda::launch&);
+
+#define LINEA_CUDA_FORM_INSTANCES(prefix, Rule, F)                                                            \
+  LINEA_CUDA_RUN_INSTANCE(prefix, Rule, linea::read::identity, F, float)                                      \
+  LINEA_CUDA_RUN_INSTANCE(prefix, Rule, linea::read::identity, F, linea::bf16)                                \
+  LINEA_CUDA_RUN_INSTANCE(prefix, Rule, linea::read::identity, F, linea::fp16)                                \
+  LINEA_CUDA_RUN_INSTANCE(prefix, Rule, linea::read::ccq<linea::read::uniform>, F, float)                     \
+  LINEA_CUDA_RUN_INSTANCE(prefix, Rule, linea::read::ccq<linea::read::uniform>, F, linea::bf16)               \
+  LINEA_CUDA_RUN_INSTANCE(prefix, Rule, linea::read::ccq<linea::read::decayed>, F, float)                     \
+  LINEA_CUDA_RUN_INSTANCE(prefix, Rule, linea::read::ccq<linea::read::decayed>, F, linea::bf16)
+
+// prefix: empty (definitions, in the library) or extern (declarations).
+#define LINEA_CUDA_INSTANCES(prefix, Rule)                                                                    \
+  LINEA_CUDA_FORM_INSTANCES(prefix, Rule, recurrent)                                                          \
+  LINEA_CUDA_FORM_INSTANCES(prefix, Rule, chunkwise)                                                          \
+  LINEA_CUDA_FORM_INSTANCES(prefix, Rule, step)
+
+#if defined(LINEA_CUDA_EXTERN_INSTANCES)
+// LINEA_RULES, one line each (a preprocessor loop over the list is not worth its macros; the assertion keeps the
+// two in step).
+static_assert(linea::all_rules::size == 7,
+              "a rule joined LINEA_RULES: add its line here and its tests/backend/cuda/instances/<rule>.cu");
+LINEA_CUDA_INSTANCES(extern, linea::additive)
+LINEA_CUDA_INSTANCES(extern, linea::simple_gla)
+LINEA_CUDA_INSTANCES(extern, linea::gla)
+LINEA_CUDA_INSTANCES(extern, linea::delta)
+LINEA_CUDA_INSTANCES(extern, linea::gated_delta)
+LINEA_CUDA_INSTANCES(extern, linea::kda)
+LINEA_CUDA_INSTANCES(extern, linea::gdn2)
+#endif
