@@ -5,7 +5,7 @@
 //     S_t = S' + k̂_t β (v_t − S'ᵀ k̂_t)ᵀ,   S' = 0.95 S_{t−1},   o_t = S_tᵀ (s q̂_t)
 // The toy task: reproduce a teacher of the same shape (random W*), so the loss can go to zero:
 //     L = 1/(2 B T V) Σ_{b,t,j} (o_btj − y_btj)²,   y = teacher(x)
-// Each step: forward (linea::recurrent), dL/do, backward (linea::reference::backward: dL/dq, dL/dk, dL/dv of the
+// Each step: forward (linea::recurrent), dL/do, backward (linea::backward on the CPU: dL/dq, dL/dk, dL/dv of the
 // raw q, k, before the L2 norm), then dL/dW = Σ_{b,t} dL/d(row)_bt x_btᵀ, and a step of gradient descent.
 // It prints the loss as it falls, and first checks one gradient against central finite differences.
 #include <cmath>
@@ -15,7 +15,6 @@
 #include <vector>
 
 #include <linea/linea.hpp>
-#include <linea/reference/backward.hpp>
 
 namespace {
 
@@ -86,7 +85,8 @@ weights gradient(layer& m, const matrix& x, const matrix& y) {
                                    .dq = contiguous<4>(dq, {B, T, 1, K}, "dq"),
                                    .dk = contiguous<4>(dk, {B, T, 1, K}, "dk"),
                                    .dv = contiguous<4>(dv, {B, T, 1, V}, "dv")};
-  linea::reference::backward<linea::gated_delta>(m.args(), g);  // the float64 reverse-time recurrence
+  // The CPU backward (chunk-boundary states, recomputed per chunk); linea::reference::backward is its float64 oracle.
+  linea::backward<linea::gated_delta>(m.args(), g);
   return {weight_gradient(dq, K, x), weight_gradient(dk, K, x), weight_gradient(dv, V, x)};
 }
 

@@ -1,4 +1,5 @@
-// linea/linea.hpp — everything: write rules, read policies, forms, the float64 reference (forward and backward).
+// linea/linea.hpp — everything: write rules, read policies, forms, the backward, the float64 reference (forward
+// and backward).
 //
 //   #include <linea/linea.hpp>
 //   linea::arguments<float> a{.q = q, .k = k, .v = v, .g = g, .beta = beta, .o = o};
@@ -21,6 +22,7 @@
 #include "reference/backward.hpp"
 #include "reference/recurrence.hpp"
 
+#include "forms/backward.hpp"
 #include "forms/chunkwise.hpp"
 #include "forms/recurrent.hpp"
 #include "forms/step.hpp"

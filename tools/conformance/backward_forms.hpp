@@ -2,7 +2,7 @@
 //
 // A backward form is a type with
 //   input_type                        the type the case's inputs are converted to (its SPEC §6 bound);
-//   name()                            how it is printed ("backward/float32", "cuda/backward", ...);
+//   name()                            how it is printed ("backward/float32", "backward/cpu/float32", "cuda/backward", ...);
 //   takes<Rule, Read>                 false where linea::backward does not compile for the pair (the form's
 //                                     backend static_asserts); the runner then never instantiates run() for it;
 //   cannot_take<Rule, Read>()         why not, for the SKIP line;
@@ -39,6 +39,27 @@ struct reference_backward_form {
   }
 };
 
+// linea::backward on the CPU backend (backend/cpu/backward.hpp) with the case's inputs converted to T: every rule,
+// read and option; chunks of 16 tokens (the cases' T = 40, 63 span several chunks, one partial) on 2 threads.
+template <class T>
+struct cpu_backward_form {
+  using input_type = T;
+  std::string name() const { return std::is_same_v<T, double> ? "backward/cpu/float64" : "backward/cpu/float32"; }
+  template <class Rule, class Read>
+  static constexpr bool takes = true;
+  template <class Rule, class Read>
+  static std::string cannot_take() { return {}; }
+  std::string skip(const conformance_case&) const { return {}; }
+
+  template <class Rule, class Read, class S>
+  void run(const case_inputs<T, S>& in, case_gradients<T, S>& g) const {
+    arguments<T, S> a = in.args;
+    a.chunk_size = 16;
+    a.threads = 2;
+    linea::backward<Rule, Read, backend::cpu>(a, g.grads);
+  }
+};
+
 }  // namespace linea::conformance
 
 #if defined(LINEA_CONFORMANCE_CUDA)
@@ -49,6 +70,9 @@ inline auto all_backward_forms() { return cuda_backward_forms(); }
 }  // namespace linea::conformance
 #else
 namespace linea::conformance {
-inline auto all_backward_forms() { return std::tuple{reference_backward_form<double>{}, reference_backward_form<float>{}}; }
+inline auto all_backward_forms() {
+  return std::tuple{reference_backward_form<double>{}, reference_backward_form<float>{}, cpu_backward_form<double>{},
+                    cpu_backward_form<float>{}};
+}
 }  // namespace linea::conformance
 #endif

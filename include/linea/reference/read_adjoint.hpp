@@ -9,7 +9,13 @@
 //                                                    its own gradients into sums, and returns the adjoint of
 //                                                    the rule's mean log decay c_rule (decayed CCQ by default);
 //                                                    steps arrive in reverse order;
-//   end(sums, n, hv)                                 the gradients of the initial statistics.
+//   end(sums, n, hv)                                 the gradients of the initial statistics;
+//   save() -> checkpoint,  restart(checkpoint)       for a chunked backward (backend/cpu/backward_head.hpp): the
+//                                                    statistics now, and a new stretch of steps from saved
+//                                                    ones (steps count from the restart; the carried adjoints
+//                                                    are kept), so that only chunk boundaries are stored.
+// `sums` is anything with dlambda(bt, t, hv), dccq_log_decay(bt, t, hv), dC0(n, hv, i, j), dm0(n, hv, i),
+// dz0(n, hv) to add to (gradient_sums, or the CPU backward's).
 //
 // Identity: q̃ = q. CCQ (SPEC §3, docs/math/backward.md §4): q̃ = q − λ Σ q with Σ = C/z − μμᵀ, μ = m/z, and
 // C, m, z carried through the tokens — its adjoint carries dC, dm, dz backward the way the state's carries dS.
@@ -32,19 +38,23 @@ class read_tape {
 template <class Real>
 class read_tape<read::identity, Real> {
  public:
+  struct checkpoint {};
   explicit read_tape(const problem& p) : K_(p.K) {}
   template <class A>
   void begin(const A&, const problem&, index_t, index_t) {}
+  checkpoint save() const { return {}; }
+  void restart(const checkpoint&) {}
   template <class A>
   const Real* forward(const A&, index_t, index_t, index_t, const token<Real>& x, Real) { return x.q; }
   const Real* q_tilde(index_t, const token<Real>& x) const { return x.q; }
-  template <class A>
-  Real backward(const A&, gradient_sums<Real>&, index_t, index_t, index_t, index_t, const token<Real>&, Real,
+  template <class A, class Sums>
+  Real backward(const A&, Sums&, index_t, index_t, index_t, index_t, const token<Real>&, Real,
                 const Real* dqt, Real* dq, Real*) {
     for (index_t i = 0; i < K_; ++i) dq[i] += dqt[i];  // q̃ = q
     return 0;
   }
-  void end(gradient_sums<Real>&, index_t, index_t) {}
+  template <class Sums>
+  void end(Sums&, index_t, index_t) {}
 
  private:
   index_t K_;
@@ -53,8 +63,11 @@ class read_tape<read::identity, Real> {
 template <class Weighting, class Real>
 class read_tape<read::ccq<Weighting>, Real> {
  public:
+  using checkpoint = read::ccq_statistics<Real>;
+
   explicit read_tape(const problem& p)
-      : K_(p.K), start_(p.K), dC_(static_cast<std::size_t>(p.K * p.K)), dm_(static_cast<std::size_t>(p.K)) {}
+      : K_(p.K), start_(p.K), dy_(static_cast<std::size_t>(p.K)), dC_(static_cast<std::size_t>(p.K * p.K)),
+        dm_(static_cast<std::size_t>(p.K)) {}
 
   template <class A>
   void begin(const A& a, const problem&, index_t n, index_t hv) {
@@ -64,6 +77,12 @@ class read_tape<read::ccq<Weighting>, Real> {
     std::fill(dC_.begin(), dC_.end(), Real(0));
     std::fill(dm_.begin(), dm_.end(), Real(0));
     dz_ = 0;
+  }
+
+  checkpoint save() const { return history_.back(); }
+  void restart(const checkpoint& s) {
+    history_.assign(1, s);
+    y_.clear(), qt_.clear();
   }
 
   // Forward, as read/ccq.hpp: accumulate k into C, m, z; y = Σ q; q̃ = q − λ y.
@@ -82,8 +101,8 @@ class read_tape<read::ccq<Weighting>, Real> {
 
   const Real* q_tilde(index_t step, const token<Real>&) const { return qt_.data() + step * K_; }
 
-  template <class A>
-  Real backward(const A& a, gradient_sums<Real>& sums, index_t bt, index_t t, index_t hv, index_t step,
+  template <class A, class Sums>
+  Real backward(const A& a, Sums& sums, index_t bt, index_t t, index_t hv, index_t step,
                 const token<Real>& x, Real c_rule, const Real* dqt, Real* dq, Real* dk) {
     const read::ccq_statistics<Real>& now = history_[step + 1];  // C_t, m_t, z_t
     const read::ccq_statistics<Real>& before = history_[step];   // C_{t−1}, m_{t−1}, z_{t−1}
@@ -92,7 +111,7 @@ class read_tape<read::ccq<Weighting>, Real> {
     const Real lambda = load_as<Real>(a.ccq.lambda(bt, t, hv));
 
     // q̃ = q − λ y:  dq += dq̃,  dλ = −dq̃·y,  dy = −λ dq̃.
-    std::vector<Real> dy(static_cast<std::size_t>(K_));
+    std::vector<Real>& dy = dy_;
     Real dlambda = 0;
     for (index_t i = 0; i < K_; ++i) {
       dq[i] += dqt[i];
@@ -155,7 +174,8 @@ class read_tape<read::ccq<Weighting>, Real> {
     }
   }
 
-  void end(gradient_sums<Real>& sums, index_t n, index_t hv) {
+  template <class Sums>
+  void end(Sums& sums, index_t n, index_t hv) {
     for (index_t i = 0; i < K_; ++i) {
       sums.dm0(n, hv, i) += dm_[i];
       for (index_t j = 0; j < K_; ++j) sums.dC0(n, hv, i, j) += dC_[i * K_ + j];
@@ -168,6 +188,7 @@ class read_tape<read::ccq<Weighting>, Real> {
   read::ccq_statistics<Real> start_;
   std::vector<read::ccq_statistics<Real>> history_;
   std::vector<Real> y_, qt_;  // Σ_t q_t and q̃_t of every step, K each
+  std::vector<Real> dy_;       // one step's dL/dy (scratch)
   std::vector<Real> dC_, dm_;  // adjoints of the statistics, carried backward
   Real dz_ = 0;
 };

@@ -1,0 +1,306 @@
+// linea/backend/cpu/backward_head.hpp — the CPU backward of one (sequence, key head): every value head of its
+// group, chunk by chunk in reverse, from states stored at chunk boundaries only (docs/math/backward.md §6).
+//
+// Per value head hv, with C = arguments::chunk_size:
+//   1. checkpoints  the forward recurrence over the sequence, keeping S (and the read's statistics, and the
+//                   normaliser's key sum) at the start of every chunk: ⌈L/C⌉·K·V values;
+//   2. per chunk, last first:
+//      recompute    S_{t0} … S_{t0+L} and u_t of the chunk from its boundary state (C·K·V scratch), and the read's
+//                   q̃_t (the reference's read tape, restarted from the chunk's statistics);
+//      adjoint      t = last … first, carrying dS = dL/dS_t across chunks: the reference backward's four steps
+//                   (read, write, correct, decay) as two fused passes over the state rows (backward_rows.hpp);
+//                   the policies' adjoint hooks turn (d log α, de, dw) into the rule's input gradients.
+// The value heads of a group add their dq̂, dk̂ (of the L2-normalised q, k) in the item's buffers; dq, dk are
+// stored once at the end (through the L2 norm's adjoint), so no other item writes them. Everything is computed in
+// the state type (float32, or float64 for float64 inputs); sums over tokens of several items (dA_log, ddt_bias,
+// g_gamma's dg) go to backward_sums in float64.
+#pragma once
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "../../chunk/flush_denormals.hpp"
+#include "../../core/epilogue.hpp"
+#include "../../core/gradients.hpp"
+#include "../../core/load.hpp"
+#include "../../reference/input_adjoints.hpp"
+#include "../../reference/read_adjoint.hpp"
+#include "../../reference/rule_adjoint.hpp"
+#include "backward_rows.hpp"
+#include "backward_sums.hpp"
+
+namespace linea::cpu_backend {
+
+template <class Rule, class Read, class T, class S, class Arch>
+class backward_head {
+  using R = S;  // compute type: the state type
+  using Decay = typename Rule::decay;
+  using Update = typename Rule::update;
+  using rows = backward_rows<R, Arch>;
+  // The read's tape runs in float64 whatever R is: CCQ's Σ = C/z − μμᵀ cancels to O(a_t) under strong decays
+  // (a_t = e^−10: float32 keeps ~3 digits of Σ, and dλ = −dq̃·Σq inherits that), and it costs O(K²) per token
+  // next to the rule's O(K·V).
+  using tape_t = reference::read_tape<Read, double>;
+  static constexpr bool erases = linea::erases<Rule>;
+  static constexpr bool decays = Decay::kind != decay_kind::none;
+
+ public:
+  backward_head(const problem& p, index_t C)
+      : p_(p), C_(C), Vp_((p.V + rows::width - 1) / rows::width * rows::width), KV_(p.K * Vp_), load_(p),
+        tape_(p), states_(static_cast<std::size_t>((C + 1) * KV_)), u_(static_cast<std::size_t>(C * Vp_)),
+        dS_(static_cast<std::size_t>(KV_)), dr_(Vp_), du_(Vp_), o_(Vp_), alpha_(p.K), dla_(p.K), de_(p.K), dw_(Vp_),
+        dv_(Vp_), dz_(p.K), raw_(p.K), dx_(p.K), cq_(p.K), dot1_(p.K), dot2_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {}
+
+  // Sequence `seq` (index n) at key head h: every value head of the group, then dq, dk of the group.
+  void run(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t n, index_t h,
+           backward_sums& sums) {
+    const chunk::flush_denormals ftz;  // values below 1e-38 (strong decays) would take x86's slow path
+    const index_t L = seq.length(), K = p_.K;
+    dqh_.assign(static_cast<std::size_t>(L * K), R(0));
+    dkh_.assign(static_cast<std::size_t>(L * K), R(0));
+    for (index_t hv = h * p_.group; hv < (h + 1) * p_.group; ++hv) value_head(a, g, seq, n, hv, sums);
+    store_qk(a, g, seq, h);
+  }
+
+ private:
+  R* state(index_t r) { return states_.data() + r * KV_; }
+  R* row(R* S_, index_t i) { return S_ + i * Vp_; }
+
+  void value_head(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t n, index_t hv,
+                  backward_sums& sums) {
+    const index_t K = p_.K, V = p_.V, chunks = (seq.length() + C_ - 1) / C_;
+    checkpoints(a, seq, n, hv, chunks);
+    std::fill(dS_.begin(), dS_.end(), R(0));
+    if (!g.d_final_state.empty())
+      for (index_t i = 0; i < K; ++i)
+        for (index_t j = 0; j < V; ++j) dS_[i * Vp_ + j] = R(g.d_final_state(n, hv, i, j));
+    std::fill(dz_.begin(), dz_.end(), R(0));
+    for (index_t c = chunks - 1; c >= 0; --c) {
+      const index_t t0 = seq.t_begin + c * C_, len = std::min(C_, seq.t_end - t0);
+      recompute(a, seq.batch, t0, len, hv, c);
+      for (index_t r = len - 1; r >= 0; --r) token_step(a, g, seq, n, hv, t0, r, sums);
+    }
+    if (!g.d_initial_state.empty())
+      for (index_t i = 0; i < K; ++i)
+        for (index_t j = 0; j < V; ++j) g.d_initial_state(n, hv, i, j) = S(dS_[i * Vp_ + j]);
+    tape_.end(sums, n, hv);
+  }
+
+  // 1. The forward over the whole sequence, keeping the chunk-boundary states, statistics and key sums.
+  void checkpoints(const arguments<T, S>& a, const sequence& seq, index_t n, index_t hv, index_t chunks) {
+    const index_t K = p_.K, V = p_.V;
+    boundary_.assign(static_cast<std::size_t>(std::max<index_t>(chunks, 1) * KV_), R(0));
+    stats_.clear();
+    zb_.assign(static_cast<std::size_t>(std::max<index_t>(chunks, 1) * K), R(0));
+    R* S_ = state(0);  // the running state, in the first slot of the chunk scratch
+    for (index_t i = 0; i < K; ++i)
+      for (index_t j = 0; j < Vp_; ++j)
+        S_[i * Vp_ + j] = (j < V && !a.initial_state.empty()) ? R(a.initial_state(n, hv, i, j)) : R(0);
+    tape_.begin(a, p_, n, hv);
+    std::vector<R> z(static_cast<std::size_t>(K), R(0));
+    for (index_t c = 0; c < chunks; ++c) {
+      std::copy(S_, S_ + KV_, boundary_.data() + c * KV_);
+      stats_.push_back(tape_.save());
+      tape_.restart(stats_.back());  // drops the previous chunk's per-token record
+      std::copy(z.begin(), z.end(), zb_.begin() + c * K);
+      const index_t t0 = seq.t_begin + c * C_, len = std::min(C_, seq.t_end - t0);
+      for (index_t t = t0; t < t0 + len; ++t) {
+        const token<R> x = load_.load(a, p_, seq.batch, t, hv);
+        forward_token(x, S_, S_, u_.data());
+        tape_.forward(a, seq.batch, t, hv, wide(x), double(mean_log_decay<Rule>(x, K)));
+        if (a.normalize)
+          for (index_t i = 0; i < K; ++i) z[i] += x.k[i];
+      }
+    }
+  }
+
+  // S_out = Diag(α) S_in + k uᵀ with u = w ⊙ v − (Diag(α) S_in)ᵀ(e ⊙ k); S_out may be S_in.
+  void forward_token(const token<R>& x, const R* S_in, R* S_out, R* u) {
+    const index_t K = p_.K, V = p_.V;
+    decays_of(x);
+    std::fill(u, u + Vp_, R(0));
+    if constexpr (erases)
+      for (index_t i = 0; i < K; ++i) rows::axpy(u, alpha_[i] * erase_key<Rule>(x, i), S_in + i * Vp_, Vp_);
+    for (index_t j = 0; j < V; ++j) u[j] = write_target<Rule>(x, j) - u[j];
+    for (index_t i = 0; i < K; ++i) rows::combine(S_out + i * Vp_, alpha_[i], S_in + i * Vp_, x.k[i], u, Vp_);
+  }
+
+  // The token's q and k in float64, for the read's tape (which reads nothing else of it).
+  token<double> wide(const token<R>& x) {
+    for (index_t i = 0; i < p_.K; ++i) qd_[i] = double(x.q[i]), kd_[i] = double(x.k[i]);
+    token<double> xd;
+    xd.q = qd_.data(), xd.k = kd_.data();
+    return xd;
+  }
+
+  void decays_of(const token<R>& x) {
+    if constexpr (Decay::kind == decay_kind::scalar) std::fill(alpha_.begin(), alpha_.end(), std::exp(Decay::log_alpha(x, 0)));
+    else if constexpr (Decay::kind == decay_kind::per_key)
+      for (index_t i = 0; i < p_.K; ++i) alpha_[i] = std::exp(Decay::log_alpha(x, i));
+    else std::fill(alpha_.begin(), alpha_.end(), R(1));
+  }
+
+  // 2a. The chunk's states S_{t0} … S_{t0+len}, corrections u_t, queries q̃_t and key sums z_t.
+  void recompute(const arguments<T, S>& a, index_t bt, index_t t0, index_t len, index_t hv, index_t c) {
+    const index_t K = p_.K;
+    std::copy(boundary_.data() + c * KV_, boundary_.data() + (c + 1) * KV_, state(0));
+    tape_.restart(stats_[static_cast<std::size_t>(c)]);
+    zs_.assign(static_cast<std::size_t>((len + 1) * K), R(0));
+    std::copy(zb_.begin() + c * K, zb_.begin() + (c + 1) * K, zs_.begin());
+    for (index_t r = 0; r < len; ++r) {
+      const token<R> x = load_.load(a, p_, bt, t0 + r, hv);
+      forward_token(x, state(r), state(r + 1), u_.data() + r * Vp_);
+      tape_.forward(a, bt, t0 + r, hv, wide(x), double(mean_log_decay<Rule>(x, K)));
+      if (a.normalize)
+        for (index_t i = 0; i < K; ++i) zs_[(r + 1) * K + i] = zs_[r * K + i] + x.k[i];
+    }
+  }
+
+  // 2b. Token t = t0 + r: dS holds dL/dS_t on entry and dL/dS_{t−1} on exit.
+  void token_step(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t n, index_t hv,
+             index_t t0, index_t r, backward_sums& sums) {
+    const index_t K = p_.K, V = p_.V, bt = seq.batch, t = t0 + r;
+    const R scale = R(p_.scale);
+    const token<R> x = load_.load(a, p_, bt, t, hv);
+    const R* St = state(r + 1);
+    const R* Sp = state(r);
+    const R* u = u_.data() + r * Vp_;
+    const token<double> xd = wide(x);
+    const double* qt = tape_.q_tilde(r, xd);
+    std::fill(dq_.begin(), dq_.end(), 0.0);
+    std::fill(dk_.begin(), dk_.end(), 0.0);
+    std::fill(dla_.begin(), dla_.end(), R(0));
+    std::fill(du_.begin(), du_.end(), R(0));
+    for (index_t j = 0; j < V; ++j) dr_[j] = load_as<R>(g.d_o(bt, t, hv, j));
+    if (a.normalize) normalizer_adjoint(x, St, qt, r, scale);
+
+    // read o = S_tᵀ(s q̃) and write S_t = S' + k uᵀ: dq̃ = s S_t dr, dS += s q̃ drᵀ, du = dSᵀk, dk += dS u.
+    for (index_t i = 0; i < K; ++i) cq_[i] = scale * R(qt[i]);
+    rows::read_write(St, dS_.data(), dr_.data(), du_.data(), u, cq_.data(), x.k, K, Vp_, dot1_.data(), dot2_.data());
+    for (index_t i = 0; i < K; ++i) {
+      dqt_[i] = double(scale * dot1_[i]);
+      dk_[i] += dot2_[i];
+    }
+    // The read policy: dq̃ → dq, dk, its own gradients, and d c_t of the rule's mean log decay (CCQ decayed).
+    const R dc = R(tape_.backward(a, sums, bt, t, hv, r, xd, double(mean_log_decay<Rule>(x, K)), dqt_.data(), dq_.data(),
+                                  dk_.data()));
+    if (dc != R(0))
+      for (index_t i = 0; i < K; ++i) dla_[i] += dc / R(K);
+    if (a.normalize)
+      for (index_t i = 0; i < K; ++i) dk_[i] += dz_[i];  // z_t = z_{t−1} + k_t
+
+    // correct u = w ⊙ v − S'ᵀ(e ⊙ k) and decay S' = Diag(α) S_{t−1}.
+    for (index_t j = 0; j < V; ++j) {
+      dw_[j] = du_[j] * x.v[j];
+      dv_[j] = Update::write_gate(x, j) * du_[j];
+    }
+    decays_of(x);
+    for (index_t i = 0; i < K; ++i) cq_[i] = Update::erase_gate(x, i) * x.k[i];  // e ⊙ k
+    rows::template correct_decay<erases, decays>(Sp, dS_.data(), du_.data(), alpha_.data(), cq_.data(), K, Vp_,
+                                                 dot1_.data(), dot2_.data());
+    if constexpr (erases)
+      for (index_t i = 0; i < K; ++i) {
+        const R recall = alpha_[i] * dot1_[i];  // (S' du)_i
+        de_[i] = -x.k[i] * recall;
+        dk_[i] -= Update::erase_gate(x, i) * recall;
+      }
+    if constexpr (decays)
+      for (index_t i = 0; i < K; ++i) dla_[i] += alpha_[i] * dot2_[i];  // Σ_j dS'_ij S'_ij
+    reference::rule_adjoint<Rule>(dla_.data(), de_.data(), dw_.data(), K, V, grads_);
+
+    const index_t s = t - seq.t_begin;
+    for (index_t i = 0; i < K; ++i) dqh_[s * K + i] += R(dq_[i]), dkh_[s * K + i] += R(dk_[i]);
+    store_token(a, g, bt, t, n, hv, sums);
+  }
+
+  // `normalize`: o = r / den, r = S_tᵀ(s q̃), den = s q·z_t + 1e-10 (docs/math/backward.md §2). Turns dr into
+  // do / den and adds dden's part to dq and to the carried dz.
+  void normalizer_adjoint(const token<R>& x, const R* St, const double* qt, index_t r, R scale) {
+    const index_t K = p_.K, V = p_.V;
+    const R* z = zs_.data() + (r + 1) * K;
+    R den = 0;
+    for (index_t i = 0; i < K; ++i) den += scale * x.q[i] * z[i];
+    den = normaliser_divisor(den);
+    std::fill(o_.begin(), o_.end(), R(0));
+    for (index_t i = 0; i < K; ++i) rows::axpy(o_.data(), scale * R(qt[i]), St + i * Vp_, Vp_);
+    R do_r = 0;
+    for (index_t j = 0; j < V; ++j) do_r += dr_[j] * o_[j];
+    const R dden = -do_r / (den * den);
+    for (index_t i = 0; i < K; ++i) {
+      dq_[i] += scale * z[i] * dden;
+      dz_[i] += scale * x.q[i] * dden;
+    }
+    for (index_t j = 0; j < V; ++j) dr_[j] /= den;
+  }
+
+  // The token's gradients of the raw inputs (gates through their activations) into g, or into the sums.
+  void store_token(const arguments<T, S>& a, const gradients<T, S>& g, index_t bt, index_t t, index_t n, index_t hv,
+                   backward_sums& sums) {
+    const index_t K = p_.K, V = p_.V;
+    if (!g.dv.empty())
+      for (index_t j = 0; j < V; ++j) g.dv(bt, t, hv, j) = store_as<T>(dv_[j]);
+    const bool bound = a.gate.lower_bound.has_value();
+    const R lb = bound ? R(*a.gate.lower_bound) : R(0);
+    const auto gate = [&](R d, const auto& raw_logit, index_t bias_at) -> R {
+      if (!a.gate.active()) return d;
+      const R bias = a.gate.dt_bias.empty() ? R(0) : R(a.gate.dt_bias(bias_at));
+      const auto pd = reference::activate_gate_partials(load_as<R>(raw_logit), R(a.gate.A_log(hv)), bias, bound, lb);
+      sums.dA_log(n, hv) += double(d * pd.dA_log);
+      if (!a.gate.dt_bias.empty()) sums.ddt_bias(n, bias_at) += double(d * pd.ddt_bias);
+      return d * pd.dx;
+    };
+    if constexpr (reads(Rule::inputs, input::g)) {
+      const R d = gate(grads_.dg, a.g(bt, t, hv), hv);
+      if (!g.dg.empty()) sums.dg(bt, t, hv) = d;
+    }
+    if constexpr (reads(Rule::inputs, input::gk))
+      for (index_t i = 0; i < K; ++i) {
+        const R d = gate(grads_.dgk[i], a.gk(bt, t, hv, i), hv * K + i);
+        if (!g.dgk.empty()) g.dgk(bt, t, hv, i) = store_as<T>(d);
+      }
+    if constexpr (reads(Rule::inputs, input::beta))
+      if (!g.dbeta.empty())
+        sums.dbeta(bt, t, hv) = grads_.dbeta * reference::beta_activation_derivative(load_as<R>(a.beta(bt, t, hv)), a.beta_act);
+    if constexpr (reads(Rule::inputs, input::b))
+      if (!g.db.empty())
+        for (index_t i = 0; i < K; ++i) g.db(bt, t, hv, i) = store_as<T>(grads_.db[i]);
+    if constexpr (reads(Rule::inputs, input::w))
+      if (!g.dw.empty())
+        for (index_t j = 0; j < V; ++j) g.dw(bt, t, hv, j) = store_as<T>(grads_.dw[j]);
+  }
+
+  // dq, dk of the group, through the in-kernel L2 norm's adjoint (linear: the heads' sum first) when it is on.
+  void store_qk(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t h) {
+    const index_t K = p_.K;
+    const auto store = [&](const view<const T, 4>& x, const std::vector<R>& d_hat, const view<T, 4>& out) {
+      if (out.empty()) return;
+      for (index_t t = seq.t_begin; t < seq.t_end; ++t) {
+        const R* d = d_hat.data() + (t - seq.t_begin) * K;
+        if (a.qk_l2norm) {
+          for (index_t i = 0; i < K; ++i) raw_[i] = load_as<R>(x(seq.batch, t, h, i)), dx_[i] = 0;
+          reference::l2_normalize_adjoint(raw_.data(), d, K, dx_.data());
+          d = dx_.data();
+        }
+        for (index_t i = 0; i < K; ++i) out(seq.batch, t, h, i) = store_as<T>(d[i]);
+      }
+    };
+    store(a.q, dqh_, g.dq);
+    store(a.k, dkh_, g.dk);
+  }
+
+  problem p_;
+  index_t C_, Vp_, KV_;  // chunk size, padded V, padded state size K·Vp
+  token_loader<Rule, R> load_;
+  tape_t tape_;
+  std::vector<R> boundary_;                      // S at every chunk start [chunks, K, Vp]
+  std::vector<typename tape_t::checkpoint> stats_;  // the read's statistics at every chunk start
+  std::vector<R> zb_, zs_;                       // normaliser key sums: at chunk starts; within the chunk
+  std::vector<R> states_, u_;                    // the chunk's S_{t0} … S_{t0+len} and u_t
+  std::vector<R> dS_, dr_, du_, o_, alpha_, dla_, de_, dw_, dv_, dz_, raw_, dx_;
+  std::vector<R> cq_, dot1_, dot2_;  // per-row coefficients and dot products of the backward passes
+  std::vector<double> qd_, kd_, dqt_, dq_, dk_;  // the token's q, k for the tape; dq̃, dq̂, dk̂
+  std::vector<R> dqh_, dkh_;                     // the group's dq̂, dk̂ over the sequence [L, K]
+  reference::rule_input_gradients<R> grads_;
+};
+
+}  // namespace linea::cpu_backend

@@ -1,0 +1,103 @@
+// linea/backend/cpu/backward_sums.hpp — the CPU backward's gradients that are sums over more than one work item,
+// or whose view may cover a position more than once, kept in float64 and stored once after all items.
+//
+//   per token, [B, T, HV]   dg, dβ, dλ, d ccq.log_decay   (dg of g_gamma has stride 0: the view receives the sum)
+//   per sequence, [N, HV…]   dC0, dm0, dz0                  (CCQ's initial statistics, via reference::read_tape::end)
+//   per parameter            dA_log [HV], ddt_bias         (summed over every token: kept per sequence, then
+//                                                           added in sequence order, so the result does not
+//                                                           depend on which thread ran which item)
+// Work items write disjoint entries; store() then writes each given view once.
+#pragma once
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "../../core/arguments.hpp"
+#include "../../core/gradients.hpp"
+#include "../../tensor.hpp"
+
+namespace linea::cpu_backend {
+
+struct backward_sums {
+  tensor<double, 3> dg, dbeta, dlambda, dccq_log_decay;
+  tensor<double, 4> dC0;
+  tensor<double, 3> dm0;
+  tensor<double, 2> dz0;
+  tensor<double, 2> dA_log, ddt_bias;  // [N, HV], [N, dt_bias size]: one row per sequence
+
+  // Only what the call reads: a sum nobody asked for costs nothing.
+  template <class T, class S>
+  backward_sums(const arguments<T, S>& a, const gradients<T, S>& g, const problem& p, bool ccq_read) {
+    const std::array<index_t, 3> per_token{p.B, p.T, p.HV};
+    if (!g.dg.empty()) dg = tensor<double, 3>(per_token);
+    if (!g.dbeta.empty()) dbeta = tensor<double, 3>(per_token);
+    if (ccq_read) {  // the read's tape adds into these whether or not they are asked for
+      dlambda = tensor<double, 3>(per_token);
+      if (!a.ccq.log_decay.empty()) dccq_log_decay = tensor<double, 3>(per_token);
+      dC0 = tensor<double, 4>({p.N, p.HV, p.K, p.K});
+      dm0 = tensor<double, 3>({p.N, p.HV, p.K});
+      dz0 = tensor<double, 2>({p.N, p.HV});
+    }
+    if (a.gate.active()) {
+      dA_log = tensor<double, 2>({p.N, p.HV});
+      ddt_bias = tensor<double, 2>({p.N, a.gate.dt_bias.empty() ? 0 : a.gate.dt_bias.extent(0)});
+    }
+  }
+
+  template <class T, class S>
+  void store(const gradients<T, S>& g) const {
+    put(dg, g.dg), put(dbeta, g.dbeta), put(dlambda, g.dlambda), put(dccq_log_decay, g.dccq_log_decay);
+    put(dC0, g.dC0), put(dm0, g.dm0), put(dz0, g.dz0);
+    put_rows(dA_log, g.dA_log), put_rows(ddt_bias, g.ddt_bias);
+  }
+
+ private:
+  template <int Rank, class F>
+  static void for_each_position(const std::array<index_t, Rank>& ext, F&& f) {
+    index_t total = 1;
+    for (index_t e : ext) total *= e;
+    std::array<index_t, Rank> i{};
+    for (index_t flat = 0; flat < total; ++flat) {
+      for (index_t r = flat, d = Rank - 1; d >= 0; --d) i[d] = r % ext[d], r /= ext[d];
+      std::apply(f, i);
+    }
+  }
+
+  // Every position of `out` from the sum at its logical index. A view with a zero stride (g_gamma) covers one
+  // element from several positions: it receives their sum, added in float64 in logical order and stored once
+  // (a 16-bit type has no exact running sum).
+  template <class X, int Rank>
+  static void put(const tensor<double, Rank>& sum, const view<X, Rank>& out) {
+    if (out.empty()) return;
+    bool overlaps = false;
+    for (int r = 0; r < Rank; ++r) overlaps = overlaps || (out.stride(r) == 0 && out.extent(r) > 1);
+    if (!overlaps) {
+      for_each_position<Rank>(sum.extents(), [&](auto... i) { out(i...) = static_cast<X>(sum(i...)); });
+      return;
+    }
+    std::vector<std::pair<X*, double>> at;
+    for_each_position<Rank>(sum.extents(), [&](auto... i) { at.emplace_back(&out(i...), sum(i...)); });
+    std::stable_sort(at.begin(), at.end(), [](const auto& x, const auto& y) { return std::less<X*>()(x.first, y.first); });
+    for (std::size_t b = 0, e; b < at.size(); b = e) {
+      double s = 0;
+      for (e = b; e < at.size() && at[e].first == at[b].first; ++e) s += at[e].second;
+      *at[b].first = static_cast<X>(s);
+    }
+  }
+
+  // out[j] = Σ_n rows(n, j), in sequence order.
+  template <class X>
+  static void put_rows(const tensor<double, 2>& rows, const view<X, 1>& out) {
+    if (out.empty()) return;
+    for (index_t j = 0; j < out.extent(0); ++j) {
+      double s = 0;
+      for (index_t n = 0; n < rows.extent(0); ++n) s += rows(n, j);
+      out(j) = static_cast<X>(s);
+    }
+  }
+};
+
+}  // namespace linea::cpu_backend

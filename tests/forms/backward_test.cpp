@@ -1,0 +1,225 @@
+// linea::backward on the cpu and generic backends against the float64 reference backward (SPEC §6): every rule ×
+// read, float64 / float32 / bf16 / fp16 inputs, chunk sizes that do and do not divide T, packed sequences with an
+// empty one, grouped value heads (G = 2), every forward option; bad arguments rejected before anything is
+// written; no NaN from the §5 input ranges (log decays down to −20, β up to 2).
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "forms/backward_case.hpp"
+#include "support/rejection.hpp"
+#include "support/rules.hpp"
+
+using namespace linea;
+using namespace linea::testing;
+
+namespace {
+
+template <class Read>
+std::string read_name() {
+  if constexpr (Read::is_identity) return "identity";
+  else return std::string("ccq<") + Read::weighting::name + ">";
+}
+
+template <class Rule, class Read, class Backend, class T>
+void check(const case_shape& shape, const backward_options& opt) {
+  const std::string what = std::string(rule_name<Rule>::value) + " " + read_name<Read>() + " " + storage_name<T>::value +
+                           " " + describe_shape(shape);
+  INFO(what);
+  backward_case<Rule, Read, T> c(shape, opt);
+  linea::backward<Rule, Read, Backend>(c.args(), c.grads());
+  c.check_against_reference();
+  CHECK(c.compared >= 4);
+}
+
+template <class Backend>
+struct backend_name;
+template <>
+struct backend_name<backend::cpu> {
+  static constexpr const char* value = "cpu";
+};
+template <>
+struct backend_name<backend::generic> {
+  static constexpr const char* value = "generic";
+};
+
+// B = 2 with S_0 (and CCQ initial statistics, explicit c_t for the decayed weighting), T = 37 over chunks of 16
+// and 5; then packed sequences {13, 0, 20} with HV = 2·H, chunk 8.
+template <class Rule, class Read, class Backend, class T>
+void rule_and_read() {
+  constexpr bool decayed = !Read::is_identity && requires { requires Read::weighting::decays; };
+  INFO(backend_name<Backend>::value);
+  for (index_t C : {16, 5}) {
+    case_shape shape{.B = 2, .T = 37, .H = 2, .HV = 2, .K = 16, .V = 12, .initial_state = true, .seed = 11};
+    INFO("batch, initial state, chunk ", C);
+    check<Rule, Read, Backend, T>(shape, {.chunk_size = C, .ccq = {.initial_stats = true, .explicit_log_decay = decayed}});
+  }
+  {
+    case_shape shape{.H = 2, .HV = 4, .K = 8, .V = 20, .seqlens = {13, 0, 20}, .seed = 12};
+    INFO("packed sequences, GVA G = 2");
+    check<Rule, Read, Backend, T>(shape, {.chunk_size = 8, .threads = 2});
+  }
+}
+
+template <class Rule, class T>
+void every_read_and_backend() {
+  SUBCASE("identity, cpu") { rule_and_read<Rule, read::identity, backend::cpu, T>(); }
+  SUBCASE("identity, generic") { rule_and_read<Rule, read::identity, backend::generic, T>(); }
+  SUBCASE("ccq<uniform>, cpu") { rule_and_read<Rule, read::ccq<read::uniform>, backend::cpu, T>(); }
+  SUBCASE("ccq<decayed>, cpu") { rule_and_read<Rule, read::ccq<read::decayed>, backend::cpu, T>(); }
+}
+
+// A rejected call: a linea::error naming `words`, and no gradient buffer written (they stay NaN).
+template <class Rule, class Backend, class C>
+void expect_rejected(C& c, const arguments<float>& a, const gradients<float>& g, std::initializer_list<std::string> words) {
+  const std::string message = message_of([&] { linea::backward<Rule, read::identity, Backend>(a, g); });
+  INFO("message: ", message);
+  REQUIRE_MESSAGE(!message.empty(), "no linea::error was thrown");
+  for (const auto& w : words) CHECK_MESSAGE(message.find(w) != std::string::npos, "missing word: ", w);
+  const auto untouched = [](const auto& t) {
+    return std::all_of(t.values().begin(), t.values().end(), [](auto e) { return std::isnan(double(e)); });
+  };
+  CHECK(untouched(c.out().dq));
+  CHECK(untouched(c.out().dv));
+  CHECK(untouched(c.out().dh0));
+}
+
+template <class Backend>
+void rejects_bad_arguments() {
+  const case_shape shape{.B = 2, .T = 6, .H = 2, .HV = 4, .K = 8, .V = 4, .initial_state = true};
+  backward_case<kda, read::identity, float> c(shape, {});
+  {
+    auto g = c.grads();
+    g.d_o = {};
+    expect_rejected<kda, Backend>(c, c.args(), g, {"'d_o'", "missing"});
+  }
+  {
+    auto g = c.grads();
+    g.dq.ext[3] = 5;
+    expect_rejected<kda, Backend>(c, c.args(), g, {"'dq'", "[2, 6, 2, 5]", "[2, 6, 2, 8]"});
+  }
+  {
+    auto g = c.grads();
+    tensor<float, 3> dg({2, 6, 4});
+    g.dg = dg;
+    expect_rejected<kda, Backend>(c, c.args(), g, {"'dg'", "no scalar gate"});
+  }
+  {
+    auto a = c.args();
+    a.chunk_size = 0;
+    expect_rejected<kda, Backend>(c, a, c.grads(), {"'chunk_size'"});
+  }
+  {
+    auto a = c.args();
+    tensor<float, 5> ckpt({2, 1, 4, 8, 4});
+    a.checkpoints = ckpt;
+    expect_rejected<kda, Backend>(c, a, c.grads(), {"'checkpoints'"});
+  }
+}
+
+const case_shape small{.B = 2, .T = 21, .H = 1, .HV = 2, .K = 8, .V = 6, .initial_state = true, .seed = 21};
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("backward = reference backward, float32, every rule and read", Rule, LINEA_ALL_RULES) {
+  every_read_and_backend<Rule, float>();
+}
+
+TEST_CASE_TEMPLATE("backward = reference backward, float64, every rule", Rule, LINEA_ALL_RULES) {
+  SUBCASE("identity, cpu") { rule_and_read<Rule, read::identity, backend::cpu, double>(); }
+  SUBCASE("ccq<decayed>, cpu") { rule_and_read<Rule, read::ccq<read::decayed>, backend::cpu, double>(); }
+}
+
+TEST_CASE_TEMPLATE("backward = reference backward, bf16 and fp16 inputs", Rule, LINEA_ALL_RULES) {
+  SUBCASE("bf16") { rule_and_read<Rule, read::identity, backend::cpu, bf16>(); }
+  SUBCASE("fp16") { rule_and_read<Rule, read::ccq<read::decayed>, backend::cpu, fp16>(); }
+}
+
+TEST_CASE("backward rejects bad arguments before writing anything") {
+  SUBCASE("cpu") {
+    rejects_bad_arguments<backend::cpu>();
+    backward_case<kda, read::identity, float> c({.B = 1, .T = 4, .H = 1, .HV = 1, .K = 4, .V = 4}, {.threads = -1});
+    expect_rejected<kda, backend::cpu>(c, c.args(), c.grads(), {"'threads'", "-1"});
+  }
+  SUBCASE("generic") { rejects_bad_arguments<backend::generic>(); }
+}
+
+TEST_CASE("backward: in-kernel L2 norm of q and k") {
+  check<gated_delta, read::identity, backend::cpu, float>(small, {.qk_l2norm = true});
+  check<kda, read::ccq<read::decayed>, backend::cpu, float>(small, {.qk_l2norm = true});
+  check<gdn2, read::ccq<read::uniform>, backend::generic, double>(small, {.qk_l2norm = true});
+  check<additive, read::identity, backend::cpu, double>(small, {.qk_l2norm = true});
+}
+
+TEST_CASE("backward: in-kernel gates (A_log, dt_bias, lower bound)") {
+  check<gated_delta, read::identity, backend::cpu, float>(small, {.gate = true});
+  check<simple_gla, read::ccq<read::decayed>, backend::cpu, float>(small, {.gate = true});
+  check<gated_delta, read::identity, backend::cpu, double>(small, {.gate = true, .lower_bound = true});
+  check<kda, read::identity, backend::cpu, float>(small, {.gate = true});
+  check<kda, read::identity, backend::generic, double>(small, {.gate = true, .lower_bound = true});
+  check<gla, read::ccq<read::decayed>, backend::cpu, float>(small, {.gate = true, .lower_bound = true});
+  check<gdn2, read::identity, backend::cpu, bf16>(small, {.gate = true});
+}
+
+TEST_CASE("backward: beta activation") {
+  check<delta, read::identity, backend::cpu, float>(small, {.beta_act = beta_activation::sigmoid});
+  check<gated_delta, read::ccq<read::uniform>, backend::cpu, double>(small, {.beta_act = beta_activation::two_sigmoid});
+  check<kda, read::identity, backend::generic, float>(small, {.beta_act = beta_activation::two_sigmoid});
+}
+
+TEST_CASE("backward: normalize (additive)") {
+  check<additive, read::identity, backend::cpu, float>(small, {.normalize = true});
+  check<additive, read::ccq<read::uniform>, backend::cpu, double>(small, {.normalize = true});
+  case_shape packed{.H = 1, .HV = 2, .K = 8, .V = 6, .seqlens = {9, 14}, .seed = 5};
+  check<additive, read::identity, backend::generic, float>(packed, {.normalize = true, .chunk_size = 4});
+}
+
+TEST_CASE("backward: g_gamma (a stride-0 gate and its stride-0 gradient)") {
+  check<simple_gla, read::identity, backend::cpu, float>(small, {.g_gamma = true});
+  check<gated_delta, read::ccq<read::decayed>, backend::cpu, double>(small, {.g_gamma = true, .threads = 2});
+}
+
+TEST_CASE("backward: scale, head-first strides, beta up to 2, many threads") {
+  case_shape hf{.B = 2, .T = 30, .H = 2, .HV = 4, .K = 6, .V = 10, .initial_state = true, .head_first = true,
+                .beta_max = 2, .seed = 8};
+  check<gated_delta, read::identity, backend::cpu, float>(hf, {.scale = 0.3, .threads = 3});
+  check<gdn2, read::ccq<read::decayed>, backend::cpu, double>(hf, {.scale = 0.7, .threads = 0});
+}
+
+TEST_CASE("backward: the result does not depend on the thread count or the chunk size beyond rounding") {
+  case_shape shape{.B = 3, .T = 50, .H = 2, .HV = 4, .K = 16, .V = 16, .initial_state = true, .seed = 4};
+  backward_options opt{.gate = true, .chunk_size = 16, .threads = 1};
+  backward_case<kda, read::identity, float> one(shape, opt);
+  linea::backward<kda>(one.args(), one.grads());
+  opt.threads = 4;
+  backward_case<kda, read::identity, float> four(shape, opt);
+  linea::backward<kda>(four.args(), four.grads());
+  CHECK(relative_error(one.out().dq, four.out().dq) == 0.0);  // same items, same order within each item
+  CHECK(relative_error(one.out().dA_log, four.out().dA_log) == 0.0);
+}
+
+TEST_CASE("backward: no NaN or Inf from the SPEC §5 ranges (log decays in [−20, 0], β up to 2), long chunks") {
+  case_shape extreme{.B = 1, .T = 300, .H = 2, .HV = 2, .K = 32, .V = 32, .initial_state = true,
+                     .gates = gate_range::extreme, .beta_max = 2, .seed = 9};
+  check<gated_delta, read::identity, backend::cpu, float>(extreme, {.chunk_size = 64});
+  check<kda, read::ccq<read::decayed>, backend::cpu, float>(extreme, {.chunk_size = 128});
+  check<gdn2, read::identity, backend::cpu, bf16>(extreme, {.chunk_size = 64});
+  check<gla, read::identity, backend::cpu, float>(extreme, {.chunk_size = 32});
+}
+
+TEST_CASE("backward: a gradient may overwrite its own input (dq over q, dk over k, dv over v, dgk over gk)") {
+  const case_shape shape{.B = 2, .T = 20, .H = 1, .HV = 2, .K = 8, .V = 8, .initial_state = true, .seed = 3};
+  auto x = random_case<kda, float>::make(shape);
+  tensor<float, 4> d_o(x.o.extents(), 0.25f), dq(x.q.extents()), dk(x.k.extents()), dv(x.v.extents()),
+      dgk(x.gk.extents());
+  auto a = x.args();
+  a.qk_l2norm = true;  // dq, dk read the raw q, k again at the end
+  a.chunk_size = 8;
+  a.threads = 2;
+  linea::backward<kda>(a, gradients<float>{.d_o = d_o, .dq = dq, .dk = dk, .dv = dv, .dgk = dgk});
+  linea::backward<kda>(a, gradients<float>{.d_o = d_o, .dq = x.q, .dk = x.k, .dv = x.v, .dgk = x.gk});
+  CHECK(x.q.values() == dq.values());
+  CHECK(x.k.values() == dk.values());
+  CHECK(x.v.values() == dv.values());
+  CHECK(x.gk.values() == dgk.values());
+}
