@@ -1,7 +1,8 @@
 """torch.autograd over linea's forward and backward (SPEC §6): the loss seen by the backward is
 ⟨o, do⟩ + ⟨S_T, dS_T⟩, and every input given gets its gradient (of the raw stored input under in-kernel options).
 
-16-bit inputs: the backward computes in float32 and the gradients are rounded to the input dtype."""
+The backward is linea's float64 reference today (python/src/dispatch.hpp, run_backward): it runs on the inputs
+widened to float64 and the gradients are rounded to each input's dtype."""
 from __future__ import annotations
 
 import torch
@@ -9,6 +10,10 @@ import torch
 from . import _arrays as A
 from . import _linea
 from ._core import INPUTS, Options, run_kernel
+
+
+# What the extension's backward computes in (the reference backward: float64 whatever the inputs).
+BACKWARD_DTYPE = "float64"
 
 
 def needs_grad(x: dict) -> bool:
@@ -35,8 +40,7 @@ class LineaFunction(torch.autograd.Function):
         op, opts, backend, storage, want_final, want_ccq, names, extra = ctx.spec
         tensors = ctx.saved_tensors
         d_final = d_rest[0] if want_final else None
-        # The backward runs in float32 for 16-bit inputs, and in float64 for the reference.
-        work = "float64" if backend == "reference" or storage == "float64" else "float32"
+        work = BACKWARD_DTYPE
         state = A.state_dtype(work)
         grad_name = {name: (dname, is_state) for name, dname, is_state in INPUTS}
         arrays = dict(extra)

@@ -93,11 +93,19 @@ def output_shapes(x, opts: Options):
     return (B, T, HV, V), N, HV, K, V
 
 
-def prepare(x: dict, storage: str, backend: str) -> tuple[dict, str]:
-    """Inputs as the kernel takes them: the reference runs in float64 whatever the inputs; states and CCQ
-    statistics in the state type (fla accepts any float dtype for h0); gate parameters in float32."""
+def compute_dtype(storage: str, backend: str) -> str:
+    """What the extension computes in: float64 for the reference; float32 for 16-bit inputs, which are widened
+    here and whose o is rounded back (bit for bit linea's native 16-bit path on the CPU: python/src/dispatch.hpp)."""
     if backend == "reference":
-        storage = "float64"
+        return "float64"
+    return "float32" if storage in ("bfloat16", "float16") else storage
+
+
+def prepare(x: dict, storage: str, backend: str) -> tuple[dict, str]:
+    """Inputs as the kernel takes them, in compute_dtype; states and CCQ statistics in the state type (fla accepts
+    any float dtype for h0); gate parameters in float32."""
+    widen = compute_dtype(storage, backend) != storage
+    storage = compute_dtype(storage, backend)
     state = A.state_dtype(storage)
     out = {}
     for name, _, is_state in INPUTS:
@@ -110,8 +118,8 @@ def prepare(x: dict, storage: str, backend: str) -> tuple[dict, str]:
             # The decode step updates its pool in place: a copy in another dtype would lose the update.
             if x.get("state_indices") is None:
                 v = A.cast(v, state, like=x["q"])
-        elif backend == "reference":
-            v = A.cast(v, "float64")
+        elif widen:
+            v = A.cast(v, storage)
         out[name] = v
     out["cu_seqlens"] = A.index_array(x.get("cu_seqlens"), "int64", "cu_seqlens")
     out["state_indices"] = A.index_array(x.get("state_indices"), "int32", "state_indices")
@@ -148,12 +156,18 @@ def run_kernel(op: str, x: dict, opts: Options, backend: str, storage: str, want
 def forward(op: str, x: dict, opts: Options, want_final: bool = False, want_ccq: bool = False):
     """o, final state (None unless asked for) and CCQ statistics (None unless asked for) of one call."""
     q = x["q"]
-    storage = A.storage_of(q)
+    given = A.storage_of(q)
     backend = _backend.get()
-    x, storage = prepare(x, storage, backend)
+    x, storage = prepare(x, given, backend)
+    result = None
     if A.is_torch(q) and opts.form != "step":
         from . import _autograd
 
         if _autograd.needs_grad(x):
-            return _autograd.apply(op, x, opts, backend, storage, want_final, want_ccq)
-    return run_kernel(op, x, opts, backend, storage, want_final, want_ccq)
+            result = _autograd.apply(op, x, opts, backend, storage, want_final, want_ccq)
+    if result is None:
+        result = run_kernel(op, x, opts, backend, storage, want_final, want_ccq)
+    o, final, stats = result
+    if backend != "reference" and given != storage:  # 16-bit inputs: o in their dtype
+        o = A.cast(o, given)
+    return o, final, stats
