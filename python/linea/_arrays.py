@@ -105,14 +105,11 @@ def broadcast(x, shape):
 
 
 def for_kernel(x):
-    """What the extension receives: torch tensors detached (DLPack exports no autograd state), and bfloat16 numpy
-    arrays as their bits (numpy's buffer protocol has no bfloat16; the extension was told the storage type)."""
+    """What the extension receives: torch tensors detached (DLPack exports no autograd state)."""
     if x is None:
         return None
     if is_torch(x):
         return x.detach()
-    if _ml_dtypes is not None and x.dtype == _ml_dtypes.bfloat16:
-        return x.view(np.uint16)
     return x
 
 

@@ -50,17 +50,12 @@ void run_forward(const arguments<T>& a, const options& o) {
 // the extension's compile time.
 template <class Rule>
 void forward(const nb::dict& x, const options& o) {
-  const storage s = storage_from_name(o.dtype);
-  if (s != storage::float32 && s != storage::float64)
-    throw nb::type_error("linea: the extension computes float32 or float64 arrays (16-bit ones are widened first)");
-  with_storage(s, [&]<class T>(std::type_identity<T>) {
-    if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
-      with_read(o.read, [&]<class Read>() {
-        const arguments<T> a = arguments_of<T>(x, o);
-        nb::gil_scoped_release unlocked;  // the views borrow arrays the caller holds until we return
-        run_forward<Rule, Read>(a, o);
-      });
-    }
+  with_storage(storage_from_name(o.dtype), [&]<class T>(std::type_identity<T>) {
+    with_read(o.read, [&]<class Read>() {
+      const arguments<T> a = arguments_of<T>(x, o);
+      nb::gil_scoped_release unlocked;  // the views borrow arrays the caller holds until we return
+      run_forward<Rule, Read>(a, o);
+    });
   });
 }
 

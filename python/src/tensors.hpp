@@ -9,37 +9,30 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
-#include <linea/core/storage.hpp>
 #include <linea/core/view.hpp>
 
 namespace linea::python {
 
 namespace nb = nanobind;
 
-// The storage type of a call, named as Python names it.
-enum class storage { float32, float64, bfloat16, float16 };
+// The storage type of a call, named as Python names it. The extension computes float32 and float64 arrays; the
+// Python layer widens bfloat16 / float16 inputs to float32 first (python/src/dispatch.hpp says why).
+enum class storage { float32, float64 };
 
 inline storage storage_from_name(const std::string& name) {
   if (name == "float32") return storage::float32;
   if (name == "float64") return storage::float64;
-  if (name == "bfloat16") return storage::bfloat16;
-  if (name == "float16") return storage::float16;
-  throw nb::type_error(("linea: dtype " + name + " is not supported; use float32, float64, bfloat16 or float16").c_str());
+  throw nb::type_error(("linea: the extension computes float32 or float64 arrays, not " + name).c_str());
 }
 
 // f(std::type_identity<T>{}) with T the C++ storage type of `s`.
 template <class F>
 decltype(auto) with_storage(storage s, F&& f) {
-  switch (s) {
-    case storage::float32: return f(std::type_identity<float>{});
-    case storage::float64: return f(std::type_identity<double>{});
-    case storage::bfloat16: return f(std::type_identity<bf16>{});
-    default: return f(std::type_identity<fp16>{});
-  }
+  if (s == storage::float64) return f(std::type_identity<double>{});
+  return f(std::type_identity<float>{});
 }
 
-// Whether a DLPack dtype holds T. 16-bit storage also comes as uint16 bits: numpy has no bfloat16, so the Python
-// layer hands ml_dtypes' bfloat16 arrays over as their bits (it checked the dtype itself).
+// Whether a DLPack dtype holds T.
 template <class T>
 bool holds(nb::dlpack::dtype d) {
   using code = nb::dlpack::dtype_code;
@@ -47,8 +40,6 @@ bool holds(nb::dlpack::dtype d) {
   if (d.lanes != 1) return false;
   if constexpr (std::is_same_v<T, float>) return c == code::Float && d.bits == 32;
   else if constexpr (std::is_same_v<T, double>) return c == code::Float && d.bits == 64;
-  else if constexpr (std::is_same_v<T, bf16>) return d.bits == 16 && (c == code::Bfloat || c == code::UInt);
-  else if constexpr (std::is_same_v<T, fp16>) return d.bits == 16 && (c == code::Float || c == code::UInt);
   else if constexpr (std::is_same_v<T, std::int64_t>) return c == code::Int && d.bits == 64;
   else if constexpr (std::is_same_v<T, std::int32_t>) return c == code::Int && d.bits == 32;
   else return false;
@@ -58,8 +49,6 @@ template <class T>
 const char* type_name() {
   if constexpr (std::is_same_v<T, float>) return "float32";
   else if constexpr (std::is_same_v<T, double>) return "float64";
-  else if constexpr (std::is_same_v<T, bf16>) return "bfloat16";
-  else if constexpr (std::is_same_v<T, fp16>) return "float16";
   else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
   else return "int32";
 }
