@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(cmake g++ make libeigen3-dev libxsimd-dev doctest-dev libbenchmark-dev nlohmann-json3-dev
-          gnuplot-nox python3)
+          gnuplot-nox python3 python3-dev python3-venv)
 
 missing=()
 for p in "${packages[@]}"; do

@@ -1,0 +1,127 @@
+"""Arrays of either kind the package takes: numpy arrays (numpy in, numpy out) and torch tensors (torch in, torch
+out, on the tensor's device). Everything here is allocation and dtype bookkeeping; linea checks the shapes."""
+from __future__ import annotations
+
+import numpy as np
+
+try:  # numpy has no bfloat16; ml_dtypes (used by jax and others) gives it one
+    import ml_dtypes as _ml_dtypes
+except ImportError:  # pragma: no cover - optional
+    _ml_dtypes = None
+
+try:
+    import torch as _torch
+except ImportError:  # pragma: no cover - optional
+    _torch = None
+
+STORAGE = ("float32", "float64", "bfloat16", "float16")
+
+
+def is_torch(x) -> bool:
+    return _torch is not None and isinstance(x, _torch.Tensor)
+
+
+def dtype_name(x) -> str:
+    """'float32', 'bfloat16', ...: the dtype of x as linea names its storage types."""
+    if is_torch(x):
+        return str(x.dtype).removeprefix("torch.")
+    return np.dtype(x.dtype).name
+
+
+def storage_of(q, name: str = "q") -> str:
+    """The storage type of a call: q's dtype, which must be one linea computes in."""
+    if not (is_torch(q) or isinstance(q, np.ndarray)):
+        raise TypeError(f"linea: argument '{name}' is a {type(q).__name__}; expected a numpy array or a torch tensor")
+    d = dtype_name(q)
+    if d not in STORAGE:
+        raise TypeError(f"linea: argument '{name}' has dtype {d}; linea takes float32, float64, bfloat16 or float16")
+    return d
+
+
+def state_dtype(storage: str) -> str:
+    """States (and CCQ statistics) are float64 for float64 inputs and float32 otherwise (SPEC §1)."""
+    return "float64" if storage == "float64" else "float32"
+
+
+def _np_dtype(name: str):
+    if name == "bfloat16":
+        if _ml_dtypes is None:
+            raise TypeError("linea: bfloat16 numpy arrays need the ml_dtypes package")
+        return _ml_dtypes.bfloat16
+    return np.dtype(name)
+
+
+def _torch_dtype(name: str):
+    return getattr(_torch, name)
+
+
+def empty(like, shape, dtype: str):
+    """An uninitialised array of the same kind (and device) as `like`."""
+    if is_torch(like):
+        return _torch.empty(tuple(shape), dtype=_torch_dtype(dtype), device=like.device)
+    return np.empty(tuple(shape), dtype=_np_dtype(dtype))
+
+
+def zeros(like, shape, dtype: str):
+    if is_torch(like):
+        return _torch.zeros(tuple(shape), dtype=_torch_dtype(dtype), device=like.device)
+    return np.zeros(tuple(shape), dtype=_np_dtype(dtype))
+
+
+def cast(x, dtype: str, like=None):
+    """x in dtype (no copy when it already is); a list or scalar becomes an array of like's kind."""
+    if x is None:
+        return None
+    if not (is_torch(x) or isinstance(x, np.ndarray)):
+        if like is not None and is_torch(like):
+            return _torch.as_tensor(x, dtype=_torch_dtype(dtype), device=like.device)
+        return np.asarray(x, dtype=_np_dtype(dtype))
+    if dtype_name(x) == dtype:
+        return x
+    if is_torch(x):
+        return x.to(_torch_dtype(dtype))
+    return x.astype(_np_dtype(dtype))
+
+
+def index_array(x, dtype: str, name: str):
+    """cu_seqlens (int64) / state_indices (int32): contiguous, on the CPU (linea reads them on the host)."""
+    if x is None:
+        return None
+    if is_torch(x):
+        if x.device.type != "cpu":
+            x = x.cpu()
+        return x.to(_torch_dtype(dtype)).contiguous()
+    a = np.asarray(x)
+    if a.dtype.kind not in "iu":
+        raise TypeError(f"linea: argument '{name}' has dtype {a.dtype}; expected integers")
+    return np.ascontiguousarray(a, dtype=np.dtype(dtype))
+
+
+def broadcast(x, shape):
+    """x broadcast to shape without a copy (stride 0 where it repeats): fla's g_gamma as a [B, T, H] gate."""
+    if is_torch(x):
+        return x.expand(*shape)
+    return np.broadcast_to(x, shape)
+
+
+def for_kernel(x):
+    """What the extension receives: torch tensors detached (DLPack exports no autograd state)."""
+    if x is None:
+        return None
+    if is_torch(x):
+        return x.detach()
+    return x
+
+
+def key_sum(k, cu_seqlens):
+    """Σ_t k_t per sequence as [N, 1, H, K] (fla's z_state of linear_attn's normaliser), in float32 or float64."""
+    acc = "float64" if dtype_name(k) == "float64" else "float32"
+    k = cast(k, acc)
+    if cu_seqlens is None:
+        return k.sum(1, keepdims=True) if not is_torch(k) else k.sum(1, keepdim=True)
+    bounds = [int(b) for b in (cu_seqlens.tolist() if is_torch(cu_seqlens) else list(cu_seqlens))]
+    parts = [k[0, s:e].sum(0, keepdims=True) if not is_torch(k) else k[0, s:e].sum(0, keepdim=True)
+             for s, e in zip(bounds[:-1], bounds[1:])]
+    if is_torch(k):
+        return _torch.stack(parts, 0)
+    return np.stack(parts, 0)

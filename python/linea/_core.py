@@ -1,0 +1,173 @@
+"""One forward call: inputs by linea's argument names in, outputs allocated here, the extension runs linea.
+
+`forward(op, form, x, opts, ...)` is what every public function ends in. With torch tensors that need gradients
+it goes through `_autograd.LineaFunction` (linea's backward); otherwise it calls the extension directly."""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import os
+from dataclasses import dataclass
+
+from . import _arrays as A
+from . import _linea
+
+# The backend of the calls made in this context: "cpu" (linea.*) or "reference" (linea.reference.*).
+_backend = contextvars.ContextVar("linea_backend", default="cpu")
+_threads = int(os.environ.get("LINEA_NUM_THREADS", "0"))  # 0: one per hardware thread
+
+
+def set_num_threads(n: int) -> None:
+    """Threads of the CPU backend over (sequence, value head); 0 (the default) uses every hardware thread."""
+    global _threads
+    if int(n) < 0:
+        raise ValueError(f"linea: set_num_threads({n}): the count must be >= 0")
+    _threads = int(n)
+
+
+def get_num_threads() -> int:
+    return _threads
+
+
+@contextlib.contextmanager
+def using_backend(name: str):
+    token = _backend.set(name)
+    try:
+        yield
+    finally:
+        _backend.reset(token)
+
+
+# Inputs by linea's field names, in one fixed order (the autograd function's positional tensors), with the name of
+# their gradient in linea::gradients and whether they are states (float32 / float64) rather than storage type.
+INPUTS = (
+    ("q", "dq", False), ("k", "dk", False), ("v", "dv", False), ("g", "dg", False), ("gk", "dgk", False),
+    ("beta", "dbeta", False), ("b", "db", False), ("w", "dw", False), ("initial_state", "d_initial_state", True),
+    ("gate.A_log", "dA_log", None), ("gate.dt_bias", "ddt_bias", None), ("ccq.lambda", "dlambda", False),
+    ("ccq.log_decay", "dccq_log_decay", False), ("ccq.C0", "dC0", True), ("ccq.m0", "dm0", True),
+    ("ccq.z0", "dz0", True),
+)
+INDEX_INPUTS = ("cu_seqlens", "state_indices")
+
+
+@dataclass
+class Options:
+    """The scalar options of one call (linea::arguments' option fields)."""
+    form: str = "recurrent"  # recurrent | chunkwise | step
+    read: str = "identity"  # identity | ccq_uniform | ccq_decayed
+    scale: float | None = None
+    qk_l2norm: bool = False
+    beta_act: int = 0  # 0 none, 1 sigmoid, 2 two_sigmoid
+    normalize: bool = False
+    lower_bound: float | None = None
+    chunk_size: int = 64
+
+    def native(self, backend: str, dtype: str):
+        o = _linea.options()
+        o.form, o.read, o.backend, o.dtype = self.form, self.read, backend, dtype
+        o.scale = None if self.scale is None else float(self.scale)
+        o.qk_l2norm, o.beta_act, o.normalize = bool(self.qk_l2norm), int(self.beta_act), bool(self.normalize)
+        o.lower_bound = None if self.lower_bound is None else float(self.lower_bound)
+        o.chunk_size, o.threads = int(self.chunk_size), _threads
+        return o
+
+
+def _rank(x, name: str, rank: int, what: str):
+    shape = tuple(x.shape)
+    if len(shape) != rank:
+        raise ValueError(f"linea: argument '{name}' has shape {list(shape)}; expected {what}")
+    return shape
+
+
+def output_shapes(x, opts: Options):
+    """The shapes of o, the states [N, HV, K, V] and the CCQ statistics, from q and v (linea checks the rest)."""
+    B, T, H, K = _rank(x["q"], "q", 4, "[B, T, H, K]")
+    _, _, HV, V = _rank(x["v"], "v", 4, "[B, T, HV, V]")
+    cu, pool = x.get("cu_seqlens"), x.get("state_indices")
+    if pool is not None:  # the decode step's pool: the states given are updated in place
+        N = None
+    elif cu is not None:
+        N = len(cu) - 1
+    else:
+        N = B
+    return (B, T, HV, V), N, HV, K, V
+
+
+def compute_dtype(storage: str, backend: str) -> str:
+    """What the extension computes in: float64 for the reference; float32 for 16-bit inputs, which are widened
+    here and whose o is rounded back (bit for bit linea's native 16-bit path on the CPU: python/src/dispatch.hpp)."""
+    if backend == "reference":
+        return "float64"
+    return "float32" if storage in ("bfloat16", "float16") else storage
+
+
+def prepare(x: dict, storage: str, backend: str) -> tuple[dict, str]:
+    """Inputs as the kernel takes them, in compute_dtype; states and CCQ statistics in the state type (fla accepts
+    any float dtype for h0); gate parameters in float32."""
+    widen = compute_dtype(storage, backend) != storage
+    storage = compute_dtype(storage, backend)
+    state = A.state_dtype(storage)
+    out = {}
+    for name, _, is_state in INPUTS:
+        v = x.get(name)
+        if v is None:
+            continue
+        if is_state is None:
+            v = A.cast(v, "float32", like=x["q"])
+        elif is_state:
+            # The decode step updates its pool in place: a copy in another dtype would lose the update.
+            if x.get("state_indices") is None:
+                v = A.cast(v, state, like=x["q"])
+        elif widen:
+            v = A.cast(v, storage)
+        out[name] = v
+    out["cu_seqlens"] = A.index_array(x.get("cu_seqlens"), "int64", "cu_seqlens")
+    out["state_indices"] = A.index_array(x.get("state_indices"), "int32", "state_indices")
+    return out, storage
+
+
+def run_kernel(op: str, x: dict, opts: Options, backend: str, storage: str, want_final: bool, want_ccq: bool):
+    """Allocates the outputs, runs linea's forward, returns (o, final_state or None, (C, m, z) or None)."""
+    q = x["q"]
+    o_shape, N, HV, K, V = output_shapes(x, opts)
+    state = A.state_dtype(storage)
+    o = A.empty(q, o_shape, storage)
+    arrays = {name: A.for_kernel(v) for name, v in x.items() if v is not None}
+    arrays["o"] = A.for_kernel(o)
+    final = stats = None
+    if opts.form == "step":  # the pool given is updated in place (fla's inplace_final_state)
+        final = x.get("initial_state")
+        if final is not None:
+            arrays["final_state"] = A.for_kernel(final)
+        if opts.read != "identity" and x.get("ccq.C0") is not None:
+            stats = (x["ccq.C0"], x["ccq.m0"], x["ccq.z0"])
+            arrays["ccq.C"], arrays["ccq.m"], arrays["ccq.z"] = (A.for_kernel(s) for s in stats)
+    else:
+        if want_final:
+            final = A.empty(q, (N, HV, K, V), state)
+            arrays["final_state"] = A.for_kernel(final)
+        if want_ccq:
+            stats = (A.empty(q, (N, HV, K, K), state), A.empty(q, (N, HV, K), state), A.empty(q, (N, HV), state))
+            arrays["ccq.C"], arrays["ccq.m"], arrays["ccq.z"] = (A.for_kernel(s) for s in stats)
+    _linea.forward(op, arrays, opts.native(backend, storage))
+    return o, (final if want_final else None), (stats if want_ccq else None)
+
+
+def forward(op: str, x: dict, opts: Options, want_final: bool = False, want_ccq: bool = False):
+    """o, final state (None unless asked for) and CCQ statistics (None unless asked for) of one call."""
+    q = x["q"]
+    given = A.storage_of(q)
+    backend = _backend.get()
+    x, storage = prepare(x, given, backend)
+    result = None
+    if A.is_torch(q) and opts.form != "step":
+        from . import _autograd
+
+        if _autograd.needs_grad(x):
+            result = _autograd.apply(op, x, opts, backend, storage, want_final, want_ccq)
+    if result is None:
+        result = run_kernel(op, x, opts, backend, storage, want_final, want_ccq)
+    o, final, stats = result
+    if backend != "reference" and given != storage:  # 16-bit inputs: o in their dtype
+        o = A.cast(o, given)
+    return o, final, stats

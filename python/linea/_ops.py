@@ -1,0 +1,271 @@
+"""fla's functions (fla.ops.*: chunk_* and fused_recurrent_*) with fla's names, argument order, defaults and return
+values, over linea's chunkwise form (chunk_*), recurrent form (fused_recurrent_*) and decode step
+(fused_recurrent_* with ssm_state_indices).
+
+Shapes (fla's layout): q, k [B, T, H, K]; v [B, T, HV, V] (HV = G·H, grouped value heads); scalar gates g and beta
+[B, T, HV]; per-key gates [B, T, HV, K]; gdn2's erase gate b [B, T, HV, K] and write gate w [B, T, HV, V]; states
+[N, HV, K, V] with N = B, or the number of packed sequences with cu_seqlens [N + 1] (B = 1). Outputs: o [B, T, HV, V]
+in q's dtype, final state [N, HV, K, V] in float32 (float64 for float64 inputs), None unless output_final_state.
+
+linea's own keyword arguments, after fla's:
+  ccq_lambda [B, T, HV]          the CCQ read (SPEC §3) q̃ = (I − λΣ)q; None: the identity read
+  ccq_weighting                  "uniform" (every key alike) or "decayed" (keys decay with ccq_log_decay, by default
+                                 the rule's own gate)
+  ccq_log_decay [B, T, HV]       the statistics' log decay for "decayed"
+  ccq_initial_state (C0, m0, z0) initial statistics [N, HV, K, K], [N, HV, K], [N, HV]
+  output_ccq_state               also return the final statistics (C, m, z): (o, ht, (C, m, z))
+  chunk_size                     chunk_* only: 16, 32, 64 (default) or 128
+  ssm_state_indices [B]          fused_recurrent_* only: the decode step (T = 1) over a state pool initial_state
+                                 [N, HV, K, V], updated in place; row b uses state ssm_state_indices[b], -1 skips it
+"""
+from __future__ import annotations
+
+from . import _arrays as A
+from ._core import Options, forward
+
+_READS = {"uniform": "ccq_uniform", "decayed": "ccq_decayed"}
+
+
+def _unsupported(**options):
+    """fla options linea does not implement: an error rather than a silently different result."""
+    for name, value in options.items():
+        if value:
+            raise ValueError(f"linea: fla's option {name}={value!r} is not supported by linea")
+
+
+def _call(op, form, q, k, v, gates, *, scale, initial_state, output_final_state, cu_seqlens,
+          use_qk_l2norm_in_kernel=False, use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
+          use_gate_in_kernel=False, A_log=None, dt_bias=None, lower_bound=None, normalize=False,
+          ccq_lambda=None, ccq_weighting="uniform", ccq_log_decay=None, ccq_initial_state=None,
+          output_ccq_state=False, ssm_state_indices=None, chunk_size=64):
+    x = {"q": q, "k": k, "v": v, "initial_state": initial_state, "cu_seqlens": cu_seqlens}
+    x.update(gates)
+    opts = Options(form=form, scale=scale, qk_l2norm=use_qk_l2norm_in_kernel, normalize=normalize,
+                   chunk_size=chunk_size)
+    if use_beta_sigmoid_in_kernel:
+        opts.beta_act = 2 if allow_neg_eigval else 1
+    if use_gate_in_kernel:
+        if A_log is None:
+            if lower_bound is None:
+                raise ValueError("linea: use_gate_in_kernel=True needs A_log (or lower_bound)")
+            # fla: without A_log the gate is lower_bound·σ(g + dt_bias), which is A_log = 0 (exp(0) = 1).
+            HV = tuple(v.shape)[2]
+            A_log = A.zeros(q, (HV,), "float32")
+        x["gate.A_log"], x["gate.dt_bias"] = A_log, dt_bias
+        opts.lower_bound = lower_bound
+    if ssm_state_indices is not None:
+        if form != "recurrent":
+            raise ValueError("linea: ssm_state_indices (the decode step) belongs to the fused_recurrent_* functions")
+        if initial_state is None:
+            raise ValueError("linea: ssm_state_indices needs the state pool as initial_state [N, HV, K, V]")
+        opts.form = "step"
+        x["state_indices"] = ssm_state_indices
+    if ccq_lambda is not None:
+        if ccq_weighting not in _READS:
+            raise ValueError(f"linea: ccq_weighting={ccq_weighting!r}; use 'uniform' or 'decayed'")
+        opts.read = _READS[ccq_weighting]
+        x["ccq.lambda"], x["ccq.log_decay"] = ccq_lambda, ccq_log_decay
+        if ccq_initial_state is not None:
+            x["ccq.C0"], x["ccq.m0"], x["ccq.z0"] = ccq_initial_state
+    elif ccq_log_decay is not None or ccq_initial_state is not None or output_ccq_state:
+        raise ValueError("linea: the ccq_* arguments need ccq_lambda (the CCQ read)")
+    o, ht, stats = forward(op, x, opts, want_final=output_final_state, want_ccq=output_ccq_state)
+    return (o, ht, stats) if output_ccq_state else (o, ht)
+
+
+def _linear_attn(form, q, k, v, scale, initial_state, output_final_state, normalize, cu_seqlens, linea_kw):
+    # fla's normaliser state: with normalize, initial_state may be (kv_state, z_state) and the final state is
+    # (kv_state, z_state), z_state = Σ_t k_t [N, 1, H, K]. linea's normaliser starts from z_0 = 0 (docs/usage.md).
+    if normalize and isinstance(initial_state, tuple):
+        initial_state, z_init = initial_state
+        if z_init is not None:
+            raise ValueError("linea: a z_state in initial_state is not supported: linea's normaliser starts at z_0 = 0")
+    out = _call("linear_attn", form, q, k, v, {}, scale=scale, initial_state=initial_state,
+                output_final_state=output_final_state, cu_seqlens=cu_seqlens, normalize=normalize, **linea_kw)
+    if normalize and output_final_state:
+        out = (out[0], (out[1], A.key_sum(k, cu_seqlens))) + tuple(out[2:])
+    return out
+
+
+def chunk_linear_attn(q, k, v, scale=None, initial_state=None, output_final_state=False, normalize=True,
+                      cu_seqlens=None, **linea_kw):
+    """Linear attention (the additive rule, no decay), chunkwise. Returns (o [B, T, HV, V], final state).
+    With normalize (fla's default here) o_t is divided by s·q_t·Σ_{j≤t} k_j + 1e-10 and the final state is
+    (S_T, z_T), z_T = Σ_t k_t [N, 1, H, K]."""
+    return _linear_attn("chunkwise", q, k, v, scale, initial_state, output_final_state, normalize, cu_seqlens,
+                        linea_kw)
+
+
+def fused_recurrent_linear_attn(q, k, v, scale=None, initial_state=None, output_final_state=False, reverse=False,
+                                normalize=False, cu_seqlens=None, **linea_kw):
+    """Linear attention (the additive rule), recurrent form. Returns (o [B, T, HV, V], final state)."""
+    _unsupported(reverse=reverse)
+    return _linear_attn("recurrent", q, k, v, scale, initial_state, output_final_state, normalize, cu_seqlens,
+                        linea_kw)
+
+
+def _simple_gla(form, q, k, v, g, g_gamma, cu_seqlens, state_v_first, linea_kw, **fla_kw):
+    _unsupported(state_v_first=state_v_first)
+    if (g is None) == (g_gamma is None):
+        raise ValueError("linea: simple_gla takes exactly one of g [B, T, HV] and g_gamma [HV]")
+    if g is None:  # a constant per-head log decay: g_gamma seen as [B, T, HV] with stride 0 over B and T
+        B, T, HV = tuple(q.shape)[0], tuple(q.shape)[1], tuple(v.shape)[2]
+        g = A.broadcast(g_gamma, (B, T, HV))
+    return _call("simple_gla", form, q, k, v, {"g": g}, cu_seqlens=cu_seqlens, **fla_kw, **linea_kw)
+
+
+def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None, initial_state=None, output_final_state=False,
+                     state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None, **linea_kw):
+    """Simple GLA: S_t = exp(g_t) S_{t-1} + k_t v_tᵀ, g [B, T, HV] (or g_gamma [HV], constant), chunkwise.
+    Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
+    return _simple_gla("chunkwise", q, k, v, g, g_gamma, cu_seqlens, state_v_first, linea_kw, scale=scale,
+                       initial_state=initial_state, output_final_state=output_final_state)
+
+
+def fused_recurrent_simple_gla(q, k, v, g=None, g_gamma=None, scale=None, initial_state=None,
+                               output_final_state=False, reverse=False, state_v_first=False, cu_seqlens=None,
+                               **linea_kw):
+    """Simple GLA, recurrent form (or the decode step with ssm_state_indices). Returns (o, final state)."""
+    _unsupported(reverse=reverse)
+    return _simple_gla("recurrent", q, k, v, g, g_gamma, cu_seqlens, state_v_first, linea_kw, scale=scale,
+                       initial_state=initial_state, output_final_state=output_final_state)
+
+
+def chunk_gla(q, k, v, g, scale=None, initial_state=None, output_final_state=False, state_v_first=False,
+              cu_seqlens=None, cu_seqlens_cpu=None, **linea_kw):
+    """GLA: S_t = Diag(exp(g_t)) S_{t-1} + k_t v_tᵀ with a per-key log decay g [B, T, HV, K], chunkwise.
+    Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
+    _unsupported(state_v_first=state_v_first)
+    return _call("gla", "chunkwise", q, k, v, {"gk": g}, scale=scale, initial_state=initial_state,
+                 output_final_state=output_final_state, cu_seqlens=cu_seqlens, **linea_kw)
+
+
+def fused_recurrent_gla(q, k, v, gk=None, gv=None, scale=None, initial_state=None, output_final_state=False,
+                        reverse=False, state_v_first=False, cu_seqlens=None, **linea_kw):
+    """GLA, recurrent form (gk [B, T, HV, K]; or the decode step with ssm_state_indices). Returns (o, final state)."""
+    _unsupported(reverse=reverse, state_v_first=state_v_first, gv=gv is not None)
+    if gk is None:
+        raise ValueError("linea: fused_recurrent_gla needs gk [B, T, HV, K] (a gate-free GLA is linear_attn)")
+    return _call("gla", "recurrent", q, k, v, {"gk": gk}, scale=scale, initial_state=initial_state,
+                 output_final_state=output_final_state, cu_seqlens=cu_seqlens, **linea_kw)
+
+
+def chunk_delta_rule(q, k, v, beta, scale=None, initial_state=None, output_final_state=False,
+                     use_qk_l2norm_in_kernel=False, cu_seqlens=None, cu_seqlens_cpu=None, **linea_kw):
+    """DeltaNet: S_t = S_{t-1} + β_t k_t (v_t − S_{t-1}ᵀk_t)ᵀ, beta [B, T, HV], chunkwise.
+    Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
+    return _call("delta_rule", "chunkwise", q, k, v, {"beta": beta}, scale=scale, initial_state=initial_state,
+                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, **linea_kw)
+
+
+def fused_recurrent_delta_rule(q, k, v, beta=None, scale=None, initial_state=None, output_final_state=False,
+                               use_qk_l2norm_in_kernel=False, cu_seqlens=None, **linea_kw):
+    """DeltaNet, recurrent form (beta None: all ones, as fla). Returns (o, final state)."""
+    if beta is None:
+        beta = A.zeros(q, tuple(v.shape)[:3], A.storage_of(q))
+        beta[...] = 1
+    return _call("delta_rule", "recurrent", q, k, v, {"beta": beta}, scale=scale, initial_state=initial_state,
+                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, **linea_kw)
+
+
+def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
+                           use_qk_l2norm_in_kernel=False, use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
+                           state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None, chunk_indices=None,
+                           cp_context=None, use_gate_in_kernel=False, A_log=None, dt_bias=None, **linea_kw):
+    """Gated DeltaNet: S' = exp(g_t) S_{t-1}, S_t = S' + β_t k_t (v_t − S'ᵀk_t)ᵀ, g and beta [B, T, HV], chunkwise. With use_gate_in_kernel, g holds logits: g = −exp(A_log)·softplus(g + dt_bias), A_log, dt_bias [HV].
+    Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
+    _unsupported(state_v_first=state_v_first, cp_context=cp_context is not None)
+    return _call("gated_delta_rule", "chunkwise", q, k, v, {"g": g, "beta": beta}, scale=scale,
+                 initial_state=initial_state, output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                 use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
+                 use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, **linea_kw)
+
+
+def fused_recurrent_gated_delta_rule(q, k, v, g=None, gk=None, gv=None, beta=None, scale=None, initial_state=None,
+                                     output_final_state=False, use_qk_l2norm_in_kernel=False,
+                                     use_gate_in_kernel=False, A_log=None, dt_bias=None,
+                                     use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False, state_v_first=False,
+                                     cu_seqlens=None, **linea_kw):
+    """Gated DeltaNet, recurrent form (or the decode step with ssm_state_indices). fla's gk here is KDA's gate:
+    given gk instead of g, the call is linea's kda. Returns (o, final state)."""
+    _unsupported(state_v_first=state_v_first, gv=gv is not None)
+    if beta is None:
+        beta = A.zeros(q, tuple(v.shape)[:3], A.storage_of(q))
+        beta[...] = 1
+    if gk is not None:
+        if g is not None:
+            raise ValueError("linea: give g (scalar decay) or gk (per-key decay), not both")
+        op, gates = "kda", {"gk": gk, "beta": beta}
+    else:
+        op, gates = "gated_delta_rule", {"g": g, "beta": beta}
+    return _call(op, "recurrent", q, k, v, gates, scale=scale, initial_state=initial_state,
+                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                 use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
+                 use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, **linea_kw)
+
+
+def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
+              use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False, use_beta_sigmoid_in_kernel=False,
+              allow_neg_eigval=False, safe_gate=False, lower_bound=None, disable_recompute=False,
+              return_intermediate_states=False, state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None,
+              cp_context=None, A_log=None, dt_bias=None, **linea_kw):
+    """KDA: the delta rule with a per-key log decay g [B, T, HV, K], beta [B, T, HV], chunkwise. With
+    use_gate_in_kernel, g holds logits: −exp(A_log)·softplus(g + dt_bias), or lower_bound·σ(exp(A_log)(g + dt_bias))
+    with lower_bound; A_log [HV], dt_bias [HV·K]. Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
+    _unsupported(return_intermediate_states=return_intermediate_states, state_v_first=state_v_first,
+                 cp_context=cp_context is not None)
+    return _call("kda", "chunkwise", q, k, v, {"gk": g, "beta": beta}, scale=scale, initial_state=initial_state,
+                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                 use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
+                 use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
+                 **linea_kw)
+
+
+def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, initial_state=None,
+                        output_final_state=False, use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
+                        use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False, lower_bound=None,
+                        state_v_first=False, cu_seqlens=None, **linea_kw):
+    """KDA, recurrent form (or the decode step with ssm_state_indices). Returns (o, final state)."""
+    _unsupported(state_v_first=state_v_first)
+    return _call("kda", "recurrent", q, k, v, {"gk": g, "beta": beta}, scale=scale, initial_state=initial_state,
+                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
+                 use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
+                 use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
+                 **linea_kw)
+
+
+def chunk_gdn2(q, k, v, g, b, w, scale=None, initial_state=None, output_final_state=False,
+               use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False, cu_seqlens=None, cu_seqlens_cpu=None,
+               safe_gate=False, lower_bound=None, disable_recompute=False, return_intermediate_states=False,
+               state_v_first=False, A_log=None, dt_bias=None, **linea_kw):
+    """Gated DeltaNet-2: per-key log decay g [B, T, HV, K], erase gate b [B, T, HV, K], write gate w [B, T, HV, V]:
+    u_t = w_t ⊙ v_t − S'ᵀ(b_t ⊙ k_t), chunkwise. Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
+    _unsupported(return_intermediate_states=return_intermediate_states, state_v_first=state_v_first)
+    return _call("gdn2", "chunkwise", q, k, v, {"gk": g, "b": b, "w": w}, scale=scale, initial_state=initial_state,
+                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_gate_in_kernel=use_gate_in_kernel,
+                 A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, **linea_kw)
+
+
+def fused_recurrent_gdn2(q, k, v, g, b, w, A_log=None, dt_bias=None, scale=None, initial_state=None,
+                         output_final_state=False, use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
+                         lower_bound=None, state_v_first=False, cu_seqlens=None, **linea_kw):
+    """Gated DeltaNet-2, recurrent form (or the decode step with ssm_state_indices). Returns (o, final state)."""
+    _unsupported(state_v_first=state_v_first)
+    return _call("gdn2", "recurrent", q, k, v, {"gk": g, "b": b, "w": w}, scale=scale, initial_state=initial_state,
+                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                 use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_gate_in_kernel=use_gate_in_kernel,
+                 A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, **linea_kw)
+
+
+FUNCTIONS = (
+    "chunk_linear_attn", "fused_recurrent_linear_attn", "chunk_simple_gla", "fused_recurrent_simple_gla",
+    "chunk_gla", "fused_recurrent_gla", "chunk_delta_rule", "fused_recurrent_delta_rule", "chunk_gated_delta_rule",
+    "fused_recurrent_gated_delta_rule", "chunk_kda", "fused_recurrent_kda", "chunk_gdn2", "fused_recurrent_gdn2",
+)

@@ -1,0 +1,61 @@
+// python/src/module.cpp — the extension module linea._linea: forward(rule, arrays, options) and
+// backward(rule, arrays, options) over preallocated arrays, and linea::error as ValueError.
+// The Python layer (python/linea/) allocates outputs, speaks fla's signatures and wires autograd.
+#include <string>
+
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/string.h>
+
+#include <linea/core/error.hpp>
+#include <linea/rules/list.hpp>
+
+#include "call.hpp"
+
+namespace nb = nanobind;
+using namespace linea::python;
+
+namespace {
+
+// Calls entry<Rule>(arrays, o) for the rule named by its fla op name (linear_attn, ..., gdn2).
+template <bool Backward>
+void run(const std::string& op, const nb::dict& arrays, const options& o) {
+  const bool known = linea::all_rules::visit(op, [&]<class Rule>() {
+    if constexpr (Backward) backward<Rule>(arrays, o);
+    else forward<Rule>(arrays, o);
+  });
+  if (!known) throw nb::value_error(("linea: no rule is named '" + op + "'").c_str());
+}
+
+}  // namespace
+
+NB_MODULE(_linea, m) {
+  m.doc() = "linea's kernels over preallocated arrays (use the functions of the linea package instead)";
+
+  nb::class_<options>(m, "options")
+      .def(nb::init<>())
+      .def_rw("form", &options::form)
+      .def_rw("read", &options::read)
+      .def_rw("backend", &options::backend)
+      .def_rw("dtype", &options::dtype)
+      .def_rw("scale", &options::scale)
+      .def_rw("qk_l2norm", &options::qk_l2norm)
+      .def_rw("beta_act", &options::beta_act)
+      .def_rw("normalize", &options::normalize)
+      .def_rw("lower_bound", &options::lower_bound)
+      .def_rw("chunk_size", &options::chunk_size)
+      .def_rw("threads", &options::threads);
+
+  m.def("forward", &run<false>, nb::arg("op"), nb::arg("arrays"), nb::arg("options"),
+        "Runs the forward of rule `op` on the arrays (by linea::arguments' field names), writing the outputs given.");
+  m.def("backward", &run<true>, nb::arg("op"), nb::arg("arrays"), nb::arg("options"),
+        "Runs the backward of rule `op`: the forward's arrays plus d_o, d_final_state and the gradient outputs.");
+
+  // Every bad argument is linea::error (a std::runtime_error): a ValueError carrying linea's message.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const linea::error& e) {
+      PyErr_SetString(PyExc_ValueError, e.what());
+    }
+  });
+}

@@ -1,0 +1,142 @@
+"""Bad arguments raise ValueError (shapes, values, devices) or TypeError (dtypes, kinds) carrying linea's message,
+before anything is written; never a crash."""
+import numpy as np
+import pytest
+
+import linea
+from inputs import random_call
+
+
+def gdr(**changes):
+    args, kw = random_call("gated_delta_rule", "chunk", np.float32)
+    names = ["q", "k", "v", "g", "beta"]
+    call = dict(zip(names, args), **kw)
+    call.update(changes)
+    return call
+
+
+def test_shape_mismatch_names_the_argument_and_shapes():
+    call = gdr()
+    call["beta"] = call["beta"][:, :-1]
+    with pytest.raises(ValueError, match=r"linea: argument 'beta' has shape \[2, 36, 2\]; expected \[B, T, HV\] = \[2, 37, 2\]"):
+        linea.chunk_gated_delta_rule(**call)
+
+
+def test_key_shape_mismatch():
+    call = gdr()
+    call["k"] = call["k"][..., :8]
+    with pytest.raises(ValueError, match="argument 'k' has shape"):
+        linea.fused_recurrent_gated_delta_rule(**call)
+
+
+def test_wrong_rank():
+    call = gdr()
+    call["q"] = call["q"][0]
+    with pytest.raises(ValueError, match="argument 'q' has shape"):
+        linea.chunk_gated_delta_rule(**call)
+    call = gdr()
+    call["g"] = call["g"][..., None]
+    with pytest.raises(ValueError, match="argument 'g' has 4 dimensions; expected 3"):
+        linea.chunk_gated_delta_rule(**call)
+
+
+def test_mixed_dtypes_are_a_type_error():
+    call = gdr()
+    call["k"] = call["k"].astype(np.float64)
+    with pytest.raises(TypeError, match="argument 'k' has dtype float64; expected float32"):
+        linea.chunk_gated_delta_rule(**call)
+
+
+def test_unsupported_dtype():
+    call = gdr()
+    call["q"] = call["q"].astype(np.int32)
+    with pytest.raises(TypeError, match="argument 'q' has dtype int32"):
+        linea.chunk_gated_delta_rule(**call)
+
+
+def test_not_an_array():
+    call = gdr()
+    call["q"] = call["q"].tolist()
+    with pytest.raises(TypeError, match="argument 'q' is a list"):
+        linea.chunk_gated_delta_rule(**call)
+
+
+def test_missing_gate():
+    call = gdr(g=None)
+    with pytest.raises(ValueError, match="argument 'g' is missing"):
+        linea.chunk_gated_delta_rule(**call)
+
+
+def test_initial_state_shape():
+    call = gdr(initial_state=np.zeros((2, 2, 16, 7), np.float32))
+    with pytest.raises(ValueError, match="argument 'initial_state' has shape"):
+        linea.chunk_gated_delta_rule(**call)
+
+
+def test_cu_seqlens_needs_batch_one_and_must_end_at_T():
+    with pytest.raises(ValueError, match="cu_seqlens' needs B = 1"):
+        linea.chunk_gated_delta_rule(**gdr(cu_seqlens=np.array([0, 37])))
+    call = gdr()
+    call = {k: (v[:1] if isinstance(v, np.ndarray) else v) for k, v in call.items()}
+    with pytest.raises(ValueError, match="must end at T = 37"):
+        linea.chunk_gated_delta_rule(**call, cu_seqlens=np.array([0, 10, 30]))
+
+
+def test_state_indices_out_of_range():
+    args, _ = random_call("kda", "fused_recurrent", np.float32, T=1)
+    pool = np.zeros((2, 2, 16, 8), np.float32)
+    with pytest.raises(ValueError, match=r"state_indices\[1\]' = 5 is outside"):
+        linea.fused_recurrent_kda(*args, initial_state=pool, ssm_state_indices=np.array([0, 5]))
+
+
+def test_decode_step_takes_one_token():
+    args, _ = random_call("kda", "fused_recurrent", np.float32, T=3)
+    pool = np.zeros((2, 2, 16, 8), np.float32)
+    with pytest.raises(ValueError, match="one token per row"):
+        linea.fused_recurrent_kda(*args, initial_state=pool, ssm_state_indices=np.array([0, 1]))
+
+
+def test_fla_options_linea_lacks():
+    args, kw = random_call("gla", "fused_recurrent", np.float32)
+    with pytest.raises(ValueError, match="reverse=True is not supported"):
+        linea.fused_recurrent_gla(*args, **kw, reverse=True)
+
+
+def test_ccq_arguments_need_lambda():
+    with pytest.raises(ValueError, match="need ccq_lambda"):
+        linea.chunk_gated_delta_rule(**gdr(), output_ccq_state=True)
+
+
+def test_uniform_ccq_takes_no_log_decay():
+    call = gdr()
+    lam = np.full(call["g"].shape, 0.1, np.float32)
+    with pytest.raises(ValueError, match="ccq.log_decay"):
+        linea.chunk_gated_delta_rule(**call, ccq_lambda=lam, ccq_log_decay=call["g"])
+
+
+def test_bad_chunk_size():
+    with pytest.raises(ValueError, match="chunk_size' = 48 is not supported"):
+        linea.chunk_gated_delta_rule(**gdr(), chunk_size=48)
+
+
+def test_nothing_written_on_error():
+    """The decode step validates before it touches the pool."""
+    args, _ = random_call("kda", "fused_recurrent", np.float32, T=1)
+    pool = np.ones((2, 2, 16, 8), np.float32)
+    bad_beta = args[4][:, :, :1]
+    with pytest.raises(ValueError):
+        linea.fused_recurrent_kda(*args[:4], bad_beta, initial_state=pool, ssm_state_indices=np.array([0, 1]))
+    assert np.all(pool == 1)
+
+
+def test_torch_errors():
+    torch = pytest.importorskip("torch")
+    args, kw = random_call("gated_delta_rule", "chunk", np.float32)
+    q, k, v, g, beta = (torch.from_numpy(x) for x in args)
+    with pytest.raises(TypeError, match="argument 'v' has dtype float64"):
+        linea.chunk_gated_delta_rule(q, k, v.double(), g, beta)
+    with pytest.raises(ValueError, match="argument 'beta' has shape"):
+        linea.chunk_gated_delta_rule(q, k, v, g, beta[:, :3])
+    if torch.cuda.is_available():  # this build has the CPU backends only
+        with pytest.raises(ValueError, match="not in CPU memory"):
+            linea.chunk_gated_delta_rule(q.cuda(), k.cuda(), v.cuda(), g.cuda(), beta.cuda())

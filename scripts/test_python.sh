@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Builds the Python package (pip install of the checkout into a virtual environment under the build directory)
+# and runs its pytest suite (python/tests). Called by test.sh; runs alone too. Needs pip access to PyPI (the
+# build backend scikit-build-core, nanobind, numpy, pytest). LINEA_PYTHON=python3.x picks the interpreter.
+set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/common.sh"
+
+python="${LINEA_PYTHON:-python3}"
+venv="$build/python-venv"
+[ -x "$venv/bin/python" ] || "$python" -m venv "$venv"
+# The extension's CMake build is kept in the build directory, so a second run rebuilds only what changed.
+CMAKE_BUILD_PARALLEL_LEVEL="$jobs" "$venv/bin/pip" install --quiet --disable-pip-version-check \
+  --config-settings=build-dir="$build/python-build" "$root[test]"
+cd "$root/python/tests"
+"$venv/bin/python" -m pytest -q "$@"
