@@ -158,13 +158,15 @@ view<T, Rank> strided(std::span<T, E> data, const std::array<index_t, Rank>& ext
 }
 
 // The same over a contiguous container (std::vector, std::array): contiguous<4>(buffer, {B, T, H, K}, "q").
+// (A C array is not taken here: it decays to a pointer, as before these overloads, so that the pointer overload
+// is not ambiguous with this one.)
 template <int Rank, std::ranges::contiguous_range R>
-  requires std::ranges::sized_range<R>
+  requires(std::ranges::sized_range<R> && !std::is_array_v<R>)
 auto contiguous(R& data, const std::array<index_t, Rank>& extents, const char* name = "view") {
   return contiguous<Rank>(std::span(data), extents, name);
 }
 template <int Rank, std::ranges::contiguous_range R>
-  requires std::ranges::sized_range<R>
+  requires(std::ranges::sized_range<R> && !std::is_array_v<R>)
 auto strided(R& data, const std::array<index_t, Rank>& extents, const std::array<index_t, Rank>& strides,
              const char* name = "view") {
   return strided<Rank>(std::span(data), extents, strides, name);
