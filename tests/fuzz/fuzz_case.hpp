@@ -122,6 +122,12 @@ inline bool must_reject(twist tw) {
   return tw == twist::bad_seqlens || tw == twist::alias_o_over_k || tw == twist::alias_ht_shifted ||
          tw == twist::alias_residual_o || tw == twist::alias_o_stride0;
 }
+// The same for a call with T tokens: an output with no elements (o and residual at T = 0) overlaps nothing and
+// is written nowhere, so aliasing through it may be accepted (issue #13 refuses overlaps of written bytes).
+inline bool must_reject(twist tw, index_t T) {
+  const bool through_o = tw == twist::alias_o_over_k || tw == twist::alias_residual_o || tw == twist::alias_o_stride0;
+  return must_reject(tw) && !(through_o && T == 0);
+}
 
 // o (and the other outputs) against the reference, elementwise: finite exactly where the reference is finite
 // (NaN and ±Inf count alike: with an infinite input, Inf − Inf in one summation order is ±Inf in another), and
