@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -162,14 +163,23 @@ double chunk_flops_per_token(double C, double K, double V) {
   return f;
 }
 
+// V = 64 and qk_l2norm (q and k normalised in the kernel) as options; the inputs are made for V = 128 (a V = 64
+// run reads the first 64 columns of each value row: strides of 128).
 template <class Rule, class Read>
-void bench_chunkwise(const inputs* sets, double copy) {
-  const index_t B = 8, T_ = 4096, H = 16, K = 128, V = 128;
+void bench_chunkwise(const inputs* sets, double copy, index_t V = 128, bool l2norm = false) {
+  const index_t B = 8, T_ = 4096, H = 16, K = 128;
   T* o = dalloc<T>(B * T_ * H * V);
   float* state = dalloc<float>(B * H * K * V);
   float *C = nullptr, *m = nullptr, *z = nullptr;
   arguments<T, float> a[2] = {make_args<Rule>(sets[0], B, T_, H, K, V, o, state),
                               make_args<Rule>(sets[1], B, T_, H, K, V, o, state)};
+  for (int s = 0; s < 2; ++s) {
+    a[s].qk_l2norm = l2norm;
+    if (V != 128) {
+      a[s].v = strided<4>(static_cast<const T*>(sets[s].v), {B, T_, H, V}, {T_ * H * 128, H * 128, 128, 1});
+      if (a[s].w.ptr) a[s].w = strided<4>(static_cast<const T*>(sets[s].w), {B, T_, H, V}, {T_ * H * 128, H * 128, 128, 1});
+    }
+  }
   constexpr bool ccq = !Read::is_identity;
   if constexpr (ccq) {
     C = dalloc<float>(B * H * K * K), m = dalloc<float>(B * H * K), z = dalloc<float>(B * H);
@@ -191,9 +201,9 @@ void bench_chunkwise(const inputs* sets, double copy) {
   double flops = tok * chunk_flops_per_token<Rule>(64, K, V);
   if (ccq) flops += tok * chunk_flops_per_token<additive>(64, K, K), bytes += tok * 2 + double(B) * H * K * K * 4;
   std::printf(
-      "{\"kind\":\"chunkwise\",\"rule\":\"%s\",\"read\":\"%s\",\"ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f,"
-      "\"tflops\":%.1f,\"host_us\":%.1f}\n",
-      rule_name<Rule>::value, ccq ? "ccq" : "identity", ms, bytes / (ms * 1e-3) / 1e12,
+      "{\"kind\":\"chunkwise\",\"rule\":\"%s\",\"read\":\"%s\",\"V\":%ld,\"qk_l2norm\":%s,\"ms\":%.4f,\"tbps\":%.3f,"
+      "\"copy_frac\":%.3f,\"tflops\":%.1f,\"host_us\":%.1f}\n",
+      rule_name<Rule>::value, ccq ? "ccq" : "identity", long(V), l2norm ? "true" : "false", ms, bytes / (ms * 1e-3) / 1e12,
       bytes / (ms * 1e-3) / 1e12 / copy, flops / (ms * 1e-3) / 1e12, host_us);
   std::fflush(stdout);
   CK(cudaFree(o));
@@ -240,6 +250,46 @@ void bench_decode(const inputs* sets, double copy, indices mode) {
   CK(cudaFree(o));
   CK(cudaFree(pool));
   CK(cudaFree(device_idx));
+}
+
+// The decode kernel's variants, launched directly (CPL value columns per lane, NW warps per block; the library
+// launches CPL = 4, NW = 4: launch.hpp), row b = state b or through a device-side permutation.
+template <class Rule, int CPL, int NW>
+void bench_decode_variant(const inputs* sets, double copy, indices mode) {
+  const index_t B = 256, H = 16, K = 128, V = 128;
+  T* o = dalloc<T>(B * H * V);
+  float* pool = dalloc<float>(B * H * K * V);
+  CK(cudaMemset(pool, 0, B * H * K * V * sizeof(float)));
+  std::vector<std::int32_t> idx(B);
+  for (index_t b = 0; b < B; ++b) idx[b] = static_cast<std::int32_t>(mode == indices::device ? (b * 37) % B : b);
+  std::int32_t* device_idx = dalloc<std::int32_t>(B);
+  CK(cudaMemcpy(device_idx, idx.data(), B * sizeof(std::int32_t), cudaMemcpyHostToDevice));
+  problem p;
+  p.B = B, p.T = 1, p.H = H, p.HV = H, p.K = K, p.V = V, p.N = B, p.group = 1, p.scale = 1.0 / std::sqrt(double(K));
+  cuda_detail::kernel_args<T> k[2];
+  for (int s = 0; s < 2; ++s) {
+    auto a = make_args<Rule>(sets[s], B, 1, H, K, V, o, pool);
+    a.initial_state = contiguous<4>(static_cast<const float*>(pool), {B, H, K, V});
+    k[s] = cuda_detail::make_kernel_args(a, p);
+    if (mode != indices::none) k[s].state_indices = device_idx;
+  }
+  const cuda_detail::exec x{};
+  const double ms = time_ms([&](int i) { cuda_detail::launch_decode_k<Rule, T, 128, CPL, NW>(k[i & 1], B, x); }, 20, 9, 5);
+  const double bytes = 2.0 * B * H * K * V * 4;
+  std::printf("{\"kind\":\"decode_variant\",\"rule\":\"%s\",\"cpl\":%d,\"warps\":%d,\"indices\":\"%s\",\"ms\":%.4f,"
+              "\"copy_frac\":%.3f}\n",
+              rule_name<Rule>::value, CPL, NW, indices_name(mode), ms, bytes / (ms * 1e-3) / 1e12 / copy);
+  std::fflush(stdout);
+  CK(cudaFree(o));
+  CK(cudaFree(pool));
+  CK(cudaFree(device_idx));
+}
+template <int CPL, int NW>
+void decode_variant(const inputs* sets, double copy) {
+  for (indices m : {indices::none, indices::device}) {
+    bench_decode_variant<gated_delta, CPL, NW>(sets, copy, m);
+    bench_decode_variant<additive, CPL, NW>(sets, copy, m);
+  }
 }
 
 // Forward (chunkwise) then backward (dq, dk, dv and the gate gradients, from dL/do) at one shape.
@@ -299,12 +349,13 @@ void all_decode(const inputs* sets, double copy) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool ccq = true, chunk = true, decode = true, once = false, backward_only = false;
+  bool ccq = true, chunk = true, decode = true, once = false, backward_only = false, variants = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--no-ccq")) ccq = false;
     if (!std::strcmp(argv[i], "--decode-only")) chunk = false;
     if (!std::strcmp(argv[i], "--chunk-only")) decode = false;
     if (!std::strcmp(argv[i], "--profile")) once = true;
+    if (!std::strcmp(argv[i], "--decode-variants")) variants = true;  // the decode kernel's variants only
     if (!std::strcmp(argv[i], "--backward")) backward_only = true;  // forward + backward only  // one gated_delta chunkwise call and one decode step, for ncu
   }
   try {
@@ -314,6 +365,16 @@ int main(int argc, char** argv) {
     std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d,\"copy_tbps\":%.3f}\n", prop.name,
                 prop.multiProcessorCount, copy);
     std::fflush(stdout);
+    if (variants) {
+      const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};
+      for (int rep = 0; rep < 2; ++rep) {  // twice, interleaved: the spread between runs
+        decode_variant<4, 4>(sets, copy);
+        decode_variant<2, 4>(sets, copy);
+        decode_variant<4, 8>(sets, copy);
+        decode_variant<2, 8>(sets, copy);
+      }
+      return 0;
+    }
     if (backward_only) {
       all_backward();
       return 0;
@@ -339,6 +400,9 @@ int main(int argc, char** argv) {
     if (chunk) {
       const inputs sets[2] = {make_inputs(8, 4096, 16, 128, 128, 100), make_inputs(8, 4096, 16, 128, 128, 200)};
       all_chunkwise(sets, copy, ccq);
+      // V = 64, and q, k normalised in the kernel (use_qk_l2norm_in_kernel)
+      all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::identity>(sets, copy, 64); });
+      all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::identity>(sets, copy, 128, true); });
     }
     if (decode) {
       const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};

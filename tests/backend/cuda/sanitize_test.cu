@@ -24,6 +24,7 @@ void small_runs() {
 TEST_SUITE("sanitize") {
   TEST_CASE("sanitize: additive") { small_runs<additive>(); }
   TEST_CASE("sanitize: gated_delta") { small_runs<gated_delta>(); }
+  TEST_CASE("sanitize: gla") { small_runs<gla>(); }
   TEST_CASE("sanitize: kda") { small_runs<kda>(); }
   TEST_CASE("sanitize: gdn2") { small_runs<gdn2>(); }
 }

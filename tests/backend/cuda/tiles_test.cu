@@ -2,6 +2,8 @@
 // into tiles of 64 columns (two CTAs per head for the scalar-decay rules), the decode kernel into tiles of 128
 // with four columns per lane. V = 100 gives a partial second chunk tile and a lane with 0 < columns < 4; K = 72
 // leaves key rows of the state tiles empty. Scalar-decay rules (split tiles) and a per-key rule (one tile).
+#include <random>
+
 #include "backend/cuda/consistency.hpp"
 
 namespace linea::testing {
@@ -42,7 +44,7 @@ TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), gated_delta") { 
 }  // namespace linea::testing
 
 // Which chunk kernel a call gets (docs/usage.md, "The CUDA backend"): the 64-token kernels need 16-bit inputs,
-// contiguous 16-byte aligned q, k, v rows, K ≤ 128, no in-kernel L2 norm, no normalize, not the CCQ main pass.
+// contiguous 16-byte aligned q, k, v rows, K ≤ 128, no normalize, not the CCQ main pass.
 TEST_CASE("cuda: the inputs the 64-token chunk kernels take") {
   using namespace linea;
   using cuda_detail::tiles::inputs_fit;
@@ -60,7 +62,7 @@ TEST_CASE("cuda: the inputs the 64-token chunk kernels take") {
   CHECK_FALSE(inputs_fit(args(64, 64, buf + 1)));  // base not 16-byte aligned
   auto k = args(64, 64, buf);
   k.l2q = k.l2k = true;
-  CHECK_FALSE(inputs_fit(k));
+  CHECK(inputs_fit(k));  // the in-kernel L2 norm runs on the tiles
   k = args(64, 64, buf);
   k.normalize = true;
   CHECK_FALSE(inputs_fit(k));
@@ -69,3 +71,119 @@ TEST_CASE("cuda: the inputs the 64-token chunk kernels take") {
   f.q = contiguous<4>(static_cast<const float*>(fbuf), {2, 64, 4, 64}), f.k = f.q, f.v = f.q, f.K = 64, f.V = 64;
   CHECK_FALSE(inputs_fit(f));  // float inputs: the general kernel
 }
+
+// gla on its 64-token kernel (perkey_chunk_kernel.hpp): partial value tile and key rows past K, a last chunk of 22.
+namespace linea::testing {
+TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), gla") { partial_tiles_aligned<gla>(); }
+
+// The per-key kernel applies the in-kernel gate itself (A_log, a dt_bias per key channel, the lower bound):
+// against the float64 reference with the same options.
+TEST_CASE("cuda: gla 64-token kernel with in-kernel gates (A_log, per-key dt_bias, lower bound)") {
+  const case_shape shape{.B = 2, .T = 150, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true, .seed = 31};
+  auto c = random_case<gla, bf16>::make(shape);
+  std::mt19937 rng(5);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  for (auto& x : c.gk.values()) x = bf16(normal(rng));  // logits
+  tensor<float, 1> A({shape.HV}), bias({shape.HV * shape.K});
+  for (auto& x : A.values()) x = float(0.5 * normal(rng));
+  for (auto& x : bias.values()) x = float(0.5 * normal(rng));
+  for (const bool lower : {false, true}) {
+    auto ref = c.cast<double>();
+    auto ra = ref.args();
+    ra.gate.A_log = contiguous<1>(static_cast<const float*>(A.data()), {shape.HV});
+    ra.gate.dt_bias = contiguous<1>(static_cast<const float*>(bias.data()), {shape.HV * shape.K});
+    if (lower) ra.gate.lower_bound = -5.0f;
+    reference::recurrent<gla, read::identity>(ra);
+
+    device_case<gla, bf16> d{c};
+    auto a = d.args(c.args());
+    a.gate.A_log = contiguous<1>(static_cast<const float*>(d.pool.copy(A)), {shape.HV});
+    a.gate.dt_bias = contiguous<1>(static_cast<const float*>(d.pool.copy(bias)), {shape.HV * shape.K});
+    if (lower) a.gate.lower_bound = -5.0f;
+    chunkwise<gla, read::identity, backend::cuda>(a);
+    d.back();
+    INFO("lower bound " << lower);
+    expect_close("o", c.o, ref.o, tolerance_for<bf16>(shape.T));
+    expect_close("final state", c.ht, ref.ht, tolerance_for<bf16>(shape.T));
+  }
+}
+}  // namespace linea::testing
+
+// The decode kernel's variants (CPL value columns per lane, NW warps per block; the library launches CPL = 4, NW = 4,
+// bench_cuda.cu --decode-variants measures the others) give the library's results through a permuted pool with a
+// skipped row, K = V = 128 (the library's result is checked against the float64 reference above).
+namespace linea::testing {
+template <class Rule, int CPL, int NW>
+void decode_variant_matches() {
+  const index_t B = 6, HV = 2, K = 128, V = 128;
+  auto c = random_case<Rule, bf16>::make({.B = B, .T = 1, .H = 2, .HV = HV, .K = K, .V = V, .initial_state = true, .seed = 41});
+  const std::vector<std::int32_t> idx = {3, -1, 0, 5, 1, 2};
+  tensor<float, 4> pools[2] = {tensor<float, 4>(c.h0.extents()), tensor<float, 4>(c.h0.extents())};
+  tensor<bf16, 4> outs[2] = {tensor<bf16, 4>(c.o.extents()), tensor<bf16, 4>(c.o.extents())};
+  for (int variant = 0; variant < 2; ++variant) {
+    device_case<Rule, bf16> d{c};
+    auto a = d.args(c.args());
+    float* pool = const_cast<float*>(a.initial_state.ptr);
+    a.final_state = strided<4>(pool, {B, HV, K, V}, {HV * K * V, K * V, V, 1});  // in place
+    if (variant == 0) {
+      a.state_indices = idx;
+      linea::step<Rule, read::identity, backend::cuda>(a);
+    } else {
+      problem p;
+      p.B = B, p.T = 1, p.H = 2, p.HV = HV, p.K = K, p.V = V, p.N = B, p.group = 1, p.scale = 1.0 / std::sqrt(double(K));
+      tensor<std::int32_t, 1> it({B});
+      std::copy(idx.begin(), idx.end(), it.data());
+      auto k = cuda_detail::make_kernel_args(a, p);
+      k.state_indices = d.pool.copy(it);
+      cuda_detail::launch_decode_k<Rule, bf16, 128, CPL, NW>(k, B, cuda_detail::exec{});
+    }
+    cuda_ok(cudaDeviceSynchronize());
+    copy_back(pools[variant], pool);
+    copy_back(outs[variant], d.o);
+  }
+  INFO(rule_name<Rule>::value << " decode CPL = " << CPL << ", NW = " << NW);
+  CHECK(relative_error(outs[1], outs[0]) <= tolerance_for<bf16>());
+  CHECK(relative_error(pools[1], pools[0]) <= tolerance_for<float>());
+  CHECK(all_finite(pools[1]));
+}
+TEST_CASE("cuda: the decode kernel's variants give the library's results") {
+  decode_variant_matches<gated_delta, 2, 4>();
+  decode_variant_matches<gated_delta, 4, 8>();
+  decode_variant_matches<gated_delta, 2, 8>();
+  decode_variant_matches<additive, 2, 8>();
+}
+}  // namespace linea::testing
+
+// qk_l2norm on the 64-token kernels (the norms applied to the q, k tiles in place): q and k elements scaled by
+// 0.5..2 so that the norm matters; against the float64 reference with the same option.
+namespace linea::testing {
+template <class Rule>
+void l2norm_case() {
+  const case_shape shape{.B = 2, .T = 150, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true, .seed = 51};
+  auto c = random_case<Rule, bf16>::make(shape);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> unit(0.5, 2.0);
+  for (auto& x : c.q.values()) x = bf16(double(x) * unit(rng));
+  for (auto& x : c.k.values()) x = bf16(double(x) * unit(rng));
+  auto ref = c.template cast<double>();
+  auto ra = ref.args();
+  ra.qk_l2norm = true;
+  reference::recurrent<Rule, read::identity>(ra);
+  device_case<Rule, bf16> d{c};
+  auto a = d.args(c.args());
+  a.qk_l2norm = true;
+  chunkwise<Rule, read::identity, backend::cuda>(a);
+  d.back();
+  INFO(rule_name<Rule>::value << " chunkwise bf16 qk_l2norm");
+  expect_close("o", c.o, ref.o, tolerance_for<bf16>(shape.T));
+  expect_close("final state", c.ht, ref.ht, tolerance_for<bf16>(shape.T));
+  expect_close("residual", c.residual, ref.residual, tolerance_for<bf16>(shape.T));
+}
+TEST_CASE("cuda: qk_l2norm on the 64-token chunk kernels") {
+  l2norm_case<additive>();
+  l2norm_case<simple_gla>();
+  l2norm_case<delta>();
+  l2norm_case<gated_delta>();
+  l2norm_case<gla>();
+}
+}  // namespace linea::testing

@@ -20,7 +20,8 @@ constexpr float log2_zero = -64.f;
 __device__ __forceinline__ float clamped_log2_decay(float x) { return x < log2_zero ? log2_zero : x; }
 
 // Whether a 64-token chunk kernel can read this call's q, k, v: 16-bit, contiguous rows 16-byte aligned
-// (cp.async), K ≤ 128, no in-kernel L2 norm, no normalize, not the CCQ main pass.
+// (cp.async), K ≤ 128, no normalize, not the CCQ main pass. (The in-kernel L2 norm is applied to their tiles:
+// l2norm_rows below.)
 template <class T>
 bool inputs_fit(const kernel_args<T>& k) {
   if constexpr (sizeof(T) != 2) {
@@ -30,7 +31,7 @@ bool inputs_fit(const kernel_args<T>& k) {
       return v.str[3] == 1 && v.str[2] % 8 == 0 && v.str[1] % 8 == 0 && v.str[0] % 8 == 0 &&
              reinterpret_cast<std::uintptr_t>(v.ptr) % 16 == 0;
     };
-    return k.K <= KP && !k.l2q && !k.l2k && !k.normalize && !k.q_tilde_in.ptr && rows16(k.q) && rows16(k.k) &&
+    return k.K <= KP && !k.normalize && !k.q_tilde_in.ptr && rows16(k.q) && rows16(k.k) &&
            rows16(k.v);
   }
 }
@@ -101,6 +102,35 @@ struct site {
     fetch_rows<BVW / 8, NTH>(dst, BVW + 8, v0, a.v.str[1], c0, L, Vw, tid);
   }
 };
+
+// The in-kernel L2 norm (qk_l2norm) on a chunk tile [CL][ld] of 16-bit rows, in place: x̂ = x / sqrt(Σ x² + 1e-6)
+// per row (SPEC §1; as fla, the normalised rows are rounded to the input type). NTH threads, this one at tid among
+// them; NTH / CL consecutive lanes share a row. Rows past the chunk and columns past K are zeros and stay so.
+template <int NTH, class E>
+__device__ __forceinline__ void l2norm_rows(E* X, int ld, int tid) {
+  static_assert(sizeof(E) == 2 && NTH % CL == 0 && 32 % (NTH / CL) == 0, "16-bit rows, lanes of a row in one warp");
+  constexpr int TPR = NTH / CL, W = KP / TPR;  // threads per row, columns per thread
+  E* p = X + (tid / TPR) * ld + (tid % TPR) * W;
+  uint4 raw[W / 8];
+  float ss = 0;
+#pragma unroll
+  for (int u = 0; u < W / 8; ++u) {
+    raw[u] = *reinterpret_cast<const uint4*>(p + 8 * u);
+    const E* e = reinterpret_cast<const E*>(&raw[u]);
+#pragma unroll
+    for (int c = 0; c < 8; ++c) ss = fmaf(static_cast<float>(e[c]), static_cast<float>(e[c]), ss);
+  }
+#pragma unroll
+  for (int o = 1; o < TPR; o <<= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  const float f = rsqrtf(ss + 1e-6f);
+#pragma unroll
+  for (int u = 0; u < W / 8; ++u) {
+    E* e = reinterpret_cast<E*>(&raw[u]);
+#pragma unroll
+    for (int c = 0; c < 8; ++c) e[c] = from_float<E>(static_cast<float>(e[c]) * f);
+    *reinterpret_cast<uint4*>(p + 8 * u) = raw[u];
+  }
+}
 
 // One warp: dst[r] = Σ_{s ≤ r} x_s over the chunk's 64 rows, lane l holding x_l (x0) and x_{l+32} (x1).
 __device__ __forceinline__ void scan64(float x0, float x1, float* dst) {

@@ -46,10 +46,10 @@ __device__ __forceinline__ void store_cols(float* p, index_t stride, bool vec, i
   }
 }
 
-template <class Rule, class T, int KMAX, int CPL>
-__global__ void __launch_bounds__(decode_threads) decode_kernel(const kernel_args<T> a) {
+template <class Rule, class T, int KMAX, int CPL, int NW = decode_threads / 32>
+__global__ void __launch_bounds__(32 * NW) decode_kernel(const kernel_args<T> a) {
   using traits = pass_traits<Rule, pass::main>;
-  constexpr int NW = decode_threads / 32, RW = KMAX / NW, cols = 32 * CPL;
+  constexpr int threads = 32 * NW, RW = (KMAX + NW - 1) / NW, cols = 32 * CPL;
   const source<T> src{a};
   const int K = static_cast<int>(a.K), V = static_cast<int>(a.V);
   const index_t hv = blockIdx.y, n = blockIdx.z;
@@ -60,7 +60,7 @@ __global__ void __launch_bounds__(decode_threads) decode_kernel(const kernel_arg
   const index_t bt = seq.bt;
 
   if (seq.row < 0) {  // skipped row: zero output and residual, state untouched (as on the CPU)
-    for (int j = jb + tid; j < jb + cols && j < V; j += decode_threads) {
+    for (int j = jb + tid; j < jb + cols && j < V; j += threads) {
       a.o(bt, 0, hv, j) = from_float<T>(0.f);
       if (a.residual.ptr) a.residual(bt, 0, hv, j) = from_float<T>(0.f);
     }
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(decode_threads) decode_kernel(const kernel_arg
   // have them without a barrier.
   const token_scalars ts = src.template scalars<Rule::inputs>(bt, 0, hv);
   float qq = 0, kk = 0;
-  for (int i = tid; i < KMAX; i += decode_threads) {
+  for (int i = tid; i < KMAX; i += threads) {
     float qi = 0, ki = 0, l = 0, bi = 0;
     if (i < K) {
       qi = qtrow ? qtrow[i * a.q_tilde_in.str[3]] : to_float(qrow[i * a.q.str[3]]);

@@ -114,6 +114,11 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       }
       tiles::cp_async_wait_all();                // this thread's pieces of q and k
       bar::sync(bar::producers, sh::producers);  // everyone's, G and β; chunk c − 1's solve is done with A
+      if (a.l2q || a.l2k) {  // the in-kernel L2 norm, on the tiles in place (the consumers read them normalised)
+        if (a.l2q) tiles::l2norm_rows<sh::producers>(Qs, LDK, ptid);
+        if (a.l2k) tiles::l2norm_rows<sh::producers>(Ks, LDK, ptid);
+        bar::sync(bar::producers, sh::producers);
+      }
 
       // P (warps 0, 1) or A (warps 2, 3), by row blocks of 16: warp parity 0 takes rows 48..63 and 0..15,
       // parity 1 rows 32..47 and 16..31 (ten 16×16 blocks on or below the diagonal each way).

@@ -9,6 +9,7 @@
 #include "index_check.hpp"
 #include "kernel_attributes.hpp"
 #include "launch_options.hpp"
+#include "perkey_chunk_kernel.hpp"
 #include "recurrent_kernel.hpp"
 #include "scalar_chunk_kernel.hpp"
 #include "workspace.hpp"
@@ -65,11 +66,12 @@ void launch_recurrent(const kernel_args<T>& k, index_t rows, const exec& x) {
 
 // ---- decode step (main pass, K <= 128); the stats pass and larger K use the token-by-token kernel -----------------
 // Four columns per lane (16-byte loads): closer to copy bandwidth on the H200 than two (bench/cuda/README.md).
-template <class Rule, class T, int KMAX>
+// (CPL, NW: columns per lane and warps per block; bench_cuda.cu --decode-variants measures the others.)
+template <class Rule, class T, int KMAX, int CPL = 4, int NW = decode_threads / 32>
 void launch_decode_k(const kernel_args<T>& k, index_t rows, const exec& x) {
-  constexpr int CPL = 4, cols = 32 * CPL;
+  constexpr int cols = 32 * CPL;
   const dim3 grid(static_cast<unsigned>((k.V + cols - 1) / cols), static_cast<unsigned>(k.HV), static_cast<unsigned>(rows));
-  decode_kernel<Rule, T, KMAX, CPL><<<grid, decode_threads, 0, x.stream>>>(k);
+  decode_kernel<Rule, T, KMAX, CPL, NW><<<grid, 32 * NW, 0, x.stream>>>(k);
   check_launch("decode_kernel");
 }
 
@@ -84,12 +86,18 @@ void launch_step(const kernel_args<T>& k, index_t rows, const exec& x) {
   launch_recurrent<Rule, T, P>(k, rows, x);
 }
 
-// ---- chunk kernels: the 64-token ones of the scalar-decay rules when their inputs allow, else the general one --------
+// ---- chunk kernels: the 64-token ones when their inputs allow, else the general one ------------------------------
 // additive / simple_gla: one CTA per (head, sequence, 64 value columns); delta / gated_delta: one warp-specialised
-// CTA per (head, sequence) holding all value columns (V <= 128 here).
+// CTA per (head, sequence) holding all value columns (V <= 128 here); gla: one CTA per (head, sequence).
 template <class Rule, class T, class E>
 void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
-  if constexpr (delta_chunk_rule<Rule, pass::main>) {
+  if constexpr (perkey_chunk_rule<Rule, pass::main>) {
+    using sh = perkey_chunk_shape;
+    constexpr auto kernel = perkey_chunk_kernel<Rule, T, E>;
+    allow_dynamic_shared<kernel>(sh::bytes, x.device);
+    kernel<<<dim3(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), 1u), sh::threads, sh::bytes, x.stream>>>(k);
+    check_launch("perkey_chunk_kernel");
+  } else if constexpr (delta_chunk_rule<Rule, pass::main>) {
     using sh = delta_pipeline_shape;
     constexpr auto kernel = delta_pipeline_kernel<Rule, T, E>;
     allow_dynamic_shared<kernel>(sh::bytes, x.device);
@@ -114,7 +122,7 @@ void launch_chunk(const kernel_args<T>& k, index_t rows, const exec& x) {
     throw error("the CUDA chunkwise form supports K, V <= 128, but K = " + std::to_string(k.K) +
                 ", V = " + std::to_string(k.V) + " (use the recurrent form)");
   using E = typename operand_type<T>::type;  // bf16 / fp16 on tensor cores, float in fp32 FMAs
-  if constexpr ((scalar_chunk_rule<Rule, P> || delta_chunk_rule<Rule, P>) && sizeof(T) == 2) {
+  if constexpr ((scalar_chunk_rule<Rule, P> || delta_chunk_rule<Rule, P> || perkey_chunk_rule<Rule, P>) && sizeof(T) == 2) {
     if (tiles::inputs_fit(k)) return launch_chunk64<Rule, T, E>(k, rows, x);  // the 64-token kernels
   }
   constexpr int BV = chunk_bv<Rule, T, E, P>;

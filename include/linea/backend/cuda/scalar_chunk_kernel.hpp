@@ -13,8 +13,9 @@
 // the operand tiles — k and v double-buffered, q refilled during Y, when nothing reads it — and Kᵀ and V are
 // read token-major through ldmatrix .trans, so no tile is rewritten or transposed on the way.
 //
-// It takes what tiles::inputs_fit accepts (16-bit inputs, aligned rows, K ≤ 128); everything else (float inputs,
-// other strides, in-kernel L2 norms, normalize, the CCQ passes) runs the general chunk kernel (chunk_kernel.hpp).
+// It takes what tiles::inputs_fit accepts (16-bit inputs, aligned rows, K ≤ 128; in-kernel L2 norms on the q, k
+// tiles in place); everything else (float inputs, other strides, normalize, the CCQ passes) runs the general chunk
+// kernel (chunk_kernel.hpp).
 #pragma once
 #include "chunk_tiles.hpp"
 
@@ -86,6 +87,11 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
     __syncthreads();  // this chunk's q, k, v, G and the state's Sᵀ are in; last chunk's P, V_d are read
     if (more) {       // the next chunk's k, v and G: land during this chunk
       cta.fetch_k(Kbuf(buf ^ 1), a, c0 + CL, Ln), cta.fetch_v(Vbuf(buf ^ 1), a, c0 + CL, Ln);
+    }
+    if (a.l2q || a.l2k) {  // the in-kernel L2 norm, on the tiles in place
+      if (a.l2q) tiles::l2norm_rows<tiles::threads>(Qs, LDK, tid);
+      if (a.l2k) tiles::l2norm_rows<tiles::threads>(Kbuf(buf), LDK, tid);
+      __syncthreads();
     }
     float gn0 = 0, gn1 = 0;
     if (decays && warp == 0 && more) gn0 = raw_g(c0 + CL, Ln, lane), gn1 = raw_g(c0 + CL, Ln, lane + 32);
