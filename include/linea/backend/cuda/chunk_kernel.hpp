@@ -1,6 +1,7 @@
 // linea/backend/cuda/chunk_kernel.hpp — the chunkwise forward (SPEC §4) on tensor cores, the general kernel: every
-// rule, read, input type and layout. (The scalar-decay rules with 16-bit, aligned inputs take the 64-token
-// kernels instead: scalar_chunk_kernel.hpp, delta_pipeline_kernel.hpp; launch.hpp chooses.)
+// rule, read, input type and layout. (The scalar-decay rules and gla, with 16-bit, aligned inputs, take the
+// 64-token kernels instead: scalar_chunk_kernel.hpp, delta_pipeline_kernel.hpp, perkey_chunk_kernel.hpp; launch.hpp
+// chooses.)
 //
 // One CTA per (sequence, value head, tile of VP value columns: 64 when two CTAs fit an SM, else 128), 8 warps;
 // the K×VP state tile lives in registers for the whole sequence (fp32 mma accumulators: warp w owns key rows
