@@ -62,6 +62,51 @@ __device__ __forceinline__ void put_p(E* p, float x) {
   *p = from_float<E>(x);
 }
 
+// Phase D's reduce-scatter step: lane l keeps the half of x[0 .. 2N) selected by its bit N, summed with its partner's.
+template <int N, int M>
+__device__ __forceinline__ void reduce_scatter_step(float (&x)[M], int lane) {
+  static_assert(2 * N <= M, "reduce_scatter_step: 2N live entries");
+  const bool upper = lane & N;
+#pragma unroll
+  for (int e = 0; e < N; ++e) {
+    const float send = upper ? x[e] : x[e + N], keep = upper ? x[e + N] : x[e];
+    x[e] = keep + __shfl_xor_sync(0xffffffffu, send, N);
+  }
+}
+
+// Phase D, one warp: rows 2·Q, 2·Q + 1 of the 8×8 diagonal block at row and column b0 of P, in log space.
+// Each lane sums its four key channels for the 16 entries (0 above the diagonal); a reduce-scatter over lane bits
+// 3..0 and one exchange across bit 4 leave lanes l and l + 16 the whole sum of entry l % 16 = (row 2·Q + l % 16 / 8,
+// column l % 8) — 16 independent shuffles rather than a chain of five per entry.
+template <int Q, class E>
+__device__ __forceinline__ float perkey_diagonal_rows(const E* Qs, const E* Ks, const float* G, int b0, int lane) {
+  constexpr int LDK = perkey_chunk_shape::LDK, LDG = perkey_chunk_shape::LDG;
+  const int dc = 4 * lane;
+  float x[16];
+#pragma unroll
+  for (int e = 0; e < 16; ++e) x[e] = 0.f;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int r = b0 + 2 * Q + i;
+    float qv[4], gr[4];
+    load_n<4>(Qs + r * LDK + dc, qv);
+    load_n<4>(G + r * LDG + dc, gr);
+#pragma unroll
+    for (int j = 0; j <= 2 * Q + i; ++j) {
+      float kv[4], gs[4];
+      load_n<4>(Ks + (b0 + j) * LDK + dc, kv);
+      load_n<4>(G + (b0 + j) * LDG + dc, gs);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) x[8 * i + j] = fmaf(qv[u] * kv[u], tiles::ex2(gr[u] - gs[u]), x[8 * i + j]);
+    }
+  }
+  reduce_scatter_step<8>(x, lane);
+  reduce_scatter_step<4>(x, lane);
+  reduce_scatter_step<2>(x, lane);
+  reduce_scatter_step<1>(x, lane);
+  return x[0] + __shfl_xor_sync(0xffffffffu, x[0], 16);
+}
+
 template <class Rule, class T, class E>
 __global__ void __launch_bounds__(perkey_chunk_shape::threads, 1) perkey_chunk_kernel(const kernel_args<T> a) {
   using sh = perkey_chunk_shape;
@@ -88,22 +133,30 @@ __global__ void __launch_bounds__(perkey_chunk_shape::threads, 1) perkey_chunk_k
   // and the cumulation when they are needed.
   const bool has_d = d < cta.Kw;
   const T* gk0 = a.gk.ptr + seq.bt * a.gk.str[0] + hv * a.gk.str[2] + d * a.gk.str[3];
-  T raw[32];
+  std::uint32_t raw[16];  // two 16-bit inputs a register (rows 2i, 2i + 1)
   auto read_gk = [&](index_t c0, int L) {
     const T* p = gk0 + (c0 + 32 * half) * a.gk.str[1];
+    const T zero = from_float<T>(0.f);
 #pragma unroll
-    for (int i = 0; i < 32; ++i) raw[i] = has_d && 32 * half + i < L ? p[i * a.gk.str[1]] : from_float<T>(0.f);
+    for (int i = 0; i < 16; ++i) {
+      const T lo = has_d && 32 * half + 2 * i < L ? p[2 * i * a.gk.str[1]] : zero;
+      const T hi = has_d && 32 * half + 2 * i + 1 < L ? p[(2 * i + 1) * a.gk.str[1]] : zero;
+      raw[i] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
+    }
   };
   float g[32];  // cumulative log₂ α over this thread's rows (before the first half's sum is added)
   auto scan_gk = [&](int L) {
     float run = 0;
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
-      float x = to_float(raw[i]);
-      if (a.gate_active) x = gate_from_logit(x, a.A_log, a.dt_bias, a.has_lower_bound, a.lower_bound, hv, hv * a.K + d);
-      lane_token t;
-      t.gk.value = x;
-      const float l = has_d && 32 * half + i < L ? tiles::clamped_log2_decay(Rule::decay::log_alpha(t, d) * tiles::log2e) : 0.f;
+      float l = 0;
+      if (has_d && 32 * half + i < L) {  // (channels past K have no gate bias to read)
+        float x = to_float(T::from_bits(static_cast<std::uint16_t>(raw[i / 2] >> (16 * (i % 2)))));
+        if (a.gate_active) x = gate_from_logit(x, a.A_log, a.dt_bias, a.has_lower_bound, a.lower_bound, hv, hv * a.K + d);
+        lane_token t;
+        t.gk.value = x;
+        l = tiles::clamped_log2_decay(Rule::decay::log_alpha(t, d) * tiles::log2e);
+      }
       g[i] = run += l;
     }
     if (half == 0) tot[d] = run;
@@ -145,31 +198,20 @@ __global__ void __launch_bounds__(perkey_chunk_shape::threads, 1) perkey_chunk_k
 
     // ---- D: the 8×8 diagonal blocks of P in log space; zeros above them ----------------------------------------------
     {
-      const int b0 = 8 * warp, dc = 4 * lane;
-#pragma unroll
-      for (int i = 0; i < 8; ++i) {
-        float qv[4], gr[4];
-        load_n<4>(Qs + (b0 + i) * LDK + dc, qv);
-        load_n<4>(G + (b0 + i) * LDG + dc, gr);
-#pragma unroll
-        for (int j = 0; j <= i; ++j) {
-          float kv[4], gs[4];
-          load_n<4>(Ks + (b0 + j) * LDK + dc, kv);
-          load_n<4>(G + (b0 + j) * LDG + dc, gs);
-          float x = 0;
-#pragma unroll
-          for (int u = 0; u < 4; ++u) x = fmaf(qv[u] * kv[u], ex2(gr[u] - gs[u]), x);
-#pragma unroll
-          for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-          if (lane == j) put_p(Pe + (b0 + i) * LDP + b0 + j, x);
-        }
-      }
-      // zeros: above the diagonal of this 8×8 block, and (first half of a 16-row block) the 8×8 block right of it
-      for (int e = lane; e < 64; e += 32) {
-        const int i = e / 8, j = e % 8;
-        if (j > i) put_p(Pe + (b0 + i) * LDP + b0 + j, 0.f);
-        if ((warp & 1) == 0) put_p(Pe + (b0 + i) * LDP + b0 + 8 + j, 0.f);
-      }
+      const int b0 = 8 * warp;
+      const int e = lane % 16, i = e / 8, j = e % 8;  // lanes l and l + 16 hold entry l % 16 of two rows
+      E* row = Pe + (b0 + i) * LDP + b0 + j;
+      const bool writes = lane < 16;
+      float x = perkey_diagonal_rows<0>(Qs, Ks, G, b0, lane);
+      if (writes) put_p(row, x);
+      x = perkey_diagonal_rows<1>(Qs, Ks, G, b0, lane);
+      if (writes) put_p(row + 2 * LDP, x);
+      x = perkey_diagonal_rows<2>(Qs, Ks, G, b0, lane);
+      if (writes) put_p(row + 4 * LDP, x);
+      x = perkey_diagonal_rows<3>(Qs, Ks, G, b0, lane);
+      if (writes) put_p(row + 6 * LDP, x);
+      if ((warp & 1) == 0)  // first half of a 16-row block: the 8×8 block right of the diagonal is zero
+        for (int e = lane; e < 64; e += 32) put_p(Pe + (b0 + e / 8) * LDP + b0 + 8 + e % 8, 0.f);
     }
     if (a.residual.ptr) {  // u = v (w = 1)
       for (int x = tid; x < L * BVW; x += sh::threads) {
@@ -180,53 +222,80 @@ __global__ void __launch_bounds__(perkey_chunk_shape::threads, 1) perkey_chunk_k
     __syncthreads();  // every read of the raw q, k done
 
     // ---- E: the decayed operands --------------------------------------------------------------------------------
+    // This thread: key channel d of row blocks 2·half and 2·half + 1. Each factor 2^(x − y) with x ≤ y is one exp2
+    // or a product of such factors (every one ≤ 1: no overflow), so a row costs three exp2 (its row-block and
+    // 8×8 references; q ⊙ 2^G) rather than one per operand.
     {
-      const float gC = G[(CL - 1) * LDG + d];
+      auto gat = [&](int r) { return G[r * LDG + d]; };
+      const float gC = gat(CL - 1), g15 = gat(15), g31 = gat(31), g47 = gat(47);
+      const float d1 = ex2(g31 - g15), d2 = ex2(g47 - g31);  // KR_1 → KR_2 → KR_3 factors
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        const int ib = 2 * half + b;
+        const float gm = gat(16 * ib + 7), ge = gat(16 * ib + 15);  // the 8×8 reference row; the block's last row
+        const float gp = ib == 1 ? g15 : ib == 2 ? g31 : g47;       // the row before the block (ib ≥ 1)
+        const float c_mp = ib >= 1 ? ex2(gm - gp) : 0.f, c_em = ex2(ge - gm), c_Ce = ex2(gC - ge);
 #pragma unroll 4
-      for (int i = 0; i < 32; ++i) {
-        const int r = 32 * half + i, ib = r >> 4, rho = r & 15;
-        const float gv = G[r * LDG + d];
-        const float q = to_float(Qs[r * LDK + d]), k = to_float(Ks[r * LDK + d]);
-        Qs[r * LDK + d] = from_float<E>(q * ex2(gv));
-        Ks[r * LDK + d] = from_float<E>(k * ex2(gC - gv));
-        if (ib >= 1) QR[(r - 16) * LDK + d] = from_float<E>(q * ex2(gv - G[(16 * ib - 1) * LDG + d]));
-        for (int j = ib + 1; j < 4; ++j)  // KR_j: rows before block j
-          KR[(sh::kr_row(j) + r) * LDK + d] = from_float<E>(k * ex2(G[(16 * j - 1) * LDG + d] - gv));
-        const float gm = G[(16 * ib + 7) * LDG + d];
-        if (rho >= 8) Q8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(q * ex2(gv - gm));
-        else K8[(8 * ib + rho) * LDK + d] = from_float<E>(k * ex2(gm - gv));
+        for (int rho = 0; rho < 16; ++rho) {
+          const int r = 16 * ib + rho;
+          const float gv = gat(r);
+          const float q = to_float(Qs[r * LDK + d]), k = to_float(Ks[r * LDK + d]);
+          float fe;  // 2^(G_e − G_r), e the block's last row
+          if (rho < 8) {
+            const float em = ex2(gm - gv);
+            K8[(8 * ib + rho) * LDK + d] = from_float<E>(k * em);
+            if (ib >= 1) QR[(r - 16) * LDK + d] = from_float<E>(q * ex2(gv - gp));
+            fe = em * c_em;
+          } else {
+            const float em = ex2(gv - gm);
+            Q8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(q * em);
+            if (ib >= 1) QR[(r - 16) * LDK + d] = from_float<E>(q * em * c_mp);
+            fe = ex2(ge - gv);
+          }
+          Qs[r * LDK + d] = from_float<E>(q * ex2(gv));
+          Ks[r * LDK + d] = from_float<E>(k * fe * c_Ce);
+          // KR_j for the blocks j after this one (rows before block j, through row 16j − 1): 2^(G_{16j−1} − G_r)
+          float f = fe;
+          if (ib < 1) KR[(sh::kr_row(1) + r) * LDK + d] = from_float<E>(k * f), f *= d1;
+          if (ib < 2) KR[(sh::kr_row(2) + r) * LDK + d] = from_float<E>(k * f), f *= d2;
+          if (ib < 3) KR[(sh::kr_row(3) + r) * LDK + d] = from_float<E>(k * f);
+        }
       }
     }
     __syncthreads();  // operands in
 
     // ---- F: the blocks of P below the diagonal; Q S -------------------------------------------------------------------
-    auto put_strip = [&](const auto& p, int rows) {  // row block `rows / 16`, columns 0 .. 16·(rows / 16) − 1
+    // (row block 3's 48 columns are split over warps 0 and 7, so that no warp has more than 32 products here)
+    auto put_strip = [&](const auto& p, int rows, int cols) {  // rows of block rows / 16, from column `cols`
       constexpr int NT = std::extent_v<std::remove_reference_t<decltype(p)>>;
 #pragma unroll
       for (int t = 0; t < NT; ++t)
 #pragma unroll
         for (int h = 0; h < 2; ++h)
-          *reinterpret_cast<std::uint32_t*>(Pe + (rows + acc_row(2 * h)) * LDP + 8 * t + acc_col(0)) =
+          *reinterpret_cast<std::uint32_t*>(Pe + (rows + acc_row(2 * h)) * LDP + cols + 8 * t + acc_col(0)) =
               pack2<E>(p[t][2 * h], p[t][2 * h + 1]);
     };
     if (warp == 0) {
-      float p[6][4] = {};
-      mma_strip<E, 6>(p, QR + 32 * LDK, LDK, KR + sh::kr_row(3) * LDK, LDK, KP / 16);
-      put_strip(p, 48);
+      float p[4][4] = {};
+      mma_strip<E, 4>(p, QR + 32 * LDK, LDK, KR + sh::kr_row(3) * LDK, LDK, KP / 16);
+      put_strip(p, 48, 0);
+    } else if (warp == 7) {
+      float p[2][4] = {};
+      mma_strip<E, 2>(p, QR + 32 * LDK, LDK, KR + (sh::kr_row(3) + 32) * LDK, LDK, KP / 16);
+      put_strip(p, 48, 32);
     } else if (warp == 1) {
       float p[4][4] = {};
       mma_strip<E, 4>(p, QR + 16 * LDK, LDK, KR + sh::kr_row(2) * LDK, LDK, KP / 16);
-      put_strip(p, 32);
+      put_strip(p, 32, 0);
     } else if (warp == 2) {
       float p[2][4] = {};
       mma_strip<E, 2>(p, QR, LDK, KR + sh::kr_row(1) * LDK, LDK, KP / 16);
-      put_strip(p, 16);
-    } else if (warp < 7) {  // block ib = warp − 3: rows 8..15 × columns 0..7 (the tile's rows 0..7)
+      put_strip(p, 16, 0);
+    } else {  // warps 3..6, block ib = warp − 3: rows 8..15 × columns 0..7 (the tile's rows 0..7)
       const int ib = warp - 3;
       float c[4] = {};
       mma_tile<E>(c, Q8 + 8 * ib * LDK, LDK, K8 + 8 * ib * LDK, LDK, KP / 16);
-      if (acc_row(0) < 8)
-        *reinterpret_cast<std::uint32_t*>(Pe + (16 * ib + 8 + acc_row(0)) * LDP + 16 * ib + acc_col(0)) = pack2<E>(c[0], c[1]);
+      *reinterpret_cast<std::uint32_t*>(Pe + (16 * ib + 8 + acc_row(0)) * LDP + 16 * ib + acc_col(0)) = pack2<E>(c[0], c[1]);
     }
     float o[8][4] = {};
     mma_strip<E, 8>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
