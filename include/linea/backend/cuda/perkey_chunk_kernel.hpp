@@ -15,7 +15,8 @@
 //
 // One CTA of 8 warps per (value head, sequence) holds the whole 128-column state (64 fp32 registers per
 // thread: warp w owns key rows 16w .. 16w + 15), so P and its operands are formed once per head. Per chunk:
-//   A  G: each thread cumulates the log decays of one key channel over 32 rows (read a chunk ahead into registers)
+//   A  G: each thread cumulates the log decays of one key channel over 32 rows (read a chunk ahead into registers);
+//      the in-kernel L2 norm (qk_l2norm) on the q, k tiles
 //   D  the 8×8 diagonal blocks of P in log space, from the raw q, k and G
 //   E  the decayed operands, a thread per (key channel, half chunk): Q ⊙ 2^G over q and K ⊙ 2^(G_C − G) over k
 //      (in place), QR, KR, Q8, K8
