@@ -49,7 +49,8 @@ __device__ __forceinline__ void store_cols(float* p, index_t stride, bool vec, i
 template <class Rule, class T, int KMAX, int CPL, int NW = decode_threads / 32>
 __global__ void __launch_bounds__(32 * NW) decode_kernel(const kernel_args<T> a) {
   using traits = pass_traits<Rule, pass::main>;
-  constexpr int threads = 32 * NW, RW = (KMAX + NW - 1) / NW, cols = 32 * CPL;
+  static_assert(KMAX % NW == 0, "decode_kernel: every warp owns the same number of key rows");
+  constexpr int threads = 32 * NW, RW = KMAX / NW, cols = 32 * CPL;
   const source<T> src{a};
   const int K = static_cast<int>(a.K), V = static_cast<int>(a.V);
   const index_t hv = blockIdx.y, n = blockIdx.z;
