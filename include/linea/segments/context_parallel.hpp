@@ -1,0 +1,174 @@
+// linea/segments/context_parallel.hpp — context parallelism: sequences sharded along T over R ranks (GPUs, or
+// threads), each rank holding one segment of every sequence, combined exactly as the segmented forward combines
+// pieces (plan.hpp):
+//
+//   linea::cp::transport& t = ...;                        // nccl_transport (CUDA), local_group (threads), loopback
+//   linea::context_parallel<linea::gated_delta>(shard, t);                       // host backends
+//   linea::context_parallel<linea::gated_delta, linea::read::identity, linea::backend::cuda>(shard, t, {.stream = s});
+//
+// `shard` is the rank's arguments: its tokens of the N sequences (B rows of its T_r tokens, or packed with its own
+// cu_seqlens, sequence n being rank r's part of sequence n; a part may be empty). Rank 0 alone takes the initial
+// state and the last rank alone writes the final state (either given on another rank is an error). Per rank:
+//   rank r < R-1: pass A — its segment from a zero state (rank 0: from the initial state, its outputs final), whose
+//                 final state is B_r; ranks 0 < r < R-1 also pass M, the transition M_r (segments/forward.hpp);
+//   every rank:   allgather of (B_r, M_r): N·HV·K·(V + KM) state-type values per rank (KM = K, 1 or 0: host_ops.hpp);
+//   rank r > 0:   S_init(r) = M_{r-1}(…(M_1 B_0 + B_1)…) + B_{r-1}, then pass C from S_init(r), writing its outputs.
+// The exchange is the transport's: the same code runs over NCCL, over threads of one process, or one rank alone.
+#pragma once
+#include <barrier>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "forward.hpp"
+
+namespace linea::cp {
+
+// How the ranks exchange their summaries. Memory is the backend's (host for cpu / generic, device for cuda); a
+// CUDA transport orders the exchange on the stream the call was given.
+class transport {
+ public:
+  virtual ~transport() = default;
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  // Every rank's `bytes` bytes at `send`, in rank order, into `recv` (size() · bytes).
+  virtual void allgather(const void* send, void* recv, std::size_t bytes) = 0;
+};
+
+using copy_fn = std::function<void(void* dst, const void* src, std::size_t bytes)>;
+inline void host_copy(void* dst, const void* src, std::size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+}
+
+// R ranks as R threads of one process: member(r) is rank r's transport; each rank calls allgather from its own
+// thread (a barrier waits for all). `ready` (per rank, optional) runs before the rank's data is read, e.g. a
+// stream synchronisation; `copy` moves the bytes.
+class local_group {
+ public:
+  explicit local_group(int ranks, copy_fn copy = host_copy)
+      : sends_(static_cast<std::size_t>(ranks)), barrier_(ranks), copy_(std::move(copy)) {
+    for (int r = 0; r < ranks; ++r) members_.push_back(std::make_unique<member>(*this, r));
+  }
+  transport& rank(int r) { return *members_.at(static_cast<std::size_t>(r)); }
+  void on_ready(int r, std::function<void()> f) { members_.at(static_cast<std::size_t>(r))->ready = std::move(f); }
+
+ private:
+  struct member final : transport {
+    member(local_group& g, int r) : group(g), me(r) {}
+    int rank() const override { return me; }
+    int size() const override { return static_cast<int>(group.sends_.size()); }
+    void allgather(const void* send, void* recv, std::size_t bytes) override {
+      if (ready) ready();
+      group.sends_[static_cast<std::size_t>(me)] = send;
+      group.barrier_.arrive_and_wait();
+      for (int j = 0; j < size(); ++j) group.copy_(static_cast<char*>(recv) + j * bytes, group.sends_[static_cast<std::size_t>(j)], bytes);
+      group.barrier_.arrive_and_wait();  // every send stays valid until all have read it
+    }
+    local_group& group;
+    int me;
+    std::function<void()> ready;
+  };
+  std::vector<const void*> sends_;
+  std::barrier<> barrier_;
+  copy_fn copy_;
+  std::vector<std::unique_ptr<member>> members_;
+};
+
+// One rank of R alone, every rank's slot filled with its own data: the work and traffic of rank `r` without the
+// others (for timing a rank on one device; the results are not the sharded sequence's).
+class loopback final : public transport {
+ public:
+  loopback(int r, int ranks, copy_fn copy = host_copy) : r_(r), ranks_(ranks), copy_(std::move(copy)) {}
+  int rank() const override { return r_; }
+  int size() const override { return ranks_; }
+  void allgather(const void* send, void* recv, std::size_t bytes) override {
+    for (int j = 0; j < ranks_; ++j) copy_(static_cast<char*>(recv) + j * bytes, send, bytes);
+  }
+
+ private:
+  int r_, ranks_;
+  copy_fn copy_;
+};
+
+// The bytes a rank sends in one call (its summaries), for rule Rule and sizes p.
+template <class Rule, class S>
+std::size_t bytes_per_rank(const problem& p) {
+  const segments::state_dims d{p.HV, p.K, p.V, segments::transition_columns<Rule>(p.K)};
+  return static_cast<std::size_t>(p.N * (d.state() + d.transition())) * sizeof(S);
+}
+
+// The context-parallel forward of rank t.rank() over backend operations `ops` (host_ops, cuda segments' ops).
+template <class Rule, class Ops, class T, class S>
+void forward(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t) {
+  const int R = t.size(), r = t.rank();
+  if (R < 1 || r < 0 || r >= R)
+    throw error("context_parallel: transport rank " + std::to_string(r) + " of " + std::to_string(R) + " ranks");
+  if (r != 0 && !a.initial_state.empty())
+    throw error("argument 'initial_state' is read on rank 0 only; rank " + std::to_string(r) + " gave one");
+  if (r != R - 1 && !a.final_state.empty())
+    throw error("argument 'final_state' is written on the last rank (" + std::to_string(R - 1) + ") only; rank " +
+                std::to_string(r) + " gave one");
+  const segments::state_dims d{p.HV, p.K, p.V, segments::transition_columns<Rule>(p.K)};
+  const index_t N = p.N;
+  S* B_send = ops.template alloc<S>(static_cast<std::size_t>(N * d.state()));
+  S* B_all = ops.template alloc<S>(static_cast<std::size_t>(R * N * d.state()));
+  S* M_send = d.KM ? ops.template alloc<S>(static_cast<std::size_t>(N * d.transition())) : nullptr;
+  S* M_all = d.KM ? ops.template alloc<S>(static_cast<std::size_t>(R * N * d.transition())) : nullptr;
+  const view<S, 4> Bv = segments::state_rows(B_send, N, p.HV, p.K, p.V);
+
+  if (r < R - 1) {  // pass A (rank 0: the real forward of its segment)
+    arguments<T, S> pa = a;
+    pa.final_state = Bv;
+    if (r > 0) pa.residual = {};
+    ops.template forward<Rule>(pa, {});
+    if (r > 0 && d.KM) {  // pass M
+      const index_t B = a.v.ext[0], L = a.v.ext[1];
+      const T* zeros = ops.template alloc<T>(static_cast<std::size_t>(p.HV * d.KM));
+      view<T, 4> om = a.o;
+      if (d.KM != p.V) om = contiguous<4>(ops.template alloc<T>(static_cast<std::size_t>(B * L * p.HV * d.KM)), {B, L, p.HV, d.KM});
+      arguments<T, S> pm = a;
+      pm.initial_state = {}, pm.final_state = {};
+      segments::transition_pass<Rule>(ops, pm, zeros, om, segments::state_rows(M_send, N, p.HV, p.K, d.KM), {});
+    }
+  }
+  t.allgather(B_send, B_all, static_cast<std::size_t>(N * d.state()) * sizeof(S));
+  if (d.KM) t.allgather(M_send, M_all, static_cast<std::size_t>(N * d.transition()) * sizeof(S));
+
+  if (r == 0) {
+    if (R == 1 && !a.final_state.empty()) {
+      std::vector<std::int32_t> same(static_cast<std::size_t>(N));
+      for (index_t n = 0; n < N; ++n) same[n] = static_cast<std::int32_t>(n);
+      ops.copy_states(a.final_state, view<const S, 4>(Bv), same);
+    }
+    return;
+  }
+  // S_init(r): from rank 0's end state through the transitions and contributions of ranks 1 .. r-1.
+  S* init = ops.template alloc<S>(static_cast<std::size_t>(N * d.state()));
+  std::vector<segments::chain> chains(static_cast<std::size_t>(N));
+  for (index_t n = 0; n < N; ++n) chains[n] = {n, r - 1, N + n, N, n, 1, false};
+  ops.combine(B_all, init, M_all, B_all, d, std::span<const segments::chain>(chains));
+  arguments<T, S> pc = a;  // pass C
+  pc.initial_state = segments::state_rows(init, N, p.HV, p.K, p.V);
+  ops.template forward<Rule>(pc, {});
+}
+
+}  // namespace linea::cp
+
+namespace linea {
+
+// Context parallelism on the host backends (cpu, generic): the rank's shard, its transport. Identity read only,
+// without normalize (the normaliser's key sum is not part of the combined state).
+template <write_rule_policy Rule, read_policy Read = read::identity, backend::backend_tag Backend = backend::cpu, class T,
+          class S>
+void context_parallel(const arguments<T, S>& a, cp::transport& t) {
+  static_assert(std::is_same_v<Read, read::identity>,
+                "linea::context_parallel: the identity read only (CCQ statistics are not combined across ranks yet)");
+  const problem p = validate_chunkwise<Rule, Read>(a);
+  if (a.normalize) throw error("argument 'normalize' is not supported by context_parallel");
+  if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is not produced by context_parallel");
+  segments::host_ops<Backend> ops(a.threads);
+  cp::forward<Rule>(ops, a, p, t);
+}
+
+}  // namespace linea
