@@ -26,7 +26,7 @@ void check_segmented(const case_shape& shape, index_t piece) {
   segmented_chunkwise<Rule>(seg.args(), piece);
   chunkwise<Rule>(whole.args());
   reference::recurrent<Rule>(ref.args());
-  INFO(rule_name<Rule>::value, " piece=", piece, " ", describe_shape(seg.shape));
+  INFO(std::string(rule_name<Rule>::value), " piece=", piece, " ", describe_shape(seg.shape));
   const double tol = tolerance_for<float>(seg.shape.T);
   CHECK(relative_error(seg.o, ref.o) <= tol);
   CHECK(relative_error(seg.residual, ref.residual) <= tol);

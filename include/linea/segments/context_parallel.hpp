@@ -117,16 +117,23 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t)
   S* M_all = d.KM ? ops.template alloc<S>(static_cast<std::size_t>(R * N * d.transition())) : nullptr;
   const view<S, 4> Bv = segments::state_rows(B_send, N, p.HV, p.K, p.V);
 
-  if (r < R - 1) {  // pass A (rank 0: the real forward of its segment)
+  if (r == 0 || r < R - 1) {  // pass A (rank 0: the real forward of its segment)
+    const index_t B = a.v.ext[0], L = a.v.ext[1];
+    // Ranks after 0 write pass A's and pass M's outputs where pass C's go, unless o is v (then v must survive).
+    const bool o_free = !detail::bytes_of(a.o).overlaps(detail::bytes_of(a.v));
+    auto scratch_o = [&](index_t cols) {
+      return contiguous<4>(ops.template alloc<T>(static_cast<std::size_t>(B * L * p.HV * cols)), {B, L, p.HV, cols});
+    };
     arguments<T, S> pa = a;
     pa.final_state = Bv;
-    if (r > 0) pa.residual = {};
+    if (r > 0) {
+      pa.residual = {};
+      if (!o_free) pa.o = scratch_o(p.V);
+    }
     ops.template forward<Rule>(pa, {});
     if (r > 0 && d.KM) {  // pass M
-      const index_t B = a.v.ext[0], L = a.v.ext[1];
       const T* zeros = ops.template alloc<T>(static_cast<std::size_t>(p.HV * d.KM));
-      view<T, 4> om = a.o;
-      if (d.KM != p.V) om = contiguous<4>(ops.template alloc<T>(static_cast<std::size_t>(B * L * p.HV * d.KM)), {B, L, p.HV, d.KM});
+      const view<T, 4> om = d.KM == p.V && o_free ? a.o : scratch_o(d.KM);
       arguments<T, S> pm = a;
       pm.initial_state = {}, pm.final_state = {};
       segments::transition_pass<Rule>(ops, pm, zeros, om, segments::state_rows(M_send, N, p.HV, p.K, d.KM), {});
