@@ -132,7 +132,7 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t)
     }
     ops.template forward<Rule>(pa, {});
     if (r > 0 && d.KM) {  // pass M
-      const T* zeros = ops.template alloc<T>(static_cast<std::size_t>(p.HV * d.KM));
+      const T* zeros = ops.template zeros<T>(static_cast<std::size_t>(p.HV * d.KM));
       const view<T, 4> om = d.KM == p.V && o_free ? a.o : scratch_o(d.KM);
       arguments<T, S> pm = a;
       pm.initial_state = {}, pm.final_state = {};

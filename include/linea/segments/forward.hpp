@@ -114,7 +114,7 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, const plan& p
   S* C = ops.template alloc<S>(static_cast<std::size_t>(PC * d.state()));
   S* Bs = ops.template alloc<S>(static_cast<std::size_t>(pl.rows * d.state()));
   S* Ms = d.KM ? ops.template alloc<S>(static_cast<std::size_t>(pl.rows * d.transition())) : nullptr;
-  const T* zeros = ops.template alloc<T>(static_cast<std::size_t>(p.HV * std::max<index_t>(d.KM, 1)));
+  const T* zeros = ops.template zeros<T>(static_cast<std::size_t>(p.HV * std::max<index_t>(d.KM, 1)));
   index_t longest_run = 0;
   for (const run& r : pl.runs) longest_run = std::max(longest_run, r.t1 - r.t0);
   T* o_m = (d.KM && d.KM != p.V) ? ops.template alloc<T>(static_cast<std::size_t>(longest_run * p.HV * d.KM)) : nullptr;

@@ -15,8 +15,8 @@ namespace linea::segments {
 // diagonal of M), 0 (the additive rule: M = I, nothing stored).
 struct state_dims {
   index_t HV = 0, K = 0, V = 0, KM = 0;
-  index_t state() const { return HV * K * V; }
-  index_t transition() const { return HV * K * KM; }
+  LINEA_HD index_t state() const { return HV * K * V; }
+  LINEA_HD index_t transition() const { return HV * K * KM; }
 };
 
 // The columns of a rule's transition (state_dims::KM).
@@ -69,7 +69,8 @@ void combine_chains(const S* from, S* to, const S* M, const S* B, const state_di
   }
 }
 
-// The host backends' operations. Scratch lives as long as this object.
+// The host backends' operations. Scratch lives as long as this object; alloc's is uninitialised on the device
+// (zeros() is zero everywhere).
 template <class Backend>
 class host_ops {
  public:
@@ -81,6 +82,10 @@ class host_ops {
     X* p = buf.get();
     buffers_.push_back(std::shared_ptr<void>(buf.release(), [](void* q) { delete[] static_cast<X*>(q); }));
     return p;
+  }
+  template <class X>
+  X* zeros(std::size_t n) {
+    return alloc<X>(n);
   }
 
   // The chunkwise form over `a`, with `cu` as its cu_seqlens when given.
