@@ -120,7 +120,7 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t)
   if (r == 0 || r < R - 1) {  // pass A (rank 0: the real forward of its segment)
     const index_t B = a.v.ext[0], L = a.v.ext[1];
     // Ranks after 0 write pass A's and pass M's outputs where pass C's go, unless o is v (then v must survive).
-    const bool o_free = !detail::bytes_of(a.o).overlaps(detail::bytes_of(a.v));
+    const bool o_free = !linea::detail::bytes_of(a.o).overlaps(linea::detail::bytes_of(a.v));
     auto scratch_o = [&](index_t cols) {
       return contiguous<4>(ops.template alloc<T>(static_cast<std::size_t>(B * L * p.HV * cols)), {B, L, p.HV, cols});
     };

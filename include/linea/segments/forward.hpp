@@ -49,7 +49,7 @@ bool applies(const arguments<T, S>& a) {
     return false;
   } else {
     if (a.normalize || !a.checkpoints.empty() || !a.state_indices.empty()) return false;
-    if (detail::bytes_of(a.o).overlaps(detail::bytes_of(a.v))) return false;  // o = v in place: pass A writes o
+    if (linea::detail::bytes_of(a.o).overlaps(linea::detail::bytes_of(a.v))) return false;  // o = v in place: pass A writes o
     if (!a.cu_seqlens.empty()) return true;
     return packable(a.q) && packable(a.k) && packable(a.v) && packable(a.g) && packable(a.gk) && packable(a.beta) &&
            packable(a.b) && packable(a.w) && packable(a.o) && packable(a.residual);

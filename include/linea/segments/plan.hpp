@@ -13,6 +13,7 @@
 // the last piece of its last sequence (no transition of it is needed).
 #pragma once
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -93,47 +94,63 @@ inline plan make_plan(const std::vector<std::int64_t>& starts, index_t piece) {
   return p;
 }
 
-// The cost model that picks the piece length (in token-steps of one CTA): a launch takes about
-// max(longest piece, Σ pieces · units / slots) — one CTA per (piece, value head) walks its piece serially, and the
-// device runs `slots` CTAs at once. Passes A and M cost `am_passes` of that over the cut sequences. Cutting is
-// chosen when it saves at least 15%; pieces are multiples of 64 tokens, at least `min_piece`.
+// The cost model that picks the piece length, in token-steps of one CTA. A launch takes about
+//   max(waves · longest piece, Σ pieces · units / slots),  waves = ⌈(pieces of at least half the longest) · units / slots⌉:
+// one CTA per (piece, value head, value tile) walks its piece serially and the device runs `slots` CTAs at once.
+// A segmented call costs `am_passes` launches over the cut sequences (pass A, and pass M relative to it), one over
+// every piece (pass C), `link` steps per link of the longest chain (the combine is sequential along a sequence) and
+// `fixed` steps (scratch, copies, small launches — and, for bandwidth-bound kernels, what the serial model misses).
+// The backend calibrates these (backend/cuda/segments.hpp); cutting is chosen when it saves at least 15%, with
+// pieces that are multiples of 64 tokens and at least `min_piece` long.
 struct cost_model {
-  double slots = 264;       // CTAs the device runs at once (2 per SM on a 132-SM H200)
-  double units = 1;         // CTAs per piece (value heads)
-  double am_passes = 2;     // pass A + pass M relative to pass C (2: erasing rules, ~1.3: decays, 1: additive)
+  double slots = 132;     // CTAs the device runs at once
+  double units = 1;       // CTAs per piece (value heads × value tiles)
+  double am_passes = 2;   // pass A + pass M, in launches over the cut sequences
+  double link = 0;        // steps per link of the combine's longest chain
+  double fixed = 0;       // steps per segmented call
   index_t min_piece = 512;
-  double overhead = 64;     // per piece, in tokens (a CTA's start and the summaries' traffic)
+  double overhead = 64;   // per piece, in tokens (a CTA's start)
 };
 
-inline double launch_cost(index_t longest, double work, const cost_model& m) {
-  return std::max(static_cast<double>(longest) + m.overhead, work * m.units / m.slots);
+namespace detail {
+// One launch over pieces of the given lengths (0-length entries ignored).
+inline double launch_cost(const std::vector<index_t>& pieces, const cost_model& m) {
+  index_t longest = 0;
+  double work = 0;
+  for (index_t L : pieces) longest = std::max(longest, L), work += static_cast<double>(L) + m.overhead;
+  if (longest == 0) return 0;
+  double big = 0;
+  for (index_t L : pieces) big += 2 * L >= longest ? 1 : 0;
+  const double waves = std::ceil(big * m.units / m.slots);
+  return std::max(waves * (static_cast<double>(longest) + m.overhead), work * m.units / m.slots);
 }
+}  // namespace detail
 
 // The piece length to use for these sequences (0: do not cut).
 inline index_t choose_piece(const std::vector<std::int64_t>& starts, const cost_model& m) {
   const index_t N = static_cast<index_t>(starts.size()) - 1;
+  std::vector<index_t> lengths(static_cast<std::size_t>(std::max<index_t>(N, 0)));
   index_t longest = 0;
-  double total = 0;
-  for (index_t n = 0; n < N; ++n) {
-    longest = std::max<index_t>(longest, starts[n + 1] - starts[n]);
-    total += static_cast<double>(starts[n + 1] - starts[n]) + m.overhead;
-  }
-  const double whole = launch_cost(longest, total, m);
+  for (index_t n = 0; n < N; ++n) lengths[n] = starts[n + 1] - starts[n], longest = std::max(longest, lengths[n]);
   index_t best = 0;
-  double best_cost = 0.85 * whole;
+  double best_cost = 0.85 * detail::launch_cost(lengths, m);
+  std::vector<index_t> cut, all;
   for (index_t R = 2; R <= 256; ++R) {
     const index_t piece = ((longest + R - 1) / R + 63) / 64 * 64;
     if (piece < m.min_piece) break;
-    double cut_work = 0, all_work = 0;
-    index_t longest_piece = 0;
-    for (index_t n = 0; n < N; ++n) {
-      const index_t L = starts[n + 1] - starts[n];
+    cut.clear(), all.clear();
+    index_t links = 0;
+    for (index_t L : lengths) {
       const index_t parts = L > piece ? (L + piece - 1) / piece : 1;
-      all_work += static_cast<double>(L) + parts * m.overhead;
-      if (parts > 1) cut_work += static_cast<double>(L) + parts * m.overhead;
-      longest_piece = std::max(longest_piece, std::min(L, piece));
+      for (index_t k = 0; k < parts; ++k) {
+        const index_t len = std::min(piece, L - k * piece);
+        all.push_back(len);
+        if (parts > 1) cut.push_back(len);
+      }
+      links = std::max(links, parts - 1);
     }
-    const double cost = m.am_passes * launch_cost(piece, cut_work, m) + launch_cost(longest_piece, all_work, m);
+    const double cost = m.am_passes * detail::launch_cost(cut, m) + detail::launch_cost(all, m) +
+                        static_cast<double>(links) * m.link + m.fixed;
     if (cost < best_cost) best_cost = cost, best = piece;
   }
   return best;

@@ -114,27 +114,42 @@ class device_ops {
   std::vector<void*> owned_;
 };
 
-// CTAs per sequence of the chunk kernels (launch.hpp): the warp-specialised delta kernel holds 128 value columns,
-// the others 64 (a model, not a contract: it only steers the piece length).
-template <class Rule>
-index_t ctas_per_sequence(const problem& p) {
-  const index_t cols = erases<Rule> ? 128 : 64;
-  return p.HV * ((p.V + cols - 1) / cols);
+// The cost model for this call's kernel (segments::cost_model), calibrated on the H200 (bench/cuda/README.md,
+// 2026-12-01: pieces of 4096 tokens were best or near best at 1×32768, 2×16384 and 32768 + 63×512, and cutting lost
+// at 2×16384 with the 64-token kernels): the warp-specialised delta kernel runs one CTA per SM over 128 value
+// columns; the scalar 64-token kernel two per SM over 64 columns, bandwidth-bound (a large fixed term keeps it
+// whole until a single sequence leaves most SMs idle); the general kernel two per SM over 64 columns. Pass M of a
+// decay-only rule is the general kernel with V = 1. A model, not a contract: it only steers the piece length.
+template <class Rule, class T>
+segments::cost_model calibrated_model(const arguments<T, float>& a, const problem& p, int sms) {
+  const index_t KM = segments::transition_columns<Rule>(p.K);
+  bool fast = false;
+  if constexpr ((scalar_chunk_rule<Rule, pass::main> || delta_chunk_rule<Rule, pass::main>) && sizeof(T) == 2)
+    fast = tiles::inputs_fit(make_kernel_args(a, p));
+  segments::cost_model m;
+  const bool no_pass_m = KM == 0;  // the additive rule: M = I
+  if (fast && erases<Rule>) {
+    m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
+    m.am_passes = 2, m.link = 400, m.fixed = 800;
+  } else if (fast) {
+    m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
+    m.am_passes = no_pass_m ? 1 : 2.5, m.link = 70, m.fixed = 6000;
+  } else {
+    m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
+    m.am_passes = erases<Rule> ? 2 : (no_pass_m ? 1 : 1.5), m.link = erases<Rule> ? 150 : 20, m.fixed = 300;
+  }
+  return m;
 }
 
 // The piece length for this call (0: do not cut): launch::segment_tokens, or the cost model on the device's SMs.
-template <class Rule>
-index_t piece_length(const std::vector<std::int64_t>& starts, const problem& p, const cuda::launch& l) {
+template <class Rule, class T>
+index_t piece_length(const arguments<T, float>& a, const std::vector<std::int64_t>& starts, const problem& p,
+                     const cuda::launch& l) {
   if (l.segment_tokens >= 0) return static_cast<index_t>(l.segment_tokens);
   int device = 0, sms = 0;
   LINEA_CUDA_CHECK(cudaGetDevice(&device));
   LINEA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const index_t KM = segments::transition_columns<Rule>(p.K);
-  segments::cost_model m;
-  m.slots = 2.0 * sms;
-  m.units = static_cast<double>(ctas_per_sequence<Rule>(p));
-  m.am_passes = KM == p.K ? 2.0 : KM == 1 ? 1.3 : 1.0;
-  return segments::choose_piece(starts, m);
+  return segments::choose_piece(starts, calibrated_model<Rule>(a, p, sms));
 }
 
 // Runs the call segmented and returns true when it qualifies and cutting pays; false: run it whole.
@@ -146,7 +161,7 @@ bool run_segmented(const arguments<T, float>& a, const problem& p, const cuda::l
     if (l.segment_tokens == 0 || !l.cu_seqlens.empty() || !segments::applies<Read>(a)) return false;
     if (p.K > combine_kmax || p.V > 128) return false;
     const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
-    const index_t piece = piece_length<Rule>(starts, p, l);
+    const index_t piece = piece_length<Rule>(a, starts, p, l);
     if (piece <= 0) return false;
     const segments::plan plan = segments::make_plan(starts, piece);
     if (!plan.cuts()) return false;
