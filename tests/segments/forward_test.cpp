@@ -92,6 +92,11 @@ TEST_CASE("segment cost model: cut only what cannot fill the device") {
   CHECK(segments::choose_piece(starts({16384, 16384}), delta_kernel) == 0);
   CHECK(segments::choose_piece(starts({32768}), delta_kernel) == 4096);  // 8 pieces × 16 heads: one wave
   CHECK(segments::choose_piece(starts(varlen), delta_kernel) == 4096);   // the long sequence only (512 < 4096)
+  // The scalar 64-token kernel with simple_gla's costly pass M: only the lone long sequence is worth cutting.
+  const segments::cost_model scalar_kernel{.slots = 264, .units = 32, .am_passes = 3.7, .link = 70, .fixed = 6000};
+  CHECK(segments::choose_piece(starts({16384, 16384}), scalar_kernel) == 0);
+  CHECK(segments::choose_piece(starts({32768}), scalar_kernel) == 4096);
+  CHECK(segments::choose_piece(starts(varlen), scalar_kernel) == 0);
   // Waves: pieces that need a second wave cost it; no piece below min_piece.
   const segments::cost_model cheap{.slots = 132, .units = 16, .am_passes = 1};
   const index_t one = segments::choose_piece(starts({32768}), cheap);
