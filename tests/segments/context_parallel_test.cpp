@@ -30,8 +30,9 @@ A shard(const A& whole, index_t t0, index_t t1, int r, int ranks) {
 }
 
 // `cuts`: the shard boundaries along T (ranks = cuts.size() - 1).
+// `piece`: the length each rank cuts its shard into (0: one piece per rank).
 template <class Rule>
-void check_sharded(const case_shape& shape, const std::vector<index_t>& cuts) {
+void check_sharded(const case_shape& shape, const std::vector<index_t>& cuts, index_t piece = 0) {
   const int ranks = static_cast<int>(cuts.size()) - 1;
   auto split = random_case<Rule, float>::make(shape);
   auto whole = random_case<Rule, float>::make(shape);
@@ -43,7 +44,7 @@ void check_sharded(const case_shape& shape, const std::vector<index_t>& cuts) {
   for (int r = 0; r < ranks; ++r)
     threads.emplace_back([&, r] {
       try {
-        context_parallel<Rule>(shard(all, cuts[r], cuts[r + 1], r, ranks), group.rank(r));
+        context_parallel<Rule>(shard(all, cuts[r], cuts[r + 1], r, ranks), group.rank(r), piece);
       } catch (...) {
         failed[r] = std::current_exception();
       }
@@ -53,7 +54,7 @@ void check_sharded(const case_shape& shape, const std::vector<index_t>& cuts) {
     if (e) std::rethrow_exception(e);
   chunkwise<Rule>(whole.args());
   reference::recurrent<Rule>(ref.args());
-  INFO(std::string(rule_name<Rule>::value), " ranks=", ranks, " ", describe_shape(split.shape));
+  INFO(std::string(rule_name<Rule>::value), " ranks=", ranks, " piece=", piece, " ", describe_shape(split.shape));
   const double tol = tolerance_for<float>(shape.T);
   CHECK(relative_error(split.o, ref.o) <= tol);
   CHECK(relative_error(split.residual, ref.residual) <= tol);
@@ -71,6 +72,14 @@ TEST_CASE_TEMPLATE("context parallel over simulated ranks equals the unsplit for
   check_sharded<Rule>(kv, {0, 70, 70, 131, 200});      // four, one of them empty
   // K = V (pass M writes into o), GVA, no initial state, strong decays.
   check_sharded<Rule>({.B = 1, .T = 150, .H = 1, .HV = 2, .K = 8, .V = 8, .gates = gate_range::extreme}, {0, 50, 100, 150});
+  // Each rank's shard cut into pieces of 32 tokens (3, 0, 2 and 3 pieces): passes over all its pieces, the pieces
+  // folded into the rank's summary, then S_init through them; one and two ranks too. (A shard of B > 1 rows is not
+  // one packed row — its batch stride is the whole T's — so it runs as one piece: the case above.)
+  check_sharded<Rule>({.B = 1, .T = 200, .H = 1, .HV = 2, .K = 16, .V = 8, .initial_state = true}, {0, 70, 70, 131, 200}, 32);
+  check_sharded<Rule>(kv, {0, 200}, 32);
+  // Short shards (three pieces of 2 tokens each): the transitions stay far from zero, so every fold shows.
+  check_sharded<Rule>({.B = 1, .T = 24, .H = 1, .HV = 2, .K = 16, .V = 8, .initial_state = true}, {0, 6, 12, 18, 24}, 2);
+  check_sharded<Rule>({.B = 1, .T = 150, .H = 1, .HV = 2, .K = 8, .V = 8, .gates = gate_range::extreme}, {0, 100, 150}, 32);
 }
 
 TEST_CASE("context parallel: states belong to the first and last rank") {

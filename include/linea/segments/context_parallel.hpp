@@ -98,6 +98,88 @@ std::size_t bytes_per_rank(const problem& p) {
   return static_cast<std::size_t>(p.N * (d.state() + d.transition())) * sizeof(S);
 }
 
+// The rank's S_init per sequence from the gathered summaries: rank 0's end state through ranks 1 .. r-1.
+template <class Ops, class S>
+S* fold_ranks(Ops& ops, const S* B_all, const S* M_all, const segments::state_dims& d, index_t N, int r) {
+  S* init = ops.template alloc<S>(static_cast<std::size_t>(N * d.state()));
+  std::vector<segments::chain> chains(static_cast<std::size_t>(N));
+  for (index_t n = 0; n < N; ++n) chains[n] = {n, r - 1, N + n, N, n, 1, false};
+  ops.combine(B_all, init, M_all, B_all, d, std::span<const segments::chain>(chains));
+  return init;
+}
+
+// A rank whose shard is cut into pieces (plan `pl` over the packed shard): passes A and M over all its pieces in one
+// launch each, its pieces folded into one summary per sequence before the exchange, pass C over all its pieces —
+// the single-GPU segmented call's cost on T/R tokens, plus the exchange and the fold over ranks.
+template <class Rule, class Ops, class T, class S>
+void forward_pieces(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t, const segments::plan& pl) {
+  const int R = t.size(), r = t.rank();
+  const segments::state_dims d{p.HV, p.K, p.V, segments::transition_columns<Rule>(p.K)};
+  const index_t N = p.N, PC = pl.total_pieces();
+  const std::span<const std::int64_t> cu(pl.cu_all);
+  const arguments<T, S> x = segments::packed_arguments(a);
+  S* Bp = ops.template alloc<S>(static_cast<std::size_t>(PC * d.state()));
+  S* Mp = d.KM ? ops.template alloc<S>(static_cast<std::size_t>(PC * d.transition())) : nullptr;
+  arguments<T, S> pa = segments::slice(x, 0, x.q.ext[1]);  // pass A: every piece from a zero state
+  pa.final_state = segments::state_rows(Bp, PC, p.HV, p.K, p.V);
+  ops.template forward<Rule>(pa, cu);
+  if (d.KM) {  // pass M (o is overwritten by pass C; when K ≠ V a scratch of its own)
+    const T* zeros = ops.template zeros<T>(static_cast<std::size_t>(p.HV * d.KM));
+    const index_t L = x.q.ext[1];
+    const view<T, 4> om =
+        d.KM == p.V ? x.o : contiguous<4>(ops.template alloc<T>(static_cast<std::size_t>(L * p.HV * d.KM)), {1, L, p.HV, d.KM});
+    segments::transition_pass<Rule>(ops, pa, zeros, om, segments::state_rows(Mp, PC, p.HV, p.K, d.KM), cu);
+  }
+  // The rank's summary per sequence: its pieces folded (rank 0 from the initial state: its end state).
+  S* B_send = ops.template alloc<S>(static_cast<std::size_t>(N * d.state()));
+  S* M_send = d.KM ? ops.template alloc<S>(static_cast<std::size_t>(N * d.transition())) : nullptr;
+  S* S0 = nullptr;
+  std::vector<std::int32_t> same(static_cast<std::size_t>(N));
+  for (index_t n = 0; n < N; ++n) same[n] = static_cast<std::int32_t>(n);
+  if (r == 0 && !a.initial_state.empty()) {
+    S0 = ops.template alloc<S>(static_cast<std::size_t>(N * d.state()));
+    ops.copy_states(segments::state_rows(S0, N, p.HV, p.K, p.V), a.initial_state, same);
+  }
+  if (r < R - 1) {
+    std::vector<segments::chain> fold(static_cast<std::size_t>(N));
+    for (index_t n = 0; n < N; ++n) fold[n] = {S0 ? n : -1, pl.pieces[n], pl.first_piece[n], 1, n, 1, false};
+    ops.combine(S0, B_send, Mp, Bp, d, std::span<const segments::chain>(fold));
+    if (r > 0 && d.KM) {  // the product of its pieces' transitions: the same fold with M as the state, no B
+      const segments::state_dims dm{p.HV, p.K, d.KM, d.KM};
+      S* I = ops.template alloc<S>(static_cast<std::size_t>(dm.state()));
+      ops.fill_identity(segments::state_rows(I, 1, p.HV, p.K, d.KM));
+      for (index_t n = 0; n < N; ++n) fold[n].start = 0;
+      ops.combine(I, M_send, Mp, static_cast<const S*>(nullptr), dm, std::span<const segments::chain>(fold));
+    }
+  }
+  S* B_all = ops.template alloc<S>(static_cast<std::size_t>(R * N * d.state()));
+  S* M_all = d.KM ? ops.template alloc<S>(static_cast<std::size_t>(R * N * d.transition())) : nullptr;
+  t.allgather(B_send, B_all, static_cast<std::size_t>(N * d.state()) * sizeof(S));
+  if (d.KM) t.allgather(M_send, M_all, static_cast<std::size_t>(N * d.transition()) * sizeof(S));
+  // S_init of every piece: the rank's S_init at first pieces, then through the pieces' own summaries.
+  const S* start = r == 0 ? S0 : fold_ranks(ops, B_all, M_all, d, N, r);
+  S* C = ops.template alloc<S>(static_cast<std::size_t>(PC * d.state()));
+  const view<S, 4> Cv = segments::state_rows(C, PC, p.HV, p.K, p.V);
+  std::vector<std::int32_t> from(static_cast<std::size_t>(PC), -1);
+  std::vector<segments::chain> inside;
+  for (index_t n = 0; n < N; ++n) {
+    from[pl.first_piece[n]] = static_cast<std::int32_t>(n);
+    if (pl.pieces[n] > 1)
+      inside.push_back({pl.first_piece[n], pl.pieces[n] - 1, pl.first_piece[n], 1, pl.first_piece[n] + 1, 1, true});
+  }
+  ops.copy_states(Cv, start ? segments::state_rows(start, N, p.HV, p.K, p.V) : view<const S, 4>{}, from);
+  ops.combine(C, C, Mp, Bp, d, std::span<const segments::chain>(inside));
+  arguments<T, S> pc = x;  // pass C
+  pc.initial_state = Cv;
+  pc.final_state = a.final_state.empty() ? view<S, 4>{} : Cv;
+  ops.template forward<Rule>(pc, cu);
+  if (!a.final_state.empty()) {
+    std::vector<std::int32_t> last(static_cast<std::size_t>(N));
+    for (index_t n = 0; n < N; ++n) last[n] = static_cast<std::int32_t>(pl.first_piece[n] + pl.pieces[n] - 1);
+    ops.copy_states(a.final_state, view<const S, 4>(Cv), last);
+  }
+}
+
 // The context-parallel forward of rank t.rank() over backend operations `ops` (host_ops, cuda segments' ops).
 template <class Rule, class Ops, class T, class S>
 void forward(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t) {
@@ -109,6 +191,14 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t)
   if (r != R - 1 && !a.final_state.empty())
     throw error("argument 'final_state' is written on the last rank (" + std::to_string(R - 1) + ") only; rank " +
                 std::to_string(r) + " gave one");
+  if (segments::applies<read::identity>(a)) {  // a long shard: cut once, each pass one launch over its pieces
+    const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
+    const index_t piece = ops.template piece_for<Rule>(a, starts, p);
+    if (piece > 0) {
+      const segments::plan pl = segments::make_plan(starts, piece);
+      if (pl.cuts()) return forward_pieces<Rule>(ops, a, p, t, pl);
+    }
+  }
   const segments::state_dims d{p.HV, p.K, p.V, segments::transition_columns<Rule>(p.K)};
   const index_t N = p.N;
   S* B_send = ops.template alloc<S>(static_cast<std::size_t>(N * d.state()));
@@ -151,10 +241,7 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t)
     return;
   }
   // S_init(r): from rank 0's end state through the transitions and contributions of ranks 1 .. r-1.
-  S* init = ops.template alloc<S>(static_cast<std::size_t>(N * d.state()));
-  std::vector<segments::chain> chains(static_cast<std::size_t>(N));
-  for (index_t n = 0; n < N; ++n) chains[n] = {n, r - 1, N + n, N, n, 1, false};
-  ops.combine(B_all, init, M_all, B_all, d, std::span<const segments::chain>(chains));
+  S* init = fold_ranks(ops, B_all, M_all, d, N, r);
   arguments<T, S> pc = a;  // pass C
   pc.initial_state = segments::state_rows(init, N, p.HV, p.K, p.V);
   ops.template forward<Rule>(pc, {});
@@ -164,17 +251,18 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t)
 
 namespace linea {
 
-// Context parallelism on the host backends (cpu, generic): the rank's shard, its transport. Identity read only,
-// without normalize (the normaliser's key sum is not part of the combined state).
+// Context parallelism on the host backends (cpu, generic): the rank's shard, its transport, and optionally the
+// piece length its shard is cut into (0: one piece). Identity read only, without normalize (the normaliser's key
+// sum is not part of the combined state).
 template <write_rule_policy Rule, read_policy Read = read::identity, backend::backend_tag Backend = backend::cpu, class T,
           class S>
-void context_parallel(const arguments<T, S>& a, cp::transport& t) {
+void context_parallel(const arguments<T, S>& a, cp::transport& t, index_t piece = 0) {
   static_assert(std::is_same_v<Read, read::identity>,
                 "linea::context_parallel: the identity read only (CCQ statistics are not combined across ranks yet)");
   const problem p = validate_chunkwise<Rule, Read>(a);
   if (a.normalize) throw error("argument 'normalize' is not supported by context_parallel");
   if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is not produced by context_parallel");
-  segments::host_ops<Backend> ops(a.threads);
+  segments::host_ops<Backend> ops(a.threads, piece);
   cp::forward<Rule>(ops, a, p, t);
 }
 

@@ -33,12 +33,12 @@ void apply_link(S* state, const S* M, const S* B, const state_dims& d, std::vect
   tmp.assign(static_cast<std::size_t>(d.K * d.V), S(0));
   for (index_t h = 0; h < d.HV; ++h) {
     S* x = state + h * d.K * d.V;
-    const S* b = B + h * d.K * d.V;
+    const S* b = B ? B + h * d.K * d.V : nullptr;  // no B: the product of transitions alone
     if (d.KM == d.K) {
       const S* m = M + h * d.K * d.K;
       for (index_t i = 0; i < d.K; ++i) {
         S* t = tmp.data() + i * d.V;
-        for (index_t j = 0; j < d.V; ++j) t[j] = b[i * d.V + j];
+        for (index_t j = 0; j < d.V; ++j) t[j] = b ? b[i * d.V + j] : S(0);
         for (index_t l = 0; l < d.K; ++l) {
           const S mil = m[i * d.K + l];
           for (index_t j = 0; j < d.V; ++j) t[j] += mil * x[l * d.V + j];
@@ -48,7 +48,7 @@ void apply_link(S* state, const S* M, const S* B, const state_dims& d, std::vect
     } else {
       for (index_t i = 0; i < d.K; ++i) {
         const S a = d.KM == 1 ? M[h * d.K + i] : S(1);
-        for (index_t j = 0; j < d.V; ++j) x[i * d.V + j] = a * x[i * d.V + j] + b[i * d.V + j];
+        for (index_t j = 0; j < d.V; ++j) x[i * d.V + j] = a * x[i * d.V + j] + (b ? b[i * d.V + j] : S(0));
       }
     }
   }
@@ -62,7 +62,7 @@ void combine_chains(const S* from, S* to, const S* M, const S* B, const state_di
     else std::fill(state.begin(), state.end(), S(0));
     for (index_t j = 0; j < c.links; ++j) {
       const index_t row = c.link + j * c.link_step;
-      apply_link(state.data(), M ? M + row * d.transition() : nullptr, B + row * d.state(), d, tmp);
+      apply_link(state.data(), M ? M + row * d.transition() : nullptr, B ? B + row * d.state() : nullptr, d, tmp);
       if (c.every_prefix) std::copy(state.begin(), state.end(), to + (c.out + j * c.out_step) * d.state());
     }
     if (!c.every_prefix) std::copy(state.begin(), state.end(), to + c.out * d.state());
@@ -74,7 +74,13 @@ void combine_chains(const S* from, S* to, const S* M, const S* B, const state_di
 template <class Backend>
 class host_ops {
  public:
-  explicit host_ops(int threads = 1) : threads_(threads) {}
+  explicit host_ops(int threads = 1, index_t piece = 0) : threads_(threads), piece_(piece) {}
+
+  // The piece length a context-parallel rank cuts its shard into (0: not cut).
+  template <class Rule, class T, class S>
+  index_t piece_for(const arguments<T, S>&, const std::vector<std::int64_t>&, const problem&) const {
+    return piece_;
+  }
 
   template <class X>
   X* alloc(std::size_t n) {
@@ -122,6 +128,7 @@ class host_ops {
 
  private:
   int threads_;
+  index_t piece_;
   std::vector<std::shared_ptr<void>> buffers_;
 };
 

@@ -70,13 +70,13 @@ __global__ void __launch_bounds__(combine_threads)
   S next[rows_per];
   for (index_t link = 0; link < c.links; ++link) {
     const index_t row = c.link + link * c.link_step;
-    const S* b = B + row * d.state() + head;
+    const S* b = B ? B + row * d.state() + head : nullptr;  // no B: the product of transitions alone
     const S* m = M ? M + row * d.transition() + h * d.K * d.KM : nullptr;
     __syncthreads();
     for (int r = 0; r < rows_per; ++r) {
       const index_t i = g + r * groups;
       if (i >= d.K) break;
-      S acc = live ? b[i * d.V + j] : S(0);
+      S acc = live && b ? b[i * d.V + j] : S(0);
       if (d.KM == d.K) {
         const S* mi = m + i * d.K;
         for (index_t l = 0; l < d.K; ++l) acc += mi[l] * tile[l][col];

@@ -29,7 +29,7 @@ bool run_segmented(const arguments<T, float>& a, const problem& p, const cuda::l
 // same on the host). Scratch is freed (stream-ordered) when the object goes.
 class device_ops {
  public:
-  explicit device_ops(cudaStream_t s) : stream_(s) {}
+  explicit device_ops(cudaStream_t s, std::int64_t segment_tokens = -1) : stream_(s), segment_tokens_(segment_tokens) {}
   device_ops(const device_ops&) = delete;
   device_ops& operator=(const device_ops&) = delete;
   ~device_ops() {
@@ -71,6 +71,7 @@ class device_ops {
   template <class Rule, class T>
   void forward(arguments<T, float> a, std::span<const std::int64_t> cu) {
     cuda::launch l{.stream = stream_};
+    l.segment_tokens = segment_tokens_;
     if (!cu.empty()) {
       l.cu_seqlens = cuda::device_seqlens(upload(cu), cu.size());
       l.segment_tokens = 0;
@@ -80,6 +81,10 @@ class device_ops {
     if (cu.empty() && run_segmented<Rule, read::identity>(a, p, l)) return;
     run<Rule, read::identity, form::chunkwise>(a, p, l);
   }
+
+  // The piece length a context-parallel rank cuts its shard into (0: not cut).
+  template <class Rule, class T>
+  index_t piece_for(const arguments<T, float>& a, const std::vector<std::int64_t>& starts, const problem& p) const;
 
   template <class S>
   void fill_identity(const view<S, 4>& dst) {
@@ -111,6 +116,7 @@ class device_ops {
  private:
   static unsigned blocks(index_t n) { return static_cast<unsigned>(std::min<index_t>((n + 255) / 256, 4096)); }
   cudaStream_t stream_;
+  std::int64_t segment_tokens_;
   std::vector<void*> owned_;
 };
 
@@ -153,6 +159,14 @@ index_t piece_length(const arguments<T, float>& a, const std::vector<std::int64_
   return segments::choose_piece(starts, calibrated_model<Rule>(a, p, sms));
 }
 
+template <class Rule, class T>
+index_t device_ops::piece_for(const arguments<T, float>& a, const std::vector<std::int64_t>& starts,
+                              const problem& p) const {
+  cuda::launch l{.stream = stream_};
+  l.segment_tokens = segment_tokens_;
+  return piece_length<Rule>(a, starts, p, l);
+}
+
 // Runs the call segmented and returns true when it qualifies and cutting pays; false: run it whole.
 template <class Rule, class Read, class T>
 bool run_segmented(const arguments<T, float>& a, const problem& p, const cuda::launch& l) {
@@ -188,7 +202,7 @@ void context_parallel(const arguments<T, float>& a, cp::transport& t, const cuda
   const problem p = validate_chunkwise<Rule, Read>(a);
   if (a.normalize) throw error("argument 'normalize' is not supported by context_parallel");
   if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is not produced by context_parallel");
-  cuda_detail::device_ops ops(l.stream);
+  cuda_detail::device_ops ops(l.stream, l.segment_tokens);
   cp::forward<Rule>(ops, a, p, t);
 }
 
