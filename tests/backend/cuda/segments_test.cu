@@ -38,8 +38,9 @@ void check_segmented(const case_shape& shape, std::int64_t piece) {
 
 // Rank r of `cuts.size() - 1` ranks holds tokens [cuts[r], cuts[r+1]) of every row; each rank is a thread with a
 // stream of its own, exchanging through device copies.
+// `piece`: cuda::launch::segment_tokens of every rank (−1: automatic; > 0: each rank cuts its shard into pieces).
 template <class Rule, class T>
-void check_context_parallel(const case_shape& shape, const std::vector<index_t>& cuts) {
+void check_context_parallel(const case_shape& shape, const std::vector<index_t>& cuts, std::int64_t piece = -1) {
   const int ranks = static_cast<int>(cuts.size()) - 1;
   auto c = random_case<Rule, T>::make(shape);
   {
@@ -59,7 +60,8 @@ void check_context_parallel(const case_shape& shape, const std::vector<index_t>&
           auto a = time_slice_args(all, cuts[r], cuts[r + 1]);
           if (r != 0) a.initial_state = {};
           if (r != ranks - 1) a.final_state = {};
-          context_parallel<Rule, read::identity, backend::cuda>(a, group.rank(r), cuda::launch{.stream = streams[r]});
+          context_parallel<Rule, read::identity, backend::cuda>(
+              a, group.rank(r), cuda::launch{.stream = streams[r], .segment_tokens = piece});
           cuda_ok(cudaStreamSynchronize(streams[r]));
         } catch (...) {
           failed[r] = std::current_exception();
@@ -92,6 +94,9 @@ TEST_CASE_TEMPLATE("CUDA context parallel over simulated ranks equals the refere
                                      {0, 192, 192, 448, 640});
   check_context_parallel<Rule, float>({.B = 1, .T = 300, .H = 1, .HV = 2, .K = 32, .V = 16, .initial_state = true},
                                       {0, 100, 300});
+  // Every rank's shard cut into pieces of 64 tokens (cp::forward_pieces).
+  check_context_parallel<Rule, bf16>({.B = 1, .T = 700, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true},
+                                     {0, 200, 200, 450, 700}, 64);
 }
 
 #if LINEA_HAS_NCCL && defined(LINEA_TEST_NCCL)
