@@ -9,10 +9,12 @@
 // `shard` is the rank's arguments: its tokens of the N sequences (B rows of its T_r tokens, or packed with its own
 // cu_seqlens, sequence n being rank r's part of sequence n; a part may be empty). Rank 0 alone takes the initial
 // state and the last rank alone writes the final state (either given on another rank is an error). Per rank:
-//   rank r < R-1: pass A — its segment from a zero state (rank 0: from the initial state, its outputs final), whose
-//                 final state is B_r; ranks 0 < r < R-1 also pass M, the transition M_r (segments/forward.hpp);
-//   every rank:   allgather of (B_r, M_r): N·HV·K·(V + KM) state-type values per rank (KM = K, 1 or 0: host_ops.hpp);
-//   rank r > 0:   S_init(r) = M_{r-1}(…(M_1 B_0 + B_1)…) + B_{r-1}, then pass C from S_init(r), writing its outputs.
+//   summary      (B_r, M_r) per sequence: the end state of its segment from a zero state (rank 0: from the initial
+//                state) and its transition (segments/forward.hpp's passes A and M);
+//   exchange     one allgather each of B and M: N·HV·K·(V + KM) state-type values per rank (KM = K, 1 or 0);
+//   pass C       rank r > 0 from S_init(r) = M_{r-1}(…(M_1 B_0 + B_1)…) + B_{r-1}, writing its outputs.
+// A long shard is cut into pieces once (forward_pieces: each pass one launch over all its pieces, the pieces folded
+// into the rank's summary); a shard that is not one packed row or too short runs as one piece (forward).
 // The exchange is the transport's: the same code runs over NCCL, over threads of one process, or one rank alone.
 #pragma once
 #include <barrier>

@@ -10,7 +10,8 @@
 //   pass C  every piece from S_init(r), writing the outputs (and the final state of the last piece).
 // Only sequences longer than the piece length are cut; the others run once, in pass C. Passes A and M run over the
 // cut sequences only, grouped into runs of neighbouring cut sequences (one launch per run); a run stops before
-// the last piece of its last sequence (no transition of it is needed).
+// the last piece of its last sequence (no transition of it is needed). Context parallelism (context_parallel.hpp)
+// is the same combine with the ranks' segments as pieces.
 #pragma once
 #include <algorithm>
 #include <cmath>
