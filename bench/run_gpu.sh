@@ -13,11 +13,12 @@ set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${LINEA_GPU_BUILD:-$ROOT/build-gpu}
 LOG=${LOG:-${OUT:-$BUILD/gpu-logs}}
-SKIP=${SKIP:-}  # words: tests conformance memcheck racecheck bench fla
+SKIP=${SKIP:-}  # words: tests conformance memcheck racecheck bench long fla
 LIMIT=${LIMIT:-}  # e.g. "timeout 150": a cap on each step
 mkdir -p "$LOG"
 TESTS=$BUILD/tests/backend/cuda/linea_cuda_tests
 BENCH=$BUILD/bench/cuda/linea_cuda_bench
+SEGBENCH=$BUILD/bench/cuda/linea_segments_bench
 CONF=$BUILD/tools/linea_cuda_conformance
 CONF_DIR=${LINEA_CONFORMANCE_DIR:-$ROOT/../shared/conformance}
 [ -d "$CONF_DIR" ] || CONF_DIR=$ROOT/shared/conformance
@@ -30,7 +31,7 @@ if [ ! -x "$TESTS" ] || [ ! -x "$BENCH" ]; then
     grep -iE "spill|warning" "$LOG/build.log" | sort | uniq -c | head -n 20
   else
     cmake -S "$ROOT" -B "$BUILD" -DCMAKE_BUILD_TYPE=Release -DLINEA_CUDA=ON -DLINEA_BUILD_EXAMPLES=OFF || exit 1
-    cmake --build "$BUILD" -j "$(nproc)" --target linea_cuda_tests linea_cuda_bench linea_cuda_conformance || exit 1
+    cmake --build "$BUILD" -j "$(nproc)" --target linea_cuda_tests linea_cuda_bench linea_segments_bench linea_cuda_conformance || exit 1
   fi
 fi
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.mem --format=csv | tee "$LOG/gpu.txt"
@@ -59,6 +60,12 @@ if ! skip bench; then
   echo "== linea CUDA benchmarks"
   $LIMIT "$BENCH" ${BENCH_ARGS:-} 2>&1 | tee "$LOG/linea.jsonl"
 fi
+if ! skip long && [ -x "$SEGBENCH" ]; then
+  # 8x4096, 2x16384, 1x32768 and one 32768 + 63 x 512 packed, whole and segmented; context parallelism with
+  # simulated ranks at T = 262144 and 1048576 (bench/cuda/segments_bench.cu)
+  echo "== linea long sequences and context parallelism"
+  $LIMIT "$SEGBENCH" 2>&1 | tee "$LOG/segments.jsonl"
+fi
 if ! skip fla; then
   echo "== fla Triton kernels (same run)"
   if ls "$ROOT"/.whl/*.whl > /dev/null 2>&1; then
@@ -66,6 +73,7 @@ if ! skip fla; then
       && export PYTHONPATH=/tmp/site${PYTHONPATH:+:$PYTHONPATH}
   fi
   FLA_FLASH_QLA=0 FLA_FLASH_KDA=0 FLA_TILELANG=0 PYTHONUNBUFFERED=1 python3 "$ROOT/bench/cuda/fla_bench.py" 2>&1 | tee "$LOG/fla.jsonl"
+  skip long || FLA_FLASH_QLA=0 FLA_FLASH_KDA=0 FLA_TILELANG=0 PYTHONUNBUFFERED=1 python3 "$ROOT/bench/cuda/fla_long_bench.py" 2>&1 | tee "$LOG/fla_long.jsonl"
 fi
 echo
 python3 "$ROOT/bench/cuda/table.py" "$LOG/linea.jsonl" "$LOG/fla.jsonl" | tee "$LOG/table.md"

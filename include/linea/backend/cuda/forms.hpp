@@ -9,6 +9,7 @@
 // validated on the host before anything is launched; launches are asynchronous, on the call's stream.
 #pragma once
 #include "call.hpp"
+#include "segments.hpp"
 
 #include "../../forms/recurrent.hpp"
 #include "../../forms/chunkwise.hpp"
@@ -65,6 +66,7 @@ struct chunkwise_impl<backend::cuda> {
   static void run(const arguments<T, S>& a, const cuda::launch& l = {}) {
     const problem p = validate_chunkwise<Rule, Read>(a, device_sequences(a, l));
     expect_no_device_indices(l, "chunkwise");
+    if (cuda_detail::run_segmented<Rule, Read>(a, p, l)) return;  // long sequences cut into pieces (segments.hpp)
     cuda_detail::run<Rule, Read, cuda_detail::form::chunkwise>(a, p, l);
   }
 };

@@ -49,6 +49,10 @@ struct launch {
   // linea::error on a bad entry (the host spans' checks, at the price of one stream synchronisation). Off: bad
   // device-side values are the caller's error, and the kernels stay inside the views (docs/usage.md).
   bool check_indices = false;
+  // Intra-sequence parallelism of the chunkwise form (backend/cuda/segments.hpp): sequences longer than this many
+  // tokens are cut into pieces run in parallel and combined exactly. −1: chosen from the shape and the SM count
+  // (cut only when the call cannot fill the GPU); 0: never cut; > 0: this piece length.
+  std::int64_t segment_tokens = -1;
 };
 
 }  // namespace linea::cuda

@@ -1,0 +1,216 @@
+// bench/cuda/segments_bench.cu — CUDA-event timings of intra-sequence parallelism (backend/cuda/segments.hpp) and of
+// context parallelism with simulated ranks (segments/context_parallel.hpp), H = HV = 16, K = V = 128, bf16 inputs,
+// fp32 states, final state written:
+//
+//   long   every rule at 8×4096, 2×16384, 1×32768 and packed (one 32768 + 63 × 512): whole (segment_tokens = 0),
+//          automatic (the cost model's piece, printed), and fixed pieces of 2048 and 4096 tokens;
+//   cp     gated_delta and simple_gla at T = 262144 and 1048576: one GPU whole and automatic, and the work of one
+//          rank of R = 2, 4, 8 (rank R-2 when R > 2: passes A and M, the combine over R-2 links, pass C) through a
+//          loopback transport — what each GPU of R would do, without NCCL's time; bytes sent per rank.
+//
+// Prints one JSON object per line. Figures: median over repeats of the mean of back-to-back calls, after warm-up.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <linea/cuda.hpp>
+
+using namespace linea;
+using T = bf16;
+
+#define CK(x) linea::cuda_detail::check((x), #x)
+
+namespace {
+
+__device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
+  std::uint64_t x = i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
+  return static_cast<float>(x >> 40) / static_cast<float>(1ull << 24);
+}
+enum class fill { normal, logsigmoid, sigmoid, unit };
+__global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind, int D) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float u1 = fmaxf(hash_uniform(i, seed), 1e-7f), u2 = hash_uniform(i, seed + 77);
+    const float z = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+    float x = z;
+    if (kind == fill::logsigmoid) x = -log1pf(expf(-z));
+    if (kind == fill::sigmoid) x = 1.f / (1.f + expf(-z));
+    if (kind == fill::unit) x = z * rsqrtf(static_cast<float>(D));  // keys of norm ≈ 1
+    p[i] = linea::cuda_detail::from_float<T>(x);
+  }
+}
+template <class X>
+X* dalloc(std::size_t n) {
+  X* p = nullptr;
+  CK(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(X)));
+  return p;
+}
+T* random_tensor(std::size_t n, std::uint32_t seed, fill kind, int D = 1) {
+  T* p = dalloc<T>(n);
+  fill_kernel<<<4096, 256>>>(p, static_cast<std::int64_t>(n), seed, kind, D);
+  CK(cudaGetLastError());
+  return p;
+}
+
+constexpr index_t H = 16, K = 128, V = 128;
+
+// One pool of inputs for `tokens` tokens; a call views its first B·T of them.
+struct pool {
+  index_t tokens;
+  T *q, *k, *v, *g, *gk, *beta, *b, *w, *o;
+  float* state;
+  explicit pool(index_t n) : tokens(n) {
+    q = random_tensor(n * H * K, 1, fill::normal), k = random_tensor(n * H * K, 2, fill::unit, K);
+    v = random_tensor(n * H * V, 3, fill::normal), g = random_tensor(n * H, 4, fill::logsigmoid);
+    gk = random_tensor(n * H * K, 5, fill::logsigmoid), beta = random_tensor(n * H, 6, fill::sigmoid);
+    b = random_tensor(n * H * K, 7, fill::sigmoid), w = random_tensor(n * H * V, 8, fill::sigmoid);
+    o = dalloc<T>(n * H * V);
+    state = dalloc<float>(64 * H * K * V);
+    CK(cudaDeviceSynchronize());
+  }
+};
+
+template <class Rule>
+arguments<T, float> make_args(const pool& x, index_t B, index_t T_, index_t t0 = 0, index_t states = -1) {
+  arguments<T, float> a;
+  const auto at = [&](T* p, index_t d) { return static_cast<const T*>(p) + t0 * H * d; };
+  a.q = contiguous<4>(at(x.q, K), {B, T_, H, K});
+  a.k = contiguous<4>(at(x.k, K), {B, T_, H, K});
+  a.v = contiguous<4>(at(x.v, V), {B, T_, H, V});
+  if constexpr (reads(Rule::inputs, input::g)) a.g = contiguous<3>(at(x.g, 1), {B, T_, H});
+  if constexpr (reads(Rule::inputs, input::gk)) a.gk = contiguous<4>(at(x.gk, K), {B, T_, H, K});
+  if constexpr (reads(Rule::inputs, input::beta)) a.beta = contiguous<3>(at(x.beta, 1), {B, T_, H});
+  if constexpr (reads(Rule::inputs, input::b | input::w)) {
+    a.b = contiguous<4>(at(x.b, K), {B, T_, H, K});
+    a.w = contiguous<4>(at(x.w, V), {B, T_, H, V});
+  }
+  a.o = contiguous<4>(x.o + t0 * H * V, {B, T_, H, V});
+  a.final_state = contiguous<4>(x.state, {states < 0 ? B : states, H, K, V});
+  return a;
+}
+
+double host_us = 0;
+template <class F>
+double time_ms(F&& f, int calls = 5, int repeats = 5, int warmup = 2) {
+  for (int i = 0; i < warmup; ++i) f();
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<double> t, h;
+  for (int r = 0; r < repeats; ++r) {
+    CK(cudaEventRecord(e0));
+    const auto h0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < calls; ++i) f();
+    h.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count() / calls);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms / calls);
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  std::sort(t.begin(), t.end());
+  std::sort(h.begin(), h.end());
+  host_us = h[h.size() / 2];
+  return t[t.size() / 2];
+}
+
+template <class Rule>
+void long_shapes(const pool& x) {
+  struct shape {
+    const char* name;
+    index_t B, T_;
+    bool varlen;
+  };
+  std::vector<std::int64_t> cu{0, 32768};
+  for (int i = 0; i < 63; ++i) cu.push_back(cu.back() + 512);
+  for (const shape s : {shape{"8x4096", 8, 4096, false}, shape{"2x16384", 2, 16384, false},
+                        shape{"1x32768", 1, 32768, false}, shape{"32768+63x512", 1, cu.back(), true}}) {
+    arguments<T, float> a = make_args<Rule>(x, s.B, s.T_, 0, s.varlen ? 64 : -1);
+    if (s.varlen) a.cu_seqlens = cu;
+    const problem p = validate<Rule, read::identity>(a);
+    const index_t tokens = s.B * s.T_;
+    const index_t automatic = cuda_detail::piece_length<Rule>(a, segments::sequence_starts(a, p), p, cuda::launch{});
+    for (const std::int64_t piece : {std::int64_t(0), std::int64_t(-1), std::int64_t(2048), std::int64_t(4096)}) {
+      if (piece > 0 && s.T_ <= 4096 && !s.varlen) continue;
+      const cuda::launch l{.segment_tokens = piece};
+      const double ms = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, l); });
+      std::printf("{\"kind\":\"long\",\"rule\":\"%s\",\"shape\":\"%s\",\"segment_tokens\":%ld,\"piece\":%ld,\"ms\":%.4f,"
+                  "\"ns_per_token\":%.3f,\"host_us\":%.1f}\n",
+                  rule_name<Rule>::value, s.name, long(piece), long(piece < 0 ? automatic : piece), ms,
+                  ms * 1e6 / double(tokens), host_us);
+      std::fflush(stdout);
+    }
+  }
+}
+
+void device_copy(void* dst, const void* src, std::size_t n) { CK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, nullptr)); }
+
+template <class Rule>
+void context_parallel_shapes(const pool& x) {
+  for (const index_t T_ : {index_t(262144), index_t(1048576)}) {
+    if (T_ > x.tokens) continue;
+    arguments<T, float> whole = make_args<Rule>(x, 1, T_);
+    const double one = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(whole, {.segment_tokens = 0}); }, 1, 3, 1);
+    const double autom = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(whole); }, 2, 3, 1);
+    std::printf("{\"kind\":\"cp\",\"rule\":\"%s\",\"T\":%ld,\"ranks\":1,\"whole_ms\":%.3f,\"segmented_ms\":%.3f}\n",
+                rule_name<Rule>::value, long(T_), one, autom);
+    std::fflush(stdout);
+    for (const int R : {2, 4, 8}) {
+      const int r = R > 2 ? R - 2 : 0;  // the rank with the most work (rank R-1 skips passes A and M)
+      const index_t L = T_ / R;
+      arguments<T, float> shard = make_args<Rule>(x, 1, L, r * L);
+      if (r != R - 1) shard.final_state = {};
+      const problem p = validate<Rule, read::identity>(shard);
+      cp::loopback t(r, R, device_copy);
+      const double ms = time_ms([&] { context_parallel<Rule, read::identity, backend::cuda>(shard, t, cuda::launch{}); }, 2, 3, 1);
+      const double best_one = std::min(one, autom);
+      std::printf("{\"kind\":\"cp\",\"rule\":\"%s\",\"T\":%ld,\"ranks\":%d,\"rank\":%d,\"rank_ms\":%.3f,"
+                  "\"speedup\":%.2f,\"efficiency\":%.2f,\"bytes_per_rank\":%zu}\n",
+                  rule_name<Rule>::value, long(T_), R, r, ms, best_one / ms, best_one / ms / R,
+                  cp::bytes_per_rank<Rule, float>(p));
+      std::fflush(stdout);
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool long_only = false, cp_only = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--long")) long_only = true;
+    if (!std::strcmp(argv[i], "--cp")) cp_only = true;
+  }
+  try {
+    cudaDeviceProp prop{};
+    CK(cudaGetDeviceProperties(&prop, 0));
+    std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d}\n", prop.name, prop.multiProcessorCount);
+    if (!cp_only) {
+      const pool x(65536);
+      long_shapes<gated_delta>(x);
+      long_shapes<delta>(x);
+      long_shapes<simple_gla>(x);
+      long_shapes<gla>(x);
+      long_shapes<kda>(x);
+      long_shapes<additive>(x);
+      long_shapes<gdn2>(x);
+    }
+    if (!long_only) {
+      const pool x(1048576);
+      context_parallel_shapes<gated_delta>(x);
+      context_parallel_shapes<simple_gla>(x);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "segments_bench: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,209 @@
+// linea/backend/cuda/segments.hpp — intra-sequence parallelism on one GPU, and context parallelism over GPUs, for
+// the CUDA chunkwise form. The chunk kernels run one CTA per (sequence, value head, value tile): one long sequence
+// gives 16–32 CTAs for 132 SMs. The chunkwise form then cuts long sequences into pieces run in parallel and combines
+// their states exactly (segments/plan.hpp), choosing the piece length from the shape and the device's SM count:
+//
+//   linea::chunkwise<linea::gated_delta, linea::read::identity, linea::backend::cuda>(args, l);   // cut when it pays
+//   l.segment_tokens = 0;      // never cut;   l.segment_tokens = 2048: pieces of 2048 tokens
+//
+// Scratch (states per piece, transitions) is allocated stream-ordered (cudaMallocAsync / cudaFreeAsync on the
+// call's stream); index arrays travel as kernel parameters. Nothing waits for the device.
+#pragma once
+#include "call.hpp"
+#include "segment_kernels.hpp"
+
+#include <algorithm>
+#include <span>
+#include <vector>
+
+#include "../../forms/chunkwise.hpp"
+#include "../../segments/context_parallel.hpp"
+#include "../../segments/forward.hpp"
+
+namespace linea::cuda_detail {
+
+template <class Rule, class Read, class T>
+bool run_segmented(const arguments<T, float>& a, const problem& p, const cuda::launch& l);
+
+// The segmented forward's and context parallelism's operations on the device, on one stream (host_ops.hpp has the
+// same on the host). Scratch is freed (stream-ordered) when the object goes.
+class device_ops {
+ public:
+  explicit device_ops(cudaStream_t s, std::int64_t segment_tokens = -1) : stream_(s), segment_tokens_(segment_tokens) {}
+  device_ops(const device_ops&) = delete;
+  device_ops& operator=(const device_ops&) = delete;
+  ~device_ops() {
+    for (void* p : owned_) (void)cudaFreeAsync(p, stream_);
+  }
+  cudaStream_t stream() const { return stream_; }
+
+  template <class X>
+  X* alloc(std::size_t n) {
+    void* p = nullptr;
+    const std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(X);
+    LINEA_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream_));
+    owned_.push_back(p);
+    return static_cast<X*>(p);
+  }
+  template <class X>
+  X* zeros(std::size_t n) {
+    X* p = alloc<X>(n);
+    LINEA_CUDA_CHECK(cudaMemsetAsync(p, 0, std::max<std::size_t>(n, 1) * sizeof(X), stream_));
+    return p;
+  }
+
+  // A device copy of host values, written by kernels that carry them as parameters.
+  template <class X>
+  const X* upload(std::span<const X> host) {
+    X* d = alloc<X>(host.size());
+    parameter_block<X> block;
+    for (std::size_t at = 0; at < host.size(); at += parameter_block<X>::capacity) {
+      block.count = static_cast<int>(std::min<std::size_t>(parameter_block<X>::capacity, host.size() - at));
+      std::copy(host.begin() + at, host.begin() + at + block.count, block.values);
+      write_block_kernel<X><<<1, 256, 0, stream_>>>(d + at, block);
+      check_launch("write_block_kernel");
+    }
+    return d;
+  }
+
+  // The chunkwise form over `a` with `cu` (host values) as its packed sequences, or `a`'s own when empty — then
+  // cut again when that pays (a context-parallel rank's long shard).
+  template <class Rule, class T>
+  void forward(arguments<T, float> a, std::span<const std::int64_t> cu) {
+    cuda::launch l{.stream = stream_};
+    l.segment_tokens = segment_tokens_;
+    if (!cu.empty()) {
+      l.cu_seqlens = cuda::device_seqlens(upload(cu), cu.size());
+      l.segment_tokens = 0;
+    }
+    const index_t on_device = cu.empty() ? -1 : static_cast<index_t>(cu.size()) - 1;
+    const problem p = validate_chunkwise<Rule, read::identity>(a, on_device);
+    if (cu.empty() && run_segmented<Rule, read::identity>(a, p, l)) return;
+    run<Rule, read::identity, form::chunkwise>(a, p, l);
+  }
+
+  // The piece length a context-parallel rank cuts its shard into (0: not cut).
+  template <class Rule, class T>
+  index_t piece_for(const arguments<T, float>& a, const std::vector<std::int64_t>& starts, const problem& p) const;
+
+  template <class S>
+  void fill_identity(const view<S, 4>& dst) {
+    if (dst.size() == 0) return;
+    fill_identity_kernel<S><<<blocks(dst.size()), 256, 0, stream_>>>(dst);
+    check_launch("fill_identity_kernel");
+  }
+
+  template <class S>
+  void copy_states(const view<S, 4>& dst, const view<const S, 4>& src, std::span<const std::int32_t> map) {
+    if (dst.size() == 0) return;
+    const std::int32_t* m = upload(map);
+    copy_states_kernel<S><<<blocks(dst.size()), 256, 0, stream_>>>(dst, src, m);
+    check_launch("copy_states_kernel");
+  }
+
+  template <class S>
+  void combine(const S* from, S* to, const S* M, const S* B, const segments::state_dims& d,
+               std::span<const segments::chain> chains) {
+    if (chains.empty() || d.HV == 0 || d.V == 0) return;
+    if (d.K > combine_kmax) throw error("the CUDA segment combine supports K <= 128, but K = " + std::to_string(d.K));
+    const segments::chain* c = upload(chains);
+    const dim3 grid(static_cast<unsigned>(chains.size()), static_cast<unsigned>(d.HV),
+                    static_cast<unsigned>((d.V + combine_cols - 1) / combine_cols));
+    combine_kernel<S><<<grid, combine_threads, 0, stream_>>>(from, to, M, B, d, c);
+    check_launch("combine_kernel");
+  }
+
+ private:
+  static unsigned blocks(index_t n) { return static_cast<unsigned>(std::min<index_t>((n + 255) / 256, 4096)); }
+  cudaStream_t stream_;
+  std::int64_t segment_tokens_;
+  std::vector<void*> owned_;
+};
+
+// The cost model for this call's kernel (segments::cost_model), calibrated on the H200 (bench/cuda/README.md,
+// 2026-12-01: pieces of 4096 tokens were best or near best at 1×32768, 2×16384 and 32768 + 63×512, and cutting lost
+// at 2×16384 with the 64-token kernels): the warp-specialised delta kernel runs one CTA per SM over 128 value
+// columns; the scalar 64-token kernel two per SM over 64 columns, bandwidth-bound (a large fixed term keeps it
+// whole until a single sequence leaves most SMs idle); the general kernel two per SM over 64 columns. Pass M of a
+// decay-only rule is the general kernel with V = 1. A model, not a contract: it only steers the piece length.
+template <class Rule, class T>
+segments::cost_model calibrated_model(const arguments<T, float>& a, const problem& p, int sms) {
+  const index_t KM = segments::transition_columns<Rule>(p.K);
+  bool fast = false;
+  if constexpr ((scalar_chunk_rule<Rule, pass::main> || delta_chunk_rule<Rule, pass::main>) && sizeof(T) == 2)
+    fast = tiles::inputs_fit(make_kernel_args(a, p));
+  segments::cost_model m;
+  const bool no_pass_m = KM == 0;  // the additive rule: M = I
+  if (fast && erases<Rule>) {
+    m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
+    m.am_passes = 2, m.link = 400, m.fixed = 800;
+  } else if (fast) {
+    m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
+    // simple_gla's pass M (general kernel, V = 1) measured ~2.7 times its pass A: 1.656 ms against linear_attn's 0.709
+    m.am_passes = no_pass_m ? 1 : 3.7, m.link = 70, m.fixed = 6000;
+  } else {
+    m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
+    m.am_passes = erases<Rule> ? 2 : (no_pass_m ? 1 : 1.5), m.link = erases<Rule> ? 150 : 20, m.fixed = 300;
+  }
+  return m;
+}
+
+// The piece length for this call (0: do not cut): launch::segment_tokens, or the cost model on the device's SMs.
+template <class Rule, class T>
+index_t piece_length(const arguments<T, float>& a, const std::vector<std::int64_t>& starts, const problem& p,
+                     const cuda::launch& l) {
+  if (l.segment_tokens >= 0) return static_cast<index_t>(l.segment_tokens);
+  int device = 0, sms = 0;
+  LINEA_CUDA_CHECK(cudaGetDevice(&device));
+  LINEA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return segments::choose_piece(starts, calibrated_model<Rule>(a, p, sms));
+}
+
+template <class Rule, class T>
+index_t device_ops::piece_for(const arguments<T, float>& a, const std::vector<std::int64_t>& starts,
+                              const problem& p) const {
+  cuda::launch l{.stream = stream_};
+  l.segment_tokens = segment_tokens_;
+  return piece_length<Rule>(a, starts, p, l);
+}
+
+// Runs the call segmented and returns true when it qualifies and cutting pays; false: run it whole.
+template <class Rule, class Read, class T>
+bool run_segmented(const arguments<T, float>& a, const problem& p, const cuda::launch& l) {
+  if constexpr (!std::is_same_v<Read, read::identity>) {
+    return false;
+  } else {
+    if (l.segment_tokens == 0 || !l.cu_seqlens.empty() || !segments::applies<Read>(a)) return false;
+    if (p.K > combine_kmax || p.V > 128) return false;
+    const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
+    const index_t piece = piece_length<Rule>(a, starts, p, l);
+    if (piece <= 0) return false;
+    const segments::plan plan = segments::make_plan(starts, piece);
+    if (!plan.cuts()) return false;
+    device_ops ops(l.stream);
+    segments::forward<Rule>(ops, a, p, plan);
+    return true;
+  }
+}
+
+}  // namespace linea::cuda_detail
+
+namespace linea {
+
+// Context parallelism on the CUDA backend: the rank's shard (device views), its transport (cp::nccl_transport,
+// backend/cuda/nccl_transport.hpp, or a simulated one), the call's stream. segments/context_parallel.hpp has the
+// algorithm and the contract.
+template <write_rule_policy Rule, read_policy Read = read::identity, class Backend = backend::cuda, class T>
+  requires std::same_as<Backend, backend::cuda>
+void context_parallel(const arguments<T, float>& a, cp::transport& t, const cuda::launch& l) {
+  static_assert(std::is_same_v<Read, read::identity>,
+                "linea::context_parallel: the identity read only (CCQ statistics are not combined across ranks yet)");
+  if (!l.cu_seqlens.empty()) throw error("context_parallel takes cu_seqlens as a host span (arguments::cu_seqlens)");
+  const problem p = validate_chunkwise<Rule, Read>(a);
+  if (a.normalize) throw error("argument 'normalize' is not supported by context_parallel");
+  if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is not produced by context_parallel");
+  cuda_detail::device_ops ops(l.stream, l.segment_tokens);
+  cp::forward<Rule>(ops, a, p, t);
+}
+
+}  // namespace linea

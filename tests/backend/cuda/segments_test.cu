@@ -1,0 +1,125 @@
+// tests/backend/cuda/segments_test.cu — intra-sequence parallelism and context parallelism on the GPU
+// (backend/cuda/segments.hpp, segments/): the chunkwise form with long sequences cut into pieces (forced piece
+// lengths and the automatic choice), context_parallel over simulated ranks (threads, one stream each, on one
+// device) and over NCCL with one rank — each against the float64 reference within SPEC §5, every rule, bf16 (the
+// 64-token kernels) and float32 (the general kernel), packed sequences with one long and several short ones.
+#include <thread>
+
+#include "backend/cuda/consistency.hpp"
+#include "support/rules.hpp"
+#include "support/slice.hpp"
+
+#include <linea/backend/cuda/nccl_transport.hpp>
+
+namespace linea::testing {
+namespace {
+
+template <class Rule, class T>
+void check_against_reference(random_case<Rule, T>& c, const char* what) {
+  auto ref = c.template cast<double>();
+  reference::recurrent<Rule>(ref.args());
+  INFO(std::string(rule_name<Rule>::value) << " " << type_name<T>() << " " << what << " " << describe_shape(c.shape));
+  const double tol = tolerance_for<T>(c.shape.T);
+  expect_close("o", c.o, ref.o, tol);
+  expect_close("residual", c.residual, ref.residual, tol);
+  expect_close("final state", c.ht, ref.ht, tol);
+}
+
+template <class Rule, class T>
+void check_segmented(const case_shape& shape, std::int64_t piece) {
+  auto c = random_case<Rule, T>::make(shape);
+  {
+    device_case<Rule, T> d{c};
+    linea::chunkwise<Rule, read::identity, backend::cuda>(d.args(c.args()), cuda::launch{.segment_tokens = piece});
+    d.back();
+  }
+  check_against_reference(c, piece > 0 ? "segmented" : "automatic");
+}
+
+// Rank r of `cuts.size() - 1` ranks holds tokens [cuts[r], cuts[r+1]) of every row; each rank is a thread with a
+// stream of its own, exchanging through device copies.
+// `piece`: cuda::launch::segment_tokens of every rank (−1: automatic; > 0: each rank cuts its shard into pieces).
+template <class Rule, class T>
+void check_context_parallel(const case_shape& shape, const std::vector<index_t>& cuts, std::int64_t piece = -1) {
+  const int ranks = static_cast<int>(cuts.size()) - 1;
+  auto c = random_case<Rule, T>::make(shape);
+  {
+    device_case<Rule, T> d{c};
+    const auto all = d.args(c.args());
+    cp::local_group group(ranks, [](void* dst, const void* src, std::size_t n) { cuda_ok(cudaMemcpy(dst, src, n, cudaMemcpyDefault)); });
+    std::vector<cudaStream_t> streams(static_cast<std::size_t>(ranks));
+    for (int r = 0; r < ranks; ++r) {
+      cuda_ok(cudaStreamCreate(&streams[r]));
+      group.on_ready(r, [s = streams[r]] { cuda_ok(cudaStreamSynchronize(s)); });
+    }
+    std::vector<std::exception_ptr> failed(static_cast<std::size_t>(ranks));
+    std::vector<std::thread> threads;
+    for (int r = 0; r < ranks; ++r)
+      threads.emplace_back([&, r] {
+        try {
+          auto a = time_slice_args(all, cuts[r], cuts[r + 1]);
+          if (r != 0) a.initial_state = {};
+          if (r != ranks - 1) a.final_state = {};
+          context_parallel<Rule, read::identity, backend::cuda>(
+              a, group.rank(r), cuda::launch{.stream = streams[r], .segment_tokens = piece});
+          cuda_ok(cudaStreamSynchronize(streams[r]));
+        } catch (...) {
+          failed[r] = std::current_exception();
+        }
+      });
+    for (auto& t : threads) t.join();
+    for (auto s : streams) cudaStreamDestroy(s);
+    for (auto& e : failed)
+      if (e) std::rethrow_exception(e);
+    d.back();
+  }
+  check_against_reference(c, "context parallel");
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("CUDA segmented chunkwise equals the reference", Rule, LINEA_RULES) {
+  // bf16, K = V = 64: the 64-token kernels; pieces of 128 tokens, a partial last one, an initial state.
+  check_segmented<Rule, bf16>({.B = 2, .T = 700, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true}, 128);
+  // float32 (the general kernel), K ≠ V (a transition scratch of its own), GVA.
+  check_segmented<Rule, float>({.B = 1, .T = 600, .H = 1, .HV = 2, .K = 32, .V = 16}, 128);
+  // Packed: one long sequence among short ones, the automatic choice too (the long one is cut or not, same result).
+  const case_shape packed{.H = 2, .HV = 4, .K = 64, .V = 64, .seqlens = {3000, 64, 0, 100, 1500, 33}, .initial_state = true};
+  check_segmented<Rule, bf16>(packed, 256);
+  check_segmented<Rule, bf16>(packed, -1);
+}
+
+TEST_CASE_TEMPLATE("CUDA context parallel over simulated ranks equals the reference", Rule, LINEA_RULES) {
+  check_context_parallel<Rule, bf16>({.B = 2, .T = 640, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true},
+                                     {0, 192, 192, 448, 640});
+  check_context_parallel<Rule, float>({.B = 1, .T = 300, .H = 1, .HV = 2, .K = 32, .V = 16, .initial_state = true},
+                                      {0, 100, 300});
+  // Every rank's shard cut into pieces of 64 tokens (cp::forward_pieces).
+  check_context_parallel<Rule, bf16>({.B = 1, .T = 700, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true},
+                                     {0, 200, 200, 450, 700}, 64);
+}
+
+#if LINEA_HAS_NCCL && defined(LINEA_TEST_NCCL)
+TEST_CASE("CUDA context parallel through NCCL, one rank") {
+  auto c = random_case<gated_delta, bf16>::make({.B = 1, .T = 500, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true});
+  {
+    device_case<gated_delta, bf16> d{c};
+    ncclComm_t comm;
+    int device = 0;
+    cuda_ok(cudaGetDevice(&device));
+    cp::nccl_check(ncclCommInitAll(&comm, 1, &device), "ncclCommInitAll");
+    cudaStream_t s;
+    cuda_ok(cudaStreamCreate(&s));
+    cp::nccl_transport t(comm, s);
+    CHECK(t.size() == 1);
+    context_parallel<gated_delta, read::identity, backend::cuda>(d.args(c.args()), t, cuda::launch{.stream = s});
+    cuda_ok(cudaStreamSynchronize(s));
+    cudaStreamDestroy(s);
+    ncclCommDestroy(comm);
+    d.back();
+  }
+  check_against_reference(c, "NCCL, one rank");
+}
+#endif
+
+}  // namespace linea::testing

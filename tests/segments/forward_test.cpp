@@ -1,0 +1,107 @@
+// The segmented forward (include/linea/segments/): sequences cut into pieces, each piece's affine state map
+// (transition M, contribution B) combined, every piece run again from its combined initial state. For every rule it
+// equals the float64 reference within SPEC §5 and the unsplit chunkwise form closely, on batches and on packed
+// sequences where only the long ones are cut; the plan's bookkeeping and the cost model's choices are checked too.
+#include <doctest/doctest.h>
+
+#include <linea/segments/segmented.hpp>
+
+#include "support/compare.hpp"
+#include "support/inputs.hpp"
+#include "support/rules.hpp"
+#include "support/tolerance.hpp"
+
+using namespace linea;
+using namespace linea::testing;
+
+namespace {
+
+// Runs `shape` three ways — segmented (pieces of `piece` tokens), plain chunkwise, float64 reference — and checks o,
+// the residual and the final state.
+template <class Rule>
+void check_segmented(const case_shape& shape, index_t piece) {
+  auto seg = random_case<Rule, float>::make(shape);
+  auto whole = random_case<Rule, float>::make(shape);
+  auto ref = seg.template cast<double>();
+  segmented_chunkwise<Rule>(seg.args(), piece);
+  chunkwise<Rule>(whole.args());
+  reference::recurrent<Rule>(ref.args());
+  INFO(std::string(rule_name<Rule>::value), " piece=", piece, " ", describe_shape(seg.shape));
+  const double tol = tolerance_for<float>(seg.shape.T);
+  CHECK(relative_error(seg.o, ref.o) <= tol);
+  CHECK(relative_error(seg.residual, ref.residual) <= tol);
+  CHECK(relative_error(seg.ht, ref.ht) <= tol);
+  // Against the unsplit form: the same function, only the rounding of the combine differs.
+  CHECK(relative_error(seg.o, whole.o) <= tol);
+  CHECK(relative_error(seg.ht, whole.ht) <= tol);
+}
+
+}  // namespace
+
+TEST_CASE_TEMPLATE("segmented chunkwise equals the unsplit forward", Rule, LINEA_ALL_RULES) {
+  // A batch (packed as rows), pieces of 64 with a partial last piece; K ≠ V (a transition scratch of its own).
+  check_segmented<Rule>({.B = 2, .T = 300, .H = 1, .HV = 2, .K = 16, .V = 8, .initial_state = true}, 64);
+  // K = V (the transition pass writes into o), GVA (two value heads per key head), no initial state.
+  check_segmented<Rule>({.B = 1, .T = 257, .H = 1, .HV = 2, .K = 16, .V = 16}, 64);
+  // Packed: short sequences between and around long ones, neighbouring long ones sharing a run, an empty one.
+  check_segmented<Rule>({.H = 2, .HV = 4, .K = 8, .V = 8, .seqlens = {50, 300, 200, 20, 0, 129, 17, 257},
+                         .initial_state = true},
+                        64);
+  // Strong decays: products of many small transitions.
+  check_segmented<Rule>({.B = 1, .T = 200, .H = 1, .HV = 1, .K = 8, .V = 8, .initial_state = true,
+                         .gates = gate_range::extreme},
+                        32);
+}
+
+TEST_CASE("segment plan: pieces, runs and chains") {
+  // Sequences of 50, 300, 200, 20 tokens cut at 64: the 300 and the 200 one (5 and 4 pieces) share one run.
+  const segments::plan p = segments::make_plan({0, 50, 350, 550, 570}, 64);
+  CHECK(p.pieces == std::vector<index_t>{1, 5, 4, 1});
+  CHECK(p.total_pieces() == 11);
+  CHECK(p.cu_all == std::vector<std::int64_t>{0, 50, 114, 178, 242, 306, 350, 414, 478, 542, 550, 570});
+  REQUIRE(p.runs.size() == 1);
+  // The run covers the 300 sequence's 5 pieces and the 200 one's first 3 (its last needs no summary).
+  CHECK(p.runs[0].t0 == 50);
+  CHECK(p.runs[0].t1 == 542);
+  CHECK(p.runs[0].cu == std::vector<std::int64_t>{0, 64, 128, 192, 256, 300, 364, 428, 492});
+  CHECK(p.rows == 8);
+  CHECK(p.first_row == std::vector<index_t>{-1, 0, 5, -1});
+  REQUIRE(p.chains.size() == 2);
+  CHECK(p.chains[1].start == 6);  // the 200 sequence's first piece in pass C
+  CHECK(p.chains[1].links == 3);
+  CHECK(p.chains[1].link == 5);
+  CHECK(p.chains[1].out == 7);
+  // A short sequence between two long ones: two runs.
+  CHECK(segments::make_plan({0, 200, 210, 410}, 64).runs.size() == 2);
+  // Nothing longer than the piece: nothing cut.
+  CHECK_FALSE(segments::make_plan({0, 64, 128}, 64).cuts());
+}
+
+TEST_CASE("segment cost model: cut only what cannot fill the device") {
+  auto starts = [](std::vector<std::int64_t> lengths) {
+    std::vector<std::int64_t> s{0};
+    for (auto L : lengths) s.push_back(s.back() + L);
+    return s;
+  };
+  std::vector<std::int64_t> varlen(64, 512);
+  varlen[0] = 32768;
+  // The H200's delta kernel as backend/cuda/segments.hpp models it (132 SMs, one CTA each, 16 value heads): the
+  // choices its measurements favoured (bench/cuda/README.md).
+  const segments::cost_model delta_kernel{.slots = 132, .units = 16, .am_passes = 2, .link = 400, .fixed = 800};
+  CHECK(segments::choose_piece(starts(std::vector<std::int64_t>(8, 4096)), delta_kernel) == 0);  // full already
+  CHECK(segments::choose_piece(starts({16384, 16384}), delta_kernel) == 0);
+  CHECK(segments::choose_piece(starts({32768}), delta_kernel) == 4096);  // 8 pieces × 16 heads: one wave
+  CHECK(segments::choose_piece(starts(varlen), delta_kernel) == 4096);   // the long sequence only (512 < 4096)
+  // The scalar 64-token kernel with simple_gla's costly pass M: only the lone long sequence is worth cutting.
+  const segments::cost_model scalar_kernel{.slots = 264, .units = 32, .am_passes = 3.7, .link = 70, .fixed = 6000};
+  CHECK(segments::choose_piece(starts({16384, 16384}), scalar_kernel) == 0);
+  CHECK(segments::choose_piece(starts({32768}), scalar_kernel) == 4096);
+  CHECK(segments::choose_piece(starts(varlen), scalar_kernel) == 0);
+  // Waves: pieces that need a second wave cost it; no piece below min_piece.
+  const segments::cost_model cheap{.slots = 132, .units = 16, .am_passes = 1};
+  const index_t one = segments::choose_piece(starts({32768}), cheap);
+  CHECK(one >= 512);
+  CHECK(32768 / one * 16 <= 132 * 2);
+  CHECK(segments::choose_piece(starts({64, 64}), cheap) == 0);
+  CHECK(segments::choose_piece(starts({}), cheap) == 0);
+}
