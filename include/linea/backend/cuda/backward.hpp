@@ -78,6 +78,22 @@ struct backward_scratch {
   }
 };
 
+// Phases 2 and 3 with BV value columns per CTA.
+template <int BV, bool Erases, bool PerKey, class T>
+void state_passes(const arguments<T, float>& a, const gradients<T, float>& g, const work& w, const problem& p,
+                  cudaStream_t st) {
+  using sh = state_shape<BV>;
+  const dim3 grid(unsigned((p.V + BV - 1) / BV), unsigned(p.HV), unsigned(p.N));
+  constexpr auto fwd = forward_states_kernel<BV, Erases, PerKey>;
+  constexpr auto rev = reverse_states_kernel<BV, Erases, PerKey>;
+  allow_dynamic_shared<fwd, sh::bytes>();
+  allow_dynamic_shared<rev, sh::bytes>();
+  fwd<<<grid, threads, sh::bytes, st>>>(w, a.initial_state);
+  check_launch("backward forward_states_kernel");
+  rev<<<grid, threads, sh::bytes, st>>>(w, g.d_final_state, g.d_initial_state);
+  check_launch("backward reverse_states_kernel");
+}
+
 template <class Rule, class T>
 void run(const arguments<T, float>& a, const gradients<T, float>& g, const problem& p, const cuda::launch& l) {
   constexpr bool erases = Rule::update::kind == update_kind::erase;
@@ -119,37 +135,34 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   if (NC) {
     if constexpr (per_key) {
       constexpr auto prep = per_key_prep_kernel<erases>;
-      allow_dynamic_shared<prep, per_key_prep_shape::bytes>();
-      prep<<<dim3(unsigned(NC), unsigned(HV)), threads, per_key_prep_shape::bytes, st>>>(w);
+      allow_dynamic_shared<prep, per_key_prep_shape<erases>::bytes>();
+      prep<<<dim3(unsigned(NC), unsigned(HV)), threads, per_key_prep_shape<erases>::bytes, st>>>(w);
       check_launch("backward per_key_prep_kernel");
     } else {
       constexpr auto prep = chunk_prep_kernel<erases>;
-      allow_dynamic_shared<prep, prep_shape::bytes>();
-      prep<<<dim3(unsigned(NC), unsigned(HV)), threads, prep_shape::bytes, st>>>(w);
+      allow_dynamic_shared<prep, prep_shape<erases>::bytes>();
+      prep<<<dim3(unsigned(NC), unsigned(HV)), threads, prep_shape<erases>::bytes, st>>>(w);
       check_launch("backward chunk_prep_kernel");
     }
   }
-  const dim3 state_grid(unsigned((V + state_shape::BV - 1) / state_shape::BV), unsigned(HV), unsigned(p.N));
   if (p.N) {
-    constexpr auto fwd = forward_states_kernel<erases, per_key>;
-    constexpr auto rev = reverse_states_kernel<erases, per_key>;
-    allow_dynamic_shared<fwd, state_shape::bytes>();
-    allow_dynamic_shared<rev, state_shape::bytes>();
-    fwd<<<state_grid, threads, state_shape::bytes, st>>>(w, a.initial_state);
-    check_launch("backward forward_states_kernel");
-    rev<<<state_grid, threads, state_shape::bytes, st>>>(w, g.d_final_state, g.d_initial_state);
-    check_launch("backward reverse_states_kernel");
+    int device = 0, sms = 0;
+    LINEA_CUDA_CHECK(cudaGetDevice(&device));
+    LINEA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    const std::size_t narrow = std::size_t(p.N) * HV * ((V + 15) / 16);  // CTAs at 16 value columns
+    if (narrow <= std::size_t(state_ctas_per_sm) * std::size_t(sms)) state_passes<16, erases, per_key>(a, g, w, p, st);
+    else state_passes<32, erases, per_key>(a, g, w, p, st);
   }
   if (NC) {
     if constexpr (per_key) {
       constexpr auto grad = per_key_grad_kernel<erases, T>;
-      allow_dynamic_shared<grad, per_key_grad_shape::bytes>();
-      grad<<<dim3(unsigned(NC), unsigned(HV)), threads, per_key_grad_shape::bytes, st>>>(w, g.dv);
+      allow_dynamic_shared<grad, per_key_grad_shape<erases>::bytes>();
+      grad<<<dim3(unsigned(NC), unsigned(HV)), threads, per_key_grad_shape<erases>::bytes, st>>>(w, g.dv);
       check_launch("backward per_key_grad_kernel");
     } else {
       constexpr auto grad = chunk_grad_kernel<erases, decays, T>;
-      allow_dynamic_shared<grad, grad_shape::bytes>();
-      grad<<<dim3(unsigned(NC), unsigned(HV)), threads, grad_shape::bytes, st>>>(w, g.dv);
+      allow_dynamic_shared<grad, grad_shape<erases>::bytes>();
+      grad<<<dim3(unsigned(NC), unsigned(HV)), threads, grad_shape<erases>::bytes, st>>>(w, g.dv);
       check_launch("backward chunk_grad_kernel");
     }
   }
