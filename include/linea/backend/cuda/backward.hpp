@@ -79,13 +79,13 @@ struct backward_scratch {
 };
 
 // Phases 2 and 3 with BV value columns per CTA.
-template <int BV, bool Erases, bool PerKey, bool Exact, class T>
+template <int BV, bool Erases, bool PerKey, class T>
 void state_passes(const arguments<T, float>& a, const gradients<T, float>& g, const work& w, const problem& p,
                   cudaStream_t st) {
   using sh = state_shape<BV>;
   const dim3 grid(unsigned((p.V + BV - 1) / BV), unsigned(p.HV), unsigned(p.N));
-  constexpr auto fwd = forward_states_kernel<BV, Erases, PerKey, Exact>;
-  constexpr auto rev = reverse_states_kernel<BV, Erases, PerKey, Exact>;
+  constexpr auto fwd = forward_states_kernel<BV, Erases, PerKey>;
+  constexpr auto rev = reverse_states_kernel<BV, Erases, PerKey>;
   allow_dynamic_shared<fwd, sh::bytes>();
   allow_dynamic_shared<rev, sh::bytes>();
   fwd<<<grid, threads, sh::bytes, st>>>(w, a.initial_state);
@@ -99,7 +99,6 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   constexpr bool erases = Rule::update::kind == update_kind::erase;
   constexpr bool decays = Rule::decay::kind == decay_kind::scalar;
   constexpr bool per_key = Rule::decay::kind == decay_kind::per_key;
-  constexpr bool exact = std::is_same_v<T, float>;  // 3xTF32 products for float32 inputs (block_gemm.hpp)
   if (!l.cu_seqlens.empty() || !l.state_indices.empty())
     throw error("the CUDA backward takes cu_seqlens as a host span (arguments::cu_seqlens), not on the device: it "
                 "builds its chunk table on the host");
@@ -135,12 +134,12 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   }
   if (NC) {
     if constexpr (per_key) {
-      constexpr auto prep = per_key_prep_kernel<erases, exact>;
+      constexpr auto prep = per_key_prep_kernel<erases>;
       allow_dynamic_shared<prep, per_key_prep_shape<erases>::bytes>();
       prep<<<dim3(unsigned(NC), unsigned(HV)), threads, per_key_prep_shape<erases>::bytes, st>>>(w);
       check_launch("backward per_key_prep_kernel");
     } else {
-      constexpr auto prep = chunk_prep_kernel<erases, exact>;
+      constexpr auto prep = chunk_prep_kernel<erases>;
       allow_dynamic_shared<prep, prep_shape<erases>::bytes>();
       prep<<<dim3(unsigned(NC), unsigned(HV)), threads, prep_shape<erases>::bytes, st>>>(w);
       check_launch("backward chunk_prep_kernel");
@@ -151,10 +150,8 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
     LINEA_CUDA_CHECK(cudaGetDevice(&device));
     LINEA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     const std::size_t narrow = std::size_t(p.N) * HV * ((V + 15) / 16);  // CTAs at 16 value columns
-    if (narrow <= std::size_t(state_shape<16>::ctas_per_sm) * std::size_t(sms))
-      state_passes<16, erases, per_key, exact>(a, g, w, p, st);
-    else
-      state_passes<32, erases, per_key, exact>(a, g, w, p, st);
+    if (narrow <= std::size_t(state_ctas_per_sm) * std::size_t(sms)) state_passes<16, erases, per_key>(a, g, w, p, st);
+    else state_passes<32, erases, per_key>(a, g, w, p, st);
   }
   if (NC) {
     if constexpr (per_key) {

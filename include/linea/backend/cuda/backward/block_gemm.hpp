@@ -8,10 +8,8 @@
 // consecutive threads load: walk::k where the operand is contiguous along k (coalesced global loads, no bank
 // conflicts on row-major shared tiles), walk::mn where it is contiguous along m (A) or n (B). The 8 warps each own a 16 × TN/2
 // strip of the tile: mma.sync m16n8k8 on TF32 operands with float32 accumulation. TF32 keeps 10 bits of
-// mantissa, so for float32 inputs (Exact) each operand is split x = big + small (both TF32) and the product is
-// big·big + big·small + small·big ("3xTF32": float32 accuracy, SPEC §6's 1e-4); for bf16 / fp16 inputs one TF32
-// product (relative error ~2⁻¹¹ per operand, far inside SPEC §6's 2e-2 and below the inputs' own rounding).
-// TK: the slab depth (16, or 32 where registers allow: half the barriers). `out` is called once per output
+// mantissa, so each operand is split x = big + small (both TF32) and the product is big·big + big·small +
+// small·big ("3xTF32": float32 accuracy, SPEC §6's 1e-4 for float32 inputs). `out` is called once per output
 // element, always by the same thread for the same (m, n) whatever the accessors (so an out() may
 // read-modify-write its element). Every thread of the CTA must call it; it starts and ends with a barrier.
 // scratch: gemm_scratch floats of shared memory.
@@ -24,10 +22,8 @@ namespace linea::cuda_detail::bwd {
 
 enum class walk { mn, k };
 
-inline constexpr int gemm_tm = 64, gemm_ld = gemm_tm + 4;  // ld ≡ 4 (mod 32): conflict-free fragments
-template <int TK>
-inline constexpr int gemm_scratch_for = TK * gemm_ld * 2;  // the A and B slabs (B at most 64 wide)
-inline constexpr int gemm_scratch = gemm_scratch_for<16>;
+inline constexpr int gemm_tm = 64, gemm_tk = 16, gemm_ld = gemm_tm + 4;  // ld ≡ 4 (mod 32): conflict-free fragments
+inline constexpr int gemm_scratch = gemm_tk * gemm_ld * 2;                // the A and B slabs (B at most 64 wide)
 
 __device__ __forceinline__ std::uint32_t to_tf32(float x) {
   std::uint32_t r;
@@ -48,12 +44,9 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const std::uint32_t (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-template <int TN, walk WalkA = walk::mn, walk WalkB = walk::mn, bool Exact = true, int TK = 16, class A, class B,
-          class Out>
+template <int TN, walk WalkA = walk::mn, walk WalkB = walk::mn, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm: 256 threads, 64 × 16|32|64 tiles");
-  static_assert(TK == 16 || TK == 32, "block_gemm: slabs 16 or 32 deep");
-  constexpr int gemm_tk = TK;
   constexpr int LD = gemm_ld, NT = TN / 16;            // n-tiles of 8 per warp (two warps across the tile's width)
   constexpr int PA = gemm_tk * gemm_tm / threads;      // slab elements per thread: A
   constexpr int PB = gemm_tk * TN / threads;           // and B
@@ -94,29 +87,18 @@ __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out o
         const int steps = (Kd - k0 < gemm_tk ? Kd - k0 + 7 : gemm_tk) / 8;  // (the slab's zeros past Kd skip)
         for (int s = 0; s < steps; ++s) {
           const int kk = 8 * s;
-          const float* Ak = As + kk * LD + wm + g;
           std::uint32_t ab[4], as[4];
-          if constexpr (Exact) {
-            split_tf32(Ak[t * LD], ab[0], as[0]);
-            split_tf32(Ak[t * LD + 8], ab[1], as[1]);
-            split_tf32(Ak[(t + 4) * LD], ab[2], as[2]);
-            split_tf32(Ak[(t + 4) * LD + 8], ab[3], as[3]);
-          } else {
-            ab[0] = to_tf32(Ak[t * LD]), ab[1] = to_tf32(Ak[t * LD + 8]);
-            ab[2] = to_tf32(Ak[(t + 4) * LD]), ab[3] = to_tf32(Ak[(t + 4) * LD + 8]);
-          }
+          split_tf32(As[(kk + t) * LD + wm + g], ab[0], as[0]);
+          split_tf32(As[(kk + t) * LD + wm + g + 8], ab[1], as[1]);
+          split_tf32(As[(kk + t + 4) * LD + wm + g], ab[2], as[2]);
+          split_tf32(As[(kk + t + 4) * LD + wm + g + 8], ab[3], as[3]);
 #pragma unroll
           for (int j = 0; j < NT; ++j) {
-            const float* Bk = Bs + kk * LD + wn + 8 * j + g;
             std::uint32_t bb[2], bs[2];
-            if constexpr (Exact) {
-              split_tf32(Bk[t * LD], bb[0], bs[0]);
-              split_tf32(Bk[(t + 4) * LD], bb[1], bs[1]);
-              mma_tf32(acc[j], as, bb);
-              mma_tf32(acc[j], ab, bs);
-            } else {
-              bb[0] = to_tf32(Bk[t * LD]), bb[1] = to_tf32(Bk[(t + 4) * LD]);
-            }
+            split_tf32(Bs[(kk + t) * LD + wn + 8 * j + g], bb[0], bs[0]);
+            split_tf32(Bs[(kk + t + 4) * LD + wn + 8 * j + g], bb[1], bs[1]);
+            mma_tf32(acc[j], as, bb);
+            mma_tf32(acc[j], ab, bs);
             mma_tf32(acc[j], ab, bb);
           }
         }

@@ -23,7 +23,7 @@ struct prep_shape {
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
-template <bool Erases, bool Exact>
+template <bool Erases>
 __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   using sh = prep_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
@@ -51,12 +51,12 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   float* P = w.P + w.ch(c, hv) * CL * CL;
   const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
   const float* w_tok = w.write + tok0 * w.HV + hv;
-  block_gemm<64, walk::k, walk::k, Exact>(
+  block_gemm<64, walk::k, walk::k>(
       L, L, K, [&](int r, int d) { return sQ[r * max_kv + d]; }, [&](int d, int s) { return sK[s * max_kv + d]; },
       [&](int r, int s, float acc) { P[r * CL + s] = s <= r ? acc * __expf(sG[r] - sG[s]) : 0.f; }, scratch);
   if constexpr (Erases) {
     for (int e = tid; e < CL * CL; e += threads) sA[e] = 0.f;  // rows and columns past L stay 0
-    block_gemm<64, walk::k, walk::k, Exact>(
+    block_gemm<64, walk::k, walk::k>(
         L, L, K, [&](int r, int d) { return sK[r * max_kv + d]; }, [&](int d, int s) { return sK[s * max_kv + d]; },
         [&](int r, int s, float acc) { sA[r * CL + s] = s < r ? e_tok[r * w.HV] * acc * __expf(sG[r] - sG[s]) : 0.f; },
         scratch);
@@ -71,12 +71,12 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
     for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
     // W = T (e ⊙ Γ ⊙ K), U = T (w ⊙ V)   (T is lower triangular: its zeros do the masking)
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
-    block_gemm<64, walk::k, walk::mn, Exact>(
+    block_gemm<64, walk::k, walk::mn>(
         L, K, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int d) { return sEG[s] * sK[s * max_kv + d]; },
         [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch);
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
     const float* v = w.v + (tok0 * w.HV + hv) * w.V;
-    block_gemm<64, walk::k, walk::mn, Exact>(
+    block_gemm<64, walk::k, walk::mn>(
         L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return sWw[s] * v[s * w.HV * w.V + j]; },
         [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
   }

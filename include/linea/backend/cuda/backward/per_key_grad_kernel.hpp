@@ -16,30 +16,28 @@
 
 namespace linea::cuda_detail::bwd {
 
-// Tiles reused as their contents die, so that two CTAs fit per SM (~105 KB): tile a [CL][max_kv] holds dW, then
-// dG; tile b (erasing update) dBv, then dBk; N and M [CL][CL]. G itself is read from phase 1's Gk (L1-cached).
-template <bool Erases>
+template <bool Erases>  // (dBk, dBv, M only for an erasing update; dW's tile is also dG's)
 struct per_key_grad_shape {
   static constexpr int ut_kv = Erases ? CL * max_kv : 0, ut_cc = Erases ? CL * CL : 0;
-  static constexpr int a_at = 0, b_at = a_at + CL * max_kv, n_at = b_at + ut_kv, m_at = n_at + CL * CL,
-                       gl_at = m_at + ut_cc, de_at = gl_at + max_kv, dwr_at = de_at + CL, scratch_at = dwr_at + CL,
+  static constexpr int dw_at = 0, dbk_at = dw_at + CL * max_kv, dbv_at = dbk_at + ut_kv,
+                       n_at = dbv_at + ut_kv, m_at = n_at + CL * CL, g_at = m_at + ut_cc,
+                       gl_at = g_at + CL * LK, de_at = gl_at + max_kv, dwr_at = de_at + CL, scratch_at = dwr_at + CL,
                        end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
 template <bool Erases, class T>
-__global__ void __launch_bounds__(threads, 2) per_key_grad_kernel(const work w, const view<T, 4> dv_out) {
+__global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(const work w, const view<T, 4> dv_out) {
   using sh = per_key_grad_shape<Erases>;
-  constexpr bool Exact = std::is_same_v<T, float>;  // 3xTF32 products for float32 inputs (block_gemm.hpp)
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
   const chunk_info ci = w.chunk[c];
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
   const index_t tok0 = w.token(ci.bt, ci.t0);
   extern __shared__ __align__(16) float sm[];
-  float *sdW = sm + sh::a_at, *sdBv = sm + sh::b_at, *sN = sm + sh::n_at, *sM = sm + sh::m_at,
-        *sdGL = sm + sh::gl_at, *sdE = sm + sh::de_at, *sdWr = sm + sh::dwr_at, *scratch = sm + sh::scratch_at;
-  float* sdG = sdW;   // dG [CL][max_kv] reuses dW's tile once dBk has been formed
-  float* sdBk = sdBv;  // dBk reuses dBv's tile once dv, dw and dBv Uᵀ have been formed
+  float *sdW = sm + sh::dw_at, *sdBk = sm + sh::dbk_at, *sdBv = sm + sh::dbv_at, *sN = sm + sh::n_at,
+        *sM = sm + sh::m_at, *sG = sm + sh::g_at, *sdGL = sm + sh::gl_at, *sdE = sm + sh::de_at, *sdWr = sm + sh::dwr_at,
+        *scratch = sm + sh::scratch_at;
+  float* sdG = sdW;  // dG [CL][max_kv] reuses dW's tile once dBk has been formed
 
   const std::size_t cv = w.ch(c, hv);
   const float *hc = w.h + cv * w.K * w.V, *dhc = w.dh + cv * w.K * w.V, *dU = w.dU + cv * CL * w.V;
@@ -58,54 +56,47 @@ __global__ void __launch_bounds__(threads, 2) per_key_grad_kernel(const work w, 
   const index_t ldu = Erases ? w.V : ldv;
   const float scale = w.scale;
 
+  for (int e = tid; e < L * K; e += threads) sG[(e / K) * LK + e % K] = Gk[e];
   for (int r = tid; r < CL; r += threads) sdE[r] = 0, sdWr[r] = 0;
   for (int d = tid; d < max_kv; d += threads) sdGL[d] = 0;
   __syncthreads();
-  const auto G = [&](int r, int d) { return Gk[r * K + d]; };
-  const auto D = [&](int r, int s, int d) { return __expf(G(r, d) - G(s, d)); };
+  const auto D = [&](int r, int s, int d) { return __expf(sG[r * LK + d] - sG[s * LK + d]); };
 
   if constexpr (Erases) {  // dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW, dA = −(dBv Uᵀ + dBk Wᵀ) (strictly lower)
-    block_gemm<64, walk::k, walk::k, Exact>(
+    block_gemm<64, walk::k, walk::k>(
         L, K, V, [&](int r, int j) { return dU[r * w.V + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
         [&](int r, int d, float acc) { sdW[r * max_kv + d] = -acc; }, scratch);
-    block_gemm<64, walk::mn, walk::mn, Exact>(
+    block_gemm<64, walk::mn, walk::mn>(
         L, V, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int j) { return dU[s * w.V + j]; },
         [&](int r, int j, float acc) { sdBv[r * max_kv + j] = acc; }, scratch);
-    // dv = w ⊙ dBv, dw_r = v_r·dBv_r (while dBv is in shared memory)
-    for (int e = tid; e < L * V; e += threads) {
-      const int r = e / V, j = e % V;
-      const float dbv = sdBv[r * max_kv + j];
-      atomicAdd(&sdWr[r], v[r * ldv + j] * dbv);
-      if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(gate_w[r * HV] * dbv);
-    }
-    block_gemm<64, walk::k, walk::k, Exact>(
-        L, L, V, [&](int r, int j) { return sdBv[r * max_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
-        [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
-    block_gemm<64, walk::mn, walk::mn, Exact>(
+    block_gemm<64, walk::mn, walk::mn>(
         L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * max_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * max_kv + d] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k, Exact>(
+    block_gemm<64, walk::k, walk::k>(
+        L, L, V, [&](int r, int j) { return sdBv[r * max_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
+        [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
+    block_gemm<64, walk::k, walk::k>(
         L, L, K, [&](int r, int d) { return sdBk[r * max_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
         [&](int r, int s, float acc) { sM[r * CL + s] = s < r ? -(sM[r * CL + s] + acc) : 0.f; }, scratch);
   }
   // dP = s dO U_newᵀ (causal, undecayed)
-  block_gemm<64, walk::k, walk::k, Exact>(
+  block_gemm<64, walk::k, walk::k>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
       [&](int r, int s, float acc) { sN[r * CL + s] = s <= r ? scale * acc : 0.f; }, scratch);
   for (int e = tid; e < CL * max_kv; e += threads) sdG[e] = 0;  // (dW's tile is free: dBk is formed)
   // inter-chunk read: dq = s Γ ⊙ (dO hᵀ);  state write: dk = Kd-decay ⊙ (U_new dhᵀ)
-  block_gemm<64, walk::k, walk::k, Exact>(
+  block_gemm<64, walk::k, walk::k>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
       [&](int r, int d, float acc) {
-        const float x = scale * __expf(G(r, d)) * acc;
+        const float x = scale * __expf(sG[r * LK + d]) * acc;
         dq[r * ldg + d] = x;
         sdG[r * max_kv + d] += q[r * ldq + d] * x;
       },
       scratch);
-  block_gemm<64, walk::k, walk::k, Exact>(
+  block_gemm<64, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) {
-        const float x = __expf(G((L - 1), d) - G(s, d)) * acc, kx = k[s * ldq + d] * x;
+        const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc, kx = k[s * ldq + d] * x;
         dk[s * ldg + d] = x;
         sdG[s * max_kv + d] -= kx;
         atomicAdd(&sdGL[d], kx);
@@ -120,7 +111,7 @@ __global__ void __launch_bounds__(threads, 2) per_key_grad_kernel(const work w, 
     for (int t = r; t < L; ++t) dkP = fmaf(sN[t * CL + r] * q[t * ldq + d], D(t, r, d), dkP);
     float ddk = dkP, dG = qr * dqP - kr * dkP;
     if constexpr (Erases) {
-      const float er = gate_e[r * HV], bk = __expf(G(r, d)) * sdBk[r * max_kv + d];
+      const float er = gate_e[r * HV], bk = __expf(sG[r * LK + d]) * sdBk[r * max_kv + d];
       float rowA = 0, colA = 0;
       for (int s = 0; s < r; ++s) rowA = fmaf(sM[r * CL + s] * k[s * ldq + d], D(r, s, d), rowA);
       for (int t = r + 1; t < L; ++t) colA = fmaf(sM[t * CL + r] * gate_e[t * HV] * k[t * ldq + d], D(t, r, d), colA);
@@ -132,18 +123,26 @@ __global__ void __launch_bounds__(threads, 2) per_key_grad_kernel(const work w, 
     dk[r * ldg + d] += ddk;
     sdG[r * max_kv + d] += dG;
   }
-  // dv without an erasing update: dU
-  if constexpr (!Erases)
-    for (int e = tid; e < L * V; e += threads) {
-      const int r = e / V, j = e % V;
-      if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(dU[r * w.V + j]);
+  // dv, dw
+  for (int e = tid; e < CL * V; e += threads) {
+    const int r = e / V, j = e % V;
+    if (r >= L) continue;
+    float x;
+    if constexpr (Erases) {
+      const float dbv = sdBv[r * max_kv + j];
+      x = gate_w[r * HV] * dbv;
+      atomicAdd(&sdWr[r], v[r * ldv + j] * dbv);
+    } else {
+      x = dU[r * w.V + j];
     }
+    if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x);
+  }
   // the state's decay across the chunk: dG_Ld += γ_Ld ⟨h_d, dh_d⟩ (one warp per key channel)
   for (int d = tid / 32; d < K; d += threads / 32) {
     float x = 0;
     for (int j = tid % 32; j < V; j += 32) x = fmaf(hc[d * w.V + j], dhc[d * w.V + j], x);
     x = warp_sum(x);
-    if (tid % 32 == 0) atomicAdd(&sdGL[d], __expf(G((L - 1), d)) * x);
+    if (tid % 32 == 0) atomicAdd(&sdGL[d], __expf(sG[(L - 1) * LK + d]) * x);
   }
   __syncthreads();
   for (int d = tid; d < K; d += threads) {  // dgk_td = Σ_{r≥t} dG_rd

@@ -20,7 +20,7 @@ struct per_key_prep_shape {
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
-template <bool Erases, bool Exact>
+template <bool Erases>
 __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w) {
   using sh = per_key_prep_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
@@ -73,13 +73,13 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w) {
     float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
     for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
-    block_gemm<64, walk::k, walk::mn, Exact>(
+    block_gemm<64, walk::k, walk::mn>(
         L, K, L, [&](int r, int s) { return sT[r * CL + s]; },
         [&](int s, int d) { return e_tok[s * w.HV] * __expf(sG[s * LK + d]) * sK[s * LK + d]; },
         [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch);
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
     const float* v = w.v + (tok0 * w.HV + hv) * w.V;
-    block_gemm<64, walk::k, walk::mn, Exact>(
+    block_gemm<64, walk::k, walk::mn>(
         L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return w_tok[s * w.HV] * v[s * w.HV * w.V + j]; },
         [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
   }

@@ -13,14 +13,16 @@
 
 namespace linea::cuda_detail::bwd {
 
-// Two configurations, chosen per call (backward.hpp) so that every CTA of a pass is resident (each walks its whole
-// sequence): wide, 32 value columns, 4 CTAs per SM (<= 64 registers), 16-deep slabs; narrow (few sequences × heads,
-// e.g. 1×32768 with 16 heads: 128 CTAs), 16 value columns, 2 CTAs per SM, 32-deep slabs (half the barriers).
+// BV value columns per CTA: 32, or 16 where 32 leaves SMs idle (1×32768 with 16 heads: 64 CTAs at 32, 128 at 16).
+// At most 64 registers per thread (4 CTAs of 256 threads per SM): the CTAs of one pass should all be resident,
+// since each walks its whole sequence.
+inline constexpr int state_ctas_per_sm = 4;
+
 template <int BV_>
 struct state_shape {
-  static constexpr int BV = BV_, TK = BV == 16 ? 32 : 16, ctas_per_sm = BV == 16 ? 2 : 4;
+  static constexpr int BV = BV_;
   static constexpr int s_at = 0, u_at = s_at + max_kv * BV, g_at = u_at + CL * BV, f_at = g_at + CL,
-                       gam_at = f_at + CL, scratch_at = gam_at + CL, end = scratch_at + gemm_scratch_for<TK>;
+                       gam_at = f_at + CL, scratch_at = gam_at + CL, end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
@@ -37,8 +39,8 @@ __device__ __forceinline__ void load_decays(const work& w, index_t c, index_t hv
   __syncthreads();
 }
 
-template <int BV_, bool Erases, bool PerKey, bool Exact>
-__global__ void __launch_bounds__(threads, state_shape<BV_>::ctas_per_sm) forward_states_kernel(const work w, const view<const float, 4> S0) {
+template <int BV_, bool Erases, bool PerKey>
+__global__ void __launch_bounds__(threads, state_ctas_per_sm) forward_states_kernel(const work w, const view<const float, 4> S0) {
   using sh = state_shape<BV_>;
   constexpr int BV = sh::BV;
   const index_t jt = blockIdx.x * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
@@ -71,7 +73,7 @@ __global__ void __launch_bounds__(threads, state_shape<BV_>::ctas_per_sm) forwar
       const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
       const float* Uc = w.U + w.ch(c, hv) * CL * w.V + jt;
       float* Un = w.U_new + w.ch(c, hv) * CL * w.V + jt;
-      block_gemm<BV, walk::k, walk::mn, Exact, sh::TK>(
+      block_gemm<BV, walk::k, walk::mn>(
           L, bv, K, [&](int r, int d) { return Wc[r * w.K + d]; }, [&](int d, int j) { return sS[d * BV + j]; },
           [&](int r, int j, float acc) {
             const float x = Uc[r * w.V + j] - acc;
@@ -87,15 +89,15 @@ __global__ void __launch_bounds__(threads, state_shape<BV_>::ctas_per_sm) forwar
     }
     // h ← γ_L h + Kdᵀ U_new
     const float gL = PerKey ? 0.f : __expf(sG[L - 1]);
-    block_gemm<BV, walk::mn, walk::mn, Exact, sh::TK>(
+    block_gemm<BV, walk::mn, walk::mn>(
         K, bv, L, [&](int d, int s) { return PerKey ? Kd[s * w.K + d] : k[s * ldq + d] * sF[s]; },
         [&](int s, int j) { return sU[s * BV + j]; },
         [&](int d, int j, float acc) { sS[d * BV + j] = fmaf(PerKey ? gLk[d] : gL, sS[d * BV + j], acc); }, scratch);
   }
 }
 
-template <int BV_, bool Erases, bool PerKey, bool Exact>
-__global__ void __launch_bounds__(threads, state_shape<BV_>::ctas_per_sm) reverse_states_kernel(const work w, const view<const float, 4> dST,
+template <int BV_, bool Erases, bool PerKey>
+__global__ void __launch_bounds__(threads, state_ctas_per_sm) reverse_states_kernel(const work w, const view<const float, 4> dST,
                                                                  const view<float, 4> dS0) {
   using sh = state_shape<BV_>;
   constexpr int BV = sh::BV;
@@ -132,10 +134,10 @@ __global__ void __launch_bounds__(threads, state_shape<BV_>::ctas_per_sm) revers
     const float* q = w.q + (tok0 * w.H + h) * w.K;
     const float scale = w.scale;
     // dU = s Pᵀ dO + Kd dh
-    block_gemm<BV, walk::mn, walk::mn, Exact, sh::TK>(
+    block_gemm<BV, walk::mn, walk::mn>(
         L, bv, L, [&](int s, int r) { return Pc[r * CL + s]; }, [&](int r, int j) { return dO[r * ldo + j]; },
         [&](int s, int j, float acc) { sU[s * BV + j] = scale * acc; }, scratch);
-    block_gemm<BV, walk::k, walk::mn, Exact, sh::TK>(
+    block_gemm<BV, walk::k, walk::mn>(
         L, bv, K, [&](int s, int d) { return PerKey ? Kd[s * w.K + d] : k[s * ldq + d] * sF[s]; },
         [&](int d, int j) { return sD[d * BV + j]; },
         [&](int s, int j, float acc) {
@@ -145,14 +147,14 @@ __global__ void __launch_bounds__(threads, state_shape<BV_>::ctas_per_sm) revers
         scratch);
     // dh ← γ_L dh + s (Γ ⊙ Q)ᵀ dO − Wᵀ dU
     const float gL = PerKey ? 0.f : __expf(sG[L - 1]);
-    block_gemm<BV, walk::mn, walk::mn, Exact, sh::TK>(
+    block_gemm<BV, walk::mn, walk::mn>(
         K, bv, L, [&](int d, int r) { return PerKey ? Qg[r * w.K + d] : sGam[r] * q[r * ldq + d]; },
         [&](int r, int j) { return dO[r * ldo + j]; },
         [&](int d, int j, float acc) { sD[d * BV + j] = fmaf(PerKey ? gLk[d] : gL, sD[d * BV + j], scale * acc); },
         scratch);
     if constexpr (Erases) {
       const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
-      block_gemm<BV, walk::mn, walk::mn, Exact, sh::TK>(
+      block_gemm<BV, walk::mn, walk::mn>(
           K, bv, L, [&](int d, int s) { return Wc[s * w.K + d]; }, [&](int s, int j) { return sU[s * BV + j]; },
           [&](int d, int j, float acc) { sD[d * BV + j] -= acc; }, scratch);
     }
