@@ -1,61 +1,115 @@
-// linea/backend/cuda/backward/block_gemm.hpp — one CTA's float32 matrix product through shared memory:
+// linea/backend/cuda/backward/block_gemm.hpp — one CTA's float32 matrix product on tensor cores:
 //
 //   block_gemm<TN>(M, N, Kd, a, b, out, scratch):   out(m, n, Σ_k a(m, k) · b(k, n))   for m < M, n < N
 //
 // a(m, k) and b(k, n) are element accessors (global or shared memory, any layout, any factor folded in); each
-// element is loaded once per 64×TN output tile, into a 16-deep slab of shared memory, and every thread keeps a
-// 4 × TN/16 block of sums in registers. `out` is called once per output element, always by the same thread for the
-// same (m, n) whatever the accessors (so an out() may read-modify-write its element). Every thread of the CTA must
-// call it; it starts and ends with a barrier. scratch: gemm_scratch floats of shared memory.
+// element is loaded once per 64×TN output tile, into a 32-deep slab of shared memory (the next slab's elements
+// are loaded into registers while the tensor cores work on the current one). WalkA / WalkB say which index
+// consecutive threads load: walk::k where the operand is contiguous along k (coalesced global loads, no bank
+// conflicts on row-major shared tiles), walk::mn where it is contiguous along m (A) or n (B). The 8 warps each own a 16 × TN/2
+// strip of the tile: mma.sync m16n8k8 on TF32 operands with float32 accumulation. TF32 keeps 10 bits of
+// mantissa, so each operand is split x = big + small (both TF32) and the product is big·big + big·small +
+// small·big ("3xTF32": float32 accuracy, SPEC §6's 1e-4 for float32 inputs). `out` is called once per output
+// element, always by the same thread for the same (m, n) whatever the accessors (so an out() may
+// read-modify-write its element). Every thread of the CTA must call it; it starts and ends with a barrier.
+// scratch: gemm_scratch floats of shared memory.
 #pragma once
+#include <cstdint>
+
 #include "work.hpp"
 
 namespace linea::cuda_detail::bwd {
 
-inline constexpr int gemm_tm = 64, gemm_tk = 16;
-inline constexpr int gemm_scratch = gemm_tk * (gemm_tm + 4) * 2;  // the A and B slabs (B at most 64 wide)
+enum class walk { mn, k };
 
-template <int TN, class A, class B, class Out>
+inline constexpr int gemm_tm = 64, gemm_tk = 16, gemm_ld = gemm_tm + 4;  // ld ≡ 4 (mod 32): conflict-free fragments
+inline constexpr int gemm_scratch = gemm_tk * gemm_ld * 2;                // the A and B slabs (B at most 64 wide)
+
+__device__ __forceinline__ std::uint32_t to_tf32(float x) {
+  std::uint32_t r;
+  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
+  return r;
+}
+
+// x = big + small, both TF32 (small holds the next 11 bits of the mantissa).
+__device__ __forceinline__ void split_tf32(float x, std::uint32_t& big, std::uint32_t& small) {
+  big = to_tf32(x);
+  small = to_tf32(x - __uint_as_float(big));
+}
+
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+      : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+}
+
+template <int TN, walk WalkA = walk::mn, walk WalkB = walk::mn, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
-  static_assert(threads == 256 && (TN == 32 || TN == 64), "block_gemm: 256 threads, 64 × 32 or 64 × 64 tiles");
-  constexpr int LD = gemm_tm + 4, NJ = TN / 16;
-  float* As = scratch;             // [tk][LD]: As[k][m]
+  static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm: 256 threads, 64 × 16|32|64 tiles");
+  constexpr int LD = gemm_ld, NT = TN / 16;            // n-tiles of 8 per warp (two warps across the tile's width)
+  constexpr int PA = gemm_tk * gemm_tm / threads;      // slab elements per thread: A
+  constexpr int PB = gemm_tk * TN / threads;           // and B
+  float* As = scratch;                 // [tk][LD]: As[k][m]
   float* Bs = scratch + gemm_tk * LD;  // [tk][LD]: Bs[k][n]
-  const int tid = threadIdx.x, tx = tid % 16, ty = tid / 16;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int wm = 16 * (warp & 3), wn = (TN / 2) * (warp >> 2);  // this warp's strip
+  // Slab element e (of this thread's PA / PB) → its (k, m) / (k, n), by the walk.
+  const auto a_k = [](int e) { return WalkA == walk::k ? e % gemm_tk : e / gemm_tm; };
+  const auto a_m = [](int e) { return WalkA == walk::k ? e / gemm_tk : e % gemm_tm; };
+  const auto b_k = [](int e) { return WalkB == walk::k ? e % gemm_tk : e / TN; };
+  const auto b_n = [](int e) { return WalkB == walk::k ? e / gemm_tk : e % TN; };
   __syncthreads();
   for (int m0 = 0; m0 < M; m0 += gemm_tm)
     for (int n0 = 0; n0 < N; n0 += TN) {
-      float acc[4][NJ] = {};
+      float ra[PA], rb[PB];
+      const auto fetch = [&](int k0) {
+#pragma unroll
+        for (int i = 0; i < PA; ++i) {
+          const int k = a_k(tid + i * threads), m = a_m(tid + i * threads);
+          ra[i] = m0 + m < M && k0 + k < Kd ? a(m0 + m, k0 + k) : 0.f;
+        }
+#pragma unroll
+        for (int i = 0; i < PB; ++i) {
+          const int k = b_k(tid + i * threads), n = b_n(tid + i * threads);
+          rb[i] = n0 + n < N && k0 + k < Kd ? b(k0 + k, n0 + n) : 0.f;
+        }
+      };
+      float acc[NT][4] = {};
+      fetch(0);
       for (int k0 = 0; k0 < Kd; k0 += gemm_tk) {
-        for (int e = tid; e < gemm_tk * gemm_tm; e += threads) {
-          const int k = e / gemm_tm, m = e % gemm_tm;
-          As[k * LD + m] = m0 + m < M && k0 + k < Kd ? a(m0 + m, k0 + k) : 0.f;
-        }
-        for (int e = tid; e < gemm_tk * TN; e += threads) {
-          const int k = e / TN, n = e % TN;
-          Bs[k * LD + n] = n0 + n < N && k0 + k < Kd ? b(k0 + k, n0 + n) : 0.f;
-        }
+#pragma unroll
+        for (int i = 0; i < PA; ++i) As[a_k(tid + i * threads) * LD + a_m(tid + i * threads)] = ra[i];
+#pragma unroll
+        for (int i = 0; i < PB; ++i) Bs[b_k(tid + i * threads) * LD + b_n(tid + i * threads)] = rb[i];
         __syncthreads();
+        if (k0 + gemm_tk < Kd) fetch(k0 + gemm_tk);  // in flight while the tensor cores run
+        const int steps = (Kd - k0 < gemm_tk ? Kd - k0 + 7 : gemm_tk) / 8;  // (the slab's zeros past Kd skip)
+        for (int s = 0; s < steps; ++s) {
+          const int kk = 8 * s;
+          std::uint32_t ab[4], as[4];
+          split_tf32(As[(kk + t) * LD + wm + g], ab[0], as[0]);
+          split_tf32(As[(kk + t) * LD + wm + g + 8], ab[1], as[1]);
+          split_tf32(As[(kk + t + 4) * LD + wm + g], ab[2], as[2]);
+          split_tf32(As[(kk + t + 4) * LD + wm + g + 8], ab[3], as[3]);
 #pragma unroll
-        for (int k = 0; k < gemm_tk; ++k) {
-          float av[4], bv[NJ];
-#pragma unroll
-          for (int i = 0; i < 4; ++i) av[i] = As[k * LD + ty + 16 * i];
-#pragma unroll
-          for (int j = 0; j < NJ; ++j) bv[j] = Bs[k * LD + tx + 16 * j];
-#pragma unroll
-          for (int i = 0; i < 4; ++i)
-#pragma unroll
-            for (int j = 0; j < NJ; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+          for (int j = 0; j < NT; ++j) {
+            std::uint32_t bb[2], bs[2];
+            split_tf32(Bs[(kk + t) * LD + wn + 8 * j + g], bb[0], bs[0]);
+            split_tf32(Bs[(kk + t + 4) * LD + wn + 8 * j + g], bb[1], bs[1]);
+            mma_tf32(acc[j], as, bb);
+            mma_tf32(acc[j], ab, bs);
+            mma_tf32(acc[j], ab, bb);
+          }
         }
         __syncthreads();
       }
 #pragma unroll
-      for (int i = 0; i < 4; ++i)
+      for (int j = 0; j < NT; ++j)
 #pragma unroll
-        for (int j = 0; j < NJ; ++j) {
-          const int m = m0 + ty + 16 * i, n = n0 + tx + 16 * j;
-          if (m < M && n < N) out(m, n, acc[i][j]);
+        for (int x = 0; x < 4; ++x) {
+          const int m = m0 + wm + g + 8 * (x >> 1), n = n0 + wn + 8 * j + 2 * t + (x & 1);
+          if (m < M && n < N) out(m, n, acc[j][x]);
         }
     }
   __syncthreads();

@@ -17,17 +17,21 @@
 
 namespace linea::cuda_detail::bwd {
 
+// The UT transform's tiles (dW, dBk, dBv, M, KK) only for an erasing update: without them an additive rule's CTA
+// fits several times per SM.
+template <bool Erases>
 struct grad_shape {
-  static constexpr int dw_at = 0, dbk_at = dw_at + CL * max_kv, dbv_at = dbk_at + CL * max_kv,
-                       n_at = dbv_at + CL * max_kv, m_at = n_at + CL * CL, kk_at = m_at + CL * CL, g_at = kk_at + CL * CL,
+  static constexpr int ut_kv = Erases ? CL * max_kv : 0, ut_cc = Erases ? CL * CL : 0;
+  static constexpr int dw_at = 0, dbk_at = dw_at + ut_kv, dbv_at = dbk_at + ut_kv,
+                       n_at = dbv_at + ut_kv, m_at = n_at + CL * CL, kk_at = m_at + ut_cc, g_at = kk_at + ut_cc,
                        gam_at = g_at + CL, f_at = gam_at + CL, dg_at = f_at + CL, de_at = dg_at + CL, dwr_at = de_at + CL,
                        scratch_at = dwr_at + CL, end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
 template <bool Erases, bool Decays, class T>
-__global__ void __launch_bounds__(threads) chunk_grad_kernel(const work w, const view<T, 4> dv_out) {
-  using sh = grad_shape;
+__global__ void __launch_bounds__(threads, Erases ? 1 : 2) chunk_grad_kernel(const work w, const view<T, 4> dv_out) {
+  using sh = grad_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
   const chunk_info ci = w.chunk[c];
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
@@ -63,22 +67,22 @@ __global__ void __launch_bounds__(threads) chunk_grad_kernel(const work w, const
 
   // ---- the UT transform's adjoints: dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW; dA = −(dBv Uᵀ + dBk Wᵀ), M = dA ⊙ D ----
   if constexpr (Erases) {
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::k>(
         L, K, V, [&](int r, int j) { return dU[r * w.V + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
         [&](int r, int d, float acc) { sdW[r * max_kv + d] = -acc; }, scratch);
-    block_gemm<64>(
+    block_gemm<64, walk::mn, walk::mn>(
         L, V, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int j) { return dU[s * w.V + j]; },
         [&](int r, int j, float acc) { sdBv[r * max_kv + j] = acc; }, scratch);
-    block_gemm<64>(
+    block_gemm<64, walk::mn, walk::mn>(
         L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * max_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * max_kv + d] = acc; }, scratch);
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::k>(
         L, L, K, [&](int r, int d) { return k[r * ldq + d]; }, [&](int d, int s) { return k[s * ldq + d]; },
         [&](int r, int s, float acc) { sKK[r * CL + s] = acc; }, scratch);
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::k>(
         L, L, V, [&](int r, int j) { return sdBv[r * max_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
         [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::k>(
         L, L, K, [&](int r, int d) { return sdBk[r * max_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
         [&](int r, int s, float acc) {
           float m = 0;
@@ -96,7 +100,7 @@ __global__ void __launch_bounds__(threads) chunk_grad_kernel(const work w, const
         scratch);
   }
   // ---- dP = s dO U_newᵀ (causal), its decay terms, N = dP ⊙ D ----
-  block_gemm<64>(
+  block_gemm<64, walk::k, walk::k>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
       [&](int r, int s, float acc) {
         const float dp = s <= r ? scale * acc : 0.f;
@@ -108,7 +112,7 @@ __global__ void __launch_bounds__(threads) chunk_grad_kernel(const work w, const
       },
       scratch);
   // ---- dq = Γ s (dO hᵀ) + N K ----
-  block_gemm<64>(
+  block_gemm<64, walk::k, walk::k>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
       [&](int r, int d, float acc) {
         const float inter = scale * sGam[r] * acc;
@@ -116,14 +120,14 @@ __global__ void __launch_bounds__(threads) chunk_grad_kernel(const work w, const
         if (Decays) atomicAdd(&sdG[r], q[r * ldq + d] * inter);
       },
       scratch);
-  block_gemm<64>(
+  block_gemm<64, walk::k, walk::mn>(
       L, K, L, [&](int r, int s) { return sN[r * CL + s]; }, [&](int s, int d) { return k[s * ldq + d]; },
       [&](int r, int d, float acc) { dq[r * ldg + d] += acc; }, scratch);
   // ---- dk = Nᵀ Q + F ⊙ (U_new dhᵀ) + the UT transform's terms ----
-  block_gemm<64>(
+  block_gemm<64, walk::mn, walk::mn>(
       L, K, L, [&](int s, int r) { return sN[r * CL + s]; }, [&](int r, int d) { return q[r * ldq + d]; },
       [&](int s, int d, float acc) { dk[s * ldg + d] = acc; }, scratch);
-  block_gemm<64>(
+  block_gemm<64, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) {
         const float x = sF[s] * acc;
@@ -136,7 +140,7 @@ __global__ void __launch_bounds__(threads) chunk_grad_kernel(const work w, const
       scratch);
   if constexpr (Erases) {
     // dk_s += e_s γ_s dBk_s + e_s (M K)_s;  de_s += γ_s k_s·dBk_s
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::mn>(
         L, K, L, [&](int s, int t) { return sM[s * CL + t]; }, [&](int t, int d) { return k[t * ldq + d]; },
         [&](int s, int d, float acc) {
           const float es = gate_e[s * HV], ks = k[s * ldq + d], bk = sGam[s] * sdBk[s * max_kv + d];
@@ -146,7 +150,7 @@ __global__ void __launch_bounds__(threads) chunk_grad_kernel(const work w, const
         },
         scratch);
     // dk_s += Σ_{r>s} M_rs e_r k_r
-    block_gemm<64>(
+    block_gemm<64, walk::mn, walk::mn>(
         L, K, L, [&](int s, int r) { return sM[r * CL + s]; }, [&](int r, int d) { return gate_e[r * HV] * k[r * ldq + d]; },
         [&](int s, int d, float acc) { dk[s * ldg + d] += acc; }, scratch);
   }

@@ -10,19 +10,22 @@
 // One CTA per (chunk, value head); q and k rows in shared memory, float32 throughout.
 #pragma once
 #include "block_gemm.hpp"
+#include "triangular_inverse.hpp"
 
 namespace linea::cuda_detail::bwd {
 
+template <bool Erases>  // (A, T only for an erasing update)
 struct prep_shape {
-  static constexpr int q_at = 0, k_at = q_at + CL * max_kv, a_at = k_at + CL * max_kv, t_at = a_at + CL * CL,
-                       g_at = t_at + CL * CL, ew_at = g_at + CL, ww_at = ew_at + CL, scratch_at = ww_at + CL,
+  static constexpr int ut_cc = Erases ? CL * CL : 0;
+  static constexpr int q_at = 0, k_at = q_at + CL * max_kv, a_at = k_at + CL * max_kv, t_at = a_at + ut_cc,
+                       g_at = t_at + ut_cc, ew_at = g_at + CL, ww_at = ew_at + CL, scratch_at = ww_at + CL,
                        end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
 template <bool Erases>
 __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
-  using sh = prep_shape;
+  using sh = prep_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
   const chunk_info ci = w.chunk[c];
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
@@ -48,12 +51,12 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   float* P = w.P + w.ch(c, hv) * CL * CL;
   const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
   const float* w_tok = w.write + tok0 * w.HV + hv;
-  block_gemm<64>(
+  block_gemm<64, walk::k, walk::k>(
       L, L, K, [&](int r, int d) { return sQ[r * max_kv + d]; }, [&](int d, int s) { return sK[s * max_kv + d]; },
       [&](int r, int s, float acc) { P[r * CL + s] = s <= r ? acc * __expf(sG[r] - sG[s]) : 0.f; }, scratch);
   if constexpr (Erases) {
     for (int e = tid; e < CL * CL; e += threads) sA[e] = 0.f;  // rows and columns past L stay 0
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::k>(
         L, L, K, [&](int r, int d) { return sK[r * max_kv + d]; }, [&](int d, int s) { return sK[s * max_kv + d]; },
         [&](int r, int s, float acc) { sA[r * CL + s] = s < r ? e_tok[r * w.HV] * acc * __expf(sG[r] - sG[s]) : 0.f; },
         scratch);
@@ -63,24 +66,17 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   if constexpr (Erases) {
     __syncthreads();
     // T = (I + A)⁻¹, unit lower triangular: row r is e_r − Σ_{s<r} A_rs T_s (only columns ≤ r are nonzero).
-    for (int r = 0; r < CL; ++r) {
-      for (int col = tid; col < CL; col += threads) {
-        float x = col == r ? 1.f : 0.f;
-        for (int s = col; s < r; ++s) x = fmaf(-sA[r * CL + s], sT[s * CL + col], x);
-        sT[r * CL + col] = col <= r ? x : 0.f;
-      }
-      __syncthreads();
-    }
+    unit_lower_inverse(sA, sT, scratch);  // (scratch: free between the block_gemms)
     float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
     for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
     // W = T (e ⊙ Γ ⊙ K), U = T (w ⊙ V)   (T is lower triangular: its zeros do the masking)
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::mn>(
         L, K, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int d) { return sEG[s] * sK[s * max_kv + d]; },
         [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch);
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
     const float* v = w.v + (tok0 * w.HV + hv) * w.V;
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::mn>(
         L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return sWw[s] * v[s * w.HV * w.V + j]; },
         [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
   }

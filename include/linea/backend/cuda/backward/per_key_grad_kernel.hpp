@@ -16,17 +16,19 @@
 
 namespace linea::cuda_detail::bwd {
 
+template <bool Erases>  // (dBk, dBv, M only for an erasing update; dW's tile is also dG's)
 struct per_key_grad_shape {
-  static constexpr int dw_at = 0, dbk_at = dw_at + CL * max_kv, dbv_at = dbk_at + CL * max_kv,
-                       n_at = dbv_at + CL * max_kv, m_at = n_at + CL * CL, g_at = m_at + CL * CL,
+  static constexpr int ut_kv = Erases ? CL * max_kv : 0, ut_cc = Erases ? CL * CL : 0;
+  static constexpr int dw_at = 0, dbk_at = dw_at + CL * max_kv, dbv_at = dbk_at + ut_kv,
+                       n_at = dbv_at + ut_kv, m_at = n_at + CL * CL, g_at = m_at + ut_cc,
                        gl_at = g_at + CL * LK, de_at = gl_at + max_kv, dwr_at = de_at + CL, scratch_at = dwr_at + CL,
                        end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
 template <bool Erases, class T>
-__global__ void __launch_bounds__(threads) per_key_grad_kernel(const work w, const view<T, 4> dv_out) {
-  using sh = per_key_grad_shape;
+__global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(const work w, const view<T, 4> dv_out) {
+  using sh = per_key_grad_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
   const chunk_info ci = w.chunk[c];
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
@@ -61,29 +63,29 @@ __global__ void __launch_bounds__(threads) per_key_grad_kernel(const work w, con
   const auto D = [&](int r, int s, int d) { return __expf(sG[r * LK + d] - sG[s * LK + d]); };
 
   if constexpr (Erases) {  // dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW, dA = −(dBv Uᵀ + dBk Wᵀ) (strictly lower)
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::k>(
         L, K, V, [&](int r, int j) { return dU[r * w.V + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
         [&](int r, int d, float acc) { sdW[r * max_kv + d] = -acc; }, scratch);
-    block_gemm<64>(
+    block_gemm<64, walk::mn, walk::mn>(
         L, V, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int j) { return dU[s * w.V + j]; },
         [&](int r, int j, float acc) { sdBv[r * max_kv + j] = acc; }, scratch);
-    block_gemm<64>(
+    block_gemm<64, walk::mn, walk::mn>(
         L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * max_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * max_kv + d] = acc; }, scratch);
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::k>(
         L, L, V, [&](int r, int j) { return sdBv[r * max_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
         [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::k>(
         L, L, K, [&](int r, int d) { return sdBk[r * max_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
         [&](int r, int s, float acc) { sM[r * CL + s] = s < r ? -(sM[r * CL + s] + acc) : 0.f; }, scratch);
   }
   // dP = s dO U_newᵀ (causal, undecayed)
-  block_gemm<64>(
+  block_gemm<64, walk::k, walk::k>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
       [&](int r, int s, float acc) { sN[r * CL + s] = s <= r ? scale * acc : 0.f; }, scratch);
   for (int e = tid; e < CL * max_kv; e += threads) sdG[e] = 0;  // (dW's tile is free: dBk is formed)
   // inter-chunk read: dq = s Γ ⊙ (dO hᵀ);  state write: dk = Kd-decay ⊙ (U_new dhᵀ)
-  block_gemm<64>(
+  block_gemm<64, walk::k, walk::k>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
       [&](int r, int d, float acc) {
         const float x = scale * __expf(sG[r * LK + d]) * acc;
@@ -91,7 +93,7 @@ __global__ void __launch_bounds__(threads) per_key_grad_kernel(const work w, con
         sdG[r * max_kv + d] += q[r * ldq + d] * x;
       },
       scratch);
-  block_gemm<64>(
+  block_gemm<64, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) {
         const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc, kx = k[s * ldq + d] * x;

@@ -12,15 +12,17 @@ namespace linea::cuda_detail::bwd {
 
 inline constexpr int LK = max_kv + 1;  // padded row stride of [CL][K] shared tiles read column-wise
 
+template <bool Erases>  // (A, T only for an erasing update)
 struct per_key_prep_shape {
+  static constexpr int ut_cc = Erases ? CL * CL : 0;
   static constexpr int q_at = 0, k_at = q_at + CL * LK, g_at = k_at + CL * LK, a_at = g_at + CL * LK,
-                       t_at = a_at + CL * CL, scratch_at = t_at + CL * CL, end = scratch_at + gemm_scratch;
+                       t_at = a_at + ut_cc, scratch_at = t_at + ut_cc, end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
 template <bool Erases>
 __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w) {
-  using sh = per_key_prep_shape;
+  using sh = per_key_prep_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
   const chunk_info ci = w.chunk[c];
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
@@ -67,24 +69,17 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w) {
   }
   if constexpr (Erases) {
     __syncthreads();
-    for (int r = 0; r < CL; ++r) {  // T = (I + A)⁻¹, as in chunk_prep_kernel
-      for (int col = tid; col < CL; col += threads) {
-        float x = col == r ? 1.f : 0.f;
-        for (int s = col; s < r; ++s) x = fmaf(-sA[r * CL + s], sT[s * CL + col], x);
-        sT[r * CL + col] = col <= r ? x : 0.f;
-      }
-      __syncthreads();
-    }
+    unit_lower_inverse(sA, sT, scratch);  // (scratch: free between the block_gemms)
     float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
     for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::mn>(
         L, K, L, [&](int r, int s) { return sT[r * CL + s]; },
         [&](int s, int d) { return e_tok[s * w.HV] * __expf(sG[s * LK + d]) * sK[s * LK + d]; },
         [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch);
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
     const float* v = w.v + (tok0 * w.HV + hv) * w.V;
-    block_gemm<64>(
+    block_gemm<64, walk::k, walk::mn>(
         L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return w_tok[s * w.HV] * v[s * w.HV * w.V + j]; },
         [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
   }

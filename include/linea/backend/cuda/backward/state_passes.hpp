@@ -13,8 +13,14 @@
 
 namespace linea::cuda_detail::bwd {
 
+// BV value columns per CTA: 32, or 16 where 32 leaves SMs idle (1×32768 with 16 heads: 64 CTAs at 32, 128 at 16).
+// At most 64 registers per thread (4 CTAs of 256 threads per SM): the CTAs of one pass should all be resident,
+// since each walks its whole sequence.
+inline constexpr int state_ctas_per_sm = 4;
+
+template <int BV_>
 struct state_shape {
-  static constexpr int BV = 32;  // value columns per CTA
+  static constexpr int BV = BV_;
   static constexpr int s_at = 0, u_at = s_at + max_kv * BV, g_at = u_at + CL * BV, f_at = g_at + CL,
                        gam_at = f_at + CL, scratch_at = gam_at + CL, end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
@@ -33,9 +39,9 @@ __device__ __forceinline__ void load_decays(const work& w, index_t c, index_t hv
   __syncthreads();
 }
 
-template <bool Erases, bool PerKey>
-__global__ void __launch_bounds__(threads) forward_states_kernel(const work w, const view<const float, 4> S0) {
-  using sh = state_shape;
+template <int BV_, bool Erases, bool PerKey>
+__global__ void __launch_bounds__(threads, state_ctas_per_sm) forward_states_kernel(const work w, const view<const float, 4> S0) {
+  using sh = state_shape<BV_>;
   constexpr int BV = sh::BV;
   const index_t jt = blockIdx.x * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x;
@@ -67,7 +73,7 @@ __global__ void __launch_bounds__(threads) forward_states_kernel(const work w, c
       const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
       const float* Uc = w.U + w.ch(c, hv) * CL * w.V + jt;
       float* Un = w.U_new + w.ch(c, hv) * CL * w.V + jt;
-      block_gemm<BV>(
+      block_gemm<BV, walk::k, walk::mn>(
           L, bv, K, [&](int r, int d) { return Wc[r * w.K + d]; }, [&](int d, int j) { return sS[d * BV + j]; },
           [&](int r, int j, float acc) {
             const float x = Uc[r * w.V + j] - acc;
@@ -83,17 +89,17 @@ __global__ void __launch_bounds__(threads) forward_states_kernel(const work w, c
     }
     // h ← γ_L h + Kdᵀ U_new
     const float gL = PerKey ? 0.f : __expf(sG[L - 1]);
-    block_gemm<BV>(
+    block_gemm<BV, walk::mn, walk::mn>(
         K, bv, L, [&](int d, int s) { return PerKey ? Kd[s * w.K + d] : k[s * ldq + d] * sF[s]; },
         [&](int s, int j) { return sU[s * BV + j]; },
         [&](int d, int j, float acc) { sS[d * BV + j] = fmaf(PerKey ? gLk[d] : gL, sS[d * BV + j], acc); }, scratch);
   }
 }
 
-template <bool Erases, bool PerKey>
-__global__ void __launch_bounds__(threads) reverse_states_kernel(const work w, const view<const float, 4> dST,
+template <int BV_, bool Erases, bool PerKey>
+__global__ void __launch_bounds__(threads, state_ctas_per_sm) reverse_states_kernel(const work w, const view<const float, 4> dST,
                                                                  const view<float, 4> dS0) {
-  using sh = state_shape;
+  using sh = state_shape<BV_>;
   constexpr int BV = sh::BV;
   const index_t jt = blockIdx.x * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x;
@@ -128,10 +134,10 @@ __global__ void __launch_bounds__(threads) reverse_states_kernel(const work w, c
     const float* q = w.q + (tok0 * w.H + h) * w.K;
     const float scale = w.scale;
     // dU = s Pᵀ dO + Kd dh
-    block_gemm<BV>(
+    block_gemm<BV, walk::mn, walk::mn>(
         L, bv, L, [&](int s, int r) { return Pc[r * CL + s]; }, [&](int r, int j) { return dO[r * ldo + j]; },
         [&](int s, int j, float acc) { sU[s * BV + j] = scale * acc; }, scratch);
-    block_gemm<BV>(
+    block_gemm<BV, walk::k, walk::mn>(
         L, bv, K, [&](int s, int d) { return PerKey ? Kd[s * w.K + d] : k[s * ldq + d] * sF[s]; },
         [&](int d, int j) { return sD[d * BV + j]; },
         [&](int s, int j, float acc) {
@@ -141,14 +147,14 @@ __global__ void __launch_bounds__(threads) reverse_states_kernel(const work w, c
         scratch);
     // dh ← γ_L dh + s (Γ ⊙ Q)ᵀ dO − Wᵀ dU
     const float gL = PerKey ? 0.f : __expf(sG[L - 1]);
-    block_gemm<BV>(
+    block_gemm<BV, walk::mn, walk::mn>(
         K, bv, L, [&](int d, int r) { return PerKey ? Qg[r * w.K + d] : sGam[r] * q[r * ldq + d]; },
         [&](int r, int j) { return dO[r * ldo + j]; },
         [&](int d, int j, float acc) { sD[d * BV + j] = fmaf(PerKey ? gLk[d] : gL, sD[d * BV + j], scale * acc); },
         scratch);
     if constexpr (Erases) {
       const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
-      block_gemm<BV>(
+      block_gemm<BV, walk::mn, walk::mn>(
           K, bv, L, [&](int d, int s) { return Wc[s * w.K + d]; }, [&](int s, int j) { return sU[s * BV + j]; },
           [&](int d, int j, float acc) { sD[d * BV + j] -= acc; }, scratch);
     }
