@@ -18,6 +18,7 @@ struct bwd_options {
   bool qk_l2norm = false, gate = false, lower_bound = false;
   beta_activation beta_act = beta_activation::none;
   double scale = 0;  // 0: the default 1/sqrt(K)
+  bool own_stream = false;  // through cuda::launch: a stream of its own and a caller workspace of the queried size
 };
 
 // Each gradient's error against the reference: checked, and printed when LINEA_BACKWARD_ERRORS is set (for the
@@ -127,7 +128,23 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
   if (has_beta) g.dbeta = contiguous<3>(db_d, dbeta.extents());
   if (per_key) g.dgk = contiguous<4>(dgk_d, dgk.extents());
   if (opt.gate) g.dA_log = contiguous<1>(dA_d, {HV}), g.ddt_bias = contiguous<1>(dbias_d, {NB});
-  linea::backward<Rule, read::identity, backend::cuda>(a, g);
+  if (opt.own_stream) {
+    cudaStream_t stream = nullptr;
+    cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    const std::size_t bytes = cuda::backward_workspace_size<Rule>(a);
+    REQUIRE(bytes > 0);
+    void* ws = nullptr;
+    cuda_ok(cudaMalloc(&ws, bytes));
+    CHECK_THROWS_AS((linea::backward<Rule, read::identity, backend::cuda>(
+                        a, g, cuda::launch{.stream = stream, .workspace = ws, .workspace_bytes = bytes - 1})),
+                    linea::error);
+    linea::backward<Rule, read::identity, backend::cuda>(a, g, {.stream = stream, .workspace = ws, .workspace_bytes = bytes});
+    cuda_ok(cudaStreamSynchronize(stream));
+    cuda_ok(cudaFree(ws));
+    cuda_ok(cudaStreamDestroy(stream));
+  } else {
+    linea::backward<Rule, read::identity, backend::cuda>(a, g);
+  }
   cuda_ok(cudaDeviceSynchronize());
   copy_back(dq, dq_d), copy_back(dk, dk_d), copy_back(dv, dv_d), copy_back(dh0, dh0_d);
   if (has_g) copy_back(dg, dg_d);
@@ -187,6 +204,13 @@ TEST_CASE("CUDA backward: in-kernel options (L2 norm, gates, beta activation)") 
   check_backward<simple_gla, float>(s, {.qk_l2norm = true, .gate = true});
   check_backward<kda, float>(s, {.qk_l2norm = true, .gate = true, .lower_bound = true, .beta_act = beta_activation::sigmoid});
   check_backward<gla, float>(s, {.gate = true});
+}
+
+TEST_CASE("CUDA backward: cuda::launch with a stream and a caller workspace") {
+  check_backward<gated_delta, float>({.B = 2, .T = 100, .H = 2, .HV = 4, .K = 32, .V = 48, .initial_state = true, .seed = 6},
+                                     {.own_stream = true});
+  check_backward<kda, bf16>({.H = 1, .HV = 2, .K = 32, .V = 48, .seqlens = {70, 0, 5, 130}, .seed = 7},
+                            {.own_stream = true});
 }
 
 }  // namespace linea::testing

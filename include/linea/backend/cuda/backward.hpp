@@ -11,7 +11,9 @@
 //   5 input_adjoint   per token         group sums, L2-norm / gate / β-activation adjoints; dA_log, ddt_bias
 //
 // Only phases 2 and 3 walk the chunks in order; everything else runs over all chunks of all sequences at once.
-// The workspace is O(chunks · HV · K · V) float32 (h and dh at every chunk), like fla's chunk backward.
+// The workspace is O(chunks · HV · K · V) float32 (h and dh at every chunk), like fla's chunk backward; it is the
+// caller's (cuda::launch::workspace, cuda::backward_workspace_size) or the one linea keeps per (device, stream),
+// and every launch goes on cuda::launch::stream.
 // Supported: the identity read; rules whose update is additive or erases with β, any decay kind (additive,
 // simple_gla, gla, delta, gated_delta, kda); every forward option but `normalize` and g_gamma's stride-0 dg.
 // Other rules and the CCQ read fail to compile (static_assert), never at run time.
@@ -27,8 +29,10 @@
 #include "backward/input_adjoint_kernel.hpp"
 #include "backward/inputs_kernel.hpp"
 #include "backward/per_key_grad_kernel.hpp"
+#include "backward/plan.hpp"
 #include "backward/state_passes.hpp"
 #include "launch.hpp"
+#include "workspace.hpp"
 
 namespace linea {
 namespace cuda_detail::bwd {
@@ -42,17 +46,6 @@ inline constexpr bool supported_rule =
     ((Rule::update::kind == update_kind::additive && Rule::update::inputs == input::none) ||
      (Rule::update::kind == update_kind::erase && Rule::update::inputs == input::beta));
 
-// Every chunk of every sequence (chunks never cross a sequence boundary), and each sequence's range of chunks.
-template <class T, class S>
-void chunk_table(const arguments<T, S>& a, const problem& p, std::vector<chunk_info>& chunks, std::vector<seq_chunks>& seqs) {
-  for (index_t n = 0; n < p.N; ++n) {
-    const sequence s = sequence_of(a, p, n);
-    seqs.push_back({index_t(chunks.size()), (s.length() + CL - 1) / CL});
-    for (index_t t0 = s.t_begin; t0 < s.t_end; t0 += CL)
-      chunks.push_back({s.batch, t0, int(std::min<index_t>(CL, s.t_end - t0)), int(n)});
-  }
-}
-
 template <class T, class S>
 void expect_backward_device(const gradients<T, S>& g) {
   expect_device(g.d_o.ptr, "d_o"), expect_device(g.d_final_state.ptr, "d_final_state");
@@ -62,69 +55,77 @@ void expect_backward_device(const gradients<T, S>& g) {
   expect_device(g.ddt_bias.ptr, "ddt_bias");
 }
 
+// The caller's workspace (checked against the plan) or the cached one of (device, stream).
+struct backward_scratch {
+  workspace_cache::lease cached;
+  unsigned char* base = nullptr;
+
+  backward_scratch(const backward_plan& p, const cuda::launch& l) {
+    if (p.bytes == 0) return;
+    if (l.workspace) {
+      if (l.workspace_bytes < p.bytes)
+        throw error("argument 'workspace' of cuda::launch has " + std::to_string(l.workspace_bytes) +
+                    " bytes; this backward needs " + std::to_string(p.bytes) + " (linea::cuda::backward_workspace_size)");
+      if (reinterpret_cast<std::uintptr_t>(l.workspace) % 16 != 0)
+        throw error("argument 'workspace' of cuda::launch must be 16-byte aligned");
+      base = static_cast<unsigned char*>(l.workspace);
+      return;
+    }
+    int device = 0;
+    LINEA_CUDA_CHECK(cudaGetDevice(&device));
+    cached = workspace_cache::instance().get(device, l.stream, p.bytes);
+    base = static_cast<unsigned char*>(cached.ptr);
+  }
+};
+
 template <class Rule, class T>
-void run(const arguments<T, float>& a, const gradients<T, float>& g, const problem& p) {
+void run(const arguments<T, float>& a, const gradients<T, float>& g, const problem& p, const cuda::launch& l) {
   constexpr bool erases = Rule::update::kind == update_kind::erase;
   constexpr bool decays = Rule::decay::kind == decay_kind::scalar;
   constexpr bool per_key = Rule::decay::kind == decay_kind::per_key;
+  if (!l.cu_seqlens.empty() || !l.state_indices.empty())
+    throw error("the CUDA backward takes cu_seqlens as a host span (arguments::cu_seqlens), not on the device: it "
+                "builds its chunk table on the host");
 
-  host_copies hold;
   arguments<T, float> fa = a;
   fa.o = {}, fa.final_state = {}, fa.residual = {};  // the backward writes none of the forward's outputs
-  const kernel_args<T> k = make_kernel_args(fa, p, hold);
+  fa.cu_seqlens = {};  // the kernels read tokens by (row, position) through the chunk table, never by sequence
+  const kernel_args<T> k = make_kernel_args(fa, p);
   expect_backward_device(g);
+  const cudaStream_t st = l.stream;
 
-  std::vector<chunk_info> chunks;
-  std::vector<seq_chunks> seqs;
-  chunk_table(a, p, chunks, seqs);
-  const std::size_t tokens = std::size_t(p.B * p.T), NC = chunks.size(), HV = std::size_t(p.HV),
-                    K = std::size_t(p.K), V = std::size_t(p.V), H = std::size_t(p.H);
-  device_buffer<chunk_info> chunk_d(NC);
-  device_buffer<seq_chunks> seq_d(seqs.size());
-  if (NC) chunk_d.upload(chunks.data(), NC);
-  if (!seqs.empty()) seq_d.upload(seqs.data(), seqs.size());
-
-  // The float32 workspace (layouts in backward/work.hpp).
-  const std::size_t per_chunk = NC * HV;
-  device_buffer<float> ws(tokens * (2 * H * K + 2 * HV * V + 3 * HV + 2 * HV * K + 2 * HV) +
-                          per_chunk * (CL + 2 * CL * CL + CL * K + 3 * CL * V + 2 * K * V));
-  float* at = ws.get();
-  const auto carve = [&](std::size_t n) {
-    float* x = at;
-    at += n;
-    return x;
-  };
+  const backward_plan plan = plan_backward(a, per_key);
+  const backward_scratch scratch(plan, l);  // holds the cached workspace's lock until the launches are enqueued
+  const std::size_t tokens = std::size_t(plan.tokens), NC = plan.chunks.size(), HV = std::size_t(p.HV),
+                    V = std::size_t(p.V);
   work w;
   w.T = p.T, w.H = p.H, w.HV = p.HV, w.K = p.K, w.V = p.V, w.G = p.group, w.N = p.N, w.chunks = index_t(NC);
-  w.scale = float(p.scale), w.chunk = chunk_d.get(), w.seqs = seq_d.get();
-  w.q = carve(tokens * H * K), w.k = carve(tokens * H * K), w.v = carve(tokens * HV * V), w.d_o = carve(tokens * HV * V);
-  w.log_alpha = carve(tokens * HV), w.erase = carve(tokens * HV), w.write = carve(tokens * HV);
-  w.dq = carve(tokens * HV * K), w.dk = carve(tokens * HV * K), w.dlog_alpha = carve(tokens * HV), w.derase = carve(tokens * HV);
-  w.Gc = carve(per_chunk * CL), w.P = carve(per_chunk * CL * CL), w.Tinv = carve(per_chunk * CL * CL);
-  w.W = carve(per_chunk * CL * K), w.U = carve(per_chunk * CL * V), w.U_new = carve(per_chunk * CL * V);
-  w.dU = carve(per_chunk * CL * V), w.h = carve(per_chunk * K * V), w.dh = carve(per_chunk * K * V);
-  device_buffer<float> ws_key(per_key ? tokens * 2 * HV * K + per_chunk * (3 * CL * K + K) : 0);
-  if constexpr (per_key) {
-    at = ws_key.get();
-    w.log_alpha_k = carve(tokens * HV * K), w.dlog_alpha_k = carve(tokens * HV * K);
-    w.Gk = carve(per_chunk * CL * K), w.Kd = carve(per_chunk * CL * K), w.Qg = carve(per_chunk * CL * K);
-    w.gL = carve(per_chunk * K);
+  w.scale = float(p.scale);
+  if (plan.bytes) {
+    auto* chunk_d = reinterpret_cast<chunk_info*>(scratch.base + plan.chunk_at);
+    auto* seq_d = reinterpret_cast<seq_chunks*>(scratch.base + plan.seq_at);
+    // (pageable host memory: the copy is staged before cudaMemcpyAsync returns, so the plan may go out of scope)
+    if (NC) LINEA_CUDA_CHECK(cudaMemcpyAsync(chunk_d, plan.chunks.data(), NC * sizeof(chunk_info), cudaMemcpyHostToDevice, st));
+    if (!plan.seqs.empty())
+      LINEA_CUDA_CHECK(cudaMemcpyAsync(seq_d, plan.seqs.data(), plan.seqs.size() * sizeof(seq_chunks), cudaMemcpyHostToDevice, st));
+    w.chunk = chunk_d, w.seqs = seq_d;
+    carve(w, plan, scratch.base);
   }
 
   if (tokens) {
-    inputs_kernel<Rule, T><<<unsigned(tokens), threads>>>(k, g.d_o, w);
+    inputs_kernel<Rule, T><<<unsigned(tokens), threads, 0, st>>>(k, g.d_o, w);
     check_launch("backward inputs_kernel");
   }
   if (NC) {
     if constexpr (per_key) {
       constexpr auto prep = per_key_prep_kernel<erases>;
       allow_dynamic_shared<prep, per_key_prep_shape::bytes>();
-      prep<<<dim3(unsigned(NC), unsigned(HV)), threads, per_key_prep_shape::bytes>>>(w);
+      prep<<<dim3(unsigned(NC), unsigned(HV)), threads, per_key_prep_shape::bytes, st>>>(w);
       check_launch("backward per_key_prep_kernel");
     } else {
       constexpr auto prep = chunk_prep_kernel<erases>;
       allow_dynamic_shared<prep, prep_shape::bytes>();
-      prep<<<dim3(unsigned(NC), unsigned(HV)), threads, prep_shape::bytes>>>(w);
+      prep<<<dim3(unsigned(NC), unsigned(HV)), threads, prep_shape::bytes, st>>>(w);
       check_launch("backward chunk_prep_kernel");
     }
   }
@@ -134,21 +135,21 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
     constexpr auto rev = reverse_states_kernel<erases, per_key>;
     allow_dynamic_shared<fwd, state_shape::bytes>();
     allow_dynamic_shared<rev, state_shape::bytes>();
-    fwd<<<state_grid, threads, state_shape::bytes>>>(w, a.initial_state);
+    fwd<<<state_grid, threads, state_shape::bytes, st>>>(w, a.initial_state);
     check_launch("backward forward_states_kernel");
-    rev<<<state_grid, threads, state_shape::bytes>>>(w, g.d_final_state, g.d_initial_state);
+    rev<<<state_grid, threads, state_shape::bytes, st>>>(w, g.d_final_state, g.d_initial_state);
     check_launch("backward reverse_states_kernel");
   }
   if (NC) {
     if constexpr (per_key) {
       constexpr auto grad = per_key_grad_kernel<erases, T>;
       allow_dynamic_shared<grad, per_key_grad_shape::bytes>();
-      grad<<<dim3(unsigned(NC), unsigned(HV)), threads, per_key_grad_shape::bytes>>>(w, g.dv);
+      grad<<<dim3(unsigned(NC), unsigned(HV)), threads, per_key_grad_shape::bytes, st>>>(w, g.dv);
       check_launch("backward per_key_grad_kernel");
     } else {
       constexpr auto grad = chunk_grad_kernel<erases, decays, T>;
       allow_dynamic_shared<grad, grad_shape::bytes>();
-      grad<<<dim3(unsigned(NC), unsigned(HV)), threads, grad_shape::bytes>>>(w, g.dv);
+      grad<<<dim3(unsigned(NC), unsigned(HV)), threads, grad_shape::bytes, st>>>(w, g.dv);
       check_launch("backward chunk_grad_kernel");
     }
   }
@@ -156,11 +157,11 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   const view<float, 1> sums[] = {o.dA_log, o.ddt_bias};  // added into over tokens: zeroed first
   for (const view<float, 1>& x : sums)
     if (x.ptr) {
-      zero_kernel<><<<1, threads>>>(x);
+      zero_kernel<><<<1, threads, 0, st>>>(x);
       check_launch("backward zero_kernel");
     }
   if (tokens) {
-    input_adjoint_kernel<T><<<unsigned(tokens), threads>>>(k, w, o);
+    input_adjoint_kernel<T><<<unsigned(tokens), threads, 0, st>>>(k, w, o);
     check_launch("backward input_adjoint_kernel");
   }
 }
@@ -172,7 +173,7 @@ namespace detail {
 template <>
 struct backward_impl<backend::cuda> {
   template <class Rule, class Read, class T, class S>
-  static void run(const arguments<T, S>& a, const gradients<T, S>& g) {
+  static void run(const arguments<T, S>& a, const gradients<T, S>& g, const cuda::launch& l = {}) {
     static_assert(std::is_same_v<Read, read::identity>,
                   "linea::backward on backend::cuda: the CCQ read has no CUDA backward yet (use backend::reference "
                   "or the CPU backend)");
@@ -187,9 +188,26 @@ struct backward_impl<backend::cuda> {
     if (a.normalize) throw error("argument 'normalize' is not supported by the CUDA backward yet");
     if (!g.dg.empty() && (g.dg.stride(0) == 0 || g.dg.stride(1) == 0))
       throw error("gradient 'dg' with stride 0 over batch or time (g_gamma) is not supported by the CUDA backward yet");
-    cuda_detail::bwd::run<Rule>(a, g, p);
+    cuda_detail::bwd::run<Rule>(a, g, p, l);
   }
 };
 
 }  // namespace detail
+// The backward with the CUDA backend's launch options: every launch and copy on l.stream, the scratch in
+// l.workspace (>= linea::cuda::backward_workspace_size bytes) or, when null, in the workspace linea keeps per
+// (device, stream). cu_seqlens must be a host span (the chunk table is built on the host).
+template <write_rule_policy Rule, read_policy Read = read::identity, class Backend = backend::cuda, class T, class S>
+  requires std::same_as<Backend, backend::cuda>
+void backward(const arguments<T, S>& a, const gradients<T, S>& g, const cuda::launch& l) {
+  detail::backward_impl<backend::cuda>::template run<Rule, Read>(a, g, l);
+}
+
+namespace cuda {
+// Bytes of workspace linea::backward<Rule, Read, backend::cuda>(a, g, l) needs with these arguments: the chunk
+// table and the float32 tensors of backward/work.hpp. Reads only extents and host cu_seqlens.
+template <class Rule, class Read = read::identity, class T, class S>
+std::size_t backward_workspace_size(const arguments<T, S>& a, const launch& = {}) {
+  return cuda_detail::bwd::plan_backward(a, Rule::decay::kind == decay_kind::per_key).bytes;
+}
+}  // namespace cuda
 }  // namespace linea
