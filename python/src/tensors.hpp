@@ -4,33 +4,49 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#include <linea/core/seqlens.hpp>
+#include <linea/core/storage.hpp>
 #include <linea/core/view.hpp>
 
 namespace linea::python {
 
 namespace nb = nanobind;
 
-// The storage type of a call, named as Python names it. The extension computes float32 and float64 arrays; the
-// Python layer widens bfloat16 / float16 inputs to float32 first (python/src/dispatch.hpp says why).
-enum class storage { float32, float64 };
+// The storage type of a call, named as Python names it. On the CPU the extension computes float32 and float64
+// arrays (the Python layer widens bfloat16 / float16 inputs to float32 first: python/src/dispatch.hpp says why);
+// the CUDA backend takes float32, bfloat16 and float16 as they are.
+enum class storage { float32, float64, bfloat16, float16 };
 
 inline storage storage_from_name(const std::string& name) {
   if (name == "float32") return storage::float32;
   if (name == "float64") return storage::float64;
-  throw nb::type_error(("linea: the extension computes float32 or float64 arrays, not " + name).c_str());
+  if (name == "bfloat16") return storage::bfloat16;
+  if (name == "float16") return storage::float16;
+  throw nb::type_error(("linea: the extension computes float32, float64, bfloat16 or float16 arrays, not " + name).c_str());
 }
 
-// f(std::type_identity<T>{}) with T the C++ storage type of `s`.
+// f(std::type_identity<T>{}) with T the C++ storage type of `s`, for the CPU (float, double).
 template <class F>
 decltype(auto) with_storage(storage s, F&& f) {
   if (s == storage::float64) return f(std::type_identity<double>{});
+  if (s != storage::float32) throw nb::type_error("linea: the CPU backends compute float32 or float64 arrays");
   return f(std::type_identity<float>{});
 }
+
+// Where every array of one call lives: q's device (DLPack device type and id), taken from the first array read.
+struct device {
+  int type = nb::device::cpu::value;
+  int id = 0;
+  bool known = false;
+  bool cpu() const { return type == nb::device::cpu::value; }
+  std::string name() const { return cpu() ? std::string("cpu") : "cuda:" + std::to_string(id); }
+};
 
 // Whether a DLPack dtype holds T.
 template <class T>
@@ -40,6 +56,8 @@ bool holds(nb::dlpack::dtype d) {
   if (d.lanes != 1) return false;
   if constexpr (std::is_same_v<T, float>) return c == code::Float && d.bits == 32;
   else if constexpr (std::is_same_v<T, double>) return c == code::Float && d.bits == 64;
+  else if constexpr (std::is_same_v<T, bf16>) return c == code::Bfloat && d.bits == 16;
+  else if constexpr (std::is_same_v<T, fp16>) return c == code::Float && d.bits == 16;
   else if constexpr (std::is_same_v<T, std::int64_t>) return c == code::Int && d.bits == 64;
   else if constexpr (std::is_same_v<T, std::int32_t>) return c == code::Int && d.bits == 32;
   else return false;
@@ -49,6 +67,8 @@ template <class T>
 const char* type_name() {
   if constexpr (std::is_same_v<T, float>) return "float32";
   else if constexpr (std::is_same_v<T, double>) return "float64";
+  else if constexpr (std::is_same_v<T, bf16>) return "bfloat16";
+  else if constexpr (std::is_same_v<T, fp16>) return "float16";
   else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
   else return "int32";
 }
@@ -67,22 +87,67 @@ inline std::string dtype_string(nb::dlpack::dtype d) {
   return kind + std::to_string(d.bits);
 }
 
-// A view of element type E (const for inputs) and rank R over arrays[name]; the empty view ("not given") when
-// the name is absent or None. Rank, dtype and device are checked here; strides are kept (linea takes any).
+// The arrays of one call by linea's field names (linea::arguments, "ccq.*", "gate.*"; linea::gradients), found
+// in one pass over the caller's dict: one string compare per entry given, instead of a dict lookup (and a Python
+// string) per field that could be given. An unknown name is an error (a misspelt field would be ignored otherwise).
+inline constexpr const char* field_names[] = {
+    "q", "k", "v", "g", "gk", "beta", "b", "w", "initial_state", "cu_seqlens", "state_indices", "gate.A_log",
+    "gate.dt_bias", "ccq.lambda", "ccq.log_decay", "ccq.C0", "ccq.m0", "ccq.z0", "ccq.C", "ccq.m", "ccq.z",
+    "ccq.q_tilde", "o", "final_state", "residual",
+    // linea::gradients
+    "d_o", "d_final_state", "dq", "dk", "dv", "dg", "dgk", "dbeta", "db", "dw", "d_initial_state", "dA_log",
+    "ddt_bias", "dlambda", "dccq_log_decay", "dC0", "dm0", "dz0"};
+inline constexpr int field_count = sizeof(field_names) / sizeof(field_names[0]);
+
+consteval int field(std::string_view name) {
+  for (int i = 0; i < field_count; ++i)
+    if (name == field_names[i]) return i;
+  throw "linea::python: no such field";  // a compile-time error: field() is consteval
+}
+
+class named_arrays {
+ public:
+  explicit named_arrays(const nb::dict& arrays) {
+    for (auto [key, value] : arrays) {
+      Py_ssize_t n = 0;
+      const char* s = PyUnicode_AsUTF8AndSize(key.ptr(), &n);
+      if (!s) throw nb::python_error();
+      const std::string_view name(s, static_cast<std::size_t>(n));
+      int i = 0;
+      while (i < field_count && name != field_names[i]) ++i;
+      if (i == field_count) throw nb::value_error(("linea: no argument is named '" + std::string(name) + "'").c_str());
+      if (!value.is_none()) given_[i] = value;
+    }
+  }
+  nb::handle operator[](int i) const { return given_[i]; }
+
+ private:
+  nb::handle given_[field_count] = {};
+};
+
+// A view of element type E (const for inputs) and rank R over arrays[i]; the empty view ("not given") when it is
+// absent. Rank, dtype and device (`on`: the first array's, q's; set by the first call) are checked here; strides are kept (linea takes any).
 template <class E, int R>
-view<E, R> view_of(const nb::dict& arrays, const char* name) {
+view<E, R> view_of(const named_arrays& arrays, int i, device& on) {
   using T = std::remove_const_t<E>;
+  const char* name = field_names[i];
   view<E, R> v;
-  if (!arrays.contains(name)) return v;
-  nb::handle h = arrays[name];
-  if (h.is_none()) return v;
-  nb::ndarray<nb::ro> a;
-  if (!nb::try_cast(h, a))
+  nb::handle h = arrays[i];
+  if (!h.is_valid()) return v;
+  // Inputs may be read-only memory; an output must be writable.
+  std::conditional_t<std::is_const_v<E>, nb::ndarray<nb::ro>, nb::ndarray<>> a;
+  if (!nb::try_cast(h, a)) {
+    nb::ndarray<nb::ro> readable;
+    if (!std::is_const_v<E> && nb::try_cast(h, readable))
+      throw nb::value_error((std::string("linea: argument '") + name + "' is read-only; it is written").c_str());
     throw nb::type_error((std::string("linea: argument '") + name +
                           "' is not an array (a numpy array or a DLPack tensor)").c_str());
-  if (a.device_type() != nb::device::cpu::value)
-    throw nb::value_error((std::string("linea: argument '") + name +
-                           "' is not in CPU memory; this build of linea has the CPU backends only").c_str());
+  }
+  if (!on.known) on = {static_cast<int>(a.device_type()), static_cast<int>(a.device_id()), true};
+  if (a.device_type() != on.type || a.device_id() != on.id)
+    throw nb::value_error((std::string("linea: argument '") + name + "' is on " +
+                           device{static_cast<int>(a.device_type()), static_cast<int>(a.device_id())}.name() + ", but q is on " + on.name() +
+                           " (every array of a call is on q's device)").c_str());
   if (a.ndim() != static_cast<size_t>(R))
     throw nb::value_error((std::string("linea: argument '") + name + "' has " + std::to_string(a.ndim()) +
                            " dimensions; expected " + std::to_string(R)).c_str());
@@ -90,12 +155,6 @@ view<E, R> view_of(const nb::dict& arrays, const char* name) {
     throw nb::type_error((std::string("linea: argument '") + name + "' has dtype " + dtype_string(a.dtype()) +
                           "; expected " + type_name<T>() + " (every input of a call has the dtype of q; states are "
                           "float32, or float64 for float64 inputs)").c_str());
-  if constexpr (!std::is_const_v<E>) {
-    // nb::ro accepted read-only memory; an output must be writable.
-    nb::ndarray<> w;
-    if (!nb::try_cast(h, w))
-      throw nb::value_error((std::string("linea: argument '") + name + "' is read-only; it is written").c_str());
-  }
   v.ptr = static_cast<E*>(const_cast<void*>(a.data()));
   for (int r = 0; r < R; ++r) {
     v.ext[r] = static_cast<index_t>(a.shape(r));
@@ -104,14 +163,22 @@ view<E, R> view_of(const nb::dict& arrays, const char* name) {
   return v;
 }
 
-// A contiguous 1-D integer array as a span (cu_seqlens, state_indices).
+// A contiguous 1-D integer array as a span (cu_seqlens, state_indices), on `on`.
 template <class I>
-std::span<const I> span_of(const nb::dict& arrays, const char* name) {
-  const view<const I, 1> v = view_of<const I, 1>(arrays, name);
+std::span<const I> span_of(const named_arrays& arrays, int i, device& on) {
+  const view<const I, 1> v = view_of<const I, 1>(arrays, i, on);
   if (v.empty()) return {};
   if (v.ext[0] > 1 && v.str[0] != 1)
-    throw nb::value_error((std::string("linea: argument '") + name + "' is not contiguous").c_str());
+    throw nb::value_error((std::string("linea: argument '") + field_names[i] + "' is not contiguous").c_str());
   return {v.ptr, static_cast<std::size_t>(v.ext[0])};
+}
+
+// cu_seqlens as linea takes it: int64 or int32 entries (fla's tensors are int32), contiguous.
+inline cu_seqlens_span seqlens_of(const named_arrays& arrays, int i, device& on) {
+  nb::ndarray<nb::ro> a;
+  if (arrays[i].is_valid() && nb::try_cast(arrays[i], a) && holds<std::int32_t>(a.dtype()))
+    return span_of<std::int32_t>(arrays, i, on);
+  return span_of<std::int64_t>(arrays, i, on);
 }
 
 }  // namespace linea::python
