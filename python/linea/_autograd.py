@@ -41,7 +41,7 @@ class LineaFunction(torch.autograd.Function):
         op, opts, backend, storage, want_final, want_ccq, names, extra = spec
         x = dict(zip(names, tensors))
         x.update(extra)
-        o, final, stats = run_kernel(op, x, opts, backend, storage, want_final, want_ccq, detach=True)
+        o, final, stats = run_kernel(op, x, opts, backend, storage, want_final, want_ccq)
         ctx.spec, ctx.extra = spec, extra
         ctx.save_for_backward(*tensors)
         outs = [o] + ([final] if want_final else []) + (list(stats) if want_ccq else [])

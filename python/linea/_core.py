@@ -161,16 +161,15 @@ def prepare(x: dict, storage: str, backend: str, read: str = "identity") -> tupl
     return out, compute
 
 
-def run_kernel(op: str, x: dict, opts: Options, backend: str, storage: str, want_final: bool, want_ccq: bool,
-               detach: bool = False):
-    """Allocates the outputs, runs linea's forward, returns (o, final_state or None, (C, m, z) or None).
-    `detach`: the inputs are tensors that need gradients (DLPack exports none)."""
+def run_kernel(op: str, x: dict, opts: Options, backend: str, storage: str, want_final: bool, want_ccq: bool):
+    """Allocates the outputs, runs linea's forward, returns (o, final_state or None, (C, m, z) or None). The
+    arrays passed (x and the outputs, held here) outlive the extension's call."""
     q = x["q"]
     o_shape, N, HV, K, V = output_shapes(x, opts)
     state = A.state_dtype(storage)
     o = A.empty(q, o_shape, storage)
-    arrays = {name: A.for_kernel(v) for name, v in x.items()} if detach else dict(x)
-    arrays["o"] = o
+    arrays = {name: A.for_kernel(v) for name, v in x.items()}
+    arrays["o"] = A.for_kernel(o)
     final = stats = None
     if opts.form == "step":  # the pool given is updated in place (fla's inplace_final_state)
         final = x.get("initial_state")
@@ -182,10 +181,10 @@ def run_kernel(op: str, x: dict, opts: Options, backend: str, storage: str, want
     else:
         if want_final:
             final = A.empty(q, (N, HV, K, V), state)
-            arrays["final_state"] = final
+            arrays["final_state"] = A.for_kernel(final)
         if want_ccq:
             stats = (A.empty(q, (N, HV, K, K), state), A.empty(q, (N, HV, K), state), A.empty(q, (N, HV), state))
-            arrays["ccq.C"], arrays["ccq.m"], arrays["ccq.z"] = stats
+            arrays["ccq.C"], arrays["ccq.m"], arrays["ccq.z"] = (A.for_kernel(s) for s in stats)
     _linea.forward(op, arrays, opts.native(backend, storage, A.stream_of(q) if backend == "cuda" else 0))
     return o, (final if want_final else None), (stats if want_ccq else None)
 

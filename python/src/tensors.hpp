@@ -125,8 +125,80 @@ class named_arrays {
   nb::handle given_[field_count] = {};
 };
 
+// One array as the binding reads it: a numpy array or DLPack tensor (nanobind's ndarray), or the description the
+// Python layer makes of a torch tensor, (data_ptr, shape, stride, dtype code, device index; python/linea/
+// _arrays.py, describe): torch's __dlpack__ costs ~5 µs a tensor, the description ~1 µs.
+struct array_info {
+  const void* ptr = nullptr;
+  std::size_t ndim = 0;
+  std::int64_t shape[8] = {}, stride[8] = {};
+  nb::dlpack::dtype dtype{};
+  device where;
+  bool found = false;     // an array (or a description) at all
+  bool writable = false;  // nanobind's cast without nb::ro succeeded (descriptions: torch tensors, writable)
+};
+
+inline nb::dlpack::dtype described_dtype(long code) {
+  using c = nb::dlpack::dtype_code;
+  const auto make = [](c k, int bits) { return nb::dlpack::dtype{static_cast<std::uint8_t>(k), static_cast<std::uint8_t>(bits), 1}; };
+  switch (code) {
+    case 0: return make(c::Float, 32);
+    case 1: return make(c::Float, 64);
+    case 2: return make(c::Bfloat, 16);
+    case 3: return make(c::Float, 16);
+    case 4: return make(c::Int, 32);
+    case 5: return make(c::Int, 64);
+    default: return make(c::UInt, 0);  // no dtype linea takes
+  }
+}
+
+inline bool read_description(PyObject* t, array_info& r) {
+  PyObject* shape = PyTuple_GET_ITEM(t, 1);
+  PyObject* stride = PyTuple_GET_ITEM(t, 2);
+  if (!PyTuple_Check(shape) || !PyTuple_Check(stride) || PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(stride) ||
+      PyTuple_GET_SIZE(shape) > 8)
+    return false;
+  r.ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(t, 0));
+  r.ndim = static_cast<std::size_t>(PyTuple_GET_SIZE(shape));
+  for (std::size_t d = 0; d < r.ndim; ++d) {
+    r.shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+    r.stride[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(stride, d));
+  }
+  r.dtype = described_dtype(PyLong_AsLong(PyTuple_GET_ITEM(t, 3)));
+  const long index = PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
+  r.where = index < 0 ? device{nb::device::cpu::value, 0, true} : device{nb::device::cuda::value, int(index), true};
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
+inline array_info info_of(nb::handle h) {
+  array_info r;
+  if (!h.is_valid()) return r;
+  if (PyTuple_CheckExact(h.ptr()) && PyTuple_GET_SIZE(h.ptr()) == 5) {
+    r.found = r.writable = read_description(h.ptr(), r);
+    return r;
+  }
+  const auto fill = [&](const auto& a) {
+    r.ptr = a.data(), r.ndim = a.ndim(), r.dtype = a.dtype();
+    r.where = {static_cast<int>(a.device_type()), static_cast<int>(a.device_id()), true};
+    for (std::size_t d = 0; d < r.ndim && d < 8; ++d) r.shape[d] = a.shape(d), r.stride[d] = a.stride(d);
+    r.found = r.ndim <= 8;
+  };
+  if (nb::ndarray<> w; nb::try_cast(h, w)) {
+    fill(w);
+    r.writable = true;
+  } else if (nb::ndarray<nb::ro> a; nb::try_cast(h, a)) {
+    fill(a);
+  }
+  return r;
+}
+
 // A view of element type E (const for inputs) and rank R over arrays[i]; the empty view ("not given") when it is
-// absent. Rank, dtype and device (`on`: the first array's, q's; set by the first call) are checked here; strides are kept (linea takes any).
+// absent. Rank, dtype and device (`on`: the first array's, q's; set by the first call) are checked here; strides
+// are kept (linea takes any).
 template <class E, int R>
 view<E, R> view_of(const named_arrays& arrays, int i, device& on) {
   using T = std::remove_const_t<E>;
@@ -134,31 +206,27 @@ view<E, R> view_of(const named_arrays& arrays, int i, device& on) {
   view<E, R> v;
   nb::handle h = arrays[i];
   if (!h.is_valid()) return v;
-  // Inputs may be read-only memory; an output must be writable.
-  std::conditional_t<std::is_const_v<E>, nb::ndarray<nb::ro>, nb::ndarray<>> a;
-  if (!nb::try_cast(h, a)) {
-    nb::ndarray<nb::ro> readable;
-    if (!std::is_const_v<E> && nb::try_cast(h, readable))
-      throw nb::value_error((std::string("linea: argument '") + name + "' is read-only; it is written").c_str());
+  const array_info a = info_of(h);
+  if (!a.found)
     throw nb::type_error((std::string("linea: argument '") + name +
                           "' is not an array (a numpy array or a DLPack tensor)").c_str());
-  }
-  if (!on.known) on = {static_cast<int>(a.device_type()), static_cast<int>(a.device_id()), true};
-  if (a.device_type() != on.type || a.device_id() != on.id)
-    throw nb::value_error((std::string("linea: argument '") + name + "' is on " +
-                           device{static_cast<int>(a.device_type()), static_cast<int>(a.device_id())}.name() + ", but q is on " + on.name() +
-                           " (every array of a call is on q's device)").c_str());
-  if (a.ndim() != static_cast<size_t>(R))
-    throw nb::value_error((std::string("linea: argument '") + name + "' has " + std::to_string(a.ndim()) +
+  if (!std::is_const_v<E> && !a.writable)  // inputs may be read-only memory; an output must be writable
+    throw nb::value_error((std::string("linea: argument '") + name + "' is read-only; it is written").c_str());
+  if (!on.known) on = a.where;
+  if (a.where.type != on.type || a.where.id != on.id)
+    throw nb::value_error((std::string("linea: argument '") + name + "' is on " + a.where.name() + ", but q is on " +
+                           on.name() + " (every array of a call is on q's device)").c_str());
+  if (a.ndim != static_cast<std::size_t>(R))
+    throw nb::value_error((std::string("linea: argument '") + name + "' has " + std::to_string(a.ndim) +
                            " dimensions; expected " + std::to_string(R)).c_str());
-  if (!holds<T>(a.dtype()))
-    throw nb::type_error((std::string("linea: argument '") + name + "' has dtype " + dtype_string(a.dtype()) +
+  if (!holds<T>(a.dtype))
+    throw nb::type_error((std::string("linea: argument '") + name + "' has dtype " + dtype_string(a.dtype) +
                           "; expected " + type_name<T>() + " (every input of a call has the dtype of q; states are "
                           "float32, or float64 for float64 inputs)").c_str());
-  v.ptr = static_cast<E*>(const_cast<void*>(a.data()));
+  v.ptr = static_cast<E*>(const_cast<void*>(a.ptr));
   for (int r = 0; r < R; ++r) {
-    v.ext[r] = static_cast<index_t>(a.shape(r));
-    v.str[r] = static_cast<index_t>(a.stride(r));
+    v.ext[r] = static_cast<index_t>(a.shape[r]);
+    v.str[r] = static_cast<index_t>(a.stride[r]);
   }
   return v;
 }
@@ -175,9 +243,7 @@ std::span<const I> span_of(const named_arrays& arrays, int i, device& on) {
 
 // cu_seqlens as linea takes it: int64 or int32 entries (fla's tensors are int32), contiguous.
 inline cu_seqlens_span seqlens_of(const named_arrays& arrays, int i, device& on) {
-  nb::ndarray<nb::ro> a;
-  if (arrays[i].is_valid() && nb::try_cast(arrays[i], a) && holds<std::int32_t>(a.dtype()))
-    return span_of<std::int32_t>(arrays, i, on);
+  if (holds<std::int32_t>(info_of(arrays[i]).dtype)) return span_of<std::int32_t>(arrays, i, on);
   return span_of<std::int64_t>(arrays, i, on);
 }
 
