@@ -51,7 +51,8 @@ def dtype_name(x) -> str:
         name = _TORCH_NAMES.get(x.dtype)
         return name if name is not None else str(x.dtype).removeprefix("torch.")
     d = x.dtype
-    return d.name if isinstance(d, np.dtype) else np.dtype(d).name
+    name = _NUMPY_NAMES.get(d)  # numpy's dtype.name is a slow Python property
+    return name if name is not None else np.dtype(d).name
 
 
 def storage_of(q, name: str = "q") -> str:
@@ -123,7 +124,7 @@ def index_array(x, dtypes: tuple, name: str, on_device: bool = False):
     a = np.asarray(x)
     if a.dtype.kind not in "iu":
         raise TypeError(f"linea: argument '{name}' has dtype {a.dtype}; expected integers")
-    if a.dtype.name not in dtypes:
+    if dtype_name(a) not in dtypes:
         a = a.astype(dtypes[0])
     return np.ascontiguousarray(a)
 
@@ -142,6 +143,7 @@ def broadcast(x, shape):
     return np.broadcast_to(x, shape)
 
 
+_NUMPY_NAMES = {np.dtype(n): n for n in ("float32", "float64", "float16", "int32", "int64")}
 _TORCH_NAMES = {}  # torch dtype -> its name, without str()'s cost
 if _torch is not None:
     _TORCH_NAMES = {_torch.float32: "float32", _torch.float64: "float64", _torch.bfloat16: "bfloat16",
