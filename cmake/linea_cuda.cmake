@@ -54,6 +54,8 @@ if(LINEA_HAS_CUDA)
     add_library(linea_cuda_instances STATIC ${_linea_cuda_instances})
     target_link_libraries(linea_cuda_instances PUBLIC linea::linea)
     target_compile_definitions(linea_cuda_instances INTERFACE LINEA_CUDA_EXTERN_INSTANCES)
+    # Position-independent: the Python extension (a shared module) links this same library (scripts/test_python.sh).
+    set_target_properties(linea_cuda_instances PROPERTIES POSITION_INDEPENDENT_CODE ON)
     linea_cuda_flags(linea_cuda_instances)
   endif()
   function(linea_cuda_target target)

@@ -21,11 +21,38 @@ def is_torch(x) -> bool:
     return _torch is not None and isinstance(x, _torch.Tensor)
 
 
+def is_cuda(x) -> bool:
+    """Whether x is a tensor in CUDA memory (the CUDA backend runs it)."""
+    return _torch is not None and isinstance(x, _torch.Tensor) and x.is_cuda
+
+
+def _raw_stream():
+    """f(device index) -> the cudaStream_t of torch's current stream there, as an int (the cheapest way torch has)."""
+    raw = getattr(_torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw
+    return lambda index: _torch.cuda.current_stream(index).cuda_stream
+
+
+_stream = None
+
+
+def stream_of(x) -> int:
+    """torch's current CUDA stream on x's device: where linea's kernels run, ordered with the caller's work."""
+    global _stream
+    if _stream is None:
+        _stream = _raw_stream()
+    return _stream(x.device.index)
+
+
 def dtype_name(x) -> str:
     """'float32', 'bfloat16', ...: the dtype of x as linea names its storage types."""
     if is_torch(x):
-        return str(x.dtype).removeprefix("torch.")
-    return np.dtype(x.dtype).name
+        name = _TORCH_NAMES.get(x.dtype)
+        return name if name is not None else str(x.dtype).removeprefix("torch.")
+    d = x.dtype
+    name = _NUMPY_NAMES.get(d)  # numpy's dtype.name is a slow Python property
+    return name if name is not None else np.dtype(d).name
 
 
 def storage_of(q, name: str = "q") -> str:
@@ -83,18 +110,30 @@ def cast(x, dtype: str, like=None):
     return x.astype(_np_dtype(dtype))
 
 
-def index_array(x, dtype: str, name: str):
-    """cu_seqlens (int64) / state_indices (int32): contiguous, on the CPU (linea reads them on the host)."""
-    if x is None:
-        return None
+def index_array(x, dtypes: tuple, name: str, on_device: bool = False):
+    """cu_seqlens (int64 or int32) / state_indices (int32), contiguous. A CUDA tensor stays on its device for a
+    CUDA call (the kernels read it there, as fla's); otherwise the array is on the host (linea reads it there)."""
     if is_torch(x):
-        if x.device.type != "cpu":
+        if x.device.type != "cpu" and not on_device:
             x = x.cpu()
-        return x.to(_torch_dtype(dtype)).contiguous()
+        if str(x.dtype).removeprefix("torch.") not in dtypes:
+            if x.dtype.is_floating_point or x.dtype == _torch.bool:
+                raise TypeError(f"linea: argument '{name}' has dtype {x.dtype}; expected integers")
+            x = x.to(_torch_dtype(dtypes[0]))
+        return x if x.is_contiguous() else x.contiguous()
     a = np.asarray(x)
     if a.dtype.kind not in "iu":
         raise TypeError(f"linea: argument '{name}' has dtype {a.dtype}; expected integers")
-    return np.ascontiguousarray(a, dtype=np.dtype(dtype))
+    if dtype_name(a) not in dtypes:
+        a = a.astype(dtypes[0])
+    return np.ascontiguousarray(a)
+
+
+def flat(x):
+    """x as a 1-D array (a view where the layout allows); None stays None, lists become arrays later."""
+    if x is None or not (is_torch(x) or isinstance(x, np.ndarray)):
+        return x
+    return x.reshape(-1)
 
 
 def broadcast(x, shape):
@@ -104,12 +143,26 @@ def broadcast(x, shape):
     return np.broadcast_to(x, shape)
 
 
+_NUMPY_NAMES = {np.dtype(n): n for n in ("float32", "float64", "float16", "int32", "int64")}
+_TORCH_NAMES = {}  # torch dtype -> its name, without str()'s cost
+if _torch is not None:
+    _TORCH_NAMES = {_torch.float32: "float32", _torch.float64: "float64", _torch.bfloat16: "bfloat16",
+                    _torch.float16: "float16"}
+_CODES = {}  # torch dtype -> the extension's dtype code (python/src/tensors.hpp, described_dtype)
+if _torch is not None:
+    _CODES = {_torch.float32: 0, _torch.float64: 1, _torch.bfloat16: 2, _torch.float16: 3, _torch.int32: 4,
+              _torch.int64: 5}
+
+
 def for_kernel(x):
-    """What the extension receives: torch tensors detached (DLPack exports no autograd state)."""
-    if x is None:
-        return None
-    if is_torch(x):
-        return x.detach()
+    """What the extension receives: numpy arrays as they are; a torch tensor as its description (data pointer,
+    shape, strides, dtype code, device index), read by the extension in ~1 µs where torch's __dlpack__ takes ~5
+    (and refuses tensors that need gradients). The caller keeps the tensor alive for the call."""
+    if _torch is not None and isinstance(x, _torch.Tensor):
+        code = _CODES.get(x.dtype)
+        if code is None or x.is_conj() or x.is_neg():  # the extension names the dtype in its error; lazy views
+            return x.detach()                          # are materialised by DLPack
+        return (x.data_ptr(), x.shape, x.stride(), code, x.get_device())
     return x
 
 

@@ -62,14 +62,28 @@ class Options:
     lower_bound: float | None = None
     chunk_size: int = 64
 
-    def native(self, backend: str, dtype: str):
-        o = _linea.options()
-        o.form, o.read, o.backend, o.dtype = self.form, self.read, backend, dtype
-        o.scale = None if self.scale is None else float(self.scale)
-        o.qk_l2norm, o.beta_act, o.normalize = bool(self.qk_l2norm), int(self.beta_act), bool(self.normalize)
-        o.lower_bound = None if self.lower_bound is None else float(self.lower_bound)
-        o.chunk_size, o.threads = int(self.chunk_size), _threads
+    def native(self, backend: str, dtype: str, stream: int = 0):
+        """The extension's options object. Built once per distinct set of options and kept (setting its twelve
+        fields costs more than the call's other Python work), the stream set per call."""
+        key = (self.form, self.read, self.scale, self.qk_l2norm, self.beta_act, self.normalize, self.lower_bound,
+               self.chunk_size, backend, dtype, _threads)
+        o = _native.get(key)
+        if o is None:
+            o = _linea.options()
+            o.form, o.read, o.backend, o.dtype = self.form, self.read, backend, dtype
+            o.scale = None if self.scale is None else float(self.scale)
+            o.qk_l2norm, o.beta_act, o.normalize = bool(self.qk_l2norm), int(self.beta_act), bool(self.normalize)
+            o.lower_bound = None if self.lower_bound is None else float(self.lower_bound)
+            o.chunk_size, o.threads = int(self.chunk_size), _threads
+            if len(_native) > 1024:  # options that vary call by call (a scale per call): keep the cache bounded
+                _native.clear()
+            _native[key] = o
+        if o.stream != stream:
+            o.stream = stream
         return o
+
+
+_native: dict = {}
 
 
 def _rank(x, name: str, rank: int, what: str):
@@ -93,46 +107,68 @@ def output_shapes(x, opts: Options):
     return (B, T, HV, V), N, HV, K, V
 
 
-def compute_dtype(storage: str, backend: str) -> str:
-    """What the extension computes in: float64 for the reference; float32 for 16-bit inputs, which are widened
-    here and whose o is rounded back (bit for bit linea's native 16-bit path on the CPU: python/src/dispatch.hpp)."""
+# Inputs that fla keeps in float32 next to 16-bit q, k, v (its layers compute gates and β in float32).
+GATES = ("g", "gk", "beta", "b", "w", "ccq.lambda", "ccq.log_decay")
+
+
+def compute_dtype(storage: str, backend: str, read: str = "identity", gates_float32: bool = False) -> str:
+    """What the extension computes in: float64 for the reference; on the CPU, float32 for 16-bit inputs, which are
+    widened here and whose o is rounded back (bit for bit linea's native 16-bit path on the CPU:
+    python/src/dispatch.hpp); on CUDA the input dtype, but float32 for 16-bit inputs given float32 gates (fla's
+    mix: rounding the gates to 16 bits would lose the decays' precision) and float16 with the CCQ read (no such
+    kernels)."""
     if backend == "reference":
         return "float64"
+    if backend == "cuda":
+        if storage == "float64":
+            raise TypeError("linea: the CUDA backend takes float32, bfloat16 or float16 tensors; float64 runs on the "
+                            "CPU (linea.reference.*, or .cpu() tensors)")
+        widen = storage == "float16" and read != "identity" or storage != "float32" and gates_float32
+        return "float32" if widen else storage
     return "float32" if storage in ("bfloat16", "float16") else storage
 
 
-def prepare(x: dict, storage: str, backend: str) -> tuple[dict, str]:
+def prepare(x: dict, storage: str, backend: str, read: str = "identity") -> tuple[dict, str]:
     """Inputs as the kernel takes them, in compute_dtype; states and CCQ statistics in the state type (fla accepts
     any float dtype for h0); gate parameters in float32."""
-    widen = compute_dtype(storage, backend) != storage
-    storage = compute_dtype(storage, backend)
-    state = A.state_dtype(storage)
+    gates_float32 = storage in ("bfloat16", "float16") and any(
+        x.get(n) is not None and A.dtype_name(x[n]) == "float32" for n in GATES)
+    compute = compute_dtype(storage, backend, read, gates_float32)
+    widen = compute != storage
+    state = A.state_dtype(compute)
+    q = x["q"]
+    step = x.get("state_indices") is not None
     out = {}
     for name, _, is_state in INPUTS:
         v = x.get(name)
         if v is None:
             continue
         if is_state is None:
-            v = A.cast(v, "float32", like=x["q"])
+            v = A.cast(v, "float32", like=q)
         elif is_state:
             # The decode step updates its pool in place: a copy in another dtype would lose the update.
-            if x.get("state_indices") is None:
-                v = A.cast(v, state, like=x["q"])
+            if not step:
+                v = A.cast(v, state, like=q)
         elif widen:
-            v = A.cast(v, storage)
+            v = A.cast(v, compute)
         out[name] = v
-    out["cu_seqlens"] = A.index_array(x.get("cu_seqlens"), "int64", "cu_seqlens")
-    out["state_indices"] = A.index_array(x.get("state_indices"), "int32", "state_indices")
-    return out, storage
+    device = backend == "cuda"
+    cu, rows = x.get("cu_seqlens"), x.get("state_indices")
+    if cu is not None:
+        out["cu_seqlens"] = A.index_array(cu, ("int64", "int32"), "cu_seqlens", on_device=device)
+    if rows is not None:
+        out["state_indices"] = A.index_array(rows, ("int32",), "state_indices", on_device=device)
+    return out, compute
 
 
 def run_kernel(op: str, x: dict, opts: Options, backend: str, storage: str, want_final: bool, want_ccq: bool):
-    """Allocates the outputs, runs linea's forward, returns (o, final_state or None, (C, m, z) or None)."""
+    """Allocates the outputs, runs linea's forward, returns (o, final_state or None, (C, m, z) or None). The
+    arrays passed (x and the outputs, held here) outlive the extension's call."""
     q = x["q"]
     o_shape, N, HV, K, V = output_shapes(x, opts)
     state = A.state_dtype(storage)
     o = A.empty(q, o_shape, storage)
-    arrays = {name: A.for_kernel(v) for name, v in x.items() if v is not None}
+    arrays = {name: A.for_kernel(v) for name, v in x.items()}
     arrays["o"] = A.for_kernel(o)
     final = stats = None
     if opts.form == "step":  # the pool given is updated in place (fla's inplace_final_state)
@@ -149,8 +185,18 @@ def run_kernel(op: str, x: dict, opts: Options, backend: str, storage: str, want
         if want_ccq:
             stats = (A.empty(q, (N, HV, K, K), state), A.empty(q, (N, HV, K), state), A.empty(q, (N, HV), state))
             arrays["ccq.C"], arrays["ccq.m"], arrays["ccq.z"] = (A.for_kernel(s) for s in stats)
-    _linea.forward(op, arrays, opts.native(backend, storage))
+    _linea.forward(op, arrays, opts.native(backend, storage, A.stream_of(q) if backend == "cuda" else 0))
     return o, (final if want_final else None), (stats if want_ccq else None)
+
+
+def _reference_of_device_tensors(op: str, x: dict, opts: Options, want_final: bool, want_ccq: bool):
+    """linea.reference.* with CUDA tensors: the float64 oracle runs on the host; outputs return to q's device."""
+    device = x["q"].device
+    host = {k: (v.cpu() if A.is_torch(v) else v) for k, v in x.items()}
+    o, final, stats = forward(op, host, opts, want_final, want_ccq)
+    move = lambda t: None if t is None else t.to(device)  # noqa: E731
+    return move(o), (tuple(move(s) for s in final) if isinstance(final, tuple) else move(final)), \
+        (None if stats is None else tuple(move(s) for s in stats))
 
 
 def forward(op: str, x: dict, opts: Options, want_final: bool = False, want_ccq: bool = False):
@@ -158,7 +204,11 @@ def forward(op: str, x: dict, opts: Options, want_final: bool = False, want_ccq:
     q = x["q"]
     given = A.storage_of(q)
     backend = _backend.get()
-    x, storage = prepare(x, given, backend)
+    if A.is_cuda(q):
+        if backend == "reference":
+            return _reference_of_device_tensors(op, x, opts, want_final, want_ccq)
+        backend = "cuda"
+    x, storage = prepare(x, given, backend, opts.read)
     result = None
     if A.is_torch(q) and opts.form != "step":
         from . import _autograd
@@ -168,6 +218,6 @@ def forward(op: str, x: dict, opts: Options, want_final: bool = False, want_ccq:
     if result is None:
         result = run_kernel(op, x, opts, backend, storage, want_final, want_ccq)
     o, final, stats = result
-    if backend != "reference" and given != storage:  # 16-bit inputs: o in their dtype
+    if backend != "reference" and given != storage:  # 16-bit inputs computed in float32: o in their dtype
         o = A.cast(o, given)
     return o, final, stats

@@ -1,13 +1,14 @@
 # Stub of the extension module linea._linea (python/src/module.cpp): linea's kernels over preallocated arrays.
-# Arrays are numpy arrays or DLPack tensors, keyed by linea::arguments' / linea::gradients' field names
+# Arrays are numpy arrays, DLPack tensors or torch tensors described as (data_ptr, shape, stride, dtype code
+# 0 float32 / 1 float64 / 2 bfloat16 / 3 float16 / 4 int32 / 5 int64, device index or -1), keyed by linea::arguments' / linea::gradients' field names
 # ("q", "gk", "initial_state", "ccq.lambda", "gate.A_log", "o", "final_state", "d_o", "dq", ...).
 from typing import Any, Optional
 
 class options:
     form: str  # "recurrent" | "chunkwise" | "step"
     read: str  # "identity" | "ccq_uniform" | "ccq_decayed"
-    backend: str  # "cpu" | "reference"
-    dtype: str  # "float32" | "float64" (the storage type of every input)
+    backend: str  # "cpu" | "reference" | "cuda"
+    dtype: str  # "float32" | "float64" | "bfloat16" | "float16" (CUDA) (the storage type of every input)
     scale: Optional[float]
     qk_l2norm: bool
     beta_act: int  # 0 none, 1 sigmoid, 2 two_sigmoid
@@ -15,7 +16,11 @@ class options:
     lower_bound: Optional[float]
     chunk_size: int
     threads: int  # 0: one per hardware thread
+    stream: int  # cuda: the cudaStream_t to run on (torch's current stream)
+    repeat: int  # kernel runs per call (> 1 only to time the kernel alone)
     def __init__(self) -> None: ...
+
+has_cuda: bool  # whether this build has the CUDA backend (compiled where nvcc was found)
 
 def forward(op: str, arrays: dict[str, Any], options: options) -> None:
     """Runs the forward of rule `op` (fla's op name) on the arrays, writing the outputs given."""

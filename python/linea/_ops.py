@@ -51,7 +51,8 @@ def _call(op, form, q, k, v, gates, *, scale, initial_state, output_final_state,
             # fla: without A_log the gate is lower_bound·σ(g + dt_bias), which is A_log = 0 (exp(0) = 1).
             HV = tuple(v.shape)[2]
             A_log = A.zeros(q, (HV,), "float32")
-        x["gate.A_log"], x["gate.dt_bias"] = A_log, dt_bias
+        # fla shapes them [HV] or e.g. [1, 1, HV, 1] / [HV, K]; linea's are flat: [HV], [HV] or [HV·K].
+        x["gate.A_log"], x["gate.dt_bias"] = A.flat(A_log), A.flat(dt_bias)
         opts.lower_bound = lower_bound
     if ssm_state_indices is not None:
         if form != "recurrent":

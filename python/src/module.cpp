@@ -10,6 +10,7 @@
 #include <linea/rules/list.hpp>
 
 #include "call.hpp"
+#include "cuda_entry.hpp"
 
 namespace nb = nanobind;
 using namespace linea::python;
@@ -18,7 +19,8 @@ namespace {
 
 // Calls entry<Rule>(arrays, o) for the rule named by its fla op name (linear_attn, ..., gdn2).
 template <bool Backward>
-void run(const std::string& op, const nb::dict& arrays, const options& o) {
+void run(const std::string& op, const nb::dict& dict, const options& o) {
+  const named_arrays arrays(dict);
   const bool known = linea::all_rules::visit(op, [&]<class Rule>() {
     if constexpr (Backward) backward<Rule>(arrays, o);
     else forward<Rule>(arrays, o);
@@ -30,6 +32,9 @@ void run(const std::string& op, const nb::dict& arrays, const options& o) {
 
 NB_MODULE(_linea, m) {
   m.doc() = "linea's kernels over preallocated arrays (use the functions of the linea package instead)";
+  // The package keeps options objects (python/linea/_core.py) and torch's autograd keeps functions until the
+  // interpreter's last collection, after nanobind's leak check: its warnings at exit would be noise.
+  nb::set_leak_warnings(false);
 
   nb::class_<options>(m, "options")
       .def(nb::init<>())
@@ -43,7 +48,10 @@ NB_MODULE(_linea, m) {
       .def_rw("normalize", &options::normalize)
       .def_rw("lower_bound", &options::lower_bound)
       .def_rw("chunk_size", &options::chunk_size)
-      .def_rw("threads", &options::threads);
+      .def_rw("threads", &options::threads)
+      .def_rw("stream", &options::stream)
+      .def_rw("repeat", &options::repeat);
+  m.attr("has_cuda") = gpu::compiled;
 
   m.def("forward", &run<false>, nb::arg("op"), nb::arg("arrays"), nb::arg("options"),
         "Runs the forward of rule `op` on the arrays (by linea::arguments' field names), writing the outputs given.");

@@ -4,33 +4,49 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#include <linea/core/seqlens.hpp>
+#include <linea/core/storage.hpp>
 #include <linea/core/view.hpp>
 
 namespace linea::python {
 
 namespace nb = nanobind;
 
-// The storage type of a call, named as Python names it. The extension computes float32 and float64 arrays; the
-// Python layer widens bfloat16 / float16 inputs to float32 first (python/src/dispatch.hpp says why).
-enum class storage { float32, float64 };
+// The storage type of a call, named as Python names it. On the CPU the extension computes float32 and float64
+// arrays (the Python layer widens bfloat16 / float16 inputs to float32 first: python/src/dispatch.hpp says why);
+// the CUDA backend takes float32, bfloat16 and float16 as they are.
+enum class storage { float32, float64, bfloat16, float16 };
 
 inline storage storage_from_name(const std::string& name) {
   if (name == "float32") return storage::float32;
   if (name == "float64") return storage::float64;
-  throw nb::type_error(("linea: the extension computes float32 or float64 arrays, not " + name).c_str());
+  if (name == "bfloat16") return storage::bfloat16;
+  if (name == "float16") return storage::float16;
+  throw nb::type_error(("linea: the extension computes float32, float64, bfloat16 or float16 arrays, not " + name).c_str());
 }
 
-// f(std::type_identity<T>{}) with T the C++ storage type of `s`.
+// f(std::type_identity<T>{}) with T the C++ storage type of `s`, for the CPU (float, double).
 template <class F>
 decltype(auto) with_storage(storage s, F&& f) {
   if (s == storage::float64) return f(std::type_identity<double>{});
+  if (s != storage::float32) throw nb::type_error("linea: the CPU backends compute float32 or float64 arrays");
   return f(std::type_identity<float>{});
 }
+
+// Where every array of one call lives: q's device (DLPack device type and id), taken from the first array read.
+struct device {
+  int type = nb::device::cpu::value;
+  int id = 0;
+  bool known = false;
+  bool cpu() const { return type == nb::device::cpu::value; }
+  std::string name() const { return cpu() ? std::string("cpu") : "cuda:" + std::to_string(id); }
+};
 
 // Whether a DLPack dtype holds T.
 template <class T>
@@ -40,6 +56,8 @@ bool holds(nb::dlpack::dtype d) {
   if (d.lanes != 1) return false;
   if constexpr (std::is_same_v<T, float>) return c == code::Float && d.bits == 32;
   else if constexpr (std::is_same_v<T, double>) return c == code::Float && d.bits == 64;
+  else if constexpr (std::is_same_v<T, bf16>) return c == code::Bfloat && d.bits == 16;
+  else if constexpr (std::is_same_v<T, fp16>) return c == code::Float && d.bits == 16;
   else if constexpr (std::is_same_v<T, std::int64_t>) return c == code::Int && d.bits == 64;
   else if constexpr (std::is_same_v<T, std::int32_t>) return c == code::Int && d.bits == 32;
   else return false;
@@ -49,6 +67,8 @@ template <class T>
 const char* type_name() {
   if constexpr (std::is_same_v<T, float>) return "float32";
   else if constexpr (std::is_same_v<T, double>) return "float64";
+  else if constexpr (std::is_same_v<T, bf16>) return "bfloat16";
+  else if constexpr (std::is_same_v<T, fp16>) return "float16";
   else if constexpr (std::is_same_v<T, std::int64_t>) return "int64";
   else return "int32";
 }
@@ -67,51 +87,164 @@ inline std::string dtype_string(nb::dlpack::dtype d) {
   return kind + std::to_string(d.bits);
 }
 
-// A view of element type E (const for inputs) and rank R over arrays[name]; the empty view ("not given") when
-// the name is absent or None. Rank, dtype and device are checked here; strides are kept (linea takes any).
+// The arrays of one call by linea's field names (linea::arguments, "ccq.*", "gate.*"; linea::gradients), found
+// in one pass over the caller's dict: one string compare per entry given, instead of a dict lookup (and a Python
+// string) per field that could be given. An unknown name is an error (a misspelt field would be ignored otherwise).
+inline constexpr const char* field_names[] = {
+    "q", "k", "v", "g", "gk", "beta", "b", "w", "initial_state", "cu_seqlens", "state_indices", "gate.A_log",
+    "gate.dt_bias", "ccq.lambda", "ccq.log_decay", "ccq.C0", "ccq.m0", "ccq.z0", "ccq.C", "ccq.m", "ccq.z",
+    "ccq.q_tilde", "o", "final_state", "residual",
+    // linea::gradients
+    "d_o", "d_final_state", "dq", "dk", "dv", "dg", "dgk", "dbeta", "db", "dw", "d_initial_state", "dA_log",
+    "ddt_bias", "dlambda", "dccq_log_decay", "dC0", "dm0", "dz0"};
+inline constexpr int field_count = sizeof(field_names) / sizeof(field_names[0]);
+
+consteval int field(std::string_view name) {
+  for (int i = 0; i < field_count; ++i)
+    if (name == field_names[i]) return i;
+  throw "linea::python: no such field";  // a compile-time error: field() is consteval
+}
+
+class named_arrays {
+ public:
+  explicit named_arrays(const nb::dict& arrays) {
+    for (auto [key, value] : arrays) {
+      Py_ssize_t n = 0;
+      const char* s = PyUnicode_AsUTF8AndSize(key.ptr(), &n);
+      if (!s) throw nb::python_error();
+      const std::string_view name(s, static_cast<std::size_t>(n));
+      int i = 0;
+      while (i < field_count && name != field_names[i]) ++i;
+      if (i == field_count) throw nb::value_error(("linea: no argument is named '" + std::string(name) + "'").c_str());
+      if (!value.is_none()) given_[i] = value;
+    }
+  }
+  nb::handle operator[](int i) const { return given_[i]; }
+
+ private:
+  nb::handle given_[field_count] = {};
+};
+
+// One array as the binding reads it: a numpy array or DLPack tensor (nanobind's ndarray), or the description the
+// Python layer makes of a torch tensor, (data_ptr, shape, stride, dtype code, device index; python/linea/
+// _arrays.py, describe): torch's __dlpack__ costs ~5 µs a tensor, the description ~1 µs.
+struct array_info {
+  const void* ptr = nullptr;
+  std::size_t ndim = 0;
+  std::int64_t shape[8] = {}, stride[8] = {};
+  nb::dlpack::dtype dtype{};
+  device where;
+  bool found = false;     // an array (or a description) at all
+  bool writable = false;  // nanobind's cast without nb::ro succeeded (descriptions: torch tensors, writable)
+};
+
+inline nb::dlpack::dtype described_dtype(long code) {
+  using c = nb::dlpack::dtype_code;
+  const auto make = [](c k, int bits) { return nb::dlpack::dtype{static_cast<std::uint8_t>(k), static_cast<std::uint8_t>(bits), 1}; };
+  switch (code) {
+    case 0: return make(c::Float, 32);
+    case 1: return make(c::Float, 64);
+    case 2: return make(c::Bfloat, 16);
+    case 3: return make(c::Float, 16);
+    case 4: return make(c::Int, 32);
+    case 5: return make(c::Int, 64);
+    default: return make(c::UInt, 0);  // no dtype linea takes
+  }
+}
+
+inline bool read_description(PyObject* t, array_info& r) {
+  PyObject* shape = PyTuple_GET_ITEM(t, 1);
+  PyObject* stride = PyTuple_GET_ITEM(t, 2);
+  if (!PyTuple_Check(shape) || !PyTuple_Check(stride) || PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(stride) ||
+      PyTuple_GET_SIZE(shape) > 8)
+    return false;
+  r.ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(t, 0));
+  r.ndim = static_cast<std::size_t>(PyTuple_GET_SIZE(shape));
+  for (std::size_t d = 0; d < r.ndim; ++d) {
+    r.shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
+    r.stride[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(stride, d));
+  }
+  r.dtype = described_dtype(PyLong_AsLong(PyTuple_GET_ITEM(t, 3)));
+  const long index = PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
+  r.where = index < 0 ? device{nb::device::cpu::value, 0, true} : device{nb::device::cuda::value, int(index), true};
+  if (PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
+inline array_info info_of(nb::handle h) {
+  array_info r;
+  if (!h.is_valid()) return r;
+  if (PyTuple_CheckExact(h.ptr()) && PyTuple_GET_SIZE(h.ptr()) == 5) {
+    r.found = r.writable = read_description(h.ptr(), r);
+    return r;
+  }
+  const auto fill = [&](const auto& a) {
+    r.ptr = a.data(), r.ndim = a.ndim(), r.dtype = a.dtype();
+    r.where = {static_cast<int>(a.device_type()), static_cast<int>(a.device_id()), true};
+    for (std::size_t d = 0; d < r.ndim && d < 8; ++d) r.shape[d] = a.shape(d), r.stride[d] = a.stride(d);
+    r.found = r.ndim <= 8;
+  };
+  if (nb::ndarray<> w; nb::try_cast(h, w)) {
+    fill(w);
+    r.writable = true;
+  } else if (nb::ndarray<nb::ro> a; nb::try_cast(h, a)) {
+    fill(a);
+  }
+  return r;
+}
+
+// A view of element type E (const for inputs) and rank R over arrays[i]; the empty view ("not given") when it is
+// absent. Rank, dtype and device (`on`: the first array's, q's; set by the first call) are checked here; strides
+// are kept (linea takes any).
 template <class E, int R>
-view<E, R> view_of(const nb::dict& arrays, const char* name) {
+view<E, R> view_of(const named_arrays& arrays, int i, device& on) {
   using T = std::remove_const_t<E>;
+  const char* name = field_names[i];
   view<E, R> v;
-  if (!arrays.contains(name)) return v;
-  nb::handle h = arrays[name];
-  if (h.is_none()) return v;
-  nb::ndarray<nb::ro> a;
-  if (!nb::try_cast(h, a))
+  nb::handle h = arrays[i];
+  if (!h.is_valid()) return v;
+  const array_info a = info_of(h);
+  if (!a.found)
     throw nb::type_error((std::string("linea: argument '") + name +
                           "' is not an array (a numpy array or a DLPack tensor)").c_str());
-  if (a.device_type() != nb::device::cpu::value)
-    throw nb::value_error((std::string("linea: argument '") + name +
-                           "' is not in CPU memory; this build of linea has the CPU backends only").c_str());
-  if (a.ndim() != static_cast<size_t>(R))
-    throw nb::value_error((std::string("linea: argument '") + name + "' has " + std::to_string(a.ndim()) +
+  if (!std::is_const_v<E> && !a.writable)  // inputs may be read-only memory; an output must be writable
+    throw nb::value_error((std::string("linea: argument '") + name + "' is read-only; it is written").c_str());
+  if (!on.known) on = a.where;
+  if (a.where.type != on.type || a.where.id != on.id)
+    throw nb::value_error((std::string("linea: argument '") + name + "' is on " + a.where.name() + ", but q is on " +
+                           on.name() + " (every array of a call is on q's device)").c_str());
+  if (a.ndim != static_cast<std::size_t>(R))
+    throw nb::value_error((std::string("linea: argument '") + name + "' has " + std::to_string(a.ndim) +
                            " dimensions; expected " + std::to_string(R)).c_str());
-  if (!holds<T>(a.dtype()))
-    throw nb::type_error((std::string("linea: argument '") + name + "' has dtype " + dtype_string(a.dtype()) +
+  if (!holds<T>(a.dtype))
+    throw nb::type_error((std::string("linea: argument '") + name + "' has dtype " + dtype_string(a.dtype) +
                           "; expected " + type_name<T>() + " (every input of a call has the dtype of q; states are "
                           "float32, or float64 for float64 inputs)").c_str());
-  if constexpr (!std::is_const_v<E>) {
-    // nb::ro accepted read-only memory; an output must be writable.
-    nb::ndarray<> w;
-    if (!nb::try_cast(h, w))
-      throw nb::value_error((std::string("linea: argument '") + name + "' is read-only; it is written").c_str());
-  }
-  v.ptr = static_cast<E*>(const_cast<void*>(a.data()));
+  v.ptr = static_cast<E*>(const_cast<void*>(a.ptr));
   for (int r = 0; r < R; ++r) {
-    v.ext[r] = static_cast<index_t>(a.shape(r));
-    v.str[r] = static_cast<index_t>(a.stride(r));
+    v.ext[r] = static_cast<index_t>(a.shape[r]);
+    v.str[r] = static_cast<index_t>(a.stride[r]);
   }
   return v;
 }
 
-// A contiguous 1-D integer array as a span (cu_seqlens, state_indices).
+// A contiguous 1-D integer array as a span (cu_seqlens, state_indices), on `on`.
 template <class I>
-std::span<const I> span_of(const nb::dict& arrays, const char* name) {
-  const view<const I, 1> v = view_of<const I, 1>(arrays, name);
+std::span<const I> span_of(const named_arrays& arrays, int i, device& on) {
+  const view<const I, 1> v = view_of<const I, 1>(arrays, i, on);
   if (v.empty()) return {};
   if (v.ext[0] > 1 && v.str[0] != 1)
-    throw nb::value_error((std::string("linea: argument '") + name + "' is not contiguous").c_str());
+    throw nb::value_error((std::string("linea: argument '") + field_names[i] + "' is not contiguous").c_str());
   return {v.ptr, static_cast<std::size_t>(v.ext[0])};
+}
+
+// cu_seqlens as linea takes it: int64 or int32 entries (fla's tensors are int32), contiguous.
+inline cu_seqlens_span seqlens_of(const named_arrays& arrays, int i, device& on) {
+  if (holds<std::int32_t>(info_of(arrays[i]).dtype)) return span_of<std::int32_t>(arrays, i, on);
+  return span_of<std::int64_t>(arrays, i, on);
 }
 
 }  // namespace linea::python

@@ -137,6 +137,13 @@ def test_torch_errors():
         linea.chunk_gated_delta_rule(q, k, v.double(), g, beta)
     with pytest.raises(ValueError, match="argument 'beta' has shape"):
         linea.chunk_gated_delta_rule(q, k, v, g, beta[:, :3])
-    if torch.cuda.is_available():  # this build has the CPU backends only
-        with pytest.raises(ValueError, match="not in CPU memory"):
-            linea.chunk_gated_delta_rule(q.cuda(), k.cuda(), v.cuda(), g.cuda(), beta.cuda())
+    if torch.cuda.is_available():  # a CPU call given one CUDA tensor (test_cuda.py has the CUDA calls)
+        with pytest.raises(ValueError, match="argument 'beta' is on cuda:0, but q is on cpu"):
+            linea.chunk_gated_delta_rule(q, k, v, g, beta.cuda())
+
+
+def test_unknown_array_name():
+    from linea import _linea
+
+    with pytest.raises(ValueError, match="no argument is named 'qq'"):
+        _linea.forward("gated_delta_rule", {"qq": np.zeros(1, np.float32)}, _linea.options())
