@@ -3,7 +3,7 @@
 // The statistic C_t = a_t C_{t−1} + k_t k_tᵀ and the product y_t = C_t q_t are themselves a linear attention
 // with a scalar decay: state Cᵀ (K×K), key k_t, value k_t, query q_t. So they run on the additive rules'
 // register tiles (backend/cpu/tile.hpp: register_tile), with the same deferred decay as the state
-// (C = γ C̃, C̃ += (k/γ) kᵀ, y = C̃ᵀ(γ q); rows multiplied out when γ would fall below renorm_threshold), one
+// (C = γ C̃, C̃ += k (k/γ)ᵀ, y = γ C̃ᵀq; rows multiplied out when γ would fall below renorm_threshold), one
 // block of tokens at a time, before the block's state tiles run:
 //
 //   add(l, x, ...)   token l of the block: m, z, γ and the coefficients of the statistics' tiles
@@ -79,7 +79,7 @@ class ccq_block {
   static constexpr R renorm_threshold = R(1e-15);
 
   explicit ccq_block(const problem& p)
-      : K_(p.K), Kp_(padded(p.K)), kw_(buffer()), qg_(buffer()), k_(buffer()), q_(buffer()), f_(buffer()),
+      : K_(p.K), Kp_(padded(p.K)), kg_(buffer()), k_(buffer()), q_(buffer()), f_(buffer()),
         y_(buffer()), m_(buffer()), qt_(buffer()), z_(Block), mq_(Block), lambda_(Block), renorm_(Block),
         part_(Block * RW) {}
 
@@ -101,17 +101,19 @@ class ccq_block {
         s.gamma = next;
       }
     }
-    R *kw = row(kw_, l), *qg = row(qg_, l), *k = row(k_, l), *q = row(q_, l), *m = row(m_, l);
+    R *kg = row(kg_, l), *k = row(k_, l), *q = row(q_, l), *m = row(m_, l);
     for (index_t i = 0; i < K_; ++i) k[i] = x.k[i], q[i] = x.q[i];  // padding stays zero
-    const vec va = Lv::splat(alpha), vg = Lv::splat(s.gamma);
+    // The tiles' values are kg = k/γ (one reciprocal per token); their keys and queries are k and q themselves,
+    // and γ multiplies the read afterwards (finish()). The uniform weighting has γ = 1: kg is k.
+    gamma_[l] = s.gamma;
+    const vec va = Lv::splat(alpha), vinv = Lv::splat(R(1) / s.gamma);
     vec mq = Lv::splat(R(0));
     for (index_t i = 0; i < Kp_; i += Lv::size) {
       const vec ki = Lv::load(k + i), qi = Lv::load(q + i);
       const vec mi = Lv::fma(va, Lv::load(s.m.data() + i), ki);  // m ← a m + k
       Lv::store(s.m.data() + i, mi);
       Lv::store(m + i, mi);
-      Lv::store(kw + i, ki / vg);
-      Lv::store(qg + i, qi * vg);
+      if constexpr (Weighting::decays) Lv::store(kg + i, ki * vinv);
       mq = Lv::fma(mi, qi, mq);
     }
     s.z = alpha * s.z + R(1);
@@ -120,20 +122,21 @@ class ccq_block {
     lambda_[l] = load_as<R>(a.ccq.lambda(bt, t, hv));
   }
 
-  // The statistics' tiles over tokens [0, L) of the block (C̃ += kw kᵀ, y = C̃ᵀ(γ q), token by token), then
+  // The statistics' tiles over tokens [0, L) of the block (C̃ += k (k/γ)ᵀ, y = γ C̃ᵀq, token by token), then
   // q̃ of each token (also into ccq.q_tilde when asked): query(l).
   template <class A>
   void finish(carried& s, const A& a, index_t L, index_t bt, index_t t0, index_t hv) {
+    const R* kg = Weighting::decays ? kg_.data() : k_.data();
     for (index_t jc = 0; jc < Kp_; jc += RW) {
       for (index_t it = 0; it < Kp_; it += KR)
-        reg_t::run(s.state.data() + it * Kp_ + jc, Kp_, L, kw_.data() + it, qg_.data() + it, Kp_, k_.data() + jc,
+        reg_t::run(s.state.data() + it * Kp_ + jc, Kp_, L, k_.data() + it, q_.data() + it, Kp_, kg + jc,
                    Kp_, renorm_.data(), f_.data() + it, Kp_, part_.data(), it == 0);
       for (index_t l = 0; l < L; ++l) std::copy(part_.data() + l * RW, part_.data() + (l + 1) * RW, row(y_, l) + jc);
     }
     for (index_t l = 0; l < L; ++l) {
-      // Σ q = y / z − μ (μᵀ q), μ = m / z;  q̃ = q − λ Σ q
+      // Σ q = γ y / z − μ (μᵀ q), μ = m / z;  q̃ = q − λ Σ q
       const R inv_z = R(1) / z_[l];
-      const vec a_y = Lv::splat(-lambda_[l] * inv_z), a_m = Lv::splat(lambda_[l] * mq_[l] * inv_z * inv_z);
+      const vec a_y = Lv::splat(-lambda_[l] * gamma_[l] * inv_z), a_m = Lv::splat(lambda_[l] * mq_[l] * inv_z * inv_z);
       const R *y = row(y_, l), *m = row(m_, l), *q = row(q_, l);
       R* qt = row(qt_, l);
       for (index_t i = 0; i < Kp_; i += Lv::size)
@@ -158,7 +161,7 @@ class ccq_block {
   }
 
   index_t K_, Kp_;
-  std::vector<R> kw_, qg_, k_, q_, f_, y_, m_, qt_, z_, mq_, lambda_;
+  std::vector<R> kg_, k_, q_, f_, y_, m_, qt_, z_, mq_, lambda_, gamma_ = std::vector<R>(Block);
   std::vector<unsigned char> renorm_;
   std::vector<R> part_;
 };

@@ -12,7 +12,9 @@
 //    so 1/c ≤ 1e15 never overflows and an exp(g) that underflows to 0 still zeroes its row exactly. With
 //    decays near 0 (trained models) this happens every few dozen tokens at most.
 // 2. Coefficients first. c, renormalisations, kw = k/c, e = c⊙b⊙k, qr = s·c⊙q̃, w⊙v (and CCQ's q̃) depend only on
-//    the inputs, never on S, so they are computed for a block of tokens at once (prepare()).
+//    the inputs, never on S, so they are computed for a block of tokens at once (prepare()). CCQ's statistics are
+//    a linear attention of their own (state Cᵀ, keys and values k): they run on register tiles over the block
+//    first (backend/cpu/ccq.hpp), then q̃ enters qr.
 // 3. Column tiles. Value columns are independent, so each tile of W columns (backend/cpu/tile.hpp) stays in
 //    L1 for the whole block: delta rules make one fused pass per token, or per two tokens (tile::pair);
 //    additive rules keep 8-row blocks of the tile in registers for the whole block (register_tile).
