@@ -1,12 +1,13 @@
-// bench/ccq_cost.cpp — what the CCQ read costs on top of the identity read, in the chunkwise form.
+// bench/ccq_cost.cpp — what the CCQ read costs on top of the identity read, in the chunkwise and recurrent forms.
 //
-//   chunkwise/<rule>/identity/f32/threads:1/ccq_cost      the backbone alone (same inputs as the CCQ runs)
-//   chunkwise/<rule>/ccq/f32/threads:1/ccq_cost           + CCQ, uniform weighting
-//   chunkwise/<rule>/ccq_decayed/f32/threads:1/ccq_cost   + CCQ, decayed weighting (rules with a decay)
+//   <form>/<rule>/identity/f32/threads:1/ccq_cost      the backbone alone (same inputs as the CCQ runs)
+//   <form>/<rule>/ccq/f32/threads:1/ccq_cost           + CCQ, uniform weighting
+//   <form>/<rule>/ccq_decayed/f32/threads:1/ccq_cost   + CCQ, decayed weighting (rules with a decay)
+// with <form> = chunkwise or recurrent
 // (the suffix keeps these apart from bench/recurrent.cpp's chunkwise/<rule>/identity/f32/threads:1)
 //
 // Shape: B = 1, H = HV = 16, K = V = 128, T = 4096, chunk 64, float32. The ratio ccq / identity is
-// the cost of CCQ (goal ≤ 1.3×). Timed in CPU time of the calling thread (the default of Google Benchmark), so
+// the cost of CCQ (goals: chunkwise ≤ 1.3×, recurrent ≤ 1.5×). Timed in CPU time of the calling thread (the default of Google Benchmark), so
 // that other processes on a shared machine do not distort the ratio.
 #include <benchmark/benchmark.h>
 
@@ -39,8 +40,8 @@ ccq_bench_inputs<Rule>& inputs() {
   return *in;
 }
 
-template <class Rule, class Read>
-void chunkwise_bench(benchmark::State& st) {
+template <class Rule, class Read, bool Recurrent>
+void form_bench(benchmark::State& st) {
   auto& in = inputs<Rule>();
   auto a = in.c.args();
   a.residual = {};
@@ -49,7 +50,8 @@ void chunkwise_bench(benchmark::State& st) {
     a.ccq.q_tilde = {};  // an optional output: not part of the cost
   }
   for (auto _ : st) {
-    chunkwise<Rule, Read>(a);
+    if constexpr (Recurrent) recurrent<Rule, Read>(a);
+    else chunkwise<Rule, Read>(a);
     benchmark::DoNotOptimize(in.c.o.data());
   }
   st.counters["tokens/s"] = benchmark::Counter(double(B * T) * double(st.iterations()), benchmark::Counter::kIsRate);
@@ -58,15 +60,18 @@ void chunkwise_bench(benchmark::State& st) {
 template <class Rule>
 void register_rule() {
   const std::string rule = rule_name<Rule>::value;
-  auto reg = [&](const char* read, auto fn) {
-    benchmark::RegisterBenchmark(("chunkwise/" + rule + "/" + read + "/f32/threads:1/ccq_cost").c_str(), fn)
+  auto reg = [&](const char* form, const char* read, auto fn) {
+    benchmark::RegisterBenchmark((std::string(form) + "/" + rule + "/" + read + "/f32/threads:1/ccq_cost").c_str(), fn)
         ->Unit(benchmark::kMillisecond)
         ->MinTime(1.0);
   };
-  reg("identity", chunkwise_bench<Rule, read::identity>);
-  reg("ccq", chunkwise_bench<Rule, read::ccq<read::uniform>>);
-  if constexpr (linea::reads(Rule::inputs, linea::input::g | linea::input::gk))
-    reg("ccq_decayed", chunkwise_bench<Rule, read::ccq<read::decayed>>);
+  constexpr bool decays = linea::reads(Rule::inputs, linea::input::g | linea::input::gk);
+  reg("chunkwise", "identity", form_bench<Rule, read::identity, false>);
+  reg("chunkwise", "ccq", form_bench<Rule, read::ccq<read::uniform>, false>);
+  if constexpr (decays) reg("chunkwise", "ccq_decayed", form_bench<Rule, read::ccq<read::decayed>, false>);
+  reg("recurrent", "identity", form_bench<Rule, read::identity, true>);
+  reg("recurrent", "ccq", form_bench<Rule, read::ccq<read::uniform>, true>);
+  if constexpr (decays) reg("recurrent", "ccq_decayed", form_bench<Rule, read::ccq<read::decayed>, true>);
 }
 
 [[maybe_unused]] const bool registered = [] {

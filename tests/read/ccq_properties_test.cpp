@@ -132,14 +132,14 @@ void streaming_equals_one_call(bool bitwise) {
     Form::template run<Rule, Read>(b);
   }
   // The write path may regroup its arithmetic at a call boundary (the CPU backend defers decays): o and S_T
-  // agree within SPEC §5. The statistics and q̃ of the token-by-token read are the same operations in the same
-  // order either way: bit for bit there.
+  // agree within SPEC §5. So does C, whose decay the CPU recurrent form also defers (backend/cpu/ccq.hpp), and
+  // with it q̃. m and z are the same operations in the same order either way: bit for bit there.
   const double tol = tolerance_for<float>();
   CHECK(relative_error(piece.o, whole.o) <= tol);
   CHECK(relative_error(piece.ht, whole.ht) <= tol);
   if (bitwise) {
-    CHECK(bitwise_equal(s2.q_tilde, s.q_tilde));
-    CHECK(bitwise_equal(s2.C, s.C));
+    CHECK(relative_error(s2.q_tilde, s.q_tilde) <= tol);
+    CHECK(relative_error(s2.C, s.C) <= tol);
     CHECK(bitwise_equal(s2.m, s.m));
     CHECK(bitwise_equal(s2.z, s.z));
   } else {  // the chunkwise form cuts its chunks elsewhere

@@ -119,8 +119,10 @@ class backward_head {
     const index_t K = p_.K, V = p_.V;
     decays_of(x);
     std::fill(u, u + Vp_, R(0));
-    if constexpr (erases)
-      for (index_t i = 0; i < K; ++i) rows::axpy(u, alpha_[i] * erase_key<Rule>(x, i), S_in + i * Vp_, Vp_);
+    if constexpr (erases) {
+      for (index_t i = 0; i < K; ++i) cu_[i] = alpha_[i] * erase_key<Rule>(x, i);
+      rows::recall(u, cu_.data(), S_in, K, Vp_);
+    }
     for (index_t j = 0; j < V; ++j) u[j] = write_target<Rule>(x, j) - u[j];
     for (index_t i = 0; i < K; ++i) rows::combine(S_out + i * Vp_, alpha_[i], S_in + i * Vp_, x.k[i], u, Vp_);
   }
@@ -297,7 +299,7 @@ class backward_head {
   std::vector<R> zb_, zs_;                       // normaliser key sums: at chunk starts; within the chunk
   std::vector<R> states_, u_;                    // the chunk's S_{t0} … S_{t0+len} and u_t
   std::vector<R> dS_, dr_, du_, o_, alpha_, dla_, de_, dw_, dv_, dz_, raw_, dx_;
-  std::vector<R> cq_, dot1_, dot2_;  // per-row coefficients and dot products of the backward passes
+  std::vector<R> cq_, dot1_, dot2_, cu_ = std::vector<R>(static_cast<std::size_t>(p_.K));  // per-row coefficients and dot products of the backward passes
   std::vector<double> qd_, kd_, dqt_, dq_, dk_;  // the token's q, k for the tape; dq̃, dq̂, dk̂
   std::vector<R> dqh_, dkh_;                     // the group's dq̂, dk̂ over the sequence [L, K]
   reference::rule_input_gradients<R> grads_;

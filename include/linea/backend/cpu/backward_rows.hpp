@@ -29,6 +29,22 @@ struct backward_rows {
     for (index_t j = 0; j < n; j += width) L::store(y + j, L::fma(cv, L::load(x + j), L::load(y + j)));
   }
 
+  // y += Σ_i c_i X_i over rows [0, K) of X (row stride n): four rows per pass over y, so y is loaded and stored
+  // once per four rows instead of once per row.
+  static void recall(R* y, const R* c, const R* X, index_t K, index_t n) {
+    index_t i = 0;
+    for (; i + 4 <= K; i += 4) {
+      const vec c0 = L::splat(c[i]), c1 = L::splat(c[i + 1]), c2 = L::splat(c[i + 2]), c3 = L::splat(c[i + 3]);
+      const R *x0 = X + i * n, *x1 = x0 + n, *x2 = x1 + n, *x3 = x2 + n;
+      for (index_t j = 0; j < n; j += width) {
+        const vec a = L::fma(c0, L::load(x0 + j), c1 * L::load(x1 + j));
+        const vec b = L::fma(c2, L::load(x2 + j), c3 * L::load(x3 + j));
+        L::store(y + j, L::load(y + j) + (a + b));
+      }
+    }
+    for (; i < K; ++i) axpy(y, c[i], X + i * n, n);
+  }
+
   // out = a x + b y
   static void combine(R* out, R a, const R* x, R b, const R* y, index_t n) {
     const vec av = L::splat(a), bv = L::splat(b);
@@ -39,7 +55,29 @@ struct backward_rows {
   // st_dr[i] = S_t,i · dr (s times it is dq̃_i) and ds_u[i] = dS_i · u (after the update; it adds to dk_i).
   static void read_write(const R* St, R* dS, const R* dr, R* du, const R* u, const R* c, const R* k, index_t K,
                          index_t n, R* st_dr, R* ds_u) {
-    row_blocks(K, st_dr, ds_u, [&](index_t i, vec& a1, vec& a2) {
+    index_t i0 = 0;
+    for (; i0 + 2 <= K; i0 += 2) {  // two rows per pass over du
+      vec a1 = L::splat(R(0)), a2 = a1, b1 = a1, b2 = a1;
+      const R *s0 = St + i0 * n, *s1 = s0 + n;
+      R *d0 = dS + i0 * n, *d1 = d0 + n;
+      const vec c0 = L::splat(c[i0]), c1 = L::splat(c[i0 + 1]), k0 = L::splat(k[i0]), k1 = L::splat(k[i0 + 1]);
+      for (index_t j = 0; j < n; j += width) {
+        const vec drj = L::load(dr + j), uj = L::load(u + j);
+        const vec e0 = L::fma(c0, drj, L::load(d0 + j)), e1 = L::fma(c1, drj, L::load(d1 + j));
+        L::store(d0 + j, e0);
+        L::store(d1 + j, e1);
+        L::store(du + j, L::fma(k0, e0, L::fma(k1, e1, L::load(du + j))));
+        a1 = L::fma(L::load(s0 + j), drj, a1);
+        b1 = L::fma(L::load(s1 + j), drj, b1);
+        a2 = L::fma(e0, uj, a2);
+        b2 = L::fma(e1, uj, b2);
+      }
+      st_dr[i0] = lane_sum(a1), st_dr[i0 + 1] = lane_sum(b1);
+      ds_u[i0] = lane_sum(a2), ds_u[i0 + 1] = lane_sum(b2);
+    }
+    if (i0 == K) return;
+    row_blocks(K - i0, st_dr + i0, ds_u + i0, [&](index_t r, vec& a1, vec& a2) {
+      const index_t i = i0 + r;
       const R* s = St + i * n;
       R* d_row = dS + i * n;
       const vec cv = L::splat(c[i]), kv = L::splat(k[i]);
@@ -99,11 +137,7 @@ struct backward_rows {
     if constexpr (width == 1) {
       return x;
     } else {
-      alignas(64) R buf[width];
-      L::store(buf, x);
-      R s = 0;
-      for (index_t l = 0; l < width; ++l) s += buf[l];
-      return s;
+      return xsimd::hadd(x);  // a shuffle tree (16 scalar adds through memory took a third of the backward's time)
     }
   }
 };

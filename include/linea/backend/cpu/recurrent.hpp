@@ -12,7 +12,9 @@
 //    so 1/c ≤ 1e15 never overflows and an exp(g) that underflows to 0 still zeroes its row exactly. With
 //    decays near 0 (trained models) this happens every few dozen tokens at most.
 // 2. Coefficients first. c, renormalisations, kw = k/c, e = c⊙b⊙k, qr = s·c⊙q̃, w⊙v (and CCQ's q̃) depend only on
-//    the inputs, never on S, so they are computed for a block of tokens at once (prepare()).
+//    the inputs, never on S, so they are computed for a block of tokens at once (prepare()). CCQ's statistics are
+//    a linear attention of their own (state Cᵀ, keys and values k): they run on register tiles over the block
+//    first (backend/cpu/ccq.hpp), then q̃ enters qr.
 // 3. Column tiles. Value columns are independent, so each tile of W columns (backend/cpu/tile.hpp) stays in
 //    L1 for the whole block: delta rules make one fused pass per token, or per two tokens (tile::pair);
 //    additive rules keep 8-row blocks of the tile in registers for the whole block (register_tile).
@@ -30,6 +32,8 @@
 #include "../../core/epilogue.hpp"
 #include "../../core/load.hpp"
 #include "../../core/validate.hpp"
+#include "../../read/ccq.hpp"
+#include "ccq.hpp"
 #include "simd.hpp"
 #include "threads.hpp"
 #include "tile.hpp"
@@ -67,6 +71,24 @@ class head_kernel {
   static constexpr index_t KA = KR > Lv::size ? KR : Lv::size;  // key rows are padded to a multiple of this
   static_assert(KA % KR == 0 && KA % Lv::size == 0, "padding fits both the register tiles and the vectors");
   static constexpr bool erases = linea::erases<Rule>;
+  static constexpr bool ccq = read::is_ccq<Read>;
+  // The CCQ read runs its statistics on the kernel's register tiles (backend/cpu/ccq.hpp); other reads are
+  // asked for q̃ token by token.
+  template <class Rd, bool = read::is_ccq<Rd>>
+  struct ccq_parts {
+    struct none {
+      explicit none(const problem&) {}
+    };
+    using block = none;
+    using carried = typename Rd::template carried<R>;
+  };
+  template <class Rd>
+  struct ccq_parts<Rd, true> {
+    using block = ccq_block<typename Rd::weighting, R, Arch, block_tokens>;
+    using carried = typename block::carried;
+  };
+  using ccq_block_t = typename ccq_parts<Read>::block;
+  using reader_t = typename ccq_parts<Read>::carried;
   static_assert(Decay::kind == decay_kind::none || Decay::kind == decay_kind::scalar || Decay::kind == decay_kind::per_key,
                 "linea: the CPU backend's recurrent kernel has no deferred decay for this decay kind");
 
@@ -75,9 +97,13 @@ class head_kernel {
   struct head_state {
     std::vector<R> state, c;
     normaliser<R> norm;
-    typename Read::template carried<R> reader;
+    reader_t reader;
     head_state(const problem& p, index_t Kp, index_t Vp)
-        : state(static_cast<std::size_t>(Kp * Vp)), c(Kp, R(1)), norm(p.K), reader(p) {}
+        : state(static_cast<std::size_t>(Kp * Vp)), c(Kp, R(1)), norm(p.K), reader(make_reader(p)) {}
+    static reader_t make_reader(const problem& p) {
+      if constexpr (ccq) return reader_t(p.K, ccq_block_t::padded(p.K));
+      else return reader_t(p);
+    }
   };
 
  public:
@@ -92,7 +118,7 @@ class head_kernel {
         f_(block_tokens * Kp_, R(1)),
         wv_(block_tokens * Vp_, R(0)), ob_(block_tokens * Vp_, R(0)),
         denom_(block_tokens), renorm_(block_tokens),
-        d_(block_tokens), u_(W), u1_(W), r_(W), y_(W), part_(block_tokens * RW) {}
+        d_(block_tokens), u_(W), u1_(W), r_(W), y_(W), part_(block_tokens * RW), ccq_(p) {}
 
   // Tokens [seq.t_begin, seq.t_end) of batch row seq.batch at value heads [hv0, hv1), from initial_state(n_in)
   // (or zero) to final_state(n_out) (when given). The heads advance together block by block (point 4 above).
@@ -106,7 +132,8 @@ class head_kernel {
       if (!a.initial_state.empty()) load_state(a.initial_state, n_in, hv);
       std::fill(cur_->c.begin(), cur_->c.end(), R(1));
       cur_->norm.reset();
-      cur_->reader.begin(a, p_, n_in, hv);
+      if constexpr (ccq) cur_->reader.load(a, n_in, hv);
+      else cur_->reader.begin(a, p_, n_in, hv);
     }
 
     for (index_t t0 = seq.t_begin; t0 < seq.t_end; t0 += block_tokens) {
@@ -128,7 +155,8 @@ class head_kernel {
       const index_t hv = hv0 + g;
       cur_ = &heads_[g];
       if (!a.final_state.empty()) store_state(a.final_state, n_out, hv);  // S = Diag(c) S̃
-      cur_->reader.end(a, p_, n_out, hv);
+      if constexpr (ccq) cur_->reader.store(a, n_out, hv);
+      else cur_->reader.end(a, p_, n_out, hv);
     }
   }
 
@@ -200,7 +228,9 @@ class head_kernel {
       // Read policy: q̃ (CCQ updates its statistics with this token's key).
       R mean_g = 0;
       if constexpr (!Read::is_identity) mean_g = mean_log_decay<Rule>(x, K);
-      const R* qt = cur_->reader.query(a, p_, bt, t, hv, x, mean_g);  // identity: x.q itself (padded)
+      const R* qt = x.q;  // identity: x.q itself (padded)
+      if constexpr (ccq) ccq_.add(cur_->reader, a, l, bt, t, hv, x, mean_g);  // q̃ after the block's tiles
+      else qt = cur_->reader.query(a, p_, bt, t, hv, x, mean_g);
 
       // Decay: c ← c ⊙ α, or renormalise (multiply the rows out before this token) when c would get small.
       R* f = f_.data() + l * Kp_;
@@ -235,8 +265,9 @@ class head_kernel {
         const vec ci = Lv::load(cur_->c.data() + i), ki = Lv::load(kp + i);
         Lv::store(kw + i, ki / ci);
         if constexpr (Read::is_identity) Lv::store(qr + i, vscale * ci * Lv::load(qp + i));
+        if constexpr (ccq) Lv::store(qr + i, vscale * ci);  // × q̃ after the block's statistics (below)
       }
-      if constexpr (!Read::is_identity)  // q̃ has K entries (no padding)
+      if constexpr (!Read::is_identity && !ccq)  // q̃ has K entries (no padding)
         for (index_t i = 0; i < K; ++i) qr[i] = scale * cur_->c[i] * qt[i];
       if constexpr (erases) {
         for (index_t i = 0; i < Kp_; i += Lv::size)  // e = c ⊙ (b ⊙ k)
@@ -254,6 +285,14 @@ class head_kernel {
       R* wv = wv_.data() + l * Vp_;
       for (index_t j = 0; j < Vp_; j += Lv::size) Lv::store(wv + j, write_target<Rule, Lv>(x, j));  // w ⊙ v
       if (a.normalize) denom_[l] = cur_->norm.next(qp, kp, scale);  // core/epilogue.hpp
+    }
+    if constexpr (ccq) {  // the statistics' tiles over the block, then qr = s·c⊙q̃
+      ccq_.finish(cur_->reader, a, L, bt, t0, hv);
+      for (index_t l = 0; l < L; ++l) {
+        R* qr = qr_.data() + l * Kp_;
+        const R* qt = ccq_.query(l);
+        for (index_t i = 0; i < Kp_; i += Lv::size) Lv::store(qr + i, Lv::load(qr + i) * Lv::load(qt + i));
+      }
     }
   }
 
@@ -346,6 +385,7 @@ class head_kernel {
   std::vector<R> kw_, e_, qr_, f_, wv_, ob_, denom_;
   std::vector<unsigned char> renorm_;
   std::vector<R> d_, u_, u1_, r_, y_, part_;
+  ccq_block_t ccq_;  // the CCQ read's block work (an empty stand-in for other reads)
   unsigned touched_ = 0;  // keeps touch()'s loads
 };
 
