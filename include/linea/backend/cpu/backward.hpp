@@ -8,13 +8,14 @@
 #pragma once
 #include <algorithm>
 
+#include "../isa.hpp"
 #include "../../core/gradients.hpp"
 #include "../../reference/backward.hpp"
 #include "backward_head.hpp"
 #include "backward_sums.hpp"
 #include "threads.hpp"
 
-namespace linea::cpu_backend {
+namespace linea::cpu_backend::inline LINEA_ISA {
 
 // `Arch`: an xsimd architecture, or backend::scalar_arch. `threads`: the call's thread count (arguments::threads,
 // 0 = one per hardware thread); the generic backend passes 1.

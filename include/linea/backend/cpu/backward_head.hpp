@@ -19,6 +19,7 @@
 #include <cmath>
 #include <vector>
 
+#include "../isa.hpp"
 #include "../../chunk/flush_denormals.hpp"
 #include "../../core/epilogue.hpp"
 #include "../../core/gradients.hpp"
@@ -29,7 +30,7 @@
 #include "backward_rows.hpp"
 #include "backward_sums.hpp"
 
-namespace linea::cpu_backend {
+namespace linea::cpu_backend::inline LINEA_ISA {
 
 template <class Rule, class Read, class T, class S, class Arch>
 class backward_head {

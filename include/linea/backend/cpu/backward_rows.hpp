@@ -13,9 +13,10 @@
 #include <type_traits>
 #include <utility>
 
+#include "../isa.hpp"
 #include "simd.hpp"
 
-namespace linea::cpu_backend {
+namespace linea::cpu_backend::inline LINEA_ISA {
 
 template <class R, class Arch>
 struct backward_rows {

@@ -15,11 +15,12 @@
 #include <utility>
 #include <vector>
 
+#include "../isa.hpp"
 #include "../../core/arguments.hpp"
 #include "../../core/gradients.hpp"
 #include "../../tensor.hpp"
 
-namespace linea::cpu_backend {
+namespace linea::cpu_backend::inline LINEA_ISA {
 
 struct backward_sums {
   tensor<double, 3> dg, dbeta, dlambda, dccq_log_decay;
