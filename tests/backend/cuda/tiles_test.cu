@@ -76,11 +76,16 @@ TEST_CASE("cuda: the inputs the 64-token chunk kernels take") {
 namespace linea::testing {
 TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), gla") { partial_tiles_aligned<gla>(); }
 
-// The per-key kernel applies the in-kernel gate itself (A_log, a dt_bias per key channel, the lower bound):
+// kda and gdn2 on their 32-token kernel (perkey_delta_kernel.hpp): the same partial tiles, a last chunk of 22.
+TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), kda") { partial_tiles_aligned<kda>(); }
+TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), gdn2") { partial_tiles_aligned<gdn2>(); }
+
+// The per-key kernels apply the in-kernel gate themselves (A_log, a dt_bias per key channel, the lower bound):
 // against the float64 reference with the same options.
-TEST_CASE("cuda: gla 64-token kernel with in-kernel gates (A_log, per-key dt_bias, lower bound)") {
+template <class Rule>
+void perkey_in_kernel_gates() {
   const case_shape shape{.B = 2, .T = 150, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true, .seed = 31};
-  auto c = random_case<gla, bf16>::make(shape);
+  auto c = random_case<Rule, bf16>::make(shape);
   std::mt19937 rng(5);
   std::normal_distribution<double> normal(0.0, 1.0);
   for (auto& x : c.gk.values()) x = bf16(normal(rng));  // logits
@@ -93,19 +98,24 @@ TEST_CASE("cuda: gla 64-token kernel with in-kernel gates (A_log, per-key dt_bia
     ra.gate.A_log = contiguous<1>(static_cast<const float*>(A.data()), {shape.HV});
     ra.gate.dt_bias = contiguous<1>(static_cast<const float*>(bias.data()), {shape.HV * shape.K});
     if (lower) ra.gate.lower_bound = -5.0f;
-    reference::recurrent<gla, read::identity>(ra);
+    reference::recurrent<Rule, read::identity>(ra);
 
-    device_case<gla, bf16> d{c};
+    device_case<Rule, bf16> d{c};
     auto a = d.args(c.args());
     a.gate.A_log = contiguous<1>(static_cast<const float*>(d.pool.copy(A)), {shape.HV});
     a.gate.dt_bias = contiguous<1>(static_cast<const float*>(d.pool.copy(bias)), {shape.HV * shape.K});
     if (lower) a.gate.lower_bound = -5.0f;
-    chunkwise<gla, read::identity, backend::cuda>(a);
+    chunkwise<Rule, read::identity, backend::cuda>(a);
     d.back();
-    INFO("lower bound " << lower);
+    INFO(rule_name<Rule>::value << ", lower bound " << lower);
     expect_close("o", c.o, ref.o, tolerance_for<bf16>(shape.T));
     expect_close("final state", c.ht, ref.ht, tolerance_for<bf16>(shape.T));
   }
+}
+TEST_CASE("cuda: per-key chunk kernels with in-kernel gates (A_log, per-key dt_bias, lower bound)") {
+  perkey_in_kernel_gates<gla>();
+  perkey_in_kernel_gates<kda>();
+  perkey_in_kernel_gates<gdn2>();
 }
 }  // namespace linea::testing
 
@@ -185,5 +195,7 @@ TEST_CASE("cuda: qk_l2norm on the 64-token chunk kernels") {
   l2norm_case<delta>();
   l2norm_case<gated_delta>();
   l2norm_case<gla>();
+  l2norm_case<kda>();
+  l2norm_case<gdn2>();
 }
 }  // namespace linea::testing

@@ -10,6 +10,7 @@
 #include "kernel_attributes.hpp"
 #include "launch_options.hpp"
 #include "perkey_chunk_kernel.hpp"
+#include "perkey_delta_kernel.hpp"
 #include "recurrent_kernel.hpp"
 #include "scalar_chunk_kernel.hpp"
 #include "workspace.hpp"
@@ -88,7 +89,8 @@ void launch_step(const kernel_args<T>& k, index_t rows, const exec& x) {
 
 // ---- chunk kernels: the 64-token ones when their inputs allow, else the general one ------------------------------
 // additive / simple_gla: one CTA per (head, sequence, 64 value columns); delta / gated_delta: one warp-specialised
-// CTA per (head, sequence) holding all value columns (V <= 128 here); gla: one CTA per (head, sequence).
+// CTA per (head, sequence) holding all value columns (V <= 128 here); gla: one CTA per (head, sequence); kda, gdn2:
+// one warp-specialised CTA per (head, sequence) on 32-token chunks (perkey_delta_kernel.hpp).
 template <class Rule, class T, class E>
 void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
   if constexpr (perkey_chunk_rule<Rule, pass::main>) {
@@ -97,6 +99,13 @@ void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
     allow_dynamic_shared<kernel>(sh::bytes, x.device);
     kernel<<<dim3(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), 1u), sh::threads, sh::bytes, x.stream>>>(k);
     check_launch("perkey_chunk_kernel");
+  } else if constexpr (perkey_delta_rule<Rule, pass::main>) {
+    using sh = perkey_delta_shape;
+    constexpr auto kernel = perkey_delta_kernel<Rule, T, E>;
+    allow_dynamic_shared<kernel>(sh::bytes, x.device);
+    const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BVW - 1) / sh::BVW));
+    kernel<<<grid, sh::threads, sh::bytes, x.stream>>>(k);
+    check_launch("perkey_delta_kernel");
   } else if constexpr (delta_chunk_rule<Rule, pass::main>) {
     using sh = delta_pipeline_shape;
     constexpr auto kernel = delta_pipeline_kernel<Rule, T, E>;
@@ -122,7 +131,9 @@ void launch_chunk(const kernel_args<T>& k, index_t rows, const exec& x) {
     throw error("the CUDA chunkwise form supports K, V <= 128, but K = " + std::to_string(k.K) +
                 ", V = " + std::to_string(k.V) + " (use the recurrent form)");
   using E = typename operand_type<T>::type;  // bf16 / fp16 on tensor cores, float in fp32 FMAs
-  if constexpr ((scalar_chunk_rule<Rule, P> || delta_chunk_rule<Rule, P> || perkey_chunk_rule<Rule, P>) && sizeof(T) == 2) {
+  if constexpr ((scalar_chunk_rule<Rule, P> || delta_chunk_rule<Rule, P> || perkey_chunk_rule<Rule, P> ||
+                 perkey_delta_rule<Rule, P>) &&
+                sizeof(T) == 2) {
     if (tiles::inputs_fit(k)) return launch_chunk64<Rule, T, E>(k, rows, x);  // the 64-token kernels
   }
   constexpr int BV = chunk_bv<Rule, T, E, P>;

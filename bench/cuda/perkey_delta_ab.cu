@@ -1,0 +1,231 @@
+// bench/cuda/perkey_delta_ab.cu — the per-key rules' chunk kernels on the H200 (not built by CMake; for a short
+// device call): kda and gdn2 on perkey_delta_kernel.hpp and gla on perkey_chunk_kernel.hpp, timed through
+// linea::chunkwise at 8×4096, 2×16384 and 1×32768 (H = 16, K = V = 128, bf16; the piece length the cost model picks,
+// and the call whole), against the general chunk kernel at 8×4096 in the same process; and gla's forward on the
+// inputs of `linea_cuda_bench --backward` next to those of its chunkwise rows (one set against two alternating,
+// with and without an initial state). Built against the CUDA instances (extern), as the test suite:
+//   nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
+//        -DLINEA_CUDA_EXTERN_INSTANCES -Iinclude -c bench/cuda/perkey_delta_ab.cu && link with the instances' objects
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include <linea/cuda.hpp>
+
+using namespace linea;
+using T = bf16;
+#define CK(x) linea::cuda_detail::check((x), #x)
+
+namespace {
+
+// The inputs of bench_cuda.cu (the same hash, the same distributions), so the rows compare with its own.
+__device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
+  std::uint64_t x = i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
+  return static_cast<float>(x >> 40) / static_cast<float>(1ull << 24);
+}
+enum class fill { normal, logsigmoid, sigmoid };
+__global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float u1 = fmaxf(hash_uniform(i, seed), 1e-7f), u2 = hash_uniform(i, seed + 77);
+    const float z = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+    float x = z;
+    if (kind == fill::logsigmoid) x = -log1pf(expf(-z));
+    if (kind == fill::sigmoid) x = 1.f / (1.f + expf(-z));
+    p[i] = linea::cuda_detail::from_float<T>(x);
+  }
+}
+__global__ void normalize_rows(T* p, std::int64_t rows, int D) {
+  const std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= rows) return;
+  float ss = 0;
+  for (int i = threadIdx.x % 32; i < D; i += 32) ss += static_cast<float>(p[r * D + i]) * static_cast<float>(p[r * D + i]);
+  for (int o = 16; o; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  const float inv = rsqrtf(ss + 1e-6f);
+  for (int i = threadIdx.x % 32; i < D; i += 32)
+    p[r * D + i] = linea::cuda_detail::from_float<T>(static_cast<float>(p[r * D + i]) * inv);
+}
+T* random_tensor(std::size_t n, std::uint32_t seed, fill kind) {
+  T* p = nullptr;
+  CK(cudaMalloc(&p, n * sizeof(T)));
+  fill_kernel<<<2048, 256>>>(p, static_cast<std::int64_t>(n), seed, kind);
+  CK(cudaGetLastError());
+  return p;
+}
+
+struct inputs {
+  index_t B, T_;
+  T *q, *k, *v, *gk, *beta, *b, *w, *o;
+  float *s0, *s1;
+};
+constexpr index_t H = 16, K = 128, V = 128;
+inputs make_inputs(index_t B, index_t T_, std::uint32_t seed) {
+  const std::size_t nk = B * T_ * H * K, ns = B * T_ * H;
+  inputs x{B, T_};
+  x.q = random_tensor(nk, seed + 1, fill::normal);
+  x.k = random_tensor(nk, seed + 2, fill::normal);
+  normalize_rows<<<static_cast<unsigned>((ns + 7) / 8), 256>>>(x.k, static_cast<std::int64_t>(ns), int(K));
+  x.v = random_tensor(nk, seed + 3, fill::normal);
+  x.gk = random_tensor(nk, seed + 5, fill::logsigmoid);
+  x.beta = random_tensor(ns, seed + 6, fill::sigmoid);
+  x.b = random_tensor(nk, seed + 7, fill::sigmoid);
+  x.w = random_tensor(nk, seed + 8, fill::sigmoid);
+  CK(cudaMalloc(&x.o, nk * sizeof(T)));
+  CK(cudaMalloc(&x.s0, B * H * K * V * sizeof(float)));
+  CK(cudaMalloc(&x.s1, B * H * K * V * sizeof(float)));
+  CK(cudaMemset(x.s0, 0, B * H * K * V * sizeof(float)));
+  CK(cudaDeviceSynchronize());
+  return x;
+}
+void free_inputs(inputs& x) {
+  for (void* p : {(void*)x.q, (void*)x.k, (void*)x.v, (void*)x.gk, (void*)x.beta, (void*)x.b, (void*)x.w, (void*)x.o,
+                  (void*)x.s0, (void*)x.s1})
+    CK(cudaFree(p));
+}
+
+template <class Rule>
+arguments<T, float> make_args(const inputs& x, bool initial_state) {
+  const index_t B = x.B, T_ = x.T_;
+  arguments<T, float> a;
+  a.q = contiguous<4>(static_cast<const T*>(x.q), {B, T_, H, K});
+  a.k = contiguous<4>(static_cast<const T*>(x.k), {B, T_, H, K});
+  a.v = contiguous<4>(static_cast<const T*>(x.v), {B, T_, H, V});
+  a.gk = contiguous<4>(static_cast<const T*>(x.gk), {B, T_, H, K});
+  if constexpr (reads(Rule::inputs, input::beta)) a.beta = contiguous<3>(static_cast<const T*>(x.beta), {B, T_, H});
+  if constexpr (reads(Rule::inputs, input::b)) a.b = contiguous<4>(static_cast<const T*>(x.b), {B, T_, H, K});
+  if constexpr (reads(Rule::inputs, input::w)) a.w = contiguous<4>(static_cast<const T*>(x.w), {B, T_, H, V});
+  a.o = contiguous<4>(x.o, {B, T_, H, V});
+  if (initial_state) a.initial_state = contiguous<4>(static_cast<const float*>(x.s0), {B, H, K, V});
+  a.final_state = contiguous<4>(x.s1, {B, H, K, V});
+  return a;
+}
+
+template <class F>
+double time_ms(F&& f, int calls = 10, int repeats = 7, int warmup = 3) {
+  for (int i = 0; i < warmup; ++i) f(i);
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<double> t;
+  for (int r = 0; r < repeats; ++r) {
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < calls; ++i) f(i);
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms / calls);
+  }
+  CK(cudaEventDestroy(e0));
+  CK(cudaEventDestroy(e1));
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+double copy_tbps() {
+  const std::size_t n = std::size_t(1) << 31;
+  char *a = nullptr, *b = nullptr;
+  CK(cudaMalloc(&a, n)), CK(cudaMalloc(&b, n));
+  CK(cudaMemset(a, 1, n));
+  const double ms = time_ms([&](int) { CK(cudaMemcpyAsync(b, a, n, cudaMemcpyDeviceToDevice)); }, 5, 7, 2);
+  CK(cudaFree(a)), CK(cudaFree(b));
+  return 2.0 * n / (ms * 1e-3) / 1e12;
+}
+
+// The general chunk kernel, launched directly (what kda and gdn2 ran before their own kernel).
+template <class Rule>
+void launch_general(const cuda_detail::kernel_args<T>& k, index_t rows) {
+  using namespace cuda_detail;
+  using E = __nv_bfloat16;
+  constexpr int BV = chunk_bv<Rule, T, E, pass::main>;
+  constexpr std::size_t bytes = chunk_shape<Rule, T, E, pass::main, BV>::bytes;
+  constexpr auto kernel = chunk_kernel<Rule, T, E, pass::main, BV>;
+  allow_dynamic_shared<kernel>(bytes, 0);
+  kernel<<<dim3(unsigned(k.HV), unsigned(rows), unsigned((k.V + BV - 1) / BV)), chunk_threads, bytes>>>(k);
+  check_launch("chunk_kernel");
+}
+
+// Bytes a call must move at least: q, k, v, gk (and β or b, w) read, o written, the final state written.
+template <class Rule>
+double min_bytes(index_t B, index_t T_) {
+  const double tok = double(B) * T_ * H;
+  double bytes = tok * (2 * K + V + V + K) * 2 + double(B) * H * K * V * 4;
+  if (reads(Rule::inputs, input::beta)) bytes += tok * 2;
+  if (reads(Rule::inputs, input::b)) bytes += tok * K * 2;
+  if (reads(Rule::inputs, input::w)) bytes += tok * V * 2;
+  return bytes;
+}
+
+template <class Rule>
+void rows_at(index_t B, index_t T_, double copy) {
+  inputs x[2] = {make_inputs(B, T_, 100), make_inputs(B, T_, 200)};
+  arguments<T, float> a[2] = {make_args<Rule>(x[0], false), make_args<Rule>(x[1], false)};
+  const problem p = validate_chunkwise<Rule, read::identity>(a[0]);
+  cuda::launch whole;
+  whole.segment_tokens = 0;
+  const index_t piece = cuda_detail::piece_length<Rule>(a[0], segments::sequence_starts(a[0], p), p, cuda::launch{});
+  const double ms = time_ms([&](int i) { chunkwise<Rule, read::identity, backend::cuda>(a[i & 1]); });
+  const double ms_whole = time_ms([&](int i) { chunkwise<Rule, read::identity, backend::cuda>(a[i & 1], whole); });
+  const double tb = min_bytes<Rule>(B, T_) / (ms * 1e-3) / 1e12;
+  std::printf("{\"kind\":\"perkey_chunkwise\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"piece\":%ld,\"ms\":%.4f,"
+              "\"whole_ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f",
+              rule_name<Rule>::value, long(B), long(T_), long(piece), ms, ms_whole, tb, tb / copy);
+  if (B == 8 && !std::is_same_v<Rule, gla>) {
+    const auto k0 = cuda_detail::make_kernel_args(a[0], p), k1 = cuda_detail::make_kernel_args(a[1], p);
+    const double general = time_ms([&](int i) { launch_general<Rule>(i & 1 ? k1 : k0, B); });
+    std::printf(",\"general_kernel_ms\":%.4f", general);
+  }
+  std::printf("}\n");
+  std::fflush(stdout);
+  free_inputs(x[0]), free_inputs(x[1]);
+}
+
+// gla's forward as `linea_cuda_bench --backward` times it (one input set, seed 500, 10 calls × 5 repeats) and as its
+// chunkwise rows do (two sets, seeds 100 / 200, alternating), with and without an initial state; kda beside it.
+template <class Rule>
+void forward_variants() {
+  inputs one = make_inputs(8, 4096, 500), two[2] = {make_inputs(8, 4096, 100), make_inputs(8, 4096, 200)};
+  for (const bool s0 : {false, true}) {
+    auto a = make_args<Rule>(one, s0);
+    arguments<T, float> b[2] = {make_args<Rule>(two[0], s0), make_args<Rule>(two[1], s0)};
+    const double backward_style = time_ms([&](int) { chunkwise<Rule, read::identity, backend::cuda>(a); }, 10, 5, 2);
+    const double row_style = time_ms([&](int i) { chunkwise<Rule, read::identity, backend::cuda>(b[i & 1]); });
+    const double one_set_rows = time_ms([&](int) { chunkwise<Rule, read::identity, backend::cuda>(b[0]); });
+    std::printf("{\"kind\":\"forward_variants\",\"rule\":\"%s\",\"initial_state\":%s,\"one_set_seed500_ms\":%.4f,"
+                "\"two_sets_ms\":%.4f,\"one_set_seed100_ms\":%.4f}\n",
+                rule_name<Rule>::value, s0 ? "true" : "false", backward_style, row_style, one_set_rows);
+    std::fflush(stdout);
+  }
+  free_inputs(one), free_inputs(two[0]), free_inputs(two[1]);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool long_shapes = true, variants = true;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--short")) long_shapes = false;
+    if (!std::strcmp(argv[i], "--no-variants")) variants = false;
+  }
+  try {
+    cudaDeviceProp prop{};
+    CK(cudaGetDeviceProperties(&prop, 0));
+    const double copy = copy_tbps();
+    std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d,\"copy_tbps\":%.3f}\n", prop.name,
+                prop.multiProcessorCount, copy);
+    std::fflush(stdout);
+    for (const auto& [B, T_] : {std::pair<index_t, index_t>{8, 4096}, {2, 16384}, {1, 32768}}) {
+      if (B != 8 && !long_shapes) continue;
+      rows_at<kda>(B, T_, copy);
+      rows_at<gdn2>(B, T_, copy);
+      rows_at<gla>(B, T_, copy);
+    }
+    if (variants) forward_variants<gla>(), forward_variants<kda>();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "perkey_delta_ab: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
