@@ -3,10 +3,11 @@
 // linea::chunkwise at 8×4096, 2×16384 and 1×32768 (H = 16, K = V = 128, bf16; the piece length the cost model picks,
 // and the call whole), against the general chunk kernel at 8×4096 in the same process; and gla's forward on the
 // inputs of `linea_cuda_bench --backward` next to those of its chunkwise rows (one set against two alternating,
-// with and without an initial state). Built against the CUDA instances (extern), as the test suite:
+// with and without an initial state); gla on the warp-specialised kernel against its own. Built against the CUDA instances (extern), as the test suite:
 //   nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
 //        -DLINEA_CUDA_EXTERN_INSTANCES -Iinclude -c bench/cuda/perkey_delta_ab.cu && link with the instances' objects
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <vector>
@@ -25,7 +26,7 @@ __device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
   x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
   return static_cast<float>(x >> 40) / static_cast<float>(1ull << 24);
 }
-enum class fill { normal, logsigmoid, sigmoid };
+enum class fill { normal, logsigmoid, sigmoid, uniform, logsigmoid4 };  // the last two: perkey_ab.cu's
 __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -34,6 +35,8 @@ __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind)
     float x = z;
     if (kind == fill::logsigmoid) x = -log1pf(expf(-z));
     if (kind == fill::sigmoid) x = 1.f / (1.f + expf(-z));
+    if (kind == fill::uniform) x = 2.f * hash_uniform(i, seed) - 1.f;
+    if (kind == fill::logsigmoid4) x = -logf(1.f + expf(-4.f * (2.f * hash_uniform(i, seed) - 1.f)));
     p[i] = linea::cuda_detail::from_float<T>(x);
   }
 }
@@ -46,6 +49,11 @@ __global__ void normalize_rows(T* p, std::int64_t rows, int D) {
   const float inv = rsqrtf(ss + 1e-6f);
   for (int i = threadIdx.x % 32; i < D; i += 32)
     p[r * D + i] = linea::cuda_detail::from_float<T>(static_cast<float>(p[r * D + i]) * inv);
+}
+__global__ void fill_state(float* p, std::int64_t n, std::uint32_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    p[i] = hash_uniform(i, seed) - 0.5f;
 }
 T* random_tensor(std::size_t n, std::uint32_t seed, fill kind) {
   T* p = nullptr;
@@ -61,14 +69,15 @@ struct inputs {
   float *s0, *s1;
 };
 constexpr index_t H = 16, K = 128, V = 128;
-inputs make_inputs(index_t B, index_t T_, std::uint32_t seed) {
+inputs make_inputs(index_t B, index_t T_, std::uint32_t seed, bool perkey_ab_fills = false) {
   const std::size_t nk = B * T_ * H * K, ns = B * T_ * H;
+  const fill qkv = perkey_ab_fills ? fill::uniform : fill::normal;
   inputs x{B, T_};
-  x.q = random_tensor(nk, seed + 1, fill::normal);
-  x.k = random_tensor(nk, seed + 2, fill::normal);
-  normalize_rows<<<static_cast<unsigned>((ns + 7) / 8), 256>>>(x.k, static_cast<std::int64_t>(ns), int(K));
-  x.v = random_tensor(nk, seed + 3, fill::normal);
-  x.gk = random_tensor(nk, seed + 5, fill::logsigmoid);
+  x.q = random_tensor(nk, seed + 1, qkv);
+  x.k = random_tensor(nk, seed + 2, qkv);
+  if (!perkey_ab_fills) normalize_rows<<<static_cast<unsigned>((ns + 7) / 8), 256>>>(x.k, static_cast<std::int64_t>(ns), int(K));
+  x.v = random_tensor(nk, seed + 3, qkv);
+  x.gk = random_tensor(nk, seed + 5, perkey_ab_fills ? fill::logsigmoid4 : fill::logsigmoid);
   x.beta = random_tensor(ns, seed + 6, fill::sigmoid);
   x.b = random_tensor(nk, seed + 7, fill::sigmoid);
   x.w = random_tensor(nk, seed + 8, fill::sigmoid);
@@ -198,7 +207,64 @@ void forward_variants() {
                 rule_name<Rule>::value, s0 ? "true" : "false", backward_style, row_style, one_set_rows);
     std::fflush(stdout);
   }
+  {  // perkey_ab.cu's inputs (uniform q, k, v; gk = logsigmoid(4u)), where gla timed 1.016 ms
+    inputs u = make_inputs(8, 4096, 700, true);
+    auto a = make_args<Rule>(u, false);
+    const double ms = time_ms([&](int) { chunkwise<Rule, read::identity, backend::cuda>(a); });
+    std::printf("{\"kind\":\"forward_variants\",\"rule\":\"%s\",\"perkey_ab_inputs_ms\":%.4f}\n", rule_name<Rule>::value, ms);
+    std::fflush(stdout);
+    free_inputs(u);
+  }
   free_inputs(one), free_inputs(two[0]), free_inputs(two[1]);
+}
+
+// gla on the warp-specialised kernel (perkey_delta_kernel.hpp in its additive mode, launched directly) against the
+// library's gla kernel (perkey_chunk_kernel.hpp): the time of each, and how far apart their o and final states are
+// (relative Frobenius distance; each is within SPEC §5 of the float64 reference only if both are).
+template <class X>
+std::vector<float> to_host(const X* p, std::size_t n) {
+  std::vector<X> h(n);
+  CK(cudaMemcpy(h.data(), p, n * sizeof(X), cudaMemcpyDeviceToHost));
+  std::vector<float> f(n);
+  for (std::size_t i = 0; i < n; ++i) f[i] = static_cast<float>(h[i]);
+  return f;
+}
+double rel_distance(const std::vector<float>& x, const std::vector<float>& y) {
+  double d = 0, n = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) d += double(x[i] - y[i]) * (x[i] - y[i]), n += double(y[i]) * y[i];
+  return std::sqrt(d / n);
+}
+void gla_pipeline_ab(index_t B, index_t T_, bool initial_state) {
+  inputs x[2] = {make_inputs(B, T_, 100), make_inputs(B, T_, 200)};
+  if (initial_state) fill_state<<<2048, 256>>>(x[0].s0, std::int64_t(B * H * K * V), 9);
+  CK(cudaMemset(x[1].s0, 0, B * H * K * V * sizeof(float)));
+  arguments<T, float> a[2] = {make_args<gla>(x[0], initial_state), make_args<gla>(x[1], initial_state)};
+  const problem p = validate_chunkwise<gla, read::identity>(a[0]);
+  cuda::launch whole;
+  whole.segment_tokens = 0;
+  using sh = cuda_detail::perkey_delta_shape;
+  constexpr auto kernel = cuda_detail::perkey_delta_kernel<gla, T, __nv_bfloat16>;
+  cuda_detail::allow_dynamic_shared<kernel>(sh::bytes, 0);
+  const cuda_detail::kernel_args<T> k[2] = {cuda_detail::make_kernel_args(a[0], p), cuda_detail::make_kernel_args(a[1], p)};
+  auto pipeline = [&](int i) {
+    kernel<<<dim3(unsigned(H), unsigned(B), 1u), sh::threads, sh::bytes>>>(k[i & 1]);
+    cuda_detail::check_launch("perkey_delta_kernel<gla>");
+  };
+  const std::size_t no = std::size_t(B) * T_ * H * V, ns = std::size_t(B) * H * K * V;
+  chunkwise<gla, read::identity, backend::cuda>(a[0], whole);
+  CK(cudaDeviceSynchronize());
+  const auto o_lib = to_host(x[0].o, no);
+  const auto s_lib = to_host(x[0].s1, ns);
+  pipeline(0);
+  CK(cudaDeviceSynchronize());
+  const double d_o = rel_distance(to_host(x[0].o, no), o_lib), d_s = rel_distance(to_host(x[0].s1, ns), s_lib);
+  const double lib = time_ms([&](int i) { chunkwise<gla, read::identity, backend::cuda>(a[i & 1], whole); });
+  const double pip = time_ms(pipeline);
+  std::printf("{\"kind\":\"gla_pipeline_ab\",\"B\":%ld,\"T\":%ld,\"initial_state\":%s,\"library_ms\":%.4f,"
+              "\"pipeline_ms\":%.4f,\"o_rel_distance\":%.2e,\"state_rel_distance\":%.2e}\n",
+              long(B), long(T_), initial_state ? "true" : "false", lib, pip, d_o, d_s);
+  std::fflush(stdout);
+  free_inputs(x[0]), free_inputs(x[1]);
 }
 
 }  // namespace
@@ -222,6 +288,8 @@ int main(int argc, char** argv) {
       rows_at<gdn2>(B, T_, copy);
       rows_at<gla>(B, T_, copy);
     }
+    gla_pipeline_ab(8, 4096, false);
+    gla_pipeline_ab(2, 333, true);  // a tail, an initial state
     if (variants) forward_variants<gla>(), forward_variants<kda>();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "perkey_delta_ab: %s\n", e.what());

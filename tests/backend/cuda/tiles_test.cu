@@ -93,7 +93,7 @@ void perkey_in_kernel_gates() {
   for (auto& x : A.values()) x = float(0.5 * normal(rng));
   for (auto& x : bias.values()) x = float(0.5 * normal(rng));
   for (const bool lower : {false, true}) {
-    auto ref = c.cast<double>();
+    auto ref = c.template cast<double>();
     auto ra = ref.args();
     ra.gate.A_log = contiguous<1>(static_cast<const float*>(A.data()), {shape.HV});
     ra.gate.dt_bias = contiguous<1>(static_cast<const float*>(bias.data()), {shape.HV * shape.K});

@@ -29,6 +29,12 @@ namespace linea::cuda_detail {
 template <class Rule, pass P>
 inline constexpr bool perkey_delta_rule = P == pass::main && Rule::update::kind == update_kind::erase &&
                                           Rule::decay::kind == decay_kind::per_key && Rule::decay::inputs == input::gk;
+// The kernel also computes the additive per-key rule (gla: e = 0, T = I, U = v), for bench/cuda/perkey_delta_ab.cu's
+// A/B against perkey_chunk_kernel.hpp; the library sends gla to that kernel (launch.hpp).
+template <class Rule, pass P>
+inline constexpr bool perkey_pipeline_rule = perkey_delta_rule<Rule, P> ||
+                                             (P == pass::main && std::is_same_v<typename Rule::update, update::additive> &&
+                                              Rule::decay::kind == decay_kind::per_key && Rule::decay::inputs == input::gk);
 
 // Whether the update's gates are one number a token (kda's β) rather than one a channel (gdn2's b, w).
 template <class Rule>
@@ -89,6 +95,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
   E *E8 = base + sh::e8_at, *K8 = base + sh::k8_at, *A10 = base + sh::a_at, *X = base + sh::x_at;
   const source<T> src{a};
   using U = typename Rule::update;
+  constexpr bool erasing = erases<Rule>;
 
   for (int x = ptid; x < 8 * LDK; x += sh::producers) Q8[16 * LDK + x] = E8[16 * LDK + x] = from_float<E>(0.f);  // spares
 
@@ -106,7 +113,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       const T hi = has_d && 2 * i + 1 < L ? p[(2 * i + 1) * a.gk.str[1]] : zero;
       raw[i] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
     }
-    if constexpr (token_gates<Rule>) {
+    if constexpr (erasing && token_gates<Rule>) {
       if (ptid < CL) {
         const bool in = ptid < L;
         const token_scalars s = in ? src.template scalars<U::inputs>(seq.bt, c0 + ptid, hv) : token_scalars{};
@@ -146,7 +153,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       }
       slotf[d] = g[CL - 1];
     }
-    if constexpr (token_gates<Rule>) {
+    if constexpr (erasing && token_gates<Rule>) {
       if (ptid < CL) eg[ptid] = next_b, slotf[sh::KP + ptid] = next_w;
     }
     if (c + 1 < chunks) read_ahead(c0 + CL, cta.rows_in(c0 + CL));  // lands during the chunk
@@ -159,6 +166,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
     }
 
     // ---- the erase key e = b ⊙ k ------------------------------------------------------------------------------------
+    if constexpr (erasing) {
 #pragma unroll 8
     for (int r = 0; r < CL; ++r) {
       float b;
@@ -172,6 +180,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       Es[r * LDK + d] = from_float<E>(b * to_float(Ks[r * LDK + d]));
     }
     bar::sync(bar::producers, sh::producers);  // e in
+    }
 
     // ---- D: the 8×8 diagonal blocks of P and A in log space (warp pw: block pw); zeros above them in P ------------
     {
@@ -182,12 +191,16 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       auto put = [&](int q2, float p, float x) {  // rows 2·Q + i of the block
         if (!writes) return;
         Ps[(b0 + q2 + i) * LDC + b0 + j] = from_float<E>(p);
-        Ab[(o + q2 + i) * 17 + o + j] = j < q2 + i ? x : 0.f;  // A: strictly below the diagonal
+        if constexpr (erasing) Ab[(o + q2 + i) * 17 + o + j] = j < q2 + i ? x : 0.f;  // A: strictly below the diagonal
       };
-      put(0, perkey_diagonal_rows<0>(Qs, Ks, G, b0, lane), perkey_diagonal_rows<0>(Es, Ks, G, b0, lane));
-      put(2, perkey_diagonal_rows<1>(Qs, Ks, G, b0, lane), perkey_diagonal_rows<1>(Es, Ks, G, b0, lane));
-      put(4, perkey_diagonal_rows<2>(Qs, Ks, G, b0, lane), perkey_diagonal_rows<2>(Es, Ks, G, b0, lane));
-      put(6, perkey_diagonal_rows<3>(Qs, Ks, G, b0, lane), perkey_diagonal_rows<3>(Es, Ks, G, b0, lane));
+      auto a_rows = [&]<int Q>() {
+        if constexpr (erasing) return perkey_diagonal_rows<Q>(Es, Ks, G, b0, lane);
+        else return 0.f;
+      };
+      put(0, perkey_diagonal_rows<0>(Qs, Ks, G, b0, lane), a_rows.template operator()<0>());
+      put(2, perkey_diagonal_rows<1>(Qs, Ks, G, b0, lane), a_rows.template operator()<1>());
+      put(4, perkey_diagonal_rows<2>(Qs, Ks, G, b0, lane), a_rows.template operator()<2>());
+      put(6, perkey_diagonal_rows<3>(Qs, Ks, G, b0, lane), a_rows.template operator()<3>());
       if ((pw & 1) == 0)  // the first half of a 16-row block: the 8×8 block right of its diagonal is zero
         for (int x = lane; x < 64; x += 32) Ps[(b0 + x / 8) * LDC + b0 + 8 + x % 8] = from_float<E>(0.f);
     }
@@ -200,15 +213,16 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       for (int r = 0; r < CL; ++r) {
         const int ib = r / 16, rho = r % 16;
         const float gv = g[r], gm = g[16 * ib + 7];
-        const float q = to_float(Qs[r * LDK + d]), k = to_float(Ks[r * LDK + d]), e = to_float(Es[r * LDK + d]);
+        const float q = to_float(Qs[r * LDK + d]), k = to_float(Ks[r * LDK + d]);
+        const float e = erasing ? to_float(Es[r * LDK + d]) : 0.f;
         const float up = ex2(gv);
         Qs[r * LDK + d] = from_float<E>(q * up);
-        Es[r * LDK + d] = from_float<E>(e * up);
+        if constexpr (erasing) Es[r * LDK + d] = from_float<E>(e * up);
         Ks[r * LDK + d] = from_float<E>(k * ex2(gC - gv));
         if (ib == 1) {
           const float f = ex2(gv - g15);
           QR[(r - 16) * LDK + d] = from_float<E>(q * f);
-          ER[(r - 16) * LDK + d] = from_float<E>(e * f);
+          if constexpr (erasing) ER[(r - 16) * LDK + d] = from_float<E>(e * f);
         } else {
           KR[r * LDK + d] = from_float<E>(k * ex2(g15 - gv));
         }
@@ -217,14 +231,15 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
         } else {
           const float f = ex2(gv - gm);
           Q8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(q * f);
-          E8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(e * f);
+          if constexpr (erasing) E8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(e * f);
         }
       }
     }
     bar::sync(bar::producers, sh::producers);  // operands in
 
     // ---- F: the blocks of P and A below the diagonal, on tensor cores --------------------------------------------------
-    if (pw < 2) {  // the 16×16 block (rows 16..31, columns 0..15): P (warp 0) into P, A (warp 1) into A_10
+    if (!erasing && (pw & 1)) {  // (no A without an erase)
+    } else if (pw < 2) {  // the 16×16 block (rows 16..31, columns 0..15): P (warp 0) into P, A (warp 1) into A_10
       float x[2][4] = {};
       mma_strip<E, 2>(x, pw == 0 ? QR : ER, LDK, KR, LDK, sh::KP / 16);
 #pragma unroll
@@ -249,10 +264,12 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       }
     }
     bar::sync(bar::producers, sh::producers);  // P, A_10 and A's diagonal blocks in
-    if (pw == 0) tiles::invert_diagonal_blocks(Ad, Ts, LDC, 0);
-    bar::sync(bar::producers, sh::producers);
-    if (pw == 0) tiles::fill_t10(A10, LDX, Ts, LDC, X);
-    bar::sync(bar::producers, sh::producers);  // (racecheck: see delta_pipeline_kernel.hpp)
+    if constexpr (erasing) {
+      if (pw == 0) tiles::invert_diagonal_blocks(Ad, Ts, LDC, 0);
+      bar::sync(bar::producers, sh::producers);
+      if (pw == 0) tiles::fill_t10(A10, LDX, Ts, LDC, X);
+      bar::sync(bar::producers, sh::producers);  // (racecheck: see delta_pipeline_kernel.hpp)
+    }
     bar::arrive(bar::full + (c & 1), sh::threads);  // chunk c is ready
   }
 }
@@ -273,6 +290,7 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
   E* ST = base + sh::s_at;
   const source<T> src{a};
   using U = typename Rule::update;
+  constexpr bool erasing = erases<Rule>;
 
   float acc[sh::BVW / 8][4];  // S: key rows 16·warp .. + 15, all 128 value columns
   tiles::load_state(acc, a.initial_state, seq.row, cta.hv, cta.jt, a.K, a.V);
@@ -291,7 +309,8 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     const int L = cta.rows_in(c0);
     const E *Qs = tile(c, sh::q_at), *Ks = tile(c, sh::k_at), *Ps = tile(c, sh::p_at), *Ts = tile(c, sh::t_at);
     E *Es = tile(c, sh::e_at), *Zs = tile(c, sh::v_at);
-    E* Us = Es;  // U in place of E⁺ (read before the first barrier below)
+    E* Us = erasing ? Es : Zs;  // U in place of E⁺ (read before the first barrier below); v itself without an erase
+    constexpr int LDU = erasing ? LDK : LDV;
     const float* slotf = slotf0 + s * sh::slot_floats;
     tiles::cp_async_wait_all();             // this thread's pieces of v
     bar::sync(bar::full + s, sh::threads);  // chunk c ready, its v in; every consumer done with chunk c − 1
@@ -299,7 +318,15 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
 
     // ---- X: Z = X − E⁺ S in place of v; O₁ = Q⁺ S ------------------------------------------------------------------
     float o[4][4] = {};
-    {
+    if constexpr (!erasing) {
+      mma_strip<E, 4, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
+      if (a.residual.ptr) {  // u = v (w = 1)
+        for (int x = tid; x < L * sh::BVW; x += sh::consumers) {
+          const int r = x / sh::BVW, j = x % sh::BVW;
+          if (j < cta.Vw) a.residual.row(seq.bt, c0 + r, cta.hv)[(cta.jt + j) * a.residual.str[3]] = from_float<T>(to_float(Zs[r * LDV + j]));
+        }
+      }
+    } else {
       float z[4][4] = {};
       mma_strip<E, 4, false, false>(z, Es + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
       mma_strip<E, 4, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
@@ -329,7 +356,7 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     bar::sync(bar::consumers, sh::consumers);  // Z in; every read of Sᵀ and E⁺ done
 
     // ---- U = T Z (T is zero past the diagonal block) in place of E⁺; the residual ------------------------------------
-    {
+    if constexpr (erasing) {
       float u[4][4] = {};
       mma_strip<E, 4, false, true>(u, Ts + r0 * LDC, LDC, Zs + c0w, LDV, rb + 1);
 #pragma unroll
@@ -339,18 +366,18 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
           *reinterpret_cast<std::uint32_t*>(Us + (r0 + acc_row(2 * h)) * LDK + c0w + 8 * t + acc_col(0)) =
               pack2<E>(u[t][2 * h], u[t][2 * h + 1]);
       if (a.residual.ptr) tiles::store_strip(a.residual, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, u, 1.f);
+      bar::sync(bar::consumers, sh::consumers);  // U in
     }
-    bar::sync(bar::consumers, sh::consumers);  // U in
 
     // ---- Y: O = O₁ + P U, out; S ← Diag(2^(G_C)) S + K_dᵀ U; Sᵀ for the next chunk -------------------------------------
-    mma_strip<E, 4, false, true>(o, Ps + r0 * LDC, LDC, Us + c0w, LDK, rb + 1);  // P is zero past the diagonal
+    mma_strip<E, 4, false, true>(o, Ps + r0 * LDC, LDC, Us + c0w, LDU, rb + 1);  // P is zero past the diagonal
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float f = ex2(slotf[16 * warp + acc_row(2 * h)]);
 #pragma unroll
       for (int nt = 0; nt < sh::BVW / 8; ++nt) acc[nt][2 * h] *= f, acc[nt][2 * h + 1] *= f;
     }
-    mma_strip<E, sh::BVW / 8, true, true>(acc, Ks + 16 * warp, LDK, Us, LDK, CL / 16);
+    mma_strip<E, sh::BVW / 8, true, true>(acc, Ks + 16 * warp, LDK, Us, LDU, CL / 16);
     tiles::store_strip(a.o, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, o, a.scale);  // under the products
     tiles::store_state_t(ST, LDK, acc);  // every read of Sᵀ was before the first barrier of this chunk
     if (c + 2 < chunks) bar::arrive(bar::empty + s, sh::threads);  // slot s is free for chunk c + 2
