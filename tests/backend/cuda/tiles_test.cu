@@ -72,16 +72,17 @@ TEST_CASE("cuda: the inputs the 64-token chunk kernels take") {
   CHECK_FALSE(inputs_fit(f));  // float inputs: the general kernel
 }
 
-// gla on its 64-token kernel (perkey_chunk_kernel.hpp): partial value tile and key rows past K, a last chunk of 22.
+// gla on its per-key kernel (perkey_delta_kernel.hpp): partial value tile and key rows past K.
 namespace linea::testing {
 TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), gla") { partial_tiles_aligned<gla>(); }
 
-// kda and gdn2 on their 32-token kernel (perkey_delta_kernel.hpp): the same partial tiles, a last chunk of 22.
+// kda and gdn2 with the same partial tiles (the general kernel; perkey_delta_kernel.hpp passed them on the H200 when
+// it computed them, 2026-12-02).
 TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), kda") { partial_tiles_aligned<kda>(); }
 TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), gdn2") { partial_tiles_aligned<gdn2>(); }
 
-// The per-key kernels apply the in-kernel gate themselves (A_log, a dt_bias per key channel, the lower bound):
-// against the float64 reference with the same options.
+// The per-key kernel applies the in-kernel gate itself (A_log, a dt_bias per key channel, the lower bound): against
+// the float64 reference with the same options (kda, gdn2: the general kernel's gate).
 template <class Rule>
 void perkey_in_kernel_gates() {
   const case_shape shape{.B = 2, .T = 150, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true, .seed = 31};
@@ -112,7 +113,7 @@ void perkey_in_kernel_gates() {
     expect_close("final state", c.ht, ref.ht, tolerance_for<bf16>(shape.T));
   }
 }
-TEST_CASE("cuda: per-key chunk kernels with in-kernel gates (A_log, per-key dt_bias, lower bound)") {
+TEST_CASE("cuda: per-key rules' chunk kernels with in-kernel gates (A_log, per-key dt_bias, lower bound)") {
   perkey_in_kernel_gates<gla>();
   perkey_in_kernel_gates<kda>();
   perkey_in_kernel_gates<gdn2>();

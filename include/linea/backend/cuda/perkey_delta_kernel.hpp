@@ -1,8 +1,17 @@
-// linea/backend/cuda/perkey_delta_kernel.hpp — the chunkwise forward of the erasing rules with a decay per key
-// channel (kda, gdn2), warp-specialised as delta_pipeline_kernel.hpp: key-side producers run a chunk ahead of the
+// linea/backend/cuda/perkey_delta_kernel.hpp — the chunkwise forward of the rules with a decay per key channel
+// (gla; kda, gdn2), warp-specialised as delta_pipeline_kernel.hpp: key-side producers run a chunk ahead of the
 // state-holding consumers.
 //   S_t = S'_t + k_t (x_t − S'_tᵀ e_t)ᵀ,  S'_t = Diag(α_t) S_{t-1},  o_t = s S_tᵀ q_t
-// with the erase key e = b ⊙ k and the write target x = w ⊙ v (kda: b = w = β; gdn2: b, w per channel).
+// with the erase key e = b ⊙ k and the write target x = w ⊙ v (kda: b = w = β; gdn2: b, w per channel; gla: e = 0,
+// x = v, so T = I and U = v: the additive mode below skips A, T, E⁺ and Z).
+//
+// Which rules the library sends here (launch.hpp), from the H200 (bench/cuda/README.md, 2026-12-02, 8×4096, H = 16,
+// K = V = 128, bf16): gla — 1.13 ms against its 64-token kernel's 1.50 (perkey_chunk_kernel.hpp) in the same process.
+// kda and gdn2 computed here pass the CUDA suite's cases, the conformance runner, racecheck and memcheck, but take
+// 2.19 and 4.08 ms against the general kernel's 1.58 and 1.63: the four producer warps (one per scheduler) are the
+// bottleneck — the log-space diagonal blocks and the operands of P and A are element-wise work a chunk, and gdn2's
+// per-channel gates are read from global memory inside the phases. They stay on the general kernel until that is
+// fixed (more producer warps or fewer exponentials, gates read a chunk ahead).
 //
 // UT form, per chunk of CL = 32 tokens, G_r·d = Σ_{s ≤ r} log₂ α_s·d inside the chunk, C its last row (SPEC §4):
 //   P_rs = Σ_d q_rd k_sd 2^(G_rd − G_sd), s ≤ r;   A_rs = Σ_d e_rd k_sd 2^(G_rd − G_sd), s < r;   T = (I + A)⁻¹
@@ -25,12 +34,12 @@
 
 namespace linea::cuda_detail {
 
-// The rules this kernel computes, main pass: an erasing update with a per-key decay read from gk alone.
+// The rules this kernel computes, main pass: an erasing update with a per-key decay read from gk alone (not sent
+// here by the library: see above), ...
 template <class Rule, pass P>
 inline constexpr bool perkey_delta_rule = P == pass::main && Rule::update::kind == update_kind::erase &&
                                           Rule::decay::kind == decay_kind::per_key && Rule::decay::inputs == input::gk;
-// The kernel also computes the additive per-key rule (gla: e = 0, T = I, U = v), for bench/cuda/perkey_delta_ab.cu's
-// A/B against perkey_chunk_kernel.hpp; the library sends gla to that kernel (launch.hpp).
+// ... and the additive per-key rule (gla: e = 0, T = I, U = v; launch.hpp's perkey_chunk_rule).
 template <class Rule, pass P>
 inline constexpr bool perkey_pipeline_rule = perkey_delta_rule<Rule, P> ||
                                              (P == pass::main && std::is_same_v<typename Rule::update, update::additive> &&

@@ -125,23 +125,26 @@ class device_ops {
 // at 2×16384 with the 64-token kernels): the warp-specialised delta kernel runs one CTA per SM over 128 value
 // columns; the scalar 64-token kernel two per SM over 64 columns, bandwidth-bound (a large fixed term keeps it
 // whole until a single sequence leaves most SMs idle); the general kernel two per SM over 64 columns. Pass M of a
-// decay-only rule is the general kernel with V = 1. The per-key kernels (gla; kda and gdn2, 2026-12-02) take the
-// delta kernel's model: one CTA per SM over 128 value columns, pass M on the same kernel (V = K) for kda, gdn2.
+// decay-only rule is the general kernel with V = 1. gla's kernel (perkey_delta_kernel.hpp, 2026-12-02) runs one
+// CTA per SM over 128 value columns; its constants are estimates: it is cut at 2×16384 and 1×32768 and kept whole
+// at 8×4096 (with the old per-key kernel, cutting 1×32768 at 4096 measured 4.45 ms against 11.72 whole).
 // A model, not a contract: it only steers the piece length.
 template <class Rule, class T>
 segments::cost_model calibrated_model(const arguments<T, float>& a, const problem& p, int sms) {
   const index_t KM = segments::transition_columns<Rule>(p.K);
   bool fast = false;
-  // the per-key kernels (gla; kda, gdn2) hold 128 value columns in one CTA per SM, as the delta kernel
-  constexpr bool per_key = perkey_chunk_rule<Rule, pass::main> || perkey_delta_rule<Rule, pass::main>;
+  constexpr bool per_key = perkey_chunk_rule<Rule, pass::main>;  // gla on the warp-specialised per-key kernel
   if constexpr ((scalar_chunk_rule<Rule, pass::main> || delta_chunk_rule<Rule, pass::main> || per_key) && sizeof(T) == 2)
     fast = tiles::inputs_fit(make_kernel_args(a, p));
   segments::cost_model m;
   const bool no_pass_m = KM == 0;  // the additive rule: M = I
-  if (fast && (erases<Rule> || per_key)) {
+  if (fast && erases<Rule>) {
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
-    // (gla's pass M, the decay alone, runs the general kernel with V = 1: about 1.3 of its pass A, not measured)
-    m.am_passes = erases<Rule> ? 2 : 2.3, m.link = 400, m.fixed = 800;
+    m.am_passes = 2, m.link = 400, m.fixed = 800;
+  } else if (fast && per_key) {
+    // pass M (the decay alone) runs the general kernel with V = 1, ~0.7 of this kernel's pass A (an estimate)
+    m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
+    m.am_passes = 1.7, m.link = 20, m.fixed = 300;
   } else if (fast) {
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
     // simple_gla's pass M (general kernel, V = 1) measured ~2.7 times its pass A: 1.656 ms against linear_attn's 0.709
