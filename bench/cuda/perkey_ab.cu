@@ -1,4 +1,5 @@
-// bench/cuda/perkey_ab.cu — the gla 64-token kernel (perkey_chunk_kernel.hpp) on its own: the CUDA tests' gla
+// bench/cuda/perkey_ab.cu — gla's chunk kernel on its own (written for perkey_chunk_kernel.hpp; since 2026-12-02 the
+// library's gla path is perkey_delta_kernel.hpp, so it now checks and times that one): the CUDA tests' gla
 // chunkwise cases with 16-bit inputs against the float64 reference, and (-ns -tc=timing) its time against the general
 // kernel's in the same process, 8×4096, H = 16, K = 128, V = 128 and 64, with and without qk_l2norm. It instantiates
 // gla alone, so it builds in ~2 minutes on one core and runs in seconds (for a short device call; not built by CMake):
