@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <type_traits>
 
 #include "backend/cuda/consistency.hpp"
 #include "forms/backward_case.hpp"
@@ -233,10 +234,13 @@ void ccq_shapes() {
 
 }  // namespace
 
-TEST_CASE_TEMPLATE("CUDA backward, CCQ read = float64 reference backward (float32)", Rule, additive, simple_gla,
-                   gated_delta, kda) {
+// (Rule × read pairs chosen to cover each decay kind, erasing or not, and both weightings at a bounded compile time:
+// the weighting only changes where c_t comes from, at run time.)
+TEST_CASE_TEMPLATE("CUDA backward, CCQ read = float64 reference backward (float32)", Rule, additive, gated_delta, kda) {
   SUBCASE("decayed") { ccq_shapes<Rule, read::ccq<read::decayed>, float>(); }
-  SUBCASE("uniform") { ccq_shapes<Rule, read::ccq<read::uniform>, float>(); }
+  if constexpr (std::is_same_v<Rule, gated_delta>) {
+    SUBCASE("uniform") { ccq_shapes<Rule, read::ccq<read::uniform>, float>(); }
+  }
 }
 
 TEST_CASE("CUDA backward, CCQ read: bf16, fp16, in-kernel options") {
@@ -252,20 +256,21 @@ TEST_CASE("CUDA backward, CCQ read: bf16, fp16, in-kernel options") {
         {.B = 2, .T = 90, .H = 2, .HV = 4, .K = 32, .V = 16, .seed = 16},
         {.qk_l2norm = true, .gate = true, .lower_bound = true, .beta_act = beta_activation::sigmoid});
   }
-  SUBCASE("delta, caller workspace of the queried size") {
-    backward_case<delta, read::ccq<read::uniform>, float> c({.H = 1, .HV = 2, .K = 32, .V = 48, .seqlens = {70, 0, 5, 130}, .seed = 17},
-                                                            {.ccq = {.initial_stats = true}});
+  SUBCASE("gated_delta, caller workspace of the queried size") {
+    using ccq = read::ccq<read::uniform>;
+    backward_case<gated_delta, ccq, float> c({.H = 1, .HV = 2, .K = 32, .V = 48, .seqlens = {70, 0, 5, 130}, .seed = 17},
+                                             {.ccq = {.initial_stats = true}});
     cuda::mirror<float, float> m(c.args());
     cuda::gradient_mirror<float, float> gm(c.grads());
-    const std::size_t bytes = cuda::backward_workspace_size<delta, read::ccq<read::uniform>>(m.device);
-    REQUIRE(bytes > cuda::backward_workspace_size<delta>(m.device));
+    const std::size_t bytes = cuda::backward_workspace_size<gated_delta, ccq>(m.device);
+    REQUIRE(bytes > cuda::backward_workspace_size<gated_delta>(m.device));
     void* ws = nullptr;
     cuda_ok(cudaMalloc(&ws, bytes));
-    CHECK_THROWS_AS((linea::backward<delta, read::ccq<read::uniform>, backend::cuda>(
+    CHECK_THROWS_AS((linea::backward<gated_delta, ccq, backend::cuda>(
                         m.device, gm.device, cuda::launch{.workspace = ws, .workspace_bytes = bytes - 1})),
                     linea::error);
-    linea::backward<delta, read::ccq<read::uniform>, backend::cuda>(m.device, gm.device,
-                                                                    cuda::launch{.workspace = ws, .workspace_bytes = bytes});
+    linea::backward<gated_delta, ccq, backend::cuda>(m.device, gm.device,
+                                                     cuda::launch{.workspace = ws, .workspace_bytes = bytes});
     gm.copy_back();
     cuda_ok(cudaFree(ws));
     c.check_against_reference();
@@ -286,12 +291,9 @@ TEST_CASE("CUDA backward, gdn2 (channel gates b, w) = float64 reference backward
         {.B = 1, .T = 64, .H = 1, .HV = 1, .K = 128, .V = 128, .initial_state = true, .gates = gate_range::extreme, .seed = 23},
         {});
   }
-  SUBCASE("bf16, T = 150") {
+  SUBCASE("bf16, T = 150") {  // (fp16 differs only in the gradients' rounding: kda's CCQ case runs it)
     check_case<gdn2, read::identity, bf16>({.B = 1, .T = 150, .H = 2, .HV = 4, .K = 32, .V = 32, .initial_state = true, .seed = 24},
                                            {.qk_l2norm = true});
-  }
-  SUBCASE("fp16, packed") {
-    check_case<gdn2, read::identity, fp16>({.H = 1, .HV = 2, .K = 64, .V = 32, .seqlens = {33, 64, 100}, .seed = 25}, {});
   }
   SUBCASE("CCQ read (decayed), packed, initial statistics") {
     check_case<gdn2, read::ccq<read::decayed>, float>({.H = 1, .HV = 2, .K = 32, .V = 32, .seqlens = {70, 0, 130}, .seed = 26},
