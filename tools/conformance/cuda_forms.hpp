@@ -40,12 +40,13 @@ struct cuda_backward_form {
   using input_type = float;
   std::string name() const { return "cuda/backward"; }
 
-  // What backend/cuda/backward.hpp static_asserts: the identity read, a rule whose update adds or erases with β.
+  // What backend/cuda/backward.hpp static_asserts: the identity or CCQ read, a rule whose update adds or erases with β.
   template <class Rule, class Read>
-  static constexpr bool takes = std::is_same_v<Read, read::identity> && cuda_detail::bwd::supported_rule<Rule>;
+  static constexpr bool takes =
+      (std::is_same_v<Read, read::identity> || read::is_ccq<Read>) && cuda_detail::bwd::supported_rule<Rule>;
   template <class Rule, class Read>
   static std::string cannot_take() {
-    if constexpr (!std::is_same_v<Read, read::identity>) return "the CCQ read has no CUDA backward";
+    if constexpr (!std::is_same_v<Read, read::identity> && !read::is_ccq<Read>) return "the read has no CUDA backward";
     else if constexpr (!cuda_detail::bwd::supported_rule<Rule>) return "the rule has no CUDA backward (channel gates b, w)";
     else return {};
   }

@@ -1,15 +1,20 @@
 // tests/backend/cuda/backward_test.cu — linea::backward<Rule, identity, backend::cuda> against the float64 reference
 // backward (SPEC §6 tolerances for the input type): every rule the CUDA backward has, fixed-length batches with
 // T not a multiple of the 64-token chunk, packed sequences (one empty), GVA, scale, initial state, and the
-// in-kernel options (L2 norm, gates with A_log / dt_bias / lower bound, β activation).
+// in-kernel options (L2 norm, gates with A_log / dt_bias / lower bound, β activation); and the CCQ read
+// (uniform and decayed weighting, c_t given or the rule's, initial statistics, packed sequences, GVA, L2 norm).
 #include <doctest/doctest.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <random>
 #include <string>
+#include <type_traits>
 
 #include "backend/cuda/consistency.hpp"
+#include "forms/backward_case.hpp"
+
+#include <linea/backend/cuda/mirror.hpp>
 
 namespace linea::testing {
 namespace {
@@ -184,7 +189,117 @@ void shapes() {
   }
 }
 
+// The CCQ read and GDN-2: a backward_case (every gradient buffer NaN-filled) mirrored on the device, compared per
+// gradient tensor with the float64 reference backward (SPEC §6 for T).
+template <class Rule, class Read, class T>
+void check_case(const case_shape& shape, const backward_options& opt) {
+  backward_case<Rule, Read, T> c(shape, opt);
+  cuda::mirror<T, float> m(c.args());
+  cuda::gradient_mirror<T, float> gm(c.grads());
+  linea::backward<Rule, Read, backend::cuda>(m.device, gm.device);
+  gm.copy_back();
+  INFO(rule_name<Rule>::value << (Read::is_identity ? "" : " ccq") << " " << type_name<T>() << " "
+                              << describe_shape(shape) << (opt.qk_l2norm ? " l2" : "")
+                              << (opt.ccq.explicit_log_decay ? " c_t given" : "") << (opt.gate ? " gate" : ""));
+  c.check_against_reference();
+  CHECK(c.compared >= (Read::is_identity ? 4 : 8));  // dq, dk, dv, dh0 (+ dλ, dC0, dm0, dz0) at least
+}
+
+template <class Rule, class Read, class T>
+void check_ccq(const case_shape& shape, const backward_options& opt) {
+  check_case<Rule, Read, T>(shape, opt);
+}
+
+template <class Rule, class Read, class T>
+void ccq_shapes() {
+  SUBCASE("batch, T = 100, h0, initial statistics, GVA") {
+    check_ccq<Rule, Read, T>({.B = 2, .T = 100, .H = 1, .HV = 2, .K = 32, .V = 16, .initial_state = true, .seed = 11},
+                             {.ccq = {.initial_stats = true}});
+  }
+  SUBCASE("packed sequences {70, 0, 5, 130}, GVA, L2 norm") {
+    check_ccq<Rule, Read, T>({.H = 2, .HV = 4, .K = 32, .V = 48, .seqlens = {70, 0, 5, 130}, .seed = 12},
+                             {.qk_l2norm = true, .ccq = {.initial_stats = true}});
+  }
+  SUBCASE("T = 64, K = V = 128") {
+    check_ccq<Rule, Read, T>({.B = 1, .T = 64, .H = 1, .HV = 1, .K = 128, .V = 128, .seed = 13}, {});
+  }
+  if constexpr (Read::weighting::decays) {
+    SUBCASE("c_t given, T = 150, extreme gates") {
+      check_ccq<Rule, Read, T>({.B = 1, .T = 150, .H = 2, .HV = 2, .K = 32, .V = 32, .initial_state = true,
+                                .gates = gate_range::extreme, .seed = 14},
+                               {.ccq = {.initial_stats = true, .explicit_log_decay = true}});
+    }
+  }
+}
+
 }  // namespace
+
+// (Rule × read pairs chosen to cover each decay kind, erasing or not, and both weightings at a bounded compile time:
+// the weighting only changes where c_t comes from, at run time.)
+TEST_CASE_TEMPLATE("CUDA backward, CCQ read = float64 reference backward (float32)", Rule, additive, gated_delta, kda) {
+  SUBCASE("decayed") { ccq_shapes<Rule, read::ccq<read::decayed>, float>(); }
+  if constexpr (std::is_same_v<Rule, gated_delta>) {
+    SUBCASE("uniform") { ccq_shapes<Rule, read::ccq<read::uniform>, float>(); }
+  }
+}
+
+TEST_CASE("CUDA backward, CCQ read: bf16, fp16, in-kernel options") {
+  SUBCASE("gated_delta bf16") { ccq_shapes<gated_delta, read::ccq<read::decayed>, bf16>(); }
+  SUBCASE("kda fp16") { ccq_shapes<kda, read::ccq<read::decayed>, fp16>(); }
+  SUBCASE("gla, gates, L2 norm") {
+    check_ccq<gla, read::ccq<read::decayed>, float>(
+        {.B = 2, .T = 90, .H = 2, .HV = 4, .K = 32, .V = 16, .initial_state = true, .seed = 15},
+        {.qk_l2norm = true, .gate = true, .ccq = {.initial_stats = true}});
+  }
+  SUBCASE("gated_delta, gates, lower bound, beta activation") {
+    check_ccq<gated_delta, read::ccq<read::decayed>, float>(
+        {.B = 2, .T = 90, .H = 2, .HV = 4, .K = 32, .V = 16, .seed = 16},
+        {.qk_l2norm = true, .gate = true, .lower_bound = true, .beta_act = beta_activation::sigmoid});
+  }
+  SUBCASE("gated_delta, caller workspace of the queried size") {
+    using ccq = read::ccq<read::uniform>;
+    backward_case<gated_delta, ccq, float> c({.H = 1, .HV = 2, .K = 32, .V = 48, .seqlens = {70, 0, 5, 130}, .seed = 17},
+                                             {.ccq = {.initial_stats = true}});
+    cuda::mirror<float, float> m(c.args());
+    cuda::gradient_mirror<float, float> gm(c.grads());
+    const std::size_t bytes = cuda::backward_workspace_size<gated_delta, ccq>(m.device);
+    REQUIRE(bytes > cuda::backward_workspace_size<gated_delta>(m.device));
+    void* ws = nullptr;
+    cuda_ok(cudaMalloc(&ws, bytes));
+    CHECK_THROWS_AS((linea::backward<gated_delta, ccq, backend::cuda>(
+                        m.device, gm.device, cuda::launch{.workspace = ws, .workspace_bytes = bytes - 1})),
+                    linea::error);
+    linea::backward<gated_delta, ccq, backend::cuda>(m.device, gm.device,
+                                                     cuda::launch{.workspace = ws, .workspace_bytes = bytes});
+    gm.copy_back();
+    cuda_ok(cudaFree(ws));
+    c.check_against_reference();
+  }
+}
+
+TEST_CASE("CUDA backward, gdn2 (channel gates b, w) = float64 reference backward") {
+  SUBCASE("float32, batch, T = 100 (a partial chunk), h0, GVA") {
+    check_case<gdn2, read::identity, float>(
+        {.B = 2, .T = 100, .H = 1, .HV = 2, .K = 32, .V = 48, .initial_state = true, .seed = 21}, {});
+  }
+  SUBCASE("float32, packed sequences {70, 0, 5, 130}, L2 norm, gates") {
+    check_case<gdn2, read::identity, float>({.H = 2, .HV = 2, .K = 32, .V = 32, .seqlens = {70, 0, 5, 130}, .seed = 22},
+                                            {.qk_l2norm = true, .gate = true});
+  }
+  SUBCASE("float32, T = 64, K = V = 128, extreme gates") {
+    check_case<gdn2, read::identity, float>(
+        {.B = 1, .T = 64, .H = 1, .HV = 1, .K = 128, .V = 128, .initial_state = true, .gates = gate_range::extreme, .seed = 23},
+        {});
+  }
+  SUBCASE("bf16, T = 150") {  // (fp16 differs only in the gradients' rounding: kda's CCQ case runs it)
+    check_case<gdn2, read::identity, bf16>({.B = 1, .T = 150, .H = 2, .HV = 4, .K = 32, .V = 32, .initial_state = true, .seed = 24},
+                                           {.qk_l2norm = true});
+  }
+  SUBCASE("CCQ read (decayed), packed, initial statistics") {
+    check_case<gdn2, read::ccq<read::decayed>, float>({.H = 1, .HV = 2, .K = 32, .V = 32, .seqlens = {70, 0, 130}, .seed = 26},
+                                                      {.ccq = {.initial_stats = true}});
+  }
+}
 
 TEST_CASE_TEMPLATE("CUDA backward = float64 reference backward (float32)", Rule, additive, simple_gla, gla, delta, gated_delta,
                    kda) {

@@ -14,9 +14,13 @@
 // The workspace is O(chunks · HV · K · V) float32 (h and dh at every chunk), like fla's chunk backward; it is the
 // caller's (cuda::launch::workspace, cuda::backward_workspace_size) or the one linea keeps per (device, stream),
 // and every launch goes on cuda::launch::stream.
-// Supported: the identity read; rules whose update is additive or erases with β, any decay kind (additive,
-// simple_gla, gla, delta, gated_delta, kda); every forward option but `normalize` and g_gamma's stride-0 dg.
-// Other rules and the CCQ read fail to compile (static_assert), never at run time.
+// The CCQ read runs phases 1–4 twice, for the rule (with the cleaned queries q̃) and for its statistics pass, around
+// kernels of its own (backward/ccq_read.hpp); its workspace adds the statistics pass's and O(tokens · HV · K).
+// GDN-2's channel gates b, w go through the per-key kernels (backward/channel_gates.hpp).
+// Supported: the identity and CCQ reads; rules whose update is additive or erases with β, any decay kind (additive,
+// simple_gla, gla, delta, gated_delta, kda), and gdn2; every forward option but `normalize` and g_gamma's
+// stride-0 dg.
+// Other rules fail to compile (static_assert), never at run time.
 #pragma once
 #include <algorithm>
 #include <type_traits>
@@ -24,35 +28,42 @@
 
 #include "../../forms/backward.hpp"
 #include "../../reference/backward.hpp"
-#include "backward/chunk_grad_kernel.hpp"
-#include "backward/chunk_prep_kernel.hpp"
+#include "backward/ccq_read.hpp"
+#include "backward/channel_gates.hpp"
 #include "backward/input_adjoint_kernel.hpp"
 #include "backward/inputs_kernel.hpp"
-#include "backward/per_key_grad_kernel.hpp"
+#include "backward/phases.hpp"
 #include "backward/plan.hpp"
-#include "backward/state_passes.hpp"
 #include "launch.hpp"
 #include "workspace.hpp"
 
 namespace linea {
 namespace cuda_detail::bwd {
 
+// GDN-2's update: erase key b ⊙ k, written value w ⊙ v (channel_gates.hpp).
+template <class Rule>
+inline constexpr bool channel_gated =
+    Rule::update::kind == update_kind::erase && Rule::update::inputs == (input::b | input::w);
+
 // The rules phases 1–4 compute: any decay kind, and an update that only adds or erases with the one per-token
-// strength β (e = w = β).
+// strength β (e = w = β); or, with a per-key decay, erases with channel gates b, w (GDN-2).
 template <class Rule>
 inline constexpr bool supported_rule =
     (Rule::decay::kind == decay_kind::none || Rule::decay::kind == decay_kind::scalar ||
      Rule::decay::kind == decay_kind::per_key) &&
     ((Rule::update::kind == update_kind::additive && Rule::update::inputs == input::none) ||
-     (Rule::update::kind == update_kind::erase && Rule::update::inputs == input::beta));
+     (Rule::update::kind == update_kind::erase && Rule::update::inputs == input::beta) ||
+     (channel_gated<Rule> && Rule::decay::kind == decay_kind::per_key));
 
 template <class T, class S>
 void expect_backward_device(const gradients<T, S>& g) {
+  expect_device(g.dlambda.ptr, "dlambda"), expect_device(g.dccq_log_decay.ptr, "dccq_log_decay");
+  expect_device(g.dC0.ptr, "dC0"), expect_device(g.dm0.ptr, "dm0"), expect_device(g.dz0.ptr, "dz0");
   expect_device(g.d_o.ptr, "d_o"), expect_device(g.d_final_state.ptr, "d_final_state");
   expect_device(g.dq.ptr, "dq"), expect_device(g.dk.ptr, "dk"), expect_device(g.dv.ptr, "dv");
   expect_device(g.dg.ptr, "dg"), expect_device(g.dgk.ptr, "dgk"), expect_device(g.dbeta.ptr, "dbeta");
   expect_device(g.d_initial_state.ptr, "d_initial_state"), expect_device(g.dA_log.ptr, "dA_log");
-  expect_device(g.ddt_bias.ptr, "ddt_bias");
+  expect_device(g.ddt_bias.ptr, "ddt_bias"), expect_device(g.db.ptr, "db"), expect_device(g.dw.ptr, "dw");
 }
 
 // The caller's workspace (checked against the plan) or the cached one of (device, stream).
@@ -60,12 +71,12 @@ struct backward_scratch {
   workspace_cache::lease cached;
   unsigned char* base = nullptr;
 
-  backward_scratch(const backward_plan& p, const cuda::launch& l) {
-    if (p.bytes == 0) return;
+  backward_scratch(std::size_t bytes, const cuda::launch& l) {
+    if (bytes == 0) return;
     if (l.workspace) {
-      if (l.workspace_bytes < p.bytes)
+      if (l.workspace_bytes < bytes)
         throw error("argument 'workspace' of cuda::launch has " + std::to_string(l.workspace_bytes) +
-                    " bytes; this backward needs " + std::to_string(p.bytes) + " (linea::cuda::backward_workspace_size)");
+                    " bytes; this backward needs " + std::to_string(bytes) + " (linea::cuda::backward_workspace_size)");
       if (reinterpret_cast<std::uintptr_t>(l.workspace) % 16 != 0)
         throw error("argument 'workspace' of cuda::launch must be 16-byte aligned");
       base = static_cast<unsigned char*>(l.workspace);
@@ -73,28 +84,34 @@ struct backward_scratch {
     }
     int device = 0;
     LINEA_CUDA_CHECK(cudaGetDevice(&device));
-    cached = workspace_cache::instance().get(device, l.stream, p.bytes);
+    cached = workspace_cache::instance().get(device, l.stream, bytes);
     base = static_cast<unsigned char*>(cached.ptr);
   }
 };
 
-// Phases 2 and 3 with BV value columns per CTA.
-template <int BV, bool Erases, bool PerKey, class T>
-void state_passes(const arguments<T, float>& a, const gradients<T, float>& g, const work& w, const problem& p,
-                  cudaStream_t st) {
-  using sh = state_shape<BV>;
-  const dim3 grid(unsigned((p.V + BV - 1) / BV), unsigned(p.HV), unsigned(p.N));
-  constexpr auto fwd = forward_states_kernel<BV, Erases, PerKey>;
-  constexpr auto rev = reverse_states_kernel<BV, Erases, PerKey>;
-  allow_dynamic_shared<fwd, sh::bytes>();
-  allow_dynamic_shared<rev, sh::bytes>();
-  fwd<<<grid, threads, sh::bytes, st>>>(w, a.initial_state);
-  check_launch("backward forward_states_kernel");
-  rev<<<grid, threads, sh::bytes, st>>>(w, g.d_final_state, g.d_initial_state);
-  check_launch("backward reverse_states_kernel");
+// The whole scratch: the rule's plan; for the CCQ read the statistics pass's and its own tensors; for channel
+// gates b, w as float32 ([tokens, HV, K] and [tokens, HV, V]).
+struct scratch_layout {
+  backward_plan plan;
+  ccq_plan ccq;
+  std::size_t gates_at = 0, bytes = 0;
+};
+
+template <class Rule, class Read, class T, class S>
+scratch_layout layout_scratch(const arguments<T, S>& a) {
+  scratch_layout s;
+  s.plan = plan_backward(a, Rule::decay::kind == decay_kind::per_key);
+  s.bytes = s.plan.bytes;
+  if constexpr (!Read::is_identity) s.ccq = plan_ccq(a, s.plan), s.bytes = s.ccq.bytes;
+  if constexpr (channel_gated<Rule>) {
+    const std::size_t rows = std::size_t(s.plan.tokens) * std::size_t(s.plan.HV);
+    s.gates_at = (s.bytes + 255) / 256 * 256;
+    if (rows) s.bytes = s.gates_at + sizeof(float) * rows * std::size_t(s.plan.K + s.plan.V);
+  }
+  return s;
 }
 
-template <class Rule, class T>
+template <class Rule, class Read, class T>
 void run(const arguments<T, float>& a, const gradients<T, float>& g, const problem& p, const cuda::launch& l) {
   constexpr bool erases = Rule::update::kind == update_kind::erase;
   constexpr bool decays = Rule::decay::kind == decay_kind::scalar;
@@ -110,10 +127,10 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   expect_backward_device(g);
   const cudaStream_t st = l.stream;
 
-  const backward_plan plan = plan_backward(a, per_key);
-  const backward_scratch scratch(plan, l);  // holds the cached workspace's lock until the launches are enqueued
-  const std::size_t tokens = std::size_t(plan.tokens), NC = plan.chunks.size(), HV = std::size_t(p.HV),
-                    V = std::size_t(p.V);
+  const scratch_layout layout = layout_scratch<Rule, Read>(a);
+  const backward_plan& plan = layout.plan;
+  const backward_scratch scratch(layout.bytes, l);  // holds the cached workspace's lock until the launches are enqueued
+  const std::size_t tokens = std::size_t(plan.tokens), NC = plan.chunks.size();
   work w;
   w.T = p.T, w.H = p.H, w.HV = p.HV, w.K = p.K, w.V = p.V, w.G = p.group, w.N = p.N, w.chunks = index_t(NC);
   w.scale = float(p.scale);
@@ -132,40 +149,22 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
     inputs_kernel<Rule, T><<<unsigned(tokens), threads, 0, st>>>(k, g.d_o, w);
     check_launch("backward inputs_kernel");
   }
-  if (NC) {
-    if constexpr (per_key) {
-      constexpr auto prep = per_key_prep_kernel<erases>;
-      allow_dynamic_shared<prep, per_key_prep_shape<erases>::bytes>();
-      prep<<<dim3(unsigned(NC), unsigned(HV)), threads, per_key_prep_shape<erases>::bytes, st>>>(w);
-      check_launch("backward per_key_prep_kernel");
-    } else {
-      constexpr auto prep = chunk_prep_kernel<erases>;
-      allow_dynamic_shared<prep, prep_shape<erases>::bytes>();
-      prep<<<dim3(unsigned(NC), unsigned(HV)), threads, prep_shape<erases>::bytes, st>>>(w);
-      check_launch("backward chunk_prep_kernel");
+  constexpr bool channels = channel_gated<Rule>;
+  channel_gates cg;
+  const channel_grads<T> cd{g.db, g.dw};
+  if constexpr (channels)
+    if (tokens) {
+      float* b = reinterpret_cast<float*>(scratch.base + layout.gates_at);
+      float* wv = b + tokens * std::size_t(p.HV) * std::size_t(p.K);
+      channel_gates_kernel<T><<<unsigned(tokens), threads, 0, st>>>(a.b, a.w, w, b, wv);
+      check_launch("backward channel_gates_kernel");
+      cg.b = b, cg.w = wv;
     }
-  }
-  if (p.N) {
-    int device = 0, sms = 0;
-    LINEA_CUDA_CHECK(cudaGetDevice(&device));
-    LINEA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    const std::size_t narrow = std::size_t(p.N) * HV * ((V + 15) / 16);  // CTAs at 16 value columns
-    if (narrow <= std::size_t(state_ctas_per_sm) * std::size_t(sms)) state_passes<16, erases, per_key>(a, g, w, p, st);
-    else state_passes<32, erases, per_key>(a, g, w, p, st);
-  }
-  if (NC) {
-    if constexpr (per_key) {
-      constexpr auto grad = per_key_grad_kernel<erases, T>;
-      allow_dynamic_shared<grad, per_key_grad_shape<erases>::bytes>();
-      grad<<<dim3(unsigned(NC), unsigned(HV)), threads, per_key_grad_shape<erases>::bytes, st>>>(w, g.dv);
-      check_launch("backward per_key_grad_kernel");
-    } else {
-      constexpr auto grad = chunk_grad_kernel<erases, decays, T>;
-      allow_dynamic_shared<grad, grad_shape<erases>::bytes>();
-      grad<<<dim3(unsigned(NC), unsigned(HV)), threads, grad_shape<erases>::bytes, st>>>(w, g.dv);
-      check_launch("backward chunk_grad_kernel");
-    }
-  }
+  if constexpr (Read::is_identity)
+    chunk_phases<erases, decays, per_key, channels>(w, a.initial_state, g.d_final_state, g.d_initial_state, g.dv, st,
+                                                    cg, cd);
+  else
+    ccq_phases<Rule, Read>(a, g, w, layout.ccq, scratch.base, st, cg, cd);
   const input_grads<T> o{g.dq, g.dk, g.dg, g.dbeta, g.dA_log, g.ddt_bias, g.dgk};
   const view<float, 1> sums[] = {o.dA_log, o.ddt_bias};  // added into over tokens: zeroed first
   for (const view<float, 1>& x : sums)
@@ -187,12 +186,12 @@ template <>
 struct backward_impl<backend::cuda> {
   template <class Rule, class Read, class T, class S>
   static void run(const arguments<T, S>& a, const gradients<T, S>& g, const cuda::launch& l = {}) {
-    static_assert(std::is_same_v<Read, read::identity>,
-                  "linea::backward on backend::cuda: the CCQ read has no CUDA backward yet (use backend::reference "
-                  "or the CPU backend)");
+    static_assert(std::is_same_v<Read, read::identity> || read::is_ccq<Read>,
+                  "linea::backward on backend::cuda: the identity and CCQ reads have a CUDA backward, not this read");
     static_assert(cuda_detail::bwd::supported_rule<Rule>,
-                  "linea::backward on backend::cuda: only additive, simple_gla, gla, delta, gated_delta and kda (an "
-                  "update that adds or erases with beta) have a CUDA backward yet; channel gates b, w (gdn2) do not");
+                  "linea::backward on backend::cuda: additive, simple_gla, gla, delta, gated_delta, kda and gdn2 have "
+                  "a CUDA backward (an update that adds, erases with beta, or erases with channel gates b, w under a "
+                  "per-key decay); not this rule");
     static_assert(std::is_same_v<S, float>, "the CUDA backend keeps states in float32");
     static_assert(cuda_detail::supported_input<T>, "the CUDA backend takes float, bf16 or fp16 inputs");
     const problem p = reference::validate_backward<Rule, Read>(a, g);
@@ -201,7 +200,7 @@ struct backward_impl<backend::cuda> {
     if (a.normalize) throw error("argument 'normalize' is not supported by the CUDA backward yet");
     if (!g.dg.empty() && (g.dg.stride(0) == 0 || g.dg.stride(1) == 0))
       throw error("gradient 'dg' with stride 0 over batch or time (g_gamma) is not supported by the CUDA backward yet");
-    cuda_detail::bwd::run<Rule>(a, g, p, l);
+    cuda_detail::bwd::run<Rule, Read>(a, g, p, l);
   }
 };
 
@@ -217,10 +216,11 @@ void backward(const arguments<T, S>& a, const gradients<T, S>& g, const cuda::la
 
 namespace cuda {
 // Bytes of workspace linea::backward<Rule, Read, backend::cuda>(a, g, l) needs with these arguments: the chunk
-// table and the float32 tensors of backward/work.hpp. Reads only extents and host cu_seqlens.
+// table and the float32 tensors of backward/work.hpp (for the CCQ read also backward/ccq_read.hpp's). Reads only
+// extents and host cu_seqlens.
 template <class Rule, class Read = read::identity, class T, class S>
 std::size_t backward_workspace_size(const arguments<T, S>& a, const launch& = {}) {
-  return cuda_detail::bwd::plan_backward(a, Rule::decay::kind == decay_kind::per_key).bytes;
+  return cuda_detail::bwd::layout_scratch<Rule, Read>(a).bytes;
 }
 }  // namespace cuda
 }  // namespace linea

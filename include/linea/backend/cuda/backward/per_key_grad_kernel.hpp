@@ -9,7 +9,10 @@
 // column factor):
 //   dG_rd = q_rd (dq_rd) − k_rd (dk_rd)   over the P, A, Kd, Bk and inter-chunk terms, + Σ_s k_sd (Kd term) and
 //           γ_Ld ⟨h_d, dh_d⟩ at r = L;   then dgk_td = Σ_{r≥t} dG_rd.
+// With Channels (GDN-2, channel_gates.hpp) e_r is b_rd in every term above, and instead of de_r, dw_r (sums over
+// the row) the kernel writes db_rd = k_rd (rowA_rd + γ_rd dBk_rd) and dw_rj = v_rj dBv_rj; dv_rj = w_rj dBv_rj.
 #pragma once
+#include "channel_gates.hpp"
 #include "chunk_grad_kernel.hpp"
 #include "inputs_kernel.hpp"
 #include "per_key_prep_kernel.hpp"
@@ -26,8 +29,11 @@ struct per_key_grad_shape {
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
-template <bool Erases, class T>
-__global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(const work w, const view<T, 4> dv_out) {
+template <bool Erases, class T, bool Channels = false>
+__global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(const work w, const view<T, 4> dv_out,
+                                                                               const channel_gates cg,
+                                                                               const channel_grads<T> cd) {
+  static_assert(Erases || !Channels, "channel gates belong to an erasing update");
   using sh = per_key_grad_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
   const chunk_info ci = w.chunk[c];
@@ -50,6 +56,10 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;
   const float* gate_e = w.erase + tok0 * w.HV + hv;  // row r at r·HV
   const float* gate_w = w.write + tok0 * w.HV + hv;
+  const float* b_ch = Channels ? cg.b + (tok0 * w.HV + hv) * w.K : nullptr;  // row r at r·ldg
+  const float* w_ch = Channels ? cg.w + (tok0 * w.HV + hv) * w.V : nullptr;  // row r at r·ldv
+  // the erase gate of token r, key channel d
+  const auto erase = [&](int r, int d) { return Channels ? b_ch[r * ldg + d] : gate_e[r * HV]; };
   float* dq = w.dq + (tok0 * w.HV + hv) * w.K;  // row r at r·ldg
   float* dk = w.dk + (tok0 * w.HV + hv) * w.K;
   const float* Un = Erases ? w.U_new + cv * CL * w.V : v;
@@ -111,13 +121,17 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
     for (int t = r; t < L; ++t) dkP = fmaf(sN[t * CL + r] * q[t * ldq + d], D(t, r, d), dkP);
     float ddk = dkP, dG = qr * dqP - kr * dkP;
     if constexpr (Erases) {
-      const float er = gate_e[r * HV], bk = __expf(sG[r * LK + d]) * sdBk[r * max_kv + d];
+      const float er = erase(r, d), bk = __expf(sG[r * LK + d]) * sdBk[r * max_kv + d];
       float rowA = 0, colA = 0;
       for (int s = 0; s < r; ++s) rowA = fmaf(sM[r * CL + s] * k[s * ldq + d], D(r, s, d), rowA);
-      for (int t = r + 1; t < L; ++t) colA = fmaf(sM[t * CL + r] * gate_e[t * HV] * k[t * ldq + d], D(t, r, d), colA);
+      for (int t = r + 1; t < L; ++t) colA = fmaf(sM[t * CL + r] * erase(t, d) * k[t * ldq + d], D(t, r, d), colA);
       ddk += er * (rowA + bk) + colA;
       dG += kr * (er * (rowA + bk) - colA);
-      atomicAdd(&sdE[r], kr * (rowA + bk));
+      if constexpr (Channels) {
+        if (cd.db.ptr) cd.db(ci.bt, ci.t0 + r, hv, d) = from_float<T>(kr * (rowA + bk));
+      } else {
+        atomicAdd(&sdE[r], kr * (rowA + bk));
+      }
     }
     dq[r * ldg + d] += dqP;
     dk[r * ldg + d] += ddk;
@@ -130,8 +144,13 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
     float x;
     if constexpr (Erases) {
       const float dbv = sdBv[r * max_kv + j];
-      x = gate_w[r * HV] * dbv;
-      atomicAdd(&sdWr[r], v[r * ldv + j] * dbv);
+      if constexpr (Channels) {
+        x = w_ch[r * ldv + j] * dbv;
+        if (cd.dw.ptr) cd.dw(ci.bt, ci.t0 + r, hv, j) = from_float<T>(v[r * ldv + j] * dbv);
+      } else {
+        x = gate_w[r * HV] * dbv;
+        atomicAdd(&sdWr[r], v[r * ldv + j] * dbv);
+      }
     } else {
       x = dU[r * w.V + j];
     }
@@ -152,7 +171,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
       w.dlog_alpha_k[((tok0 + r) * w.HV + hv) * w.K + d] = acc;
     }
   }
-  if (Erases)
+  if (Erases && !Channels)
     for (int r = tid; r < L; r += threads) w.derase[(tok0 + r) * w.HV + hv] = sdE[r] + sdWr[r];
 }
 

@@ -4,38 +4,43 @@
 //   P_rs = Σ_d q_rd k_sd D_rsd                  A_rs = e_r Σ_d k_rd k_sd D_rsd  (s < r)
 // are summed element by element in log space (no exp(−G) alone ever), then as for scalar decays
 // T = (I + A)⁻¹, W = T (e ⊙ exp(G) ⊙ K), U = T (w ⊙ V); and the state passes' operands Kd, Qg, gL (work.hpp).
-// One CTA per (chunk, value head); q, k, G rows in shared memory with a padded stride (conflict-free columns).
+// With Channels (GDN-2, channel_gates.hpp) the erase gate e_r is b_r per key channel and the write gate w per value
+// channel: A_rs = Σ_d b_rd k_rd k_sd D_rsd, W = T (b ⊙ exp(G) ⊙ K), U = T (w ⊙ V).
+// One CTA per (chunk, value head); q, k, G (and b) rows in shared memory with a padded stride (conflict-free columns).
 #pragma once
+#include "channel_gates.hpp"
 #include "chunk_prep_kernel.hpp"
 
 namespace linea::cuda_detail::bwd {
 
 inline constexpr int LK = max_kv + 1;  // padded row stride of [CL][K] shared tiles read column-wise
 
-template <bool Erases>  // (A, T only for an erasing update)
+template <bool Erases, bool Channels = false>  // (A, T only for an erasing update; b only for channel gates)
 struct per_key_prep_shape {
-  static constexpr int ut_cc = Erases ? CL * CL : 0;
+  static constexpr int ut_cc = Erases ? CL * CL : 0, b_cl = Channels ? CL * LK : 0;
   static constexpr int q_at = 0, k_at = q_at + CL * LK, g_at = k_at + CL * LK, a_at = g_at + CL * LK,
-                       t_at = a_at + ut_cc, scratch_at = t_at + ut_cc, end = scratch_at + gemm_scratch;
+                       t_at = a_at + ut_cc, b_at = t_at + ut_cc, scratch_at = b_at + b_cl, end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
-template <bool Erases>
-__global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w) {
-  using sh = per_key_prep_shape<Erases>;
+template <bool Erases, bool Channels = false>
+__global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, const channel_gates cg = {}) {
+  static_assert(Erases || !Channels, "channel gates belong to an erasing update");
+  using sh = per_key_prep_shape<Erases, Channels>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
   const chunk_info ci = w.chunk[c];
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
   const index_t tok0 = w.token(ci.bt, ci.t0);
   extern __shared__ __align__(16) float sm[];
   float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sG = sm + sh::g_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at,
-        *scratch = sm + sh::scratch_at;
+        *sB = sm + sh::b_at, *scratch = sm + sh::scratch_at;
 
   for (int e = tid; e < CL * K; e += threads) {
     const int r = e / K, d = e % K;
     const std::size_t at = std::size_t(((tok0 + r) * w.H + h) * w.K + d);
     sQ[r * LK + d] = r < L ? w.q[at] : 0.f;
     sK[r * LK + d] = r < L ? w.k[at] : 0.f;
+    if constexpr (Channels) sB[r * LK + d] = r < L ? cg.b[((tok0 + r) * w.HV + hv) * w.K + d] : 0.f;
   }
   for (int d = tid; d < K; d += threads) {  // G_rd = Σ_{i≤r} log α_id, one channel per thread
     float acc = 0;
@@ -62,10 +67,10 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w) {
       for (int d = 0; d < K; ++d) {
         const float decay = __expf(sG[r * LK + d] - sG[s * LK + d]);
         p = fmaf(sQ[r * LK + d] * sK[s * LK + d], decay, p);
-        if (Erases) a = fmaf(sK[r * LK + d] * sK[s * LK + d], decay, a);
+        if (Erases) a = fmaf((Channels ? sB[r * LK + d] : 1.f) * sK[r * LK + d] * sK[s * LK + d], decay, a);
       }
     if (r < L && s < L) P[r * CL + s] = p;
-    if (Erases) sA[e] = s < r && r < L ? e_tok[r * w.HV] * a : 0.f;
+    if (Erases) sA[e] = s < r && r < L ? (Channels ? 1.f : e_tok[r * w.HV]) * a : 0.f;
   }
   if constexpr (Erases) {
     __syncthreads();
@@ -75,12 +80,17 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w) {
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
     block_gemm<64, walk::k, walk::mn>(
         L, K, L, [&](int r, int s) { return sT[r * CL + s]; },
-        [&](int s, int d) { return e_tok[s * w.HV] * __expf(sG[s * LK + d]) * sK[s * LK + d]; },
+        [&](int s, int d) {
+          return (Channels ? sB[s * LK + d] : e_tok[s * w.HV]) * __expf(sG[s * LK + d]) * sK[s * LK + d];
+        },
         [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch);
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
     const float* v = w.v + (tok0 * w.HV + hv) * w.V;
     block_gemm<64, walk::k, walk::mn>(
-        L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return w_tok[s * w.HV] * v[s * w.HV * w.V + j]; },
+        L, V, L, [&](int r, int s) { return sT[r * CL + s]; },
+        [&](int s, int j) {
+          return (Channels ? cg.w[((tok0 + s) * w.HV + hv) * w.V + j] : w_tok[s * w.HV]) * v[s * w.HV * w.V + j];
+        },
         [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
   }
 }

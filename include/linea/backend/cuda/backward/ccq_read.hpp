@@ -1,0 +1,130 @@
+// linea/backend/cuda/backward/ccq_read.hpp — phases 1–4 of the CUDA backward for the CCQ read, composed of the
+// rule's own phases and of the same phases for the statistics pass (SPEC §3: the forward's three launches):
+//
+//   setup            c_t, k̂ per value head
+//   stats 1, 2       the statistics pass C_t = a_t C_{t-1} + k̂_t k̂_tᵀ (additive, log decay c_t, values := keys,
+//                    C_0 = ccq.C0): its chunk factors and states h_c
+//   scan, tilde      m_t, z_t; Y_t = C_t q̂_t and q̃_t (the forward's launch 2, recomputed)
+//   rule 1–4         the rule's backward with q̃ as the query (keys per value head: the read is per value head)
+//                    → dq̃, dk̂, dv, d log α, de, dS_0
+//   direct, reverse  launch 2's adjoint: dλ, dY, dq̂'s direct part, dL/dm_t, dL/dz_t; dm_0, dz_0
+//   stats 3, 4       the statistics pass backward with d_o := dY → dq̂ (C dY), dk̂ as key and as value, dc_t, dC_0
+//   finish           the sums, and dc_t to ccq.log_decay's gradient or to the rule's log decay
+// The rule's work then holds dq̂, dk̂, d log α as for the identity read, and phase 5 finishes as usual.
+// C_0 enters as its transpose (the statistics pass's state is read as Sᵀq; Y = C q), so does dC_0 leave.
+#pragma once
+#include <utility>
+
+#include "ccq_read_kernels.hpp"
+#include "phases.hpp"
+#include "plan.hpp"
+
+namespace linea::cuda_detail::bwd {
+
+// The workspace of a CCQ backward: the rule's plan, then the statistics pass's (values of width K), then ccq_work's
+// own tensors.
+struct ccq_plan {
+  backward_plan stats;
+  std::size_t stats_at = 0, extra_at = 0, bytes = 0;
+};
+
+template <class T, class S>
+ccq_plan plan_ccq(const arguments<T, S>& a, const backward_plan& rule) {
+  ccq_plan p;
+  arguments<T, S> s = a;  // the statistics pass: values [B, T, HV, K] (extents only)
+  s.v = strided<4>(a.v.ptr, {a.v.extent(0), a.v.extent(1), a.v.extent(2), a.q.extent(3)}, {0, 0, 0, 0});
+  p.stats = plan_backward(s, false);
+  const std::size_t rows = std::size_t(rule.tokens) * std::size_t(rule.HV), K = std::size_t(rule.K);
+  const auto round = [](std::size_t n) { return (n + 255) / 256 * 256; };
+  p.stats_at = round(rule.bytes);
+  p.extra_at = p.stats_at + round(p.stats.bytes);
+  p.bytes = rows ? p.extra_at + sizeof(float) * (4 * rows * K + 2 * rows) : rule.bytes;
+  return p;
+}
+
+template <class V>
+V transposed_last(V v) {  // the same matrix read as its transpose (last two dimensions swapped)
+  std::swap(v.ext[2], v.ext[3]);
+  std::swap(v.str[2], v.str[3]);
+  return v;
+}
+
+template <class Rule, class Read, class T>
+void ccq_phases(const arguments<T, float>& a, const gradients<T, float>& g, const work& wm, const ccq_plan& plan,
+                unsigned char* base, cudaStream_t st, const channel_gates& cg, const channel_grads<T>& cd) {
+  constexpr bool erases = Rule::update::kind == update_kind::erase;
+  constexpr bool decays = Rule::decay::kind == decay_kind::scalar;
+  constexpr bool per_key = Rule::decay::kind == decay_kind::per_key;
+  const index_t NC = wm.chunks, K = wm.K, HV = wm.HV;
+  // The statistics pass's work: additive, log decay c_t, values := keys, read scale 1; its queries and keys are the
+  // rule's q̂, k̂.
+  work ws = wm;
+  ws.V = K, ws.scale = 1.f;
+  carve(ws, plan.stats, base + plan.stats_at);
+  ws.q = wm.q, ws.k = wm.k;
+  ws.log_alpha_k = ws.dlog_alpha_k = ws.Gk = ws.Kd = ws.Qg = ws.gL = nullptr;
+
+  ccq_work cw;
+  cw.T = wm.T, cw.H = wm.H, cw.HV = HV, cw.K = K, cw.G = wm.G, cw.chunk = wm.chunk, cw.seqs = wm.seqs;
+  cw.qhat = wm.q, cw.khat = wm.k, cw.kv = ws.v, cw.c = ws.log_alpha, cw.y = ws.d_o;
+  {
+    const std::size_t rows = std::size_t(wm.T) * std::size_t(a.q.extent(0)) * std::size_t(HV), k = std::size_t(K);
+    float* at = reinterpret_cast<float*>(base + plan.extra_at);
+    cw.qt = at, cw.m = at + rows * k, cw.dm = at + 2 * rows * k, cw.dkv = at + 3 * rows * k;
+    cw.z = at + 4 * rows * k, cw.dz = cw.z + rows;
+  }
+  ccq_decay_source from = ccq_decay_source::none;
+  if constexpr (Read::weighting::decays) {
+    if (!a.ccq.log_decay.empty()) from = ccq_decay_source::given;
+    else if constexpr (decays) from = ccq_decay_source::rule_scalar;
+    else if constexpr (per_key) from = ccq_decay_source::rule_key_mean;
+  }
+  const dim3 per_chunk{unsigned(NC), unsigned(HV)}, per_seq{unsigned(HV), unsigned(wm.N)};
+
+  // (Per-chunk launches only when there are chunks; the per-sequence ones still write dC_0, dm_0, dz_0 = 0.)
+  if (NC) {
+    ccq_setup_kernel<T><<<per_chunk, threads, 0, st>>>(cw, wm.log_alpha, wm.log_alpha_k, a.ccq.log_decay, from);
+    check_launch("backward ccq_setup_kernel");
+  }
+  const view<const float, 4> C0t = transposed_last(a.ccq.C0);
+  prep_phase<false, false>(ws, st);
+  state_phases<false, false>(ws, C0t, {}, {}, true, false, st);
+  if (wm.N) {
+    ccq_scan_kernel<><<<per_seq, max_kv, 0, st>>>(cw, a.ccq.m0, a.ccq.z0);
+    check_launch("backward ccq_scan_kernel");
+  }
+  if (NC) {
+    const std::size_t tilde_bytes = sizeof(float) * std::size_t(CL * K + K * K);
+    int device = 0;
+    LINEA_CUDA_CHECK(cudaGetDevice(&device));
+    allow_dynamic_shared<ccq_tilde_kernel<T>>(tilde_bytes, device);
+    ccq_tilde_kernel<T><<<per_chunk, threads, tilde_bytes, st>>>(cw, ws, a.ccq.lambda);
+    check_launch("backward ccq_tilde_kernel");
+  }
+
+  // The rule with q̃: queries and keys per value head.
+  work wq = wm;
+  wq.q = cw.qt, wq.k = cw.kv, wq.H = HV, wq.G = 1;
+  constexpr bool channels = Rule::update::inputs == (input::b | input::w);  // GDN-2 (channel_gates.hpp)
+  chunk_phases<erases, decays, per_key, channels>(wq, a.initial_state, g.d_final_state, g.d_initial_state, g.dv, st,
+                                                  cg, cd);
+
+  if (NC) {
+    ccq_direct_kernel<T><<<per_chunk, threads, 0, st>>>(cw, wm.dq, a.ccq.lambda, g.dlambda);
+    check_launch("backward ccq_direct_kernel");
+  }
+  if (wm.N) {
+    ccq_reverse_kernel<><<<per_seq, max_kv, 0, st>>>(cw, g.dm0, g.dz0);
+    check_launch("backward ccq_reverse_kernel");
+  }
+  const view<float, 4> dC0t = transposed_last(g.dC0);
+  state_phases<false, false>(ws, {}, {}, dC0t, false, true, st);
+  const index_t B = a.q.extent(0);
+  grad_phase<false, true, false>(ws, contiguous<4>(cw.dkv, {B, wm.T, HV, K}), st);
+  if (NC) {
+    ccq_finish_kernel<T><<<per_chunk, threads, 0, st>>>(cw, wm, ws, a.ccq.m0, a.ccq.z0, from, g.dccq_log_decay);
+    check_launch("backward ccq_finish_kernel");
+  }
+}
+
+}  // namespace linea::cuda_detail::bwd

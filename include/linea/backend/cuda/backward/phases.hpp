@@ -1,0 +1,100 @@
+// linea/backend/cuda/backward/phases.hpp — phases 1–4 of the CUDA backward (backward.hpp) as launches on a filled
+// `work` (phase 0 done), so that a read can run them more than once: the CCQ read (ccq_read.hpp) runs them for the
+// rule with its cleaned queries and for the additive statistics pass C_t = a_t C_{t-1} + k̂ k̂ᵀ.
+//   prep_phase     phase 1, per chunk × head: the chunk factors
+//   state_phases   phases 2 and 3 (either or both), per sequence × head × value tile: h_c; dh, dU, dS_0
+//   grad_phase     phase 4, per chunk × head: dq̂, dk̂, dv, d log α, de (db, dw for GDN-2's channel gates)
+// Channels: GDN-2's channel gates (channel_gates.hpp), per-key decays only.
+#pragma once
+#include "chunk_grad_kernel.hpp"
+#include "chunk_prep_kernel.hpp"
+#include "per_key_grad_kernel.hpp"
+#include "per_key_prep_kernel.hpp"
+#include "state_passes.hpp"
+#include "../check.hpp"
+#include "../kernel_attributes.hpp"
+
+namespace linea::cuda_detail::bwd {
+
+template <bool Erases, bool PerKey, bool Channels = false>
+void prep_phase(const work& w, cudaStream_t st, const channel_gates& cg = {}) {
+  static_assert(PerKey || !Channels, "channel gates have a per-key kernel only");
+  if (!w.chunks) return;
+  const dim3 grid{unsigned(w.chunks), unsigned(w.HV)};
+  if constexpr (PerKey) {
+    constexpr auto prep = per_key_prep_kernel<Erases, Channels>;
+    constexpr std::size_t bytes = per_key_prep_shape<Erases, Channels>::bytes;
+    allow_dynamic_shared<prep, bytes>();
+    prep<<<grid, threads, bytes, st>>>(w, cg);
+    check_launch("backward per_key_prep_kernel");
+  } else {
+    constexpr auto prep = chunk_prep_kernel<Erases>;
+    allow_dynamic_shared<prep, prep_shape<Erases>::bytes>();
+    prep<<<grid, threads, prep_shape<Erases>::bytes, st>>>(w);
+    check_launch("backward chunk_prep_kernel");
+  }
+}
+
+// The state passes with BV value columns per CTA; `forward` / `reverse` say which of the two to launch.
+template <int BV, bool Erases, bool PerKey>
+void state_phases_bv(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
+                     const view<float, 4>& dS0, bool forward, bool reverse, cudaStream_t st) {
+  using sh = state_shape<BV>;
+  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
+  if (forward) {
+    constexpr auto fwd = forward_states_kernel<BV, Erases, PerKey>;
+    allow_dynamic_shared<fwd, sh::bytes>();
+    fwd<<<grid, threads, sh::bytes, st>>>(w, S0);
+    check_launch("backward forward_states_kernel");
+  }
+  if (reverse) {
+    constexpr auto rev = reverse_states_kernel<BV, Erases, PerKey>;
+    allow_dynamic_shared<rev, sh::bytes>();
+    rev<<<grid, threads, sh::bytes, st>>>(w, dST, dS0);
+    check_launch("backward reverse_states_kernel");
+  }
+}
+
+template <bool Erases, bool PerKey>
+void state_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
+                  const view<float, 4>& dS0, bool forward, bool reverse, cudaStream_t st) {
+  if (!w.N) return;
+  int device = 0, sms = 0;
+  LINEA_CUDA_CHECK(cudaGetDevice(&device));
+  LINEA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  const std::size_t narrow = std::size_t(w.N) * std::size_t(w.HV) * std::size_t((w.V + 15) / 16);  // CTAs at 16
+  if (narrow <= std::size_t(state_ctas_per_sm) * std::size_t(sms))
+    state_phases_bv<16, Erases, PerKey>(w, S0, dST, dS0, forward, reverse, st);
+  else
+    state_phases_bv<32, Erases, PerKey>(w, S0, dST, dS0, forward, reverse, st);
+}
+
+template <bool Erases, bool Decays, bool PerKey, class T, bool Channels = false>
+void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const channel_gates& cg = {},
+                const channel_grads<T>& cd = {}) {
+  if (!w.chunks) return;
+  const dim3 grid{unsigned(w.chunks), unsigned(w.HV)};
+  if constexpr (PerKey) {
+    constexpr auto grad = per_key_grad_kernel<Erases, T, Channels>;
+    allow_dynamic_shared<grad, per_key_grad_shape<Erases>::bytes>();
+    grad<<<grid, threads, per_key_grad_shape<Erases>::bytes, st>>>(w, dv, cg, cd);
+    check_launch("backward per_key_grad_kernel");
+  } else {
+    constexpr auto grad = chunk_grad_kernel<Erases, Decays, T>;
+    allow_dynamic_shared<grad, grad_shape<Erases>::bytes>();
+    grad<<<grid, threads, grad_shape<Erases>::bytes, st>>>(w, dv);
+    check_launch("backward chunk_grad_kernel");
+  }
+}
+
+// Phases 1–4 of a rule's backward on w: S0, dST, dS0 the initial state, dL/d(final state), dL/d(initial state).
+template <bool Erases, bool Decays, bool PerKey, bool Channels = false, class T>
+void chunk_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
+                  const view<float, 4>& dS0, const view<T, 4>& dv, cudaStream_t st, const channel_gates& cg = {},
+                  const channel_grads<T>& cd = {}) {
+  prep_phase<Erases, PerKey, Channels>(w, st, cg);
+  state_phases<Erases, PerKey>(w, S0, dST, dS0, true, true, st);
+  grad_phase<Erases, Decays, PerKey, T, Channels>(w, dv, st, cg, cd);
+}
+
+}  // namespace linea::cuda_detail::bwd
