@@ -10,36 +10,48 @@
 //   de_r = Σ_s M_rs (k_r·k_s) + γ_r k_r·dBk_r,   dw_r = v_r·dBv_r
 //   dG_r: every product above that holds a decay, then dg_t = Σ_{r≥t} dG_r (reverse cumulative sum)
 // q and k gradients go to the per-value-head workspace (a key head's group adds them in phase 5).
-// One CTA per (chunk, value head), float32: every product is a block_gemm through shared memory, its epilogue
-// folding in the decays and the masks; shared-memory atomics gather the per-row sums dG, de, dw.
+// One CTA per (chunk, value head), float32. The chunk's k and q rows are staged once in shared memory, dq and dk
+// gather in shared memory and leave once, coalesced; products whose operands are all in shared memory read their
+// mma fragments in place (block_gemm_direct: no slab, no barrier inside), the others stream their global operand
+// through 32-deep slabs. For an erasing update dU and T first sit in the k and q tiles, so dBv and dBk are direct too. The K Kᵀ of de and of the decay terms of dA never forms: Σ_s M_rs (k_r·k_s) is
+// k_r·(M K)_r and Σ_r M_rs e_r (k_r·k_s) is k_s·(Mᵀ E K)_s, rows of two products dk needs anyway. Shared-memory
+// atomics gather the per-row sums dG, de, dw.
 #pragma once
 #include "block_gemm.hpp"
 
 namespace linea::cuda_detail::bwd {
 
-// The UT transform's tiles (dW, dBk, dBv, M, KK) only for an erasing update: without them an additive rule's CTA
-// fits several times per SM.
+inline constexpr int grad_tk = 32;                                // slab depth of the global-operand products
+inline constexpr int ld_kv = max_kv + 4, ld_cc = CL + 4;           // padded rows: ≡ 4 (mod 32), conflict-free fragments
+
+// Tiles in floats. An erasing update adds the UT transform's dW, dBk, dBv and M; dW's tile then holds dk and dBv's
+// holds dq once their contents die (dW after dBk = Tᵀ dW, dBv after M and dv), so the erasing CTA fits in the
+// 227 KB of one SM; the additive one has tiles of its own for dq and dk.
 template <bool Erases>
 struct grad_shape {
-  static constexpr int ut_kv = Erases ? CL * max_kv : 0, ut_cc = Erases ? CL * CL : 0;
-  static constexpr int dw_at = 0, dbk_at = dw_at + ut_kv, dbv_at = dbk_at + ut_kv,
-                       n_at = dbv_at + ut_kv, m_at = n_at + CL * CL, kk_at = m_at + ut_cc, g_at = kk_at + ut_cc,
-                       gam_at = g_at + CL, f_at = gam_at + CL, dg_at = f_at + CL, de_at = dg_at + CL, dwr_at = de_at + CL,
-                       scratch_at = dwr_at + CL, end = scratch_at + gemm_scratch;
+  static constexpr int kv = CL * ld_kv, cc = CL * ld_cc;
+  static constexpr int k_at = 0, q_at = k_at + kv, dw_at = q_at + kv, dbk_at = dw_at + (Erases ? kv : 0),
+                       dbv_at = dbk_at + (Erases ? kv : 0), dk_at = Erases ? dw_at : dbv_at,
+                       dq_at = Erases ? dbv_at : dk_at + kv, n_at = dq_at + kv, m_at = n_at + cc,
+                       g_at = m_at + (Erases ? cc : 0), gam_at = g_at + CL, f_at = gam_at + CL, e_at = f_at + CL,
+                       dg_at = e_at + CL, de_at = dg_at + CL, dwr_at = de_at + CL, scratch_at = dwr_at + CL,
+                       end = scratch_at + gemm_scratch_for<grad_tk>;
   static constexpr std::size_t bytes = sizeof(float) * end;
+  static_assert(bytes <= 227 * 1024, "chunk_grad_kernel: more shared memory than one SM has");
 };
 
 template <bool Erases, bool Decays, class T>
-__global__ void __launch_bounds__(threads, Erases ? 1 : 2) chunk_grad_kernel(const work w, const view<T, 4> dv_out) {
+__global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, const view<T, 4> dv_out) {
   using sh = grad_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
   const chunk_info ci = w.chunk[c];
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
   const index_t tok0 = w.token(ci.bt, ci.t0);
   extern __shared__ __align__(16) float sm[];
-  float *sdW = sm + sh::dw_at, *sdBk = sm + sh::dbk_at, *sdBv = sm + sh::dbv_at, *sN = sm + sh::n_at,
-        *sM = sm + sh::m_at, *sKK = sm + sh::kk_at, *sG = sm + sh::g_at, *sGam = sm + sh::gam_at, *sF = sm + sh::f_at,
-        *sdG = sm + sh::dg_at, *sdE = sm + sh::de_at, *sdWr = sm + sh::dwr_at, *scratch = sm + sh::scratch_at;
+  float *sK = sm + sh::k_at, *sQ = sm + sh::q_at, *sdW = sm + sh::dw_at, *sdBk = sm + sh::dbk_at,
+        *sdBv = sm + sh::dbv_at, *sDK = sm + sh::dk_at, *sDQ = sm + sh::dq_at, *sN = sm + sh::n_at, *sM = sm + sh::m_at,
+        *sG = sm + sh::g_at, *sGam = sm + sh::gam_at, *sF = sm + sh::f_at, *sE = sm + sh::e_at, *sdG = sm + sh::dg_at,
+        *sdE = sm + sh::de_at, *sdWr = sm + sh::dwr_at, *scratch = sm + sh::scratch_at;
 
   const std::size_t cv = w.ch(c, hv);
   const float *hc = w.h + cv * w.K * w.V, *dhc = w.dh + cv * w.K * w.V, *dU = w.dU + cv * CL * w.V;
@@ -60,47 +72,60 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) chunk_grad_kernel(con
   const index_t ldu = Erases ? w.V : ldv;
   const float scale = w.scale;
 
-  for (int r = tid; r < CL; r += threads) sG[r] = Gc[r], sdG[r] = 0, sdE[r] = 0, sdWr[r] = 0;
+  // The chunk's gates and decays.
+  for (int r = tid; r < CL; r += threads)
+    sG[r] = Gc[r], sE[r] = Erases && r < L ? gate_e[r * HV] : 0.f, sdG[r] = 0, sdE[r] = 0, sdWr[r] = 0;
   __syncthreads();
   for (int r = tid; r < CL; r += threads) sGam[r] = __expf(sG[r]), sF[r] = r < L ? __expf(sG[L - 1] - sG[r]) : 0.f;
   const auto D = [&](int r, int s) { return Decays ? __expf(sG[r] - sG[s]) : 1.f; };
+  // (every product starts with a barrier: a staged tile is complete before the first product reads it)
 
   // ---- the UT transform's adjoints: dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW; dA = −(dBv Uᵀ + dBk Wᵀ), M = dA ⊙ D ----
   if constexpr (Erases) {
-    block_gemm<64, walk::k, walk::k>(
-        L, K, V, [&](int r, int j) { return dU[r * w.V + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
-        [&](int r, int d, float acc) { sdW[r * max_kv + d] = -acc; }, scratch);
-    block_gemm<64, walk::mn, walk::mn>(
-        L, V, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int j) { return dU[s * w.V + j]; },
-        [&](int r, int j, float acc) { sdBv[r * max_kv + j] = acc; }, scratch);
-    block_gemm<64, walk::mn, walk::mn>(
-        L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * max_kv + d]; },
-        [&](int r, int d, float acc) { sdBk[r * max_kv + d] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k>(
-        L, L, K, [&](int r, int d) { return k[r * ldq + d]; }, [&](int d, int s) { return k[s * ldq + d]; },
-        [&](int r, int s, float acc) { sKK[r * CL + s] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k>(
-        L, L, V, [&](int r, int j) { return sdBv[r * max_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
-        [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k>(
-        L, L, K, [&](int r, int d) { return sdBk[r * max_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
-        [&](int r, int s, float acc) {
-          float m = 0;
-          if (s < r) {
-            m = -(sM[r * CL + s] + acc) * D(r, s);
-            const float kk = sKK[r * CL + s];
-            atomicAdd(&sdE[r], m * kk);
-            if (Decays) {
-              const float y = m * gate_e[r * HV] * kk;  // dA_rs · A_rs
-              atomicAdd(&sdG[r], y), atomicAdd(&sdG[s], -y);
-            }
-          }
-          sM[r * CL + s] = m;
-        },
+    float *sdU = sK, *sT = sQ;  // dU and T stay in the k and q tiles until dBk (k and q come after)
+    for (int e = tid; e < CL * max_kv; e += threads) {
+      const int r = e / max_kv, j = e % max_kv;
+      sdU[r * ld_kv + j] = r < L && j < V ? dU[r * w.V + j] : 0.f;
+    }
+    for (int e = tid; e < CL * CL; e += threads) sT[(e / CL) * ld_cc + e % CL] = Tc[e];  // sT[s][r] = T_sr
+    block_gemm<64, walk::k, walk::k, grad_tk>(
+        L, K, V, [&](int r, int j) { return sdU[r * ld_kv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
+        [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, scratch);
+    block_gemm_direct(
+        L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
+        [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
+    block_gemm_direct(
+        L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
+        [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
+    block_gemm<64, walk::k, walk::k, grad_tk>(
+        L, L, V, [&](int r, int j) { return sdBv[r * ld_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
+        [&](int r, int s, float acc) { sM[r * ld_cc + s] = acc; }, scratch);
+    block_gemm<64, walk::k, walk::k, grad_tk>(
+        L, L, K, [&](int r, int d) { return sdBk[r * ld_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
+        [&](int r, int s, float acc) { sM[r * ld_cc + s] = s < r ? -(sM[r * ld_cc + s] + acc) * D(r, s) : 0.f; },
         scratch);
+    // dv_r = w_r dBv_r, dw_r = v_r·dBv_r: dBv's last reads, before its tile holds dq
+    for (int e = tid; e < L * V; e += threads) {
+      const int r = e / V, j = e % V;
+      const float dbv = sdBv[r * ld_kv + j];
+      atomicAdd(&sdWr[r], v[r * ldv + j] * dbv);
+      if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(gate_w[r * HV] * dbv);
+    }
+  } else {
+    for (int e = tid; e < L * V; e += threads) {
+      const int r = e / V, j = e % V;
+      if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(dU[r * w.V + j]);
+    }
+  }
+  // The chunk's k and q rows (zeros past L and K), read by every product below.
+  for (int e = tid; e < CL * max_kv; e += threads) {
+    const int r = e / max_kv, d = e % max_kv;
+    const bool in = r < L && d < K;
+    sK[r * ld_kv + d] = in ? k[r * ldq + d] : 0.f;
+    sQ[r * ld_kv + d] = in ? q[r * ldq + d] : 0.f;
   }
   // ---- dP = s dO U_newᵀ (causal), its decay terms, N = dP ⊙ D ----
-  block_gemm<64, walk::k, walk::k>(
+  block_gemm<64, walk::k, walk::k, grad_tk>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
       [&](int r, int s, float acc) {
         const float dp = s <= r ? scale * acc : 0.f;
@@ -108,67 +133,60 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) chunk_grad_kernel(con
           const float y = dp * Pc[r * CL + s];
           atomicAdd(&sdG[r], y), atomicAdd(&sdG[s], -y);
         }
-        sN[r * CL + s] = s <= r ? dp * D(r, s) : 0.f;
+        sN[r * ld_cc + s] = s <= r ? dp * D(r, s) : 0.f;
       },
       scratch);
   // ---- dq = Γ s (dO hᵀ) + N K ----
-  block_gemm<64, walk::k, walk::k>(
+  block_gemm<64, walk::k, walk::k, grad_tk>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
       [&](int r, int d, float acc) {
         const float inter = scale * sGam[r] * acc;
-        dq[r * ldg + d] = inter;
-        if (Decays) atomicAdd(&sdG[r], q[r * ldq + d] * inter);
+        sDQ[r * ld_kv + d] = inter;
+        if (Decays) atomicAdd(&sdG[r], sQ[r * ld_kv + d] * inter);
       },
       scratch);
-  block_gemm<64, walk::k, walk::mn>(
-      L, K, L, [&](int r, int s) { return sN[r * CL + s]; }, [&](int s, int d) { return k[s * ldq + d]; },
-      [&](int r, int d, float acc) { dq[r * ldg + d] += acc; }, scratch);
+  block_gemm_direct(
+      L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
+      [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
   // ---- dk = Nᵀ Q + F ⊙ (U_new dhᵀ) + the UT transform's terms ----
-  block_gemm<64, walk::mn, walk::mn>(
-      L, K, L, [&](int s, int r) { return sN[r * CL + s]; }, [&](int r, int d) { return q[r * ldq + d]; },
-      [&](int s, int d, float acc) { dk[s * ldg + d] = acc; }, scratch);
-  block_gemm<64, walk::k, walk::k>(
+  block_gemm_direct(
+      L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
+      [&](int s, int d, float acc) { sDK[s * ld_kv + d] = acc; });
+  block_gemm<64, walk::k, walk::k, grad_tk>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) {
         const float x = sF[s] * acc;
-        dk[s * ldg + d] += x;
+        sDK[s * ld_kv + d] += x;
         if (Decays) {
-          const float kx = k[s * ldq + d] * x;
+          const float kx = sK[s * ld_kv + d] * x;
           atomicAdd(&sdG[s], -kx), atomicAdd(&sdG[L - 1], kx);
         }
       },
       scratch);
   if constexpr (Erases) {
-    // dk_s += e_s γ_s dBk_s + e_s (M K)_s;  de_s += γ_s k_s·dBk_s
-    block_gemm<64, walk::k, walk::mn>(
-        L, K, L, [&](int s, int t) { return sM[s * CL + t]; }, [&](int t, int d) { return k[t * ldq + d]; },
+    // dk_s += e_s γ_s dBk_s + e_s (M K)_s;  de_s += k_s·(γ_s dBk_s + (M K)_s), and e_s times that into dG_s
+    block_gemm_direct(
+        L, K, L, [&](int s, int t) { return sM[s * ld_cc + t]; }, [&](int t, int d) { return sK[t * ld_kv + d]; },
         [&](int s, int d, float acc) {
-          const float es = gate_e[s * HV], ks = k[s * ldq + d], bk = sGam[s] * sdBk[s * max_kv + d];
-          dk[s * ldg + d] += es * (bk + acc);
-          atomicAdd(&sdE[s], ks * bk);
-          if (Decays) atomicAdd(&sdG[s], es * ks * bk);
-        },
-        scratch);
-    // dk_s += Σ_{r>s} M_rs e_r k_r
-    block_gemm<64, walk::mn, walk::mn>(
-        L, K, L, [&](int s, int r) { return sM[r * CL + s]; }, [&](int r, int d) { return gate_e[r * HV] * k[r * ldq + d]; },
-        [&](int s, int d, float acc) { dk[s * ldg + d] += acc; }, scratch);
+          const float x = sGam[s] * sdBk[s * ld_kv + d] + acc, kx = sK[s * ld_kv + d] * x;
+          sDK[s * ld_kv + d] += sE[s] * x;
+          atomicAdd(&sdE[s], kx);
+          if (Decays) atomicAdd(&sdG[s], sE[s] * kx);
+        });
+    // dk_s += Σ_{r>s} M_rs e_r k_r;  dG_s −= k_s·(that)
+    block_gemm_direct(
+        L, K, L, [&](int s, int r) { return sM[r * ld_cc + s]; }, [&](int r, int d) { return sE[r] * sK[r * ld_kv + d]; },
+        [&](int s, int d, float acc) {
+          sDK[s * ld_kv + d] += acc;
+          if (Decays) atomicAdd(&sdG[s], -sK[s * ld_kv + d] * acc);
+        });
   }
-  // ---- dv, dw ----
-  for (int e = tid; e < CL * V; e += threads) {
-    const int r = e / V, j = e % V;
-    if (r >= L) continue;
-    float x;
-    if constexpr (Erases) {
-      const float dbv = sdBv[r * max_kv + j];
-      x = gate_w[r * HV] * dbv;
-      atomicAdd(&sdWr[r], v[r * ldv + j] * dbv);
-    } else {
-      x = dU[r * w.V + j];
-    }
-    if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x);
+  // ---- dq, dk leave; the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ ----
+  for (int e = tid; e < L * K; e += threads) {
+    const int r = e / K, d = e % K;
+    dq[r * ldg + d] = sDQ[r * ld_kv + d];
+    dk[r * ldg + d] = sDK[r * ld_kv + d];
   }
-  // ---- the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ ----
   if constexpr (Decays) {
     float hdh = 0;
     for (int e = tid; e < K * V; e += threads) hdh = fmaf(hc[e], dhc[e], hdh);
