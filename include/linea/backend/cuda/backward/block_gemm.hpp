@@ -30,6 +30,9 @@ namespace linea::cuda_detail::bwd {
 enum class walk { mn, k };
 
 inline constexpr int gemm_tm = 64, gemm_tk = 16, gemm_ld = gemm_tm + 4;  // ld ≡ 4 (mod 32): conflict-free fragments
+// Rows of the tiles block_gemm_direct reads, padded to ≡ 4 (mod 32) floats: conflict-free fragments.
+inline constexpr int ld_kv = max_kv + 4, ld_cc = CL + 4;
+
 template <int TK>
 inline constexpr int gemm_scratch_for = TK * gemm_ld * 2;  // the A and B slabs (B at most 64 wide)
 inline constexpr int gemm_scratch = gemm_scratch_for<gemm_tk>;

@@ -21,8 +21,7 @@
 
 namespace linea::cuda_detail::bwd {
 
-inline constexpr int grad_tk = 32;                                // slab depth of the global-operand products
-inline constexpr int ld_kv = max_kv + 4, ld_cc = CL + 4;           // padded rows: ≡ 4 (mod 32), conflict-free fragments
+inline constexpr int grad_tk = 32;  // slab depth of the global-operand products
 
 // Tiles in floats. An erasing update adds the UT transform's dW, dBk, dBv and M; dW's tile then holds dk and dBv's
 // holds dq once their contents die (dW after dBk = Tᵀ dW, dBv after M and dv), so the erasing CTA fits in the
