@@ -8,7 +8,8 @@
 // Only exponents ≤ 0 are formed (s ≤ r). Of a partial chunk only rows and columns < L are written (nothing reads
 // past them). P, A and W read their operands in place from shared memory (block_gemm_direct: q and k rows padded to
 // ld_kv, conflict-free fragments); U streams v from global memory through block_gemm's slabs; the solve
-// is CL steps of one row each. One CTA per (chunk, value head), float32 throughout.
+// is CL steps of one row each. It also computes the state-free half of the reverse state pass (s Pᵀ dO and
+// s (Γ ⊙ Q)ᵀ dO, see state_passes.hpp). One CTA per (chunk, value head), float32 throughout.
 #pragma once
 #include "block_gemm.hpp"
 #include "triangular_inverse.hpp"
@@ -80,6 +81,24 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
         L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return sWw[s] * v[s * w.HV * w.V + j]; },
         [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
   }
+  // The reverse state pass's products that do not involve the state, here where every chunk runs at once:
+  // dU ← s Pᵀ dO into dU's workspace (the pass adds Kd dh) and s (Γ ⊙ Q)ᵀ dO into dh's (until the pass stores dh
+  // there). dO goes to k's tile (k's last reader, W or P, ended with a barrier); P is this CTA's own global write.
+  float* sO = sK;
+  const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;  // row r at r·HV·V
+  for (int e = tid; e < CL * max_kv; e += threads) {
+    const int r = e / max_kv, j = e % max_kv;
+    sO[r * ld_kv + j] = r < L && j < V ? dO[r * w.HV * w.V + j] : 0.f;
+  }
+  float* dUg = w.dU + w.ch(c, hv) * CL * w.V;
+  float* dhg = w.dh + w.ch(c, hv) * w.K * w.V;
+  const float scale = w.scale;
+  block_gemm<64, walk::mn, walk::mn>(
+      L, V, L, [&](int s, int r) { return P[r * CL + s]; }, [&](int r, int j) { return sO[r * ld_kv + j]; },
+      [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; }, scratch);
+  block_gemm_direct(
+      K, V, L, [&](int d, int r) { return __expf(sG[r]) * sQ[r * ld_kv + d]; }, [&](int r, int j) { return sO[r * ld_kv + j]; },
+      [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; });
 }
 
 }  // namespace linea::cuda_detail::bwd
