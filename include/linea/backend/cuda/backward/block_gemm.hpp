@@ -139,6 +139,42 @@ __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out o
   __syncthreads();
 }
 
+// dst[r·ldd + c] = src(r, c) for r < Rows, c < Cols (src returns 0 where it has no element), over the CTA's
+// threads: each thread issues a batch of loads before its first store. (A store through one pointer and a load
+// through another may alias for the compiler, so a plain copy loop waits out every load's latency in turn.)
+template <int Rows, int Cols, int Batch = 16, class Src>
+__device__ __forceinline__ void stage_tile(float* dst, int ldd, Src src) {
+  constexpr int per = Rows * Cols / threads, batch = per < Batch ? per : Batch;
+  static_assert(Rows * Cols % threads == 0 && per % batch == 0, "stage_tile: whole batches per thread");
+  for (int b0 = 0; b0 < per; b0 += batch) {
+    float x[batch];
+#pragma unroll
+    for (int i = 0; i < batch; ++i) {
+      const int e = threadIdx.x + (b0 + i) * threads;
+      x[i] = src(e / Cols, e % Cols);
+    }
+#pragma unroll
+    for (int i = 0; i < batch; ++i) {
+      const int e = threadIdx.x + (b0 + i) * threads;
+      dst[(e / Cols) * ldd + e % Cols] = x[i];
+    }
+  }
+}
+
+// done(r, Σ_{c < cols} f(r, c)) for r < rows: one warp per row, lanes across c, a shuffle reduction, done called
+// by lane 0 (in place of shared-memory atomics on the same row from every thread).
+template <class F, class Done>
+__device__ __forceinline__ void row_sums(int rows, int cols, F f, Done done) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int r = warp; r < rows; r += threads / 32) {
+    float x = 0;
+    for (int c = lane; c < cols; c += 32) x += f(r, c);
+#pragma unroll
+    for (int o = 16; o; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    if (lane == 0) done(r, x);
+  }
+}
+
 template <int TN = 64, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b, Out out) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm_direct: 256 threads, 64 × 16|32|64 tiles");

@@ -13,9 +13,12 @@
 // One CTA per (chunk, value head), float32. The chunk's k and q rows are staged once in shared memory, dq and dk
 // gather in shared memory and leave once, coalesced; products whose operands are all in shared memory read their
 // mma fragments in place (block_gemm_direct: no slab, no barrier inside), the others stream their global operand
-// through 32-deep slabs. For an erasing update dU and T first sit in the k and q tiles, so dBv and dBk are direct too. The K Kᵀ of de and of the decay terms of dA never forms: Σ_s M_rs (k_r·k_s) is
-// k_r·(M K)_r and Σ_r M_rs e_r (k_r·k_s) is k_s·(Mᵀ E K)_s, rows of two products dk needs anyway. Shared-memory
-// atomics gather the per-row sums dG, de, dw.
+// through 32-deep slabs. For an erasing update dU and T first sit in the k and q tiles, so dBv and dBk are direct
+// too. The K Kᵀ of de and of the decay terms of dA never forms: Σ_s M_rs (k_r·k_s) is k_r·(M K)_r and
+// Σ_r M_rs e_r (k_r·k_s) is k_s·(Mᵀ E K)_s, rows of two products dk needs anyway. The per-row sums (dG, de, dw) are
+// warp reductions over tiles a product leaves in shared memory (row_sums), not atomics from every element: tens of
+// thousands of shared-memory atomics on 64 addresses (one of them, dG_L, hit by every element) serialized the
+// kernel. dP's row and column sums go through block_gemm's scratch, free in its epilogue (a single 64 × 64 tile).
 #pragma once
 #include "block_gemm.hpp"
 
@@ -37,6 +40,7 @@ struct grad_shape {
                        end = scratch_at + gemm_scratch_for<grad_tk>;
   static constexpr std::size_t bytes = sizeof(float) * end;
   static_assert(bytes <= 227 * 1024, "chunk_grad_kernel: more shared memory than one SM has");
+  static_assert(gemm_scratch_for<grad_tk> >= CL * (CL + 1), "chunk_grad_kernel: dP's sums need a padded CL × CL tile");
 };
 
 template <bool Erases, bool Decays, class T>
@@ -72,21 +76,20 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   const float scale = w.scale;
 
   // The chunk's gates and decays.
-  for (int r = tid; r < CL; r += threads)
+  if (tid < CL) {
+    const int r = tid;
     sG[r] = Gc[r], sE[r] = Erases && r < L ? gate_e[r * HV] : 0.f, sdG[r] = 0, sdE[r] = 0, sdWr[r] = 0;
+  }
   __syncthreads();
-  for (int r = tid; r < CL; r += threads) sGam[r] = __expf(sG[r]), sF[r] = r < L ? __expf(sG[L - 1] - sG[r]) : 0.f;
+  if (tid < CL) sGam[tid] = __expf(sG[tid]), sF[tid] = tid < L ? __expf(sG[L - 1] - sG[tid]) : 0.f;
   const auto D = [&](int r, int s) { return Decays ? __expf(sG[r] - sG[s]) : 1.f; };
   // (every product starts with a barrier: a staged tile is complete before the first product reads it)
 
   // ---- the UT transform's adjoints: dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW; dA = −(dBv Uᵀ + dBk Wᵀ), M = dA ⊙ D ----
   if constexpr (Erases) {
     float *sdU = sK, *sT = sQ;  // dU and T stay in the k and q tiles until dBk (k and q come after)
-    for (int e = tid; e < CL * max_kv; e += threads) {
-      const int r = e / max_kv, j = e % max_kv;
-      sdU[r * ld_kv + j] = r < L && j < V ? dU[r * w.V + j] : 0.f;
-    }
-    for (int e = tid; e < CL * CL; e += threads) sT[(e / CL) * ld_cc + e % CL] = Tc[e];  // sT[s][r] = T_sr
+    stage_tile<CL, max_kv>(sdU, ld_kv, [&](int r, int j) { return r < L && j < V ? dU[r * w.V + j] : 0.f; });
+    stage_tile<CL, CL>(sT, ld_cc, [&](int s, int r) { return Tc[s * CL + r]; });  // sT[s][r] = T_sr
     block_gemm<64, walk::k, walk::k, grad_tk>(
         L, K, V, [&](int r, int j) { return sdU[r * ld_kv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
         [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, scratch);
@@ -103,84 +106,112 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
         L, L, K, [&](int r, int d) { return sdBk[r * ld_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
         [&](int r, int s, float acc) { sM[r * ld_cc + s] = s < r ? -(sM[r * ld_cc + s] + acc) * D(r, s) : 0.f; },
         scratch);
-    // dv_r = w_r dBv_r, dw_r = v_r·dBv_r: dBv's last reads, before its tile holds dq
-    for (int e = tid; e < L * V; e += threads) {
-      const int r = e / V, j = e % V;
-      const float dbv = sdBv[r * ld_kv + j];
-      atomicAdd(&sdWr[r], v[r * ldv + j] * dbv);
-      if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(gate_w[r * HV] * dbv);
+    // dv_r = w_r dBv_r, dw_r = v_r·dBv_r: dBv's last reads, before its tile holds dq (a row per warp; the row's v
+    // loaded before its dv is stored)
+    const int warp = tid >> 5, lane = tid & 31;
+    for (int r = warp; r < L; r += threads / 32) {
+      float vr[max_kv / 32];
+#pragma unroll
+      for (int i = 0; i < max_kv / 32; ++i) vr[i] = lane + 32 * i < V ? v[r * ldv + lane + 32 * i] : 0.f;
+      const float wr = gate_w[r * HV];
+      float x = 0;
+#pragma unroll
+      for (int i = 0; i < max_kv / 32; ++i) {
+        const int j = lane + 32 * i;
+        if (j >= V) continue;
+        const float dbv = sdBv[r * ld_kv + j];
+        x = fmaf(vr[i], dbv, x);
+        if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(wr * dbv);
+      }
+#pragma unroll
+      for (int o = 16; o; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+      if (lane == 0) sdWr[r] = x;
     }
-  } else {
-    for (int e = tid; e < L * V; e += threads) {
-      const int r = e / V, j = e % V;
-      if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(dU[r * w.V + j]);
+  } else if (dv_out.ptr) {  // dv = dU, through registers in batches (see stage_tile)
+    constexpr int per = CL * max_kv / threads, batch = 16;
+    for (int b0 = 0; b0 < per; b0 += batch) {
+      float x[batch];
+#pragma unroll
+      for (int i = 0; i < batch; ++i) {
+        const int e = tid + (b0 + i) * threads, r = e / max_kv, j = e % max_kv;
+        x[i] = r < L && j < V ? dU[r * w.V + j] : 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < batch; ++i) {
+        const int e = tid + (b0 + i) * threads, r = e / max_kv, j = e % max_kv;
+        if (r < L && j < V) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x[i]);
+      }
     }
   }
   // The chunk's k and q rows (zeros past L and K), read by every product below.
-  for (int e = tid; e < CL * max_kv; e += threads) {
-    const int r = e / max_kv, d = e % max_kv;
-    const bool in = r < L && d < K;
-    sK[r * ld_kv + d] = in ? k[r * ldq + d] : 0.f;
-    sQ[r * ld_kv + d] = in ? q[r * ldq + d] : 0.f;
-  }
-  // ---- dP = s dO U_newᵀ (causal), its decay terms, N = dP ⊙ D ----
+  stage_tile<CL, max_kv>(sK, ld_kv, [&](int r, int d) { return r < L && d < K ? k[r * ldq + d] : 0.f; });
+  stage_tile<CL, max_kv>(sQ, ld_kv, [&](int r, int d) { return r < L && d < K ? q[r * ldq + d] : 0.f; });
+  // ---- dP = s dO U_newᵀ (causal), N = dP ⊙ D; its decay terms dG_r += Σ_s dP_rs P_rs, dG_s −= Σ_r dP_rs P_rs ----
+  float* sdP = scratch;  // [CL][CL + 1]: block_gemm's slabs are dead in its epilogue (one 64 × 64 tile)
   block_gemm<64, walk::k, walk::k, grad_tk>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
       [&](int r, int s, float acc) {
         const float dp = s <= r ? scale * acc : 0.f;
-        if (Decays && s < r) {
-          const float y = dp * Pc[r * CL + s];
-          atomicAdd(&sdG[r], y), atomicAdd(&sdG[s], -y);
-        }
-        sN[r * ld_cc + s] = s <= r ? dp * D(r, s) : 0.f;
+        if (Decays) sdP[r * (CL + 1) + s] = s < r ? dp : 0.f;
+        sN[r * ld_cc + s] = s <= r ? dp * D(r, s) : 0.f;  // (D past the diagonal may overflow)
       },
       scratch);
-  // ---- dq = Γ s (dO hᵀ) + N K ----
+  if constexpr (Decays)
+    if (tid < L) {
+      const int i = tid;
+      float row = 0, col = 0;
+      for (int t = 0; t < L; ++t) {
+        row = fmaf(sdP[i * (CL + 1) + t], Pc[i * CL + t], row);
+        col = fmaf(sdP[t * (CL + 1) + i], Pc[t * CL + i], col);
+      }
+      sdG[i] += row - col;
+    }
+  // ---- dq = Γ s (dO hᵀ) + N K;  dG_r += q_r·(Γ s dO hᵀ)_r ----
   block_gemm<64, walk::k, walk::k, grad_tk>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
-      [&](int r, int d, float acc) {
-        const float inter = scale * sGam[r] * acc;
-        sDQ[r * ld_kv + d] = inter;
-        if (Decays) atomicAdd(&sdG[r], sQ[r * ld_kv + d] * inter);
-      },
-      scratch);
+      [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; }, scratch);
+  if constexpr (Decays)
+    row_sums(L, K, [&](int r, int d) { return sQ[r * ld_kv + d] * sDQ[r * ld_kv + d]; },
+             [&](int r, float x) { sdG[r] += x; });
   block_gemm_direct(
       L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
-  // ---- dk = Nᵀ Q + F ⊙ (U_new dhᵀ) + the UT transform's terms ----
-  block_gemm_direct(
-      L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
-      [&](int s, int d, float acc) { sDK[s * ld_kv + d] = acc; });
+  // ---- dk = F ⊙ (U_new dhᵀ) + Nᵀ Q + the UT transform's terms;  dG_L += Σ_s z_s, dG_s −= z_s, z_s = k_s·(F ⊙ U_new dhᵀ)_s ----
   block_gemm<64, walk::k, walk::k, grad_tk>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
-      [&](int s, int d, float acc) {
-        const float x = sF[s] * acc;
-        sDK[s * ld_kv + d] += x;
-        if (Decays) {
-          const float kx = sK[s * ld_kv + d] * x;
-          atomicAdd(&sdG[s], -kx), atomicAdd(&sdG[L - 1], kx);
-        }
-      },
-      scratch);
+      [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, scratch);
+  if constexpr (Decays)
+    row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sDK[s * ld_kv + d]; },
+             [&](int s, float z) { atomicAdd(&sdG[s], -z), atomicAdd(&sdG[L - 1], z); });
+  block_gemm_direct(
+      L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
+      [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; });
   if constexpr (Erases) {
-    // dk_s += e_s γ_s dBk_s + e_s (M K)_s;  de_s += k_s·(γ_s dBk_s + (M K)_s), and e_s times that into dG_s
+    // x_s = γ_s dBk_s + (M K)_s (into dBk's tile): dk_s += e_s x_s;  de_s += k_s·x_s, and e_s times that into dG_s
     block_gemm_direct(
         L, K, L, [&](int s, int t) { return sM[s * ld_cc + t]; }, [&](int t, int d) { return sK[t * ld_kv + d]; },
         [&](int s, int d, float acc) {
-          const float x = sGam[s] * sdBk[s * ld_kv + d] + acc, kx = sK[s * ld_kv + d] * x;
+          const float x = sGam[s] * sdBk[s * ld_kv + d] + acc;
+          sdBk[s * ld_kv + d] = x;
           sDK[s * ld_kv + d] += sE[s] * x;
-          atomicAdd(&sdE[s], kx);
-          if (Decays) atomicAdd(&sdG[s], sE[s] * kx);
         });
-    // dk_s += Σ_{r>s} M_rs e_r k_r;  dG_s −= k_s·(that)
+    row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sdBk[s * ld_kv + d]; }, [&](int s, float z) {
+      sdE[s] += z;
+      if (Decays) sdG[s] += sE[s] * z;
+    });
+    // y_s = Σ_{r>s} M_rs e_r k_r (into dBk's tile): dk_s += y_s;  dG_s −= k_s·y_s
     block_gemm_direct(
         L, K, L, [&](int s, int r) { return sM[r * ld_cc + s]; }, [&](int r, int d) { return sE[r] * sK[r * ld_kv + d]; },
         [&](int s, int d, float acc) {
           sDK[s * ld_kv + d] += acc;
-          if (Decays) atomicAdd(&sdG[s], -sK[s * ld_kv + d] * acc);
+          if (Decays) sdBk[s * ld_kv + d] = acc;
         });
+    if constexpr (Decays)
+      row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sdBk[s * ld_kv + d]; },
+               [&](int s, float z) { sdG[s] -= z; });
   }
   // ---- dq, dk leave; the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ ----
+  __syncthreads();  // (orders the last row pass's plain updates of dG before the atomics below)
   for (int e = tid; e < L * K; e += threads) {
     const int r = e / K, d = e % K;
     dq[r * ldg + d] = sDQ[r * ld_kv + d];
@@ -189,7 +220,9 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   if constexpr (Decays) {
     float hdh = 0;
     for (int e = tid; e < K * V; e += threads) hdh = fmaf(hc[e], dhc[e], hdh);
-    atomicAdd(&sdG[L - 1], sGam[L - 1] * hdh);
+#pragma unroll
+    for (int o = 16; o; o >>= 1) hdh += __shfl_xor_sync(0xffffffffu, hdh, o);
+    if ((tid & 31) == 0) atomicAdd(&sdG[L - 1], sGam[L - 1] * hdh);
   }
   __syncthreads();
   if (tid == 0) {

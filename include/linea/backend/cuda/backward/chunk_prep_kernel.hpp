@@ -36,23 +36,25 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at, *sG = sm + sh::g_at,
         *sEG = sm + sh::ew_at, *sWw = sm + sh::ww_at, *scratch = sm + sh::scratch_at;
 
-  for (int e = tid; e < CL * K; e += threads) {
-    const int r = e / K, d = e % K;
-    const std::size_t at = std::size_t(((tok0 + r) * w.H + h) * w.K + d);
-    sQ[r * ld_kv + d] = r < L ? w.q[at] : 0.f;
-    sK[r * ld_kv + d] = r < L ? w.k[at] : 0.f;
+  const float* q = w.q + (tok0 * w.H + h) * w.K;  // row r at r·H·K
+  const float* k = w.k + (tok0 * w.H + h) * w.K;
+  const index_t ldq = w.H * w.K;
+  stage_tile<CL, max_kv>(sQ, ld_kv, [&](int r, int d) { return r < L && d < K ? q[r * ldq + d] : 0.f; });
+  stage_tile<CL, max_kv>(sK, ld_kv, [&](int r, int d) { return r < L && d < K ? k[r * ldq + d] : 0.f; });
+  const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
+  const float* w_tok = w.write + tok0 * w.HV + hv;
+  if (tid < CL) {  // the log decays and gates, loaded at once (the scan below reads shared memory only)
+    sG[tid] = tid < L ? w.log_alpha[(tok0 + tid) * w.HV + hv] : 0.f;
+    if (Erases) sEG[tid] = tid < L ? e_tok[tid * w.HV] : 0.f, sWw[tid] = tid < L ? w_tok[tid * w.HV] : 0.f;
   }
-  if (tid == 0) {
-    float acc = 0;
-    for (int r = 0; r < CL; ++r) sG[r] = acc += r < L ? w.log_alpha[(tok0 + r) * w.HV + hv] : 0.f;
-  }
+  __syncthreads();
+  if (tid == 0)
+    for (int r = 1; r < CL; ++r) sG[r] += sG[r - 1];
   __syncthreads();
   float* G = w.Gc + w.ch(c, hv) * CL;
   if (tid < CL) G[tid] = sG[tid];
 
   float* P = w.P + w.ch(c, hv) * CL * CL;
-  const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
-  const float* w_tok = w.write + tok0 * w.HV + hv;
   block_gemm_direct(
       L, L, K, [&](int r, int d) { return sQ[r * ld_kv + d]; }, [&](int d, int s) { return sK[s * ld_kv + d]; },
       [&](int r, int s, float acc) { P[r * CL + s] = s <= r ? acc * __expf(sG[r] - sG[s]) : 0.f; });
@@ -60,9 +62,8 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
     for (int e = tid; e < CL * CL; e += threads) sA[e] = 0.f;  // rows and columns past L stay 0
     block_gemm_direct(
         L, L, K, [&](int r, int d) { return sK[r * ld_kv + d]; }, [&](int d, int s) { return sK[s * ld_kv + d]; },
-        [&](int r, int s, float acc) { sA[r * CL + s] = s < r ? e_tok[r * w.HV] * acc * __expf(sG[r] - sG[s]) : 0.f; });
-    for (int s = tid; s < CL; s += threads)
-      sEG[s] = s < L ? e_tok[s * w.HV] * __expf(sG[s]) : 0.f, sWw[s] = s < L ? w_tok[s * w.HV] : 0.f;
+        [&](int r, int s, float acc) { sA[r * CL + s] = s < r ? sEG[r] * acc * __expf(sG[r] - sG[s]) : 0.f; });
+    if (tid < CL) sEG[tid] *= __expf(sG[tid]);  // e ⊙ Γ (after A's last read of e: its barrier)
   }
   if constexpr (Erases) {
     __syncthreads();
@@ -86,10 +87,7 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   // there). dO goes to k's tile (k's last reader, W or P, ended with a barrier); P is this CTA's own global write.
   float* sO = sK;
   const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;  // row r at r·HV·V
-  for (int e = tid; e < CL * max_kv; e += threads) {
-    const int r = e / max_kv, j = e % max_kv;
-    sO[r * ld_kv + j] = r < L && j < V ? dO[r * w.HV * w.V + j] : 0.f;
-  }
+  stage_tile<CL, max_kv>(sO, ld_kv, [&](int r, int j) { return r < L && j < V ? dO[r * w.HV * w.V + j] : 0.f; });
   float* dUg = w.dU + w.ch(c, hv) * CL * w.V;
   float* dhg = w.dh + w.ch(c, hv) * w.K * w.V;
   const float scale = w.scale;

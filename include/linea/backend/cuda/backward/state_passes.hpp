@@ -84,10 +84,7 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) forward_states_ker
           scratch);
     } else {  // U_new = V
       const float* v = w.v + (tok0 * w.HV + hv) * w.V + jt;
-      for (int e = tid; e < CL * BV; e += threads) {
-        const int r = e / BV, j = e % BV;
-        if (r < L && j < bv) sU[e] = v[r * w.HV * w.V + j];
-      }
+      stage_tile<CL, BV, 8>(sU, BV, [&](int r, int j) { return r < L && j < bv ? v[r * w.HV * w.V + j] : 0.f; });
     }
     // h ← γ_L h + Kdᵀ U_new
     const float gL = PerKey ? 0.f : __expf(sG[L - 1]);
@@ -127,10 +124,12 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) reverse_states_ker
     const float* gLk = w.gL + w.ch(c, hv) * w.K;
     float* dhc = w.dh + w.ch(c, hv) * w.K * w.V;
     float* dU = w.dU + w.ch(c, hv) * CL * w.V + jt;
+    // phase 1's s (Γ ⊙ Q)ᵀ dO, read before this chunk's dh overwrites it (each element by the same thread)
+    if constexpr (!PerKey)
+      stage_tile<max_kv, BV, 8>(sY, BV, [&](int d, int j) { return d < K && j < bv ? dhc[d * w.V + jt + j] : 0.f; });
     for (int e = tid; e < K * BV; e += threads) {
       const int d = e / BV, j = e % BV;
-      if constexpr (!PerKey) sY[e] = j < bv ? dhc[d * w.V + jt + j] : 0.f;  // phase 1's s (Γ ⊙ Q)ᵀ dO, read before
-      if (j < bv) dhc[d * w.V + jt + j] = sD[e];                                // it is overwritten
+      if (j < bv) dhc[d * w.V + jt + j] = sD[e];
     }
     [[maybe_unused]] const float* Pc = w.P + w.ch(c, hv) * CL * CL;     // (per-key decays)
     [[maybe_unused]] const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V + jt;  // row r at r·ldo
@@ -142,10 +141,7 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) reverse_states_ker
           L, bv, L, [&](int s, int r) { return Pc[r * CL + s]; }, [&](int r, int j) { return dO[r * ldo + j]; },
           [&](int s, int j, float acc) { sU[s * BV + j] = scale * acc; }, scratch);
     } else {
-      for (int e = tid; e < L * BV; e += threads) {  // s Pᵀ dO from phase 1
-        const int s = e / BV, j = e % BV;
-        if (j < bv) sU[e] = dU[s * w.V + j];
-      }
+      stage_tile<CL, BV, 8>(sU, BV, [&](int s, int j) { return s < L && j < bv ? dU[s * w.V + j] : 0.f; });  // s Pᵀ dO
     }
     block_gemm<BV, walk::k, walk::mn>(
         L, bv, K, [&](int s, int d) { return PerKey ? Kd[s * w.K + d] : k[s * ldq + d] * sF[s]; },
