@@ -176,7 +176,8 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   block_gemm_direct(
       L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
-  // ---- dk = F ⊙ (U_new dhᵀ) + Nᵀ Q + the UT transform's terms;  dG_L += Σ_s z_s, dG_s −= z_s, z_s = k_s·(F ⊙ U_new dhᵀ)_s ----
+  // ---- dk = F ⊙ (U_new dhᵀ) + Nᵀ Q + the UT transform's terms ----
+  // (with z_s = k_s·(F ⊙ U_new dhᵀ)_s: dG_s −= z_s, dG_L += z_s)
   block_gemm<64, walk::k, walk::k, grad_tk>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, scratch);

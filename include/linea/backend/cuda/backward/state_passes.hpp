@@ -20,11 +20,11 @@ namespace linea::cuda_detail::bwd {
 // since each walks its whole sequence.
 inline constexpr int state_ctas_per_sm = 4;
 
-template <int BV_>
+template <int BV_>  // (y: phase 1's s (Γ ⊙ Q)ᵀ dO slice, read by the reverse pass with a scalar decay)
 struct state_shape {
   static constexpr int BV = BV_;
-  static constexpr int s_at = 0, u_at = s_at + max_kv * BV, y_at = u_at + CL * BV, g_at = y_at + max_kv * BV, f_at = g_at + CL,
-                       gam_at = f_at + CL, scratch_at = gam_at + CL, end = scratch_at + gemm_scratch;
+  static constexpr int s_at = 0, u_at = s_at + max_kv * BV, y_at = u_at + CL * BV, g_at = y_at + max_kv * BV,
+                       f_at = g_at + CL, gam_at = f_at + CL, scratch_at = gam_at + CL, end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
