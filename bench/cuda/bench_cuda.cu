@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -326,14 +327,19 @@ void bench_backward(index_t B, index_t T_) {
                   static_cast<void*>(x.lam)})
     CK(cudaFree(p));
 }
+// LINEA_BENCH_BACKWARD=<rule>:<B> (e.g. gated_delta_rule:8) runs that one only: one call for a profiler.
 void all_backward() {
+  const char* only = std::getenv("LINEA_BENCH_BACKWARD");
+  const auto one = [&]<class Rule>(index_t B, index_t T_) {
+    if (!only || std::string(rule_name<Rule>::value) + ":" + std::to_string(B) == only) bench_backward<Rule>(B, T_);
+  };
   for (const auto& [B, T_] : {std::pair<index_t, index_t>{8, 4096}, {1, 32768}}) {
-    bench_backward<gated_delta>(B, T_);
-    bench_backward<delta>(B, T_);
-    bench_backward<simple_gla>(B, T_);
-    bench_backward<additive>(B, T_);
-    bench_backward<kda>(B, T_);
-    bench_backward<gla>(B, T_);
+    one.template operator()<gated_delta>(B, T_);
+    one.template operator()<delta>(B, T_);
+    one.template operator()<simple_gla>(B, T_);
+    one.template operator()<additive>(B, T_);
+    one.template operator()<kda>(B, T_);
+    one.template operator()<gla>(B, T_);
   }
 }
 

@@ -179,6 +179,9 @@ void shapes() {
     check_backward<Rule, T>({.B = 2, .T = 100, .H = 2, .HV = 2, .K = 64, .V = 32, .initial_state = true, .seed = 1});
   }
   SUBCASE("T = 64, K = V = 128") { check_backward<Rule, T>({.B = 1, .T = 64, .H = 1, .HV = 1, .K = 128, .V = 128, .seed = 2}); }
+  SUBCASE("T = 150, K = V = 128, h0 (full-width tiles, a tail chunk)") {
+    check_backward<Rule, T>({.B = 1, .T = 150, .H = 1, .HV = 1, .K = 128, .V = 128, .initial_state = true, .seed = 9});
+  }
   SUBCASE("packed sequences {70, 0, 5, 130}, GVA") {
     check_backward<Rule, T>({.H = 1, .HV = 2, .K = 32, .V = 48, .seqlens = {70, 0, 5, 130}, .seed = 3});
   }

@@ -2,7 +2,8 @@
 // a chunk-parallel chunkwise backward (docs/math/backward.md §6), float32 states and workspace, in six launches:
 //
 //   0 inputs          per token         q̂, k̂ (L2 norm), v, d_o, log α, e, w as contiguous float32
-//   1 chunk_prep      per chunk × head  G, P, and the UT transform T = (I + A)⁻¹, W, U (erasing updates)
+//   1 chunk_prep      per chunk × head  G, P, and the UT transform T = (I + A)⁻¹, W, U (erasing updates);
+//                                       the state-free products of phase 3, s Pᵀ dO and s (Γ ⊙ Q)ᵀ dO
 //                                       (per_key_prep for per-key decays: also the decayed Kd, Qg, gL)
 //   2 forward_states  per seq × head × value tile, sequential over chunks: h_c (state before each chunk), U_new
 //   3 reverse_states  per seq × head × value tile, sequential over chunks (reversed): dh, dU; dS_0

@@ -12,7 +12,14 @@
 // small·big ("3xTF32": float32 accuracy, SPEC §6's 1e-4 for float32 inputs). `out` is called once per output
 // element, always by the same thread for the same (m, n) whatever the accessors (so an out() may
 // read-modify-write its element). Every thread of the CTA must call it; it starts and ends with a barrier.
-// scratch: gemm_scratch floats of shared memory.
+// scratch: gemm_scratch floats of shared memory (gemm_scratch_for<TK> with a TK-deep slab: a deeper slab halves the
+// global round trips, each behind a barrier, at twice the prefetch registers).
+//
+//   block_gemm_direct<TN>(M, N, Kd, a, b, out):   the same product with no slab and no barrier inside
+//
+// for operands already in shared memory: each warp reads its mma fragments straight through the accessors (rows
+// of a padded tile, leading dimension ≡ 4 mod 32, read without bank conflicts). Elements past M, N or Kd are read
+// as zeros, never through the accessors. `out` must not write what a or b read (no barrier separates them).
 #pragma once
 #include <cstdint>
 
@@ -23,7 +30,12 @@ namespace linea::cuda_detail::bwd {
 enum class walk { mn, k };
 
 inline constexpr int gemm_tm = 64, gemm_tk = 16, gemm_ld = gemm_tm + 4;  // ld ≡ 4 (mod 32): conflict-free fragments
-inline constexpr int gemm_scratch = gemm_tk * gemm_ld * 2;                // the A and B slabs (B at most 64 wide)
+// Rows of the tiles block_gemm_direct reads, padded to ≡ 4 (mod 32) floats: conflict-free fragments.
+inline constexpr int ld_kv = max_kv + 4, ld_cc = CL + 4;
+
+template <int TK>
+inline constexpr int gemm_scratch_for = TK * gemm_ld * 2;  // the A and B slabs (B at most 64 wide)
+inline constexpr int gemm_scratch = gemm_scratch_for<gemm_tk>;
 
 __device__ __forceinline__ std::uint32_t to_tf32(float x) {
   std::uint32_t r;
@@ -44,21 +56,33 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const std::uint32_t (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-template <int TN, walk WalkA = walk::mn, walk WalkB = walk::mn, class A, class B, class Out>
+// acc += a · b on one m16n8k8 step in 3xTF32 (a, b: the float32 fragments; a's split shared by the n-tiles).
+__device__ __forceinline__ void mma_3xtf32(float (&c)[4], const std::uint32_t (&ab)[4], const std::uint32_t (&as)[4],
+                                           float b0, float b1) {
+  std::uint32_t bb[2], bs[2];
+  split_tf32(b0, bb[0], bs[0]);
+  split_tf32(b1, bb[1], bs[1]);
+  mma_tf32(c, as, bb);
+  mma_tf32(c, ab, bs);
+  mma_tf32(c, ab, bb);
+}
+
+template <int TN, walk WalkA = walk::mn, walk WalkB = walk::mn, int TK = gemm_tk, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm: 256 threads, 64 × 16|32|64 tiles");
+  static_assert(TK == 16 || TK == 32, "block_gemm: 16- or 32-deep slabs");
   constexpr int LD = gemm_ld, NT = TN / 16;            // n-tiles of 8 per warp (two warps across the tile's width)
-  constexpr int PA = gemm_tk * gemm_tm / threads;      // slab elements per thread: A
-  constexpr int PB = gemm_tk * TN / threads;           // and B
+  constexpr int PA = TK * gemm_tm / threads;      // slab elements per thread: A
+  constexpr int PB = TK * TN / threads;           // and B
   float* As = scratch;                 // [tk][LD]: As[k][m]
-  float* Bs = scratch + gemm_tk * LD;  // [tk][LD]: Bs[k][n]
+  float* Bs = scratch + TK * LD;  // [tk][LD]: Bs[k][n]
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int wm = 16 * (warp & 3), wn = (TN / 2) * (warp >> 2);  // this warp's strip
   // Slab element e (of this thread's PA / PB) → its (k, m) / (k, n), by the walk.
-  const auto a_k = [](int e) { return WalkA == walk::k ? e % gemm_tk : e / gemm_tm; };
-  const auto a_m = [](int e) { return WalkA == walk::k ? e / gemm_tk : e % gemm_tm; };
-  const auto b_k = [](int e) { return WalkB == walk::k ? e % gemm_tk : e / TN; };
-  const auto b_n = [](int e) { return WalkB == walk::k ? e / gemm_tk : e % TN; };
+  const auto a_k = [](int e) { return WalkA == walk::k ? e % TK : e / gemm_tm; };
+  const auto a_m = [](int e) { return WalkA == walk::k ? e / TK : e % gemm_tm; };
+  const auto b_k = [](int e) { return WalkB == walk::k ? e % TK : e / TN; };
+  const auto b_n = [](int e) { return WalkB == walk::k ? e / TK : e % TN; };
   __syncthreads();
   for (int m0 = 0; m0 < M; m0 += gemm_tm)
     for (int n0 = 0; n0 < N; n0 += TN) {
@@ -77,14 +101,14 @@ __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out o
       };
       float acc[NT][4] = {};
       fetch(0);
-      for (int k0 = 0; k0 < Kd; k0 += gemm_tk) {
+      for (int k0 = 0; k0 < Kd; k0 += TK) {
 #pragma unroll
         for (int i = 0; i < PA; ++i) As[a_k(tid + i * threads) * LD + a_m(tid + i * threads)] = ra[i];
 #pragma unroll
         for (int i = 0; i < PB; ++i) Bs[b_k(tid + i * threads) * LD + b_n(tid + i * threads)] = rb[i];
         __syncthreads();
-        if (k0 + gemm_tk < Kd) fetch(k0 + gemm_tk);  // in flight while the tensor cores run
-        const int steps = (Kd - k0 < gemm_tk ? Kd - k0 + 7 : gemm_tk) / 8;  // (the slab's zeros past Kd skip)
+        if (k0 + TK < Kd) fetch(k0 + TK);  // in flight while the tensor cores run
+        const int steps = (Kd - k0 < TK ? Kd - k0 + 7 : TK) / 8;  // (the slab's zeros past Kd skip)
         for (int s = 0; s < steps; ++s) {
           const int kk = 8 * s;
           std::uint32_t ab[4], as[4];
@@ -103,6 +127,79 @@ __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out o
           }
         }
         __syncthreads();
+      }
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int m = m0 + wm + g + 8 * (x >> 1), n = n0 + wn + 8 * j + 2 * t + (x & 1);
+          if (m < M && n < N) out(m, n, acc[j][x]);
+        }
+    }
+  __syncthreads();
+}
+
+// dst[r·ldd + c] = src(r, c) for r < Rows, c < Cols (src returns 0 where it has no element), over the CTA's
+// threads: each thread issues a batch of loads before its first store. (A store through one pointer and a load
+// through another may alias for the compiler, so a plain copy loop waits out every load's latency in turn.)
+template <int Rows, int Cols, int Batch = 16, class Src>
+__device__ __forceinline__ void stage_tile(float* dst, int ldd, Src src) {
+  constexpr int per = Rows * Cols / threads, batch = per < Batch ? per : Batch;
+  static_assert(Rows * Cols % threads == 0 && per % batch == 0, "stage_tile: whole batches per thread");
+  for (int b0 = 0; b0 < per; b0 += batch) {
+    float x[batch];
+#pragma unroll
+    for (int i = 0; i < batch; ++i) {
+      const int e = threadIdx.x + (b0 + i) * threads;
+      x[i] = src(e / Cols, e % Cols);
+    }
+#pragma unroll
+    for (int i = 0; i < batch; ++i) {
+      const int e = threadIdx.x + (b0 + i) * threads;
+      dst[(e / Cols) * ldd + e % Cols] = x[i];
+    }
+  }
+}
+
+// done(r, Σ_{c < cols} f(r, c)) for r < rows: one warp per row, lanes across c, a shuffle reduction, done called
+// by lane 0 (in place of shared-memory atomics on the same row from every thread).
+template <class F, class Done>
+__device__ __forceinline__ void row_sums(int rows, int cols, F f, Done done) {
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int r = warp; r < rows; r += threads / 32) {
+    float x = 0;
+    for (int c = lane; c < cols; c += 32) x += f(r, c);
+#pragma unroll
+    for (int o = 16; o; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+    if (lane == 0) done(r, x);
+  }
+}
+
+template <int TN = 64, class A, class B, class Out>
+__device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b, Out out) {
+  static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm_direct: 256 threads, 64 × 16|32|64 tiles");
+  constexpr int NT = TN / 16;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int wm = 16 * (warp & 3), wn = (TN / 2) * (warp >> 2);
+  const auto A0 = [&](int m, int k) { return m < M && k < Kd ? a(m, k) : 0.f; };
+  const auto B0 = [&](int k, int n) { return n < N && k < Kd ? b(k, n) : 0.f; };
+  __syncthreads();
+  for (int m0 = 0; m0 < M; m0 += gemm_tm)
+    for (int n0 = 0; n0 < N; n0 += TN) {
+      float acc[NT][4] = {};
+      const int ma = m0 + wm + g, mb = ma + 8;
+      for (int kk = 0; kk < Kd; kk += 8) {
+        const int k0 = kk + t, k1 = k0 + 4;
+        std::uint32_t ab[4], as[4];
+        split_tf32(A0(ma, k0), ab[0], as[0]);
+        split_tf32(A0(mb, k0), ab[1], as[1]);
+        split_tf32(A0(ma, k1), ab[2], as[2]);
+        split_tf32(A0(mb, k1), ab[3], as[3]);
+#pragma unroll
+        for (int j = 0; j < NT; ++j) {
+          const int n = n0 + wn + 8 * j + g;
+          mma_3xtf32(acc[j], ab, as, B0(k0, n), B0(k1, n));
+        }
       }
 #pragma unroll
       for (int j = 0; j < NT; ++j)

@@ -10,36 +10,51 @@
 //   de_r = Σ_s M_rs (k_r·k_s) + γ_r k_r·dBk_r,   dw_r = v_r·dBv_r
 //   dG_r: every product above that holds a decay, then dg_t = Σ_{r≥t} dG_r (reverse cumulative sum)
 // q and k gradients go to the per-value-head workspace (a key head's group adds them in phase 5).
-// One CTA per (chunk, value head), float32: every product is a block_gemm through shared memory, its epilogue
-// folding in the decays and the masks; shared-memory atomics gather the per-row sums dG, de, dw.
+// One CTA per (chunk, value head), float32. The chunk's k and q rows are staged once in shared memory, dq and dk
+// gather in shared memory and leave once, coalesced; products whose operands are all in shared memory read their
+// mma fragments in place (block_gemm_direct: no slab, no barrier inside), the others stream their global operand
+// through 32-deep slabs. For an erasing update dU and T first sit in the k and q tiles, so dBv and dBk are direct
+// too. The K Kᵀ of de and of the decay terms of dA never forms: Σ_s M_rs (k_r·k_s) is k_r·(M K)_r and
+// Σ_r M_rs e_r (k_r·k_s) is k_s·(Mᵀ E K)_s, rows of two products dk needs anyway. The per-row sums (dG, de, dw) are
+// warp reductions over tiles a product leaves in shared memory (row_sums), not atomics from every element: tens of
+// thousands of shared-memory atomics on 64 addresses (one of them, dG_L, hit by every element) serialized the
+// kernel. dP's row and column sums go through block_gemm's scratch, free in its epilogue (a single 64 × 64 tile).
 #pragma once
 #include "block_gemm.hpp"
 
 namespace linea::cuda_detail::bwd {
 
-// The UT transform's tiles (dW, dBk, dBv, M, KK) only for an erasing update: without them an additive rule's CTA
-// fits several times per SM.
+inline constexpr int grad_tk = 32;  // slab depth of the global-operand products
+
+// Tiles in floats. An erasing update adds the UT transform's dW, dBk, dBv and M; dW's tile then holds dk and dBv's
+// holds dq once their contents die (dW after dBk = Tᵀ dW, dBv after M and dv), so the erasing CTA fits in the
+// 227 KB of one SM; the additive one has tiles of its own for dq and dk.
 template <bool Erases>
 struct grad_shape {
-  static constexpr int ut_kv = Erases ? CL * max_kv : 0, ut_cc = Erases ? CL * CL : 0;
-  static constexpr int dw_at = 0, dbk_at = dw_at + ut_kv, dbv_at = dbk_at + ut_kv,
-                       n_at = dbv_at + ut_kv, m_at = n_at + CL * CL, kk_at = m_at + ut_cc, g_at = kk_at + ut_cc,
-                       gam_at = g_at + CL, f_at = gam_at + CL, dg_at = f_at + CL, de_at = dg_at + CL, dwr_at = de_at + CL,
-                       scratch_at = dwr_at + CL, end = scratch_at + gemm_scratch;
+  static constexpr int kv = CL * ld_kv, cc = CL * ld_cc;
+  static constexpr int k_at = 0, q_at = k_at + kv, dw_at = q_at + kv, dbk_at = dw_at + (Erases ? kv : 0),
+                       dbv_at = dbk_at + (Erases ? kv : 0), dk_at = Erases ? dw_at : dbv_at,
+                       dq_at = Erases ? dbv_at : dk_at + kv, n_at = dq_at + kv, m_at = n_at + cc,
+                       g_at = m_at + (Erases ? cc : 0), gam_at = g_at + CL, f_at = gam_at + CL, e_at = f_at + CL,
+                       dg_at = e_at + CL, de_at = dg_at + CL, dwr_at = de_at + CL, scratch_at = dwr_at + CL,
+                       end = scratch_at + gemm_scratch_for<grad_tk>;
   static constexpr std::size_t bytes = sizeof(float) * end;
+  static_assert(bytes <= 227 * 1024, "chunk_grad_kernel: more shared memory than one SM has");
+  static_assert(gemm_scratch_for<grad_tk> >= CL * (CL + 1), "chunk_grad_kernel: dP's sums need a padded CL × CL tile");
 };
 
 template <bool Erases, bool Decays, class T>
-__global__ void __launch_bounds__(threads, Erases ? 1 : 2) chunk_grad_kernel(const work w, const view<T, 4> dv_out) {
+__global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, const view<T, 4> dv_out) {
   using sh = grad_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
   const chunk_info ci = w.chunk[c];
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
   const index_t tok0 = w.token(ci.bt, ci.t0);
   extern __shared__ __align__(16) float sm[];
-  float *sdW = sm + sh::dw_at, *sdBk = sm + sh::dbk_at, *sdBv = sm + sh::dbv_at, *sN = sm + sh::n_at,
-        *sM = sm + sh::m_at, *sKK = sm + sh::kk_at, *sG = sm + sh::g_at, *sGam = sm + sh::gam_at, *sF = sm + sh::f_at,
-        *sdG = sm + sh::dg_at, *sdE = sm + sh::de_at, *sdWr = sm + sh::dwr_at, *scratch = sm + sh::scratch_at;
+  float *sK = sm + sh::k_at, *sQ = sm + sh::q_at, *sdW = sm + sh::dw_at, *sdBk = sm + sh::dbk_at,
+        *sdBv = sm + sh::dbv_at, *sDK = sm + sh::dk_at, *sDQ = sm + sh::dq_at, *sN = sm + sh::n_at, *sM = sm + sh::m_at,
+        *sG = sm + sh::g_at, *sGam = sm + sh::gam_at, *sF = sm + sh::f_at, *sE = sm + sh::e_at, *sdG = sm + sh::dg_at,
+        *sdE = sm + sh::de_at, *sdWr = sm + sh::dwr_at, *scratch = sm + sh::scratch_at;
 
   const std::size_t cv = w.ch(c, hv);
   const float *hc = w.h + cv * w.K * w.V, *dhc = w.dh + cv * w.K * w.V, *dU = w.dU + cv * CL * w.V;
@@ -60,119 +75,155 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) chunk_grad_kernel(con
   const index_t ldu = Erases ? w.V : ldv;
   const float scale = w.scale;
 
-  for (int r = tid; r < CL; r += threads) sG[r] = Gc[r], sdG[r] = 0, sdE[r] = 0, sdWr[r] = 0;
+  // The chunk's gates and decays.
+  if (tid < CL) {
+    const int r = tid;
+    sG[r] = Gc[r], sE[r] = Erases && r < L ? gate_e[r * HV] : 0.f, sdG[r] = 0, sdE[r] = 0, sdWr[r] = 0;
+  }
   __syncthreads();
-  for (int r = tid; r < CL; r += threads) sGam[r] = __expf(sG[r]), sF[r] = r < L ? __expf(sG[L - 1] - sG[r]) : 0.f;
+  if (tid < CL) sGam[tid] = __expf(sG[tid]), sF[tid] = tid < L ? __expf(sG[L - 1] - sG[tid]) : 0.f;
   const auto D = [&](int r, int s) { return Decays ? __expf(sG[r] - sG[s]) : 1.f; };
+  // (every product starts with a barrier: a staged tile is complete before the first product reads it)
 
   // ---- the UT transform's adjoints: dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW; dA = −(dBv Uᵀ + dBk Wᵀ), M = dA ⊙ D ----
   if constexpr (Erases) {
-    block_gemm<64, walk::k, walk::k>(
-        L, K, V, [&](int r, int j) { return dU[r * w.V + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
-        [&](int r, int d, float acc) { sdW[r * max_kv + d] = -acc; }, scratch);
-    block_gemm<64, walk::mn, walk::mn>(
-        L, V, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int j) { return dU[s * w.V + j]; },
-        [&](int r, int j, float acc) { sdBv[r * max_kv + j] = acc; }, scratch);
-    block_gemm<64, walk::mn, walk::mn>(
-        L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * max_kv + d]; },
-        [&](int r, int d, float acc) { sdBk[r * max_kv + d] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k>(
-        L, L, K, [&](int r, int d) { return k[r * ldq + d]; }, [&](int d, int s) { return k[s * ldq + d]; },
-        [&](int r, int s, float acc) { sKK[r * CL + s] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k>(
-        L, L, V, [&](int r, int j) { return sdBv[r * max_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
-        [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k>(
-        L, L, K, [&](int r, int d) { return sdBk[r * max_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
-        [&](int r, int s, float acc) {
-          float m = 0;
-          if (s < r) {
-            m = -(sM[r * CL + s] + acc) * D(r, s);
-            const float kk = sKK[r * CL + s];
-            atomicAdd(&sdE[r], m * kk);
-            if (Decays) {
-              const float y = m * gate_e[r * HV] * kk;  // dA_rs · A_rs
-              atomicAdd(&sdG[r], y), atomicAdd(&sdG[s], -y);
-            }
-          }
-          sM[r * CL + s] = m;
-        },
+    float *sdU = sK, *sT = sQ;  // dU and T stay in the k and q tiles until dBk (k and q come after)
+    stage_tile<CL, max_kv>(sdU, ld_kv, [&](int r, int j) { return r < L && j < V ? dU[r * w.V + j] : 0.f; });
+    stage_tile<CL, CL>(sT, ld_cc, [&](int s, int r) { return Tc[s * CL + r]; });  // sT[s][r] = T_sr
+    block_gemm<64, walk::k, walk::k, grad_tk>(
+        L, K, V, [&](int r, int j) { return sdU[r * ld_kv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
+        [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, scratch);
+    block_gemm_direct(
+        L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
+        [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
+    block_gemm_direct(
+        L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
+        [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
+    block_gemm<64, walk::k, walk::k, grad_tk>(
+        L, L, V, [&](int r, int j) { return sdBv[r * ld_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
+        [&](int r, int s, float acc) { sM[r * ld_cc + s] = acc; }, scratch);
+    block_gemm<64, walk::k, walk::k, grad_tk>(
+        L, L, K, [&](int r, int d) { return sdBk[r * ld_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
+        [&](int r, int s, float acc) { sM[r * ld_cc + s] = s < r ? -(sM[r * ld_cc + s] + acc) * D(r, s) : 0.f; },
         scratch);
+    // dv_r = w_r dBv_r, dw_r = v_r·dBv_r: dBv's last reads, before its tile holds dq (a row per warp; the row's v
+    // loaded before its dv is stored)
+    const int warp = tid >> 5, lane = tid & 31;
+    for (int r = warp; r < L; r += threads / 32) {
+      float vr[max_kv / 32];
+#pragma unroll
+      for (int i = 0; i < max_kv / 32; ++i) vr[i] = lane + 32 * i < V ? v[r * ldv + lane + 32 * i] : 0.f;
+      const float wr = gate_w[r * HV];
+      float x = 0;
+#pragma unroll
+      for (int i = 0; i < max_kv / 32; ++i) {
+        const int j = lane + 32 * i;
+        if (j >= V) continue;
+        const float dbv = sdBv[r * ld_kv + j];
+        x = fmaf(vr[i], dbv, x);
+        if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(wr * dbv);
+      }
+#pragma unroll
+      for (int o = 16; o; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+      if (lane == 0) sdWr[r] = x;
+    }
+  } else if (dv_out.ptr) {  // dv = dU, through registers in batches (see stage_tile)
+    constexpr int per = CL * max_kv / threads, batch = 16;
+    for (int b0 = 0; b0 < per; b0 += batch) {
+      float x[batch];
+#pragma unroll
+      for (int i = 0; i < batch; ++i) {
+        const int e = tid + (b0 + i) * threads, r = e / max_kv, j = e % max_kv;
+        x[i] = r < L && j < V ? dU[r * w.V + j] : 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < batch; ++i) {
+        const int e = tid + (b0 + i) * threads, r = e / max_kv, j = e % max_kv;
+        if (r < L && j < V) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x[i]);
+      }
+    }
   }
-  // ---- dP = s dO U_newᵀ (causal), its decay terms, N = dP ⊙ D ----
-  block_gemm<64, walk::k, walk::k>(
+  // The chunk's k and q rows (zeros past L and K), read by every product below.
+  stage_tile<CL, max_kv>(sK, ld_kv, [&](int r, int d) { return r < L && d < K ? k[r * ldq + d] : 0.f; });
+  stage_tile<CL, max_kv>(sQ, ld_kv, [&](int r, int d) { return r < L && d < K ? q[r * ldq + d] : 0.f; });
+  // ---- dP = s dO U_newᵀ (causal), N = dP ⊙ D; its decay terms dG_r += Σ_s dP_rs P_rs, dG_s −= Σ_r dP_rs P_rs ----
+  float* sdP = scratch;  // [CL][CL + 1]: block_gemm's slabs are dead in its epilogue (one 64 × 64 tile)
+  block_gemm<64, walk::k, walk::k, grad_tk>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
       [&](int r, int s, float acc) {
         const float dp = s <= r ? scale * acc : 0.f;
-        if (Decays && s < r) {
-          const float y = dp * Pc[r * CL + s];
-          atomicAdd(&sdG[r], y), atomicAdd(&sdG[s], -y);
-        }
-        sN[r * CL + s] = s <= r ? dp * D(r, s) : 0.f;
+        if (Decays) sdP[r * (CL + 1) + s] = s < r ? dp : 0.f;
+        sN[r * ld_cc + s] = s <= r ? dp * D(r, s) : 0.f;  // (D past the diagonal may overflow)
       },
       scratch);
-  // ---- dq = Γ s (dO hᵀ) + N K ----
-  block_gemm<64, walk::k, walk::k>(
-      L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
-      [&](int r, int d, float acc) {
-        const float inter = scale * sGam[r] * acc;
-        dq[r * ldg + d] = inter;
-        if (Decays) atomicAdd(&sdG[r], q[r * ldq + d] * inter);
-      },
-      scratch);
-  block_gemm<64, walk::k, walk::mn>(
-      L, K, L, [&](int r, int s) { return sN[r * CL + s]; }, [&](int s, int d) { return k[s * ldq + d]; },
-      [&](int r, int d, float acc) { dq[r * ldg + d] += acc; }, scratch);
-  // ---- dk = Nᵀ Q + F ⊙ (U_new dhᵀ) + the UT transform's terms ----
-  block_gemm<64, walk::mn, walk::mn>(
-      L, K, L, [&](int s, int r) { return sN[r * CL + s]; }, [&](int r, int d) { return q[r * ldq + d]; },
-      [&](int s, int d, float acc) { dk[s * ldg + d] = acc; }, scratch);
-  block_gemm<64, walk::k, walk::k>(
-      L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
-      [&](int s, int d, float acc) {
-        const float x = sF[s] * acc;
-        dk[s * ldg + d] += x;
-        if (Decays) {
-          const float kx = k[s * ldq + d] * x;
-          atomicAdd(&sdG[s], -kx), atomicAdd(&sdG[L - 1], kx);
-        }
-      },
-      scratch);
-  if constexpr (Erases) {
-    // dk_s += e_s γ_s dBk_s + e_s (M K)_s;  de_s += γ_s k_s·dBk_s
-    block_gemm<64, walk::k, walk::mn>(
-        L, K, L, [&](int s, int t) { return sM[s * CL + t]; }, [&](int t, int d) { return k[t * ldq + d]; },
-        [&](int s, int d, float acc) {
-          const float es = gate_e[s * HV], ks = k[s * ldq + d], bk = sGam[s] * sdBk[s * max_kv + d];
-          dk[s * ldg + d] += es * (bk + acc);
-          atomicAdd(&sdE[s], ks * bk);
-          if (Decays) atomicAdd(&sdG[s], es * ks * bk);
-        },
-        scratch);
-    // dk_s += Σ_{r>s} M_rs e_r k_r
-    block_gemm<64, walk::mn, walk::mn>(
-        L, K, L, [&](int s, int r) { return sM[r * CL + s]; }, [&](int r, int d) { return gate_e[r * HV] * k[r * ldq + d]; },
-        [&](int s, int d, float acc) { dk[s * ldg + d] += acc; }, scratch);
-  }
-  // ---- dv, dw ----
-  for (int e = tid; e < CL * V; e += threads) {
-    const int r = e / V, j = e % V;
-    if (r >= L) continue;
-    float x;
-    if constexpr (Erases) {
-      const float dbv = sdBv[r * max_kv + j];
-      x = gate_w[r * HV] * dbv;
-      atomicAdd(&sdWr[r], v[r * ldv + j] * dbv);
-    } else {
-      x = dU[r * w.V + j];
+  if constexpr (Decays)
+    if (tid < L) {
+      const int i = tid;
+      float row = 0, col = 0;
+      for (int t = 0; t < L; ++t) {
+        row = fmaf(sdP[i * (CL + 1) + t], Pc[i * CL + t], row);
+        col = fmaf(sdP[t * (CL + 1) + i], Pc[t * CL + i], col);
+      }
+      sdG[i] += row - col;
     }
-    if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x);
+  // ---- dq = Γ s (dO hᵀ) + N K;  dG_r += q_r·(Γ s dO hᵀ)_r ----
+  block_gemm<64, walk::k, walk::k, grad_tk>(
+      L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
+      [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; }, scratch);
+  if constexpr (Decays)
+    row_sums(L, K, [&](int r, int d) { return sQ[r * ld_kv + d] * sDQ[r * ld_kv + d]; },
+             [&](int r, float x) { sdG[r] += x; });
+  block_gemm_direct(
+      L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
+      [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
+  // ---- dk = F ⊙ (U_new dhᵀ) + Nᵀ Q + the UT transform's terms ----
+  // (with z_s = k_s·(F ⊙ U_new dhᵀ)_s: dG_s −= z_s, dG_L += z_s)
+  block_gemm<64, walk::k, walk::k, grad_tk>(
+      L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
+      [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, scratch);
+  if constexpr (Decays)
+    row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sDK[s * ld_kv + d]; },
+             [&](int s, float z) { atomicAdd(&sdG[s], -z), atomicAdd(&sdG[L - 1], z); });
+  block_gemm_direct(
+      L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
+      [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; });
+  if constexpr (Erases) {
+    // x_s = γ_s dBk_s + (M K)_s (into dBk's tile): dk_s += e_s x_s;  de_s += k_s·x_s, and e_s times that into dG_s
+    block_gemm_direct(
+        L, K, L, [&](int s, int t) { return sM[s * ld_cc + t]; }, [&](int t, int d) { return sK[t * ld_kv + d]; },
+        [&](int s, int d, float acc) {
+          const float x = sGam[s] * sdBk[s * ld_kv + d] + acc;
+          sdBk[s * ld_kv + d] = x;
+          sDK[s * ld_kv + d] += sE[s] * x;
+        });
+    row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sdBk[s * ld_kv + d]; }, [&](int s, float z) {
+      sdE[s] += z;
+      if (Decays) sdG[s] += sE[s] * z;
+    });
+    // y_s = Σ_{r>s} M_rs e_r k_r (into dBk's tile): dk_s += y_s;  dG_s −= k_s·y_s
+    block_gemm_direct(
+        L, K, L, [&](int s, int r) { return sM[r * ld_cc + s]; }, [&](int r, int d) { return sE[r] * sK[r * ld_kv + d]; },
+        [&](int s, int d, float acc) {
+          sDK[s * ld_kv + d] += acc;
+          if (Decays) sdBk[s * ld_kv + d] = acc;
+        });
+    if constexpr (Decays)
+      row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sdBk[s * ld_kv + d]; },
+               [&](int s, float z) { sdG[s] -= z; });
   }
-  // ---- the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ ----
+  // ---- dq, dk leave; the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ ----
+  __syncthreads();  // (orders the last row pass's plain updates of dG before the atomics below)
+  for (int e = tid; e < L * K; e += threads) {
+    const int r = e / K, d = e % K;
+    dq[r * ldg + d] = sDQ[r * ld_kv + d];
+    dk[r * ldg + d] = sDK[r * ld_kv + d];
+  }
   if constexpr (Decays) {
     float hdh = 0;
     for (int e = tid; e < K * V; e += threads) hdh = fmaf(hc[e], dhc[e], hdh);
-    atomicAdd(&sdG[L - 1], sGam[L - 1] * hdh);
+#pragma unroll
+    for (int o = 16; o; o >>= 1) hdh += __shfl_xor_sync(0xffffffffu, hdh, o);
+    if ((tid & 31) == 0) atomicAdd(&sdG[L - 1], sGam[L - 1] * hdh);
   }
   __syncthreads();
   if (tid == 0) {

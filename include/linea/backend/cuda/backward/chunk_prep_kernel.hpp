@@ -6,8 +6,10 @@
 //   A_rs = e_r (k_r·k_s) exp(G_r − G_s), s < r;   T = (I + A)⁻¹ by forward substitution
 //   W = T (e ⊙ Γ ⊙ K),   U = T (w ⊙ V)
 // Only exponents ≤ 0 are formed (s ≤ r). Of a partial chunk only rows and columns < L are written (nothing reads
-// past them). The products go through block_gemm; the solve is CL steps of one row each.
-// One CTA per (chunk, value head); q and k rows in shared memory, float32 throughout.
+// past them). P, A and W read their operands in place from shared memory (block_gemm_direct: q and k rows padded to
+// ld_kv, conflict-free fragments); U streams v from global memory through block_gemm's slabs; the solve
+// is CL steps of one row each. It also computes the state-free half of the reverse state pass (s Pᵀ dO and
+// s (Γ ⊙ Q)ᵀ dO, see state_passes.hpp). One CTA per (chunk, value head), float32 throughout.
 #pragma once
 #include "block_gemm.hpp"
 #include "triangular_inverse.hpp"
@@ -17,7 +19,7 @@ namespace linea::cuda_detail::bwd {
 template <bool Erases>  // (A, T only for an erasing update)
 struct prep_shape {
   static constexpr int ut_cc = Erases ? CL * CL : 0;
-  static constexpr int q_at = 0, k_at = q_at + CL * max_kv, a_at = k_at + CL * max_kv, t_at = a_at + ut_cc,
+  static constexpr int q_at = 0, k_at = q_at + CL * ld_kv, a_at = k_at + CL * ld_kv, t_at = a_at + ut_cc,
                        g_at = t_at + ut_cc, ew_at = g_at + CL, ww_at = ew_at + CL, scratch_at = ww_at + CL,
                        end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
@@ -34,34 +36,34 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at, *sG = sm + sh::g_at,
         *sEG = sm + sh::ew_at, *sWw = sm + sh::ww_at, *scratch = sm + sh::scratch_at;
 
-  for (int e = tid; e < CL * K; e += threads) {
-    const int r = e / K, d = e % K;
-    const std::size_t at = std::size_t(((tok0 + r) * w.H + h) * w.K + d);
-    sQ[r * max_kv + d] = r < L ? w.q[at] : 0.f;
-    sK[r * max_kv + d] = r < L ? w.k[at] : 0.f;
+  const float* q = w.q + (tok0 * w.H + h) * w.K;  // row r at r·H·K
+  const float* k = w.k + (tok0 * w.H + h) * w.K;
+  const index_t ldq = w.H * w.K;
+  stage_tile<CL, max_kv>(sQ, ld_kv, [&](int r, int d) { return r < L && d < K ? q[r * ldq + d] : 0.f; });
+  stage_tile<CL, max_kv>(sK, ld_kv, [&](int r, int d) { return r < L && d < K ? k[r * ldq + d] : 0.f; });
+  const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
+  const float* w_tok = w.write + tok0 * w.HV + hv;
+  if (tid < CL) {  // the log decays and gates, loaded at once (the scan below reads shared memory only)
+    sG[tid] = tid < L ? w.log_alpha[(tok0 + tid) * w.HV + hv] : 0.f;
+    if (Erases) sEG[tid] = tid < L ? e_tok[tid * w.HV] : 0.f, sWw[tid] = tid < L ? w_tok[tid * w.HV] : 0.f;
   }
-  if (tid == 0) {
-    float acc = 0;
-    for (int r = 0; r < CL; ++r) sG[r] = acc += r < L ? w.log_alpha[(tok0 + r) * w.HV + hv] : 0.f;
-  }
+  __syncthreads();
+  if (tid == 0)
+    for (int r = 1; r < CL; ++r) sG[r] += sG[r - 1];
   __syncthreads();
   float* G = w.Gc + w.ch(c, hv) * CL;
   if (tid < CL) G[tid] = sG[tid];
 
   float* P = w.P + w.ch(c, hv) * CL * CL;
-  const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
-  const float* w_tok = w.write + tok0 * w.HV + hv;
-  block_gemm<64, walk::k, walk::k>(
-      L, L, K, [&](int r, int d) { return sQ[r * max_kv + d]; }, [&](int d, int s) { return sK[s * max_kv + d]; },
-      [&](int r, int s, float acc) { P[r * CL + s] = s <= r ? acc * __expf(sG[r] - sG[s]) : 0.f; }, scratch);
+  block_gemm_direct(
+      L, L, K, [&](int r, int d) { return sQ[r * ld_kv + d]; }, [&](int d, int s) { return sK[s * ld_kv + d]; },
+      [&](int r, int s, float acc) { P[r * CL + s] = s <= r ? acc * __expf(sG[r] - sG[s]) : 0.f; });
   if constexpr (Erases) {
     for (int e = tid; e < CL * CL; e += threads) sA[e] = 0.f;  // rows and columns past L stay 0
-    block_gemm<64, walk::k, walk::k>(
-        L, L, K, [&](int r, int d) { return sK[r * max_kv + d]; }, [&](int d, int s) { return sK[s * max_kv + d]; },
-        [&](int r, int s, float acc) { sA[r * CL + s] = s < r ? e_tok[r * w.HV] * acc * __expf(sG[r] - sG[s]) : 0.f; },
-        scratch);
-    for (int s = tid; s < CL; s += threads)
-      sEG[s] = s < L ? e_tok[s * w.HV] * __expf(sG[s]) : 0.f, sWw[s] = s < L ? w_tok[s * w.HV] : 0.f;
+    block_gemm_direct(
+        L, L, K, [&](int r, int d) { return sK[r * ld_kv + d]; }, [&](int d, int s) { return sK[s * ld_kv + d]; },
+        [&](int r, int s, float acc) { sA[r * CL + s] = s < r ? sEG[r] * acc * __expf(sG[r] - sG[s]) : 0.f; });
+    if (tid < CL) sEG[tid] *= __expf(sG[tid]);  // e ⊙ Γ (after A's last read of e: its barrier)
   }
   if constexpr (Erases) {
     __syncthreads();
@@ -71,15 +73,30 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
     for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
     // W = T (e ⊙ Γ ⊙ K), U = T (w ⊙ V)   (T is lower triangular: its zeros do the masking)
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
-    block_gemm<64, walk::k, walk::mn>(
-        L, K, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int d) { return sEG[s] * sK[s * max_kv + d]; },
-        [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch);
+    block_gemm_direct(
+        L, K, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int d) { return sEG[s] * sK[s * ld_kv + d]; },
+        [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; });
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
     const float* v = w.v + (tok0 * w.HV + hv) * w.V;
     block_gemm<64, walk::k, walk::mn>(
         L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return sWw[s] * v[s * w.HV * w.V + j]; },
         [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
   }
+  // The reverse state pass's products that do not involve the state, here where every chunk runs at once:
+  // dU ← s Pᵀ dO into dU's workspace (the pass adds Kd dh) and s (Γ ⊙ Q)ᵀ dO into dh's (until the pass stores dh
+  // there). dO goes to k's tile (k's last reader, W or P, ended with a barrier); P is this CTA's own global write.
+  float* sO = sK;
+  const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;  // row r at r·HV·V
+  stage_tile<CL, max_kv>(sO, ld_kv, [&](int r, int j) { return r < L && j < V ? dO[r * w.HV * w.V + j] : 0.f; });
+  float* dUg = w.dU + w.ch(c, hv) * CL * w.V;
+  float* dhg = w.dh + w.ch(c, hv) * w.K * w.V;
+  const float scale = w.scale;
+  block_gemm<64, walk::mn, walk::mn>(
+      L, V, L, [&](int s, int r) { return P[r * CL + s]; }, [&](int r, int j) { return sO[r * ld_kv + j]; },
+      [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; }, scratch);
+  block_gemm_direct(
+      K, V, L, [&](int d, int r) { return __expf(sG[r]) * sQ[r * ld_kv + d]; }, [&](int r, int j) { return sO[r * ld_kv + j]; },
+      [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; });
 }
 
 }  // namespace linea::cuda_detail::bwd

@@ -7,6 +7,8 @@
 //   reverse_states:  dh = dS_T;   dU = s Pᵀ dO + Kd dh                                   stores dh (chunk end), dU
 //                    dh ← γ_L dh + s (Γ ⊙ Q)ᵀ dO − Wᵀ dU (erase)                         writes dS_0 at the start
 // The two are independent of each other (the reverse pass needs no h): both read only phase 1's factors.
+// With a scalar decay (chunk_prep_kernel) phase 1 has already put s Pᵀ dO into dU's workspace and s (Γ ⊙ Q)ᵀ dO
+// into dh's, the halves that do not involve the state, so the sequential pass keeps two products per chunk.
 // Per-key decays (PerKey) read phase 1's decayed operands Kd, Qg, gL instead of forming exp(G) here.
 #pragma once
 #include "block_gemm.hpp"
@@ -18,11 +20,11 @@ namespace linea::cuda_detail::bwd {
 // since each walks its whole sequence.
 inline constexpr int state_ctas_per_sm = 4;
 
-template <int BV_>
+template <int BV_>  // (y: phase 1's s (Γ ⊙ Q)ᵀ dO slice, read by the reverse pass with a scalar decay)
 struct state_shape {
   static constexpr int BV = BV_;
-  static constexpr int s_at = 0, u_at = s_at + max_kv * BV, g_at = u_at + CL * BV, f_at = g_at + CL,
-                       gam_at = f_at + CL, scratch_at = gam_at + CL, end = scratch_at + gemm_scratch;
+  static constexpr int s_at = 0, u_at = s_at + max_kv * BV, y_at = u_at + CL * BV, g_at = y_at + max_kv * BV,
+                       f_at = g_at + CL, gam_at = f_at + CL, scratch_at = gam_at + CL, end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
@@ -82,10 +84,7 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) forward_states_ker
           scratch);
     } else {  // U_new = V
       const float* v = w.v + (tok0 * w.HV + hv) * w.V + jt;
-      for (int e = tid; e < CL * BV; e += threads) {
-        const int r = e / BV, j = e % BV;
-        if (r < L && j < bv) sU[e] = v[r * w.HV * w.V + j];
-      }
+      stage_tile<CL, BV, 8>(sU, BV, [&](int r, int j) { return r < L && j < bv ? v[r * w.HV * w.V + j] : 0.f; });
     }
     // h ← γ_L h + Kdᵀ U_new
     const float gL = PerKey ? 0.f : __expf(sG[L - 1]);
@@ -103,10 +102,11 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) reverse_states_ker
   constexpr int BV = sh::BV;
   const index_t jt = blockIdx.x * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x;
-  const index_t ldq = w.H * w.K, ldo = w.HV * w.V;
+  const index_t ldq = w.H * w.K;
+  [[maybe_unused]] const index_t ldo = w.HV * w.V;
   extern __shared__ __align__(16) float sm[];
-  float *sD = sm + sh::s_at, *sU = sm + sh::u_at, *sG = sm + sh::g_at, *sF = sm + sh::f_at, *sGam = sm + sh::gam_at,
-        *scratch = sm + sh::scratch_at;
+  float *sD = sm + sh::s_at, *sU = sm + sh::u_at, *sY = sm + sh::y_at, *sG = sm + sh::g_at, *sF = sm + sh::f_at,
+        *sGam = sm + sh::gam_at, *scratch = sm + sh::scratch_at;
 
   for (int e = tid; e < K * BV; e += threads) {
     const int d = e / BV, j = e % BV;
@@ -123,20 +123,26 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) reverse_states_ker
     const float* Qg = w.Qg + w.ch(c, hv) * CL * w.K;
     const float* gLk = w.gL + w.ch(c, hv) * w.K;
     float* dhc = w.dh + w.ch(c, hv) * w.K * w.V;
+    float* dU = w.dU + w.ch(c, hv) * CL * w.V + jt;
+    // phase 1's s (Γ ⊙ Q)ᵀ dO, read before this chunk's dh overwrites it (each element by the same thread)
+    if constexpr (!PerKey)
+      stage_tile<max_kv, BV, 8>(sY, BV, [&](int d, int j) { return d < K && j < bv ? dhc[d * w.V + jt + j] : 0.f; });
     for (int e = tid; e < K * BV; e += threads) {
       const int d = e / BV, j = e % BV;
       if (j < bv) dhc[d * w.V + jt + j] = sD[e];
     }
-    const float* Pc = w.P + w.ch(c, hv) * CL * CL;
-    float* dU = w.dU + w.ch(c, hv) * CL * w.V + jt;
-    const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V + jt;  // row r at r·ldo
-    const float* k = w.k + (tok0 * w.H + h) * w.K;            // row s at s·ldq
-    const float* q = w.q + (tok0 * w.H + h) * w.K;
-    const float scale = w.scale;
+    [[maybe_unused]] const float* Pc = w.P + w.ch(c, hv) * CL * CL;     // (per-key decays)
+    [[maybe_unused]] const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V + jt;  // row r at r·ldo
+    [[maybe_unused]] const float scale = w.scale;
+    const float* k = w.k + (tok0 * w.H + h) * w.K;  // row s at s·ldq
     // dU = s Pᵀ dO + Kd dh
-    block_gemm<BV, walk::mn, walk::mn>(
-        L, bv, L, [&](int s, int r) { return Pc[r * CL + s]; }, [&](int r, int j) { return dO[r * ldo + j]; },
-        [&](int s, int j, float acc) { sU[s * BV + j] = scale * acc; }, scratch);
+    if constexpr (PerKey) {
+      block_gemm<BV, walk::mn, walk::mn>(
+          L, bv, L, [&](int s, int r) { return Pc[r * CL + s]; }, [&](int r, int j) { return dO[r * ldo + j]; },
+          [&](int s, int j, float acc) { sU[s * BV + j] = scale * acc; }, scratch);
+    } else {
+      stage_tile<CL, BV, 8>(sU, BV, [&](int s, int j) { return s < L && j < bv ? dU[s * w.V + j] : 0.f; });  // s Pᵀ dO
+    }
     block_gemm<BV, walk::k, walk::mn>(
         L, bv, K, [&](int s, int d) { return PerKey ? Kd[s * w.K + d] : k[s * ldq + d] * sF[s]; },
         [&](int d, int j) { return sD[d * BV + j]; },
@@ -147,11 +153,13 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) reverse_states_ker
         scratch);
     // dh ← γ_L dh + s (Γ ⊙ Q)ᵀ dO − Wᵀ dU
     const float gL = PerKey ? 0.f : __expf(sG[L - 1]);
-    block_gemm<BV, walk::mn, walk::mn>(
-        K, bv, L, [&](int d, int r) { return PerKey ? Qg[r * w.K + d] : sGam[r] * q[r * ldq + d]; },
-        [&](int r, int j) { return dO[r * ldo + j]; },
-        [&](int d, int j, float acc) { sD[d * BV + j] = fmaf(PerKey ? gLk[d] : gL, sD[d * BV + j], scale * acc); },
-        scratch);
+    if constexpr (PerKey) {
+      block_gemm<BV, walk::mn, walk::mn>(
+          K, bv, L, [&](int d, int r) { return Qg[r * w.K + d]; }, [&](int r, int j) { return dO[r * ldo + j]; },
+          [&](int d, int j, float acc) { sD[d * BV + j] = fmaf(gLk[d], sD[d * BV + j], scale * acc); }, scratch);
+    } else {
+      for (int e = tid; e < K * BV; e += threads) sD[e] = fmaf(gL, sD[e], sY[e]);  // (after dU's barrier)
+    }
     if constexpr (Erases) {
       const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
       block_gemm<BV, walk::mn, walk::mn>(
