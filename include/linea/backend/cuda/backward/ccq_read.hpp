@@ -8,7 +8,8 @@
 //   rule 1–4         the rule's backward with q̃ as the query (keys per value head: the read is per value head)
 //                    → dq̃, dk̂, dv, d log α, de, dS_0
 //   direct, reverse  launch 2's adjoint: dλ, dY, dq̂'s direct part, dL/dm_t, dL/dz_t; dm_0, dz_0
-//   stats 3, 4       the statistics pass backward with d_o := dY → dq̂ (C dY), dk̂ as key and as value, dc_t, dC_0
+//   stats 1, 3, 4    the statistics pass backward with d_o := dY → dq̂ (C dY), dk̂ as key and as value, dc_t, dC_0
+//                    (phase 1 again: it seeds phase 3 from d_o)
 //   finish           the sums, and dc_t to ccq.log_decay's gradient or to the rule's log decay
 // The rule's work then holds dq̂, dk̂, d log α as for the identity read, and phase 5 finishes as usual.
 // C_0 enters as its transpose (the statistics pass's state is read as Sᵀq; Y = C q), so does dC_0 leave.
@@ -118,6 +119,9 @@ void ccq_phases(const arguments<T, float>& a, const gradients<T, float>& g, cons
     check_launch("backward ccq_reverse_kernel");
   }
   const view<float, 4> dC0t = transposed_last(g.dC0);
+  // Phase 1 also seeds the reverse pass with its state-free products s Pᵀ dO and s (Γ ⊙ Q)ᵀ dO (chunk_prep_kernel);
+  // the statistics pass's d_o is dY, known only now, so its phase 1 runs again before its reverse pass.
+  prep_phase<false, false>(ws, st);
   state_phases<false, false>(ws, {}, {}, dC0t, false, true, st);
   const index_t B = a.q.extent(0);
   grad_phase<false, true, false>(ws, contiguous<4>(cw.dkv, {B, wm.T, HV, K}), st);
