@@ -355,13 +355,14 @@ void all_decode(const inputs* sets, double copy) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool ccq = true, chunk = true, decode = true, once = false, backward_only = false, variants = false;
+  bool ccq = true, chunk = true, decode = true, once = false, backward_only = false, variants = false, narrow = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--no-ccq")) ccq = false;
     if (!std::strcmp(argv[i], "--decode-only")) chunk = false;
     if (!std::strcmp(argv[i], "--chunk-only")) decode = false;
     if (!std::strcmp(argv[i], "--profile")) once = true;
     if (!std::strcmp(argv[i], "--decode-variants")) variants = true;  // the decode kernel's variants only
+    if (!std::strcmp(argv[i], "--v128-only")) narrow = true;  // chunkwise: V = 128 only (no V = 64, no qk_l2norm rows)
     if (!std::strcmp(argv[i], "--backward")) backward_only = true;  // forward + backward only  // one gated_delta chunkwise call and one decode step, for ncu
   }
   try {
@@ -411,8 +412,8 @@ int main(int argc, char** argv) {
       const inputs sets[2] = {make_inputs(8, 4096, 16, 128, 128, 100), make_inputs(8, 4096, 16, 128, 128, 200)};
       all_chunkwise(sets, copy, ccq);
       // V = 64, and q, k normalised in the kernel (use_qk_l2norm_in_kernel)
-      all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::identity>(sets, copy, 64); });
-      all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::identity>(sets, copy, 128, true); });
+      if (!narrow) all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::identity>(sets, copy, 64); });
+      if (!narrow) all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::identity>(sets, copy, 128, true); });
     }
     if (decode) {
       const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};
