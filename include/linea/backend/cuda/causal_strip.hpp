@@ -67,22 +67,40 @@ __device__ __forceinline__ void causal_diagonal(float (&c)[NT][4], const E* M, i
   }
 }
 
-// The same as a call: a kernel at its register limit keeps the rare path's registers out of its fast one.
+// The same as a call, for a kernel at its register limit: the rare path's registers stay out of the fast one. The
+// block's sum comes back by value — the caller's accumulators must not be passed by reference, which would keep
+// them in local memory on the fast path too.
+template <int NT>
+struct strip_sum {
+  float c[NT][4];
+};
 template <class E, int NT, bool B_KN>
-__device__ __noinline__ void causal_diagonal_call(float (&c)[NT][4], const E* M, int ldm, const E* B, int ldb, int d0) {
-  causal_diagonal<E, NT, B_KN>(c, M, ldm, B, ldb, d0);
+__device__ __noinline__ strip_sum<NT> causal_diagonal_call(const E* M, int ldm, const E* B, int ldb, int d0) {
+  strip_sum<NT> x = {};
+  causal_diagonal<E, NT, B_KN>(x.c, M, ldm, B, ldb, d0);
+  return x;
 }
 
 // `nonfinite`: whether B may hold an inf or NaN under M's diagonal block (the same in every lane); true takes the
 // exact path, false the plain mma_strip. (A kernel that wrote B itself can tell from the values it stored.)
-// OutOfLine: the exact path as a call (measured per kernel: ptxas's spills either way, bench/cuda/README.md).
+// OutOfLine: the exact path as a call, chosen per kernel by ptxas's spills and stack frame (2026-12-02, sm_90a):
+// the scalar and general kernels take the call (0 / 0 bytes either way there), the per-key kernel inlines it (the
+// call: 64 B of spills, inline: 0) and so does the delta pipeline's consumer side (the call: 96 B, inline: 24 B;
+// main had 0 — unmeasured on the device, bench/cuda/README.md).
 template <class E, int NT, bool B_KN, bool OutOfLine = true>
 __device__ __forceinline__ void causal_strip(float (&c)[NT][4], const E* M, int ldm, const E* B, int ldb, int ksteps,
                                              bool nonfinite) {
   if (!nonfinite) return mma_strip<E, NT, false, B_KN>(c, M, ldm, B, ldb, ksteps);
   mma_strip<E, NT, false, B_KN>(c, M, ldm, B, ldb, ksteps - 1);  // below the diagonal block nothing is masked
-  if constexpr (OutOfLine) causal_diagonal_call<E, NT, B_KN>(c, M, ldm, B, ldb, 16 * (ksteps - 1));
-  else causal_diagonal<E, NT, B_KN>(c, M, ldm, B, ldb, 16 * (ksteps - 1));
+  if constexpr (OutOfLine) {
+    const strip_sum<NT> d = causal_diagonal_call<E, NT, B_KN>(M, ldm, B, ldb, 16 * (ksteps - 1));
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) c[t][e] += d.c[t][e];
+  } else {
+    causal_diagonal<E, NT, B_KN>(c, M, ldm, B, ldb, 16 * (ksteps - 1));
+  }
 }
 
 // The same, B's diagonal block checked here.

@@ -228,7 +228,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       // ---- U = T Z (T is zero past the diagonal block); U_d; the residual ---------------------------------------------
       {
         float u[8][4] = {};
-        causal_strip<E, 8, true>(u, Ts + r0 * LDT, LDT, Zs + c0w, LDV, rb + 1, z_bad);
+        causal_strip<E, 8, true, false>(u, Ts + r0 * LDT, LDT, Zs + c0w, LDV, rb + 1, z_bad);
         bad = 0;
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           for (int t = 0; t < 8; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
         }
       }
-      causal_strip<E, 8, true>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1, u_bad);  // P is zero past the diagonal
+      causal_strip<E, 8, true, false>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1, u_bad);  // P is zero past the diagonal
       if constexpr (decays) {
         const float f = ex2(G[CL - 1]);
 #pragma unroll
