@@ -83,10 +83,11 @@ __device__ __noinline__ strip_sum<NT> causal_diagonal_call(const E* M, int ldm, 
 
 // `nonfinite`: whether B may hold an inf or NaN under M's diagonal block (the same in every lane); true takes the
 // exact path, false the plain mma_strip. (A kernel that wrote B itself can tell from the values it stored.)
-// OutOfLine: the exact path as a call, chosen per kernel by ptxas's spills and stack frame (2026-12-02, sm_90a):
-// the scalar and general kernels take the call (0 / 0 bytes either way there), the per-key kernel inlines it (the
-// call: 64 B of spills, inline: 0) and so does the delta pipeline's consumer side (the call: 96 B, inline: 24 B;
-// main had 0 — unmeasured on the device, bench/cuda/README.md).
+// OutOfLine: the exact path as a call (the scalar and general kernels: 0 bytes of stack and spills, as without it).
+// Measured on the H200 against main (bench/cuda/README.md, 2026-12-02): the scalar kernel +2-3%, the general +1.5%.
+// The delta pipeline (+5-9%: the flags of what it stores, a bar.red, 24 bytes of spills inline) and the per-key
+// kernel (+15% inline) do not use it yet: their causal products still carry a NaN at token s to earlier rows of
+// its 16-row block (tests/backend/cuda/neg_inf_test.cu, the skipped case).
 template <class E, int NT, bool B_KN, bool OutOfLine = true>
 __device__ __forceinline__ void causal_strip(float (&c)[NT][4], const E* M, int ldm, const E* B, int ldb, int ksteps,
                                              bool nonfinite) {

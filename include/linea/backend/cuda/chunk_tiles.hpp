@@ -2,7 +2,6 @@
 // (scalar_chunk_kernel.hpp, delta_pipeline_kernel.hpp), the cp.async row loads, the in-chunk scan of the log
 // decays, the state tile in and out of registers, Sᵀ from the state accumulators, and the output strips.
 #pragma once
-#include "causal_strip.hpp"  // the masked products of the chunk kernels
 #include "mma.hpp"
 #include "source.hpp"
 

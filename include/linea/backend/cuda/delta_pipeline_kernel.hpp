@@ -19,7 +19,6 @@
 //   full[s]:  producers arrive when chunk c (slot s) is ready, consumers wait
 //   empty[s]: consumers arrive when they are done with chunk c, producers wait before they copy chunk c + 2
 #pragma once
-#include "causal_strip.hpp"
 #include "chunk_tiles.hpp"
 #include "ut_blocks.hpp"
 
@@ -61,16 +60,6 @@ constexpr int consumers = 1, producers = 2, full = 3, empty = 5;  // full / empt
 __device__ __forceinline__ void sync(int id, int count) { asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(count) : "memory"); }
 __device__ __forceinline__ void arrive(int id, int count) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(count) : "memory");
-}
-// bar.sync that also returns whether any of the `count` threads passed true.
-__device__ __forceinline__ bool sync_or(int id, int count, bool x) {
-  std::uint32_t any;
-  asm volatile(
-      "{\n .reg .pred p, q;\n setp.ne.u32 p, %1, 0;\n bar.red.or.pred q, %2, %3, p;\n selp.u32 %0, 1, 0, q;\n}\n"
-      : "=r"(any)
-      : "r"(static_cast<std::uint32_t>(x)), "r"(id), "r"(count)
-      : "memory");
-  return any != 0;
 }
 }  // namespace pipeline_barrier
 
@@ -203,7 +192,6 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
 
       // ---- X: Z = Diag(β) (V − Diag(2^G) K S) in place of V; O₁ = Q S ----------------------------------------------
       float o[8][4] = {};
-      std::uint32_t bad = 0;  // the non-finite bits of what this thread stores into Z, then U (causal_strip.hpp)
       {
         float z[8][4] = {};
         mma_strip<E, 8, false, false>(z, Ks + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
@@ -216,20 +204,16 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           for (int t = 0; t < 8; ++t) {
             E* at = Zs + r * LDV + c0w + 8 * t + acc_col(0);  // this lane's own two values: in place is safe
             const float v0 = to_float(at[0]), v1 = to_float(at[1]);
-            const std::uint32_t zz = pack2<E>(beta * (v0 - f * z[t][2 * h]), beta * (v1 - f * z[t][2 * h + 1]));
-            *reinterpret_cast<std::uint32_t*>(at) = zz;
-            bad |= nonfinite_halves<E>(zz);
+            *reinterpret_cast<std::uint32_t*>(at) = pack2<E>(beta * (v0 - f * z[t][2 * h]), beta * (v1 - f * z[t][2 * h + 1]));
           }
         }
       }
-      // Z in; every read of Sᵀ done. A NaN or inf anywhere in Z takes U = T Z's exact diagonal blocks.
-      const bool z_bad = bar::sync_or(bar::consumers, sh::consumers, bad != 0);
+      bar::sync(bar::consumers, sh::consumers);  // Z in; every read of Sᵀ done
 
       // ---- U = T Z (T is zero past the diagonal block); U_d; the residual ---------------------------------------------
       {
         float u[8][4] = {};
-        causal_strip<E, 8, true, false>(u, Ts + r0 * LDT, LDT, Zs + c0w, LDV, rb + 1, z_bad);
-        bad = 0;
+        mma_strip<E, 8, false, true>(u, Ts + r0 * LDT, LDT, Zs + c0w, LDV, rb + 1);
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = r0 + acc_row(2 * h);
@@ -237,15 +221,13 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
 #pragma unroll
           for (int t = 0; t < 8; ++t) {
             const int j = c0w + 8 * t + acc_col(0);
-            const std::uint32_t uu = pack2<E>(u[t][2 * h], u[t][2 * h + 1]);
-            *reinterpret_cast<std::uint32_t*>(Us + r * LDV + j) = uu;
-            bad |= nonfinite_halves<E>(uu);
+            *reinterpret_cast<std::uint32_t*>(Us + r * LDV + j) = pack2<E>(u[t][2 * h], u[t][2 * h + 1]);
             *reinterpret_cast<std::uint32_t*>(Ud + r * LDV + j) = pack2<E>(f * u[t][2 * h], f * u[t][2 * h + 1]);
           }
         }
         if (a.residual.ptr) tiles::store_strip(a.residual, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, u, 1.f);
       }
-      const bool u_bad = bar::sync_or(bar::consumers, sh::consumers, bad != 0);  // U, U_d in
+      bar::sync(bar::consumers, sh::consumers);  // U, U_d in
 
       // ---- Y: O = Diag(2^G) O₁ + P U, out; S ← 2^(G_C) S + Kᵀ U_d; Sᵀ for the next chunk ---------------------------
       if constexpr (decays) {
@@ -256,7 +238,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           for (int t = 0; t < 8; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
         }
       }
-      causal_strip<E, 8, true, false>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1, u_bad);  // P is zero past the diagonal
+      mma_strip<E, 8, false, true>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1);  // P is zero past the diagonal
       if constexpr (decays) {
         const float f = ex2(G[CL - 1]);
 #pragma unroll

@@ -304,7 +304,7 @@ __global__ void __launch_bounds__(perkey_chunk_shape::threads, 1) perkey_chunk_k
     if (more) cta.fetch_q(Qs, a, c0 + CL, Ln);
 
     // ---- G: O += P V, out; S ← Diag(2^(G_C)) S + K_dᵀ V; Sᵀ for the next chunk -------------------------------------
-    causal_strip<E, 8, true, false>(o, Pe + r0 * LDP, LDP, Vs + c0w, LDV, rb + 1);  // P: zero past the diagonal
+    mma_strip<E, 8, false, true>(o, Pe + r0 * LDP, LDP, Vs + c0w, LDV, rb + 1);  // P is zero past the diagonal
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float f = ex2(Gc[16 * warp + acc_row(2 * h)]);

@@ -4,7 +4,6 @@
 //   T_ij = −T_ii Σ_{j ≤ k < i} A_ik T_kj,  i > j  tensor cores, one warp per block column j, down from the diagonal
 // The diagonal blocks must all be in T before any block column starts (a barrier between the two calls).
 #pragma once
-#include "causal_strip.hpp"
 #include "mma.hpp"
 
 namespace linea::cuda_detail::tiles {
@@ -43,7 +42,7 @@ __device__ __forceinline__ void fill_block_column(const E* As, E* Ts, int ld, E*
       for (int h = 0; h < 2; ++h)
         *reinterpret_cast<std::uint32_t*>(X + acc_row(2 * h) * LDX + 8 * t + acc_col(0)) = pack2<E>(x[t][2 * h], x[t][2 * h + 1]);
     __syncwarp();
-    causal_strip<E, 2, true>(y, Ts + 16 * i * ld + 16 * i, ld, X, LDX, 1);  // T_ii is zero above its diagonal
+    mma_strip<E, 2, false, true>(y, Ts + 16 * i * ld + 16 * i, ld, X, LDX, 1);
 #pragma unroll
     for (int t = 0; t < 2; ++t)
 #pragma unroll
