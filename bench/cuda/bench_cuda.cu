@@ -253,9 +253,9 @@ void bench_decode(const inputs* sets, double copy, indices mode) {
   CK(cudaFree(device_idx));
 }
 
-// The decode kernel's variants, launched directly (CPL value columns per lane, NW warps per block; the library
-// launches CPL = 4, NW = 4: launch.hpp), row b = state b or through a device-side permutation.
-template <class Rule, int CPL, int NW>
+// The decode kernel's variants, launched directly (CPL value columns per lane, NW warps per block, Lean: key
+// vectors by shuffles; the library's choice is in launch.hpp), row b = state b or through a device-side permutation.
+template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1>
 void bench_decode_variant(const inputs* sets, double copy, indices mode) {
   const index_t B = 256, H = 16, K = 128, V = 128;
   T* o = dalloc<T>(B * H * V);
@@ -275,22 +275,28 @@ void bench_decode_variant(const inputs* sets, double copy, indices mode) {
     if (mode != indices::none) k[s].state_indices = device_idx;
   }
   const cuda_detail::exec x{};
-  const double ms = time_ms([&](int i) { cuda_detail::launch_decode_k<Rule, T, 128, CPL, NW>(k[i & 1], B, x); }, 20, 9, 5);
+  const double ms = time_ms([&](int i) { cuda_detail::launch_decode_k<Rule, T, 128, CPL, NW, Lean, MinBlocks>(k[i & 1], B, x); }, 20, 9, 5);
   const double bytes = 2.0 * B * H * K * V * 4;
-  std::printf("{\"kind\":\"decode_variant\",\"rule\":\"%s\",\"cpl\":%d,\"warps\":%d,\"indices\":\"%s\",\"ms\":%.4f,"
-              "\"copy_frac\":%.3f}\n",
-              rule_name<Rule>::value, CPL, NW, indices_name(mode), ms, bytes / (ms * 1e-3) / 1e12 / copy);
+  std::printf("{\"kind\":\"decode_variant\",\"rule\":\"%s\",\"cpl\":%d,\"warps\":%d,\"lean\":%d,\"min_blocks\":%d,\"indices\":\"%s\","
+              "\"ms\":%.4f,\"copy_frac\":%.3f}\n",
+              rule_name<Rule>::value, CPL, NW, int(Lean), MinBlocks, indices_name(mode), ms, bytes / (ms * 1e-3) / 1e12 / copy);
   std::fflush(stdout);
   CK(cudaFree(o));
   CK(cudaFree(pool));
   CK(cudaFree(device_idx));
 }
-template <int CPL, int NW>
+template <int CPL, int NW, bool Lean = false>
 void decode_variant(const inputs* sets, double copy) {
   for (indices m : {indices::none, indices::device}) {
-    bench_decode_variant<gated_delta, CPL, NW>(sets, copy, m);
-    bench_decode_variant<additive, CPL, NW>(sets, copy, m);
+    bench_decode_variant<gated_delta, CPL, NW, Lean>(sets, copy, m);
+    bench_decode_variant<additive, CPL, NW, Lean>(sets, copy, m);
   }
+}
+// Every rule through the permuted pool (device-side indices): issue #13's case.
+template <int CPL, int NW, bool Lean, int MinBlocks = 1>
+void decode_variant_rules(const inputs* sets, double copy) {
+  all_rules::for_each(
+      [&]<class Rule>() { bench_decode_variant<Rule, CPL, NW, Lean, MinBlocks>(sets, copy, indices::device); });
 }
 
 // Forward (chunkwise) then backward (dq, dk, dv and the gate gradients, from dL/do) at one shape.
@@ -355,13 +361,14 @@ void all_decode(const inputs* sets, double copy) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool ccq = true, chunk = true, decode = true, once = false, backward_only = false, variants = false;
+  bool ccq = true, chunk = true, decode = true, once = false, backward_only = false, variants = false, narrow = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--no-ccq")) ccq = false;
     if (!std::strcmp(argv[i], "--decode-only")) chunk = false;
     if (!std::strcmp(argv[i], "--chunk-only")) decode = false;
     if (!std::strcmp(argv[i], "--profile")) once = true;
     if (!std::strcmp(argv[i], "--decode-variants")) variants = true;  // the decode kernel's variants only
+    if (!std::strcmp(argv[i], "--v128-only")) narrow = true;  // chunkwise: V = 128 only (no V = 64, no qk_l2norm rows)
     if (!std::strcmp(argv[i], "--backward")) backward_only = true;  // forward + backward only  // one gated_delta chunkwise call and one decode step, for ncu
   }
   try {
@@ -374,10 +381,10 @@ int main(int argc, char** argv) {
     if (variants) {
       const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};
       for (int rep = 0; rep < 2; ++rep) {  // twice, interleaved: the spread between runs
-        decode_variant<4, 4>(sets, copy);
+        decode_variant_rules<4, 4, false, 3>(sets, copy);  // the library's
+        decode_variant_rules<4, 4, false, 1>(sets, copy);  // the same unbounded: 184 registers, two blocks an SM
+        decode_variant_rules<2, 4, true, 6>(sets, copy);   // the best lean one (2026-12-02)
         decode_variant<2, 4>(sets, copy);
-        decode_variant<4, 8>(sets, copy);
-        decode_variant<2, 8>(sets, copy);
       }
       return 0;
     }
@@ -407,8 +414,8 @@ int main(int argc, char** argv) {
       const inputs sets[2] = {make_inputs(8, 4096, 16, 128, 128, 100), make_inputs(8, 4096, 16, 128, 128, 200)};
       all_chunkwise(sets, copy, ccq);
       // V = 64, and q, k normalised in the kernel (use_qk_l2norm_in_kernel)
-      all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::identity>(sets, copy, 64); });
-      all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::identity>(sets, copy, 128, true); });
+      if (!narrow) all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::identity>(sets, copy, 64); });
+      if (!narrow) all_rules::for_each([&]<class Rule>() { bench_chunkwise<Rule, read::identity>(sets, copy, 128, true); });
     }
     if (decode) {
       const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};

@@ -107,6 +107,29 @@ void same_as_plain_call(const case_shape& shape, const cuda::launch& l, const ch
   CHECK(x.run(l) == plain);
 }
 
+// The plain call (default stream, cached workspace) and the call with `l` on a stream of its own with a caller's
+// workspace of exactly cuda::workspace_size bytes (none when that is 0) give the same bytes.
+template <class Rule, class Read, form F, class T>
+void same_on_stream_with_workspace(launch_case<Rule, Read, F, T>& x, cuda::launch l, const char* what) {
+  INFO(what << ": " << rule_name<Rule>::value << " " << type_name<T>() << (Read::is_identity ? " identity" : " ccq"));
+  const auto plain = x.run(l);
+  CHECK(written(plain));
+  stream s;
+  l.stream = s.s;
+  const std::size_t bytes = cuda::workspace_size<Rule, Read>(x.a, l);
+  device_array<unsigned char> ws(bytes);
+  if (bytes) l.workspace = ws.ptr, l.workspace_bytes = bytes;
+  CHECK(x.run(l) == plain);
+}
+template <class Rule, class Read, form F, class T>
+void same_on_stream_with_workspace(const case_shape& shape, const cuda::launch& l, const char* what) {
+  launch_case<Rule, Read, F, T> x(shape);
+  same_on_stream_with_workspace(x, l, what);
+}
+
+// Long rows cut into pieces of 128 tokens (segment_tokens): passes A and M, the combine and pass C.
+const case_shape long_rows{.B = 2, .T = 700, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true, .seed = 34};
+
 }  // namespace
 
 TEST_SUITE("launch") {
@@ -120,6 +143,48 @@ TEST_CASE("cuda::launch: a call on a non-default stream gives the default stream
   same_as_plain_call<kda, D, form::chunkwise, float>(varlen, on, "general kernel, CCQ, host cu_seqlens");
   same_as_plain_call<additive, read::identity, form::recurrent, fp16>(varlen, on, "recurrent");
   same_as_plain_call<gated_delta, D, form::step, float>(rows, on, "decode step, CCQ");
+}
+
+// Every kernel with a stream and a caller's workspace in use (compute-sanitizer runs this suite).
+TEST_CASE("cuda::launch: every kernel on a stream of its own with a caller's workspace") {
+  using D = read::ccq<read::decayed>;
+  same_on_stream_with_workspace<simple_gla, read::identity, form::chunkwise, bf16>(pipeline, {}, "64-token scalar kernel");
+  same_on_stream_with_workspace<gated_delta, read::identity, form::chunkwise, bf16>(pipeline, {}, "64-token delta kernel");
+  same_on_stream_with_workspace<gla, read::identity, form::chunkwise, bf16>(pipeline, {}, "64-token per-key kernel");
+  same_on_stream_with_workspace<gdn2, read::identity, form::chunkwise, bf16>(pipeline, {}, "general kernel, 16-bit");
+  same_on_stream_with_workspace<kda, D, form::chunkwise, float>(varlen, {}, "general kernel, CCQ, host cu_seqlens");
+  same_on_stream_with_workspace<additive, read::identity, form::recurrent, fp16>(varlen, {}, "recurrent");
+  same_on_stream_with_workspace<gated_delta, D, form::step, float>(rows, {}, "decode step, CCQ");
+  same_on_stream_with_workspace<gated_delta, read::identity, form::chunkwise, bf16>(long_rows, {.segment_tokens = 128},
+                                                                                   "segmented chunkwise");
+  {  // the decode kernel through a permuted pool: host span (copied into the workspace), then device-side, checked
+    launch_case<gated_delta, read::identity, form::step, bf16> x(rows);
+    x.a.state_indices = pool_rows;
+    same_on_stream_with_workspace(x, {}, "decode step, host state_indices");
+    device_array<std::int32_t> idx(pool_rows);
+    x.a.state_indices = {};
+    same_on_stream_with_workspace(x, {.state_indices = {idx.ptr, idx.size}, .check_indices = true},
+                                  "decode step, device state_indices, checked");
+  }
+}
+
+// The segmented forward's scratch is carved from the call's workspace and counted by workspace_size: a caller's
+// workspace gives the cached one's bytes, too small a one is a clear error before anything is written.
+TEST_CASE("cuda::launch: the segmented forward's scratch in a caller's workspace") {
+  const cuda::launch cut{.segment_tokens = 128};
+  launch_case<gated_delta, read::identity, form::chunkwise, bf16> x(long_rows);
+  const auto cached = x.run(cut);
+  CHECK(written(cached));
+  const std::size_t bytes = cuda::workspace_size<gated_delta, read::identity>(x.a, cut);
+  // at least two states per piece (6 pieces a row, 2 rows; [HV, K, V] float32): the pieces' ends and starts
+  CHECK(bytes >= 2 * 12 * sizeof(float) * 2 * 64 * 64);
+  CHECK(cuda::workspace_size<gated_delta, read::identity>(x.a, {.segment_tokens = 0}) == 0);  // never cut
+  device_array<unsigned char> ws(bytes);
+  CHECK(x.run({.workspace = ws.ptr, .workspace_bytes = bytes, .segment_tokens = 128}) == cached);
+  launch_case<gated_delta, read::identity, form::chunkwise, bf16> y(long_rows);
+  expect_error([&] { y.launch({.workspace = ws.ptr, .workspace_bytes = bytes - 1, .segment_tokens = 128}); },
+               {"'workspace'", std::to_string(bytes - 1) + " bytes", "needs " + std::to_string(bytes), "workspace_size"});
+  CHECK(all_poison(y.outputs()));
 }
 
 TEST_CASE("cuda::launch: a whole call is captured from its stream into a CUDA graph") {

@@ -120,12 +120,13 @@ TEST_CASE("cuda: per-key rules' chunk kernels with in-kernel gates (A_log, per-k
 }
 }  // namespace linea::testing
 
-// The decode kernel's variants (CPL value columns per lane, NW warps per block; the library launches CPL = 4, NW = 4,
-// bench_cuda.cu --decode-variants measures the others) give the library's results through a permuted pool with a
-// skipped row, K = V = 128 (the library's result is checked against the float64 reference above).
+// The decode kernel's variants (CPL value columns per lane, NW warps per block, Lean: key vectors by shuffles,
+// MinBlocks per SM; launch.hpp has the library's choice, bench_cuda.cu --decode-variants measures the others) give
+// the library's results through a permuted pool with a skipped row, K = V = 128, with and without qk_l2norm (the
+// library's result is checked against the float64 reference in rules_test.cu).
 namespace linea::testing {
-template <class Rule, int CPL, int NW>
-void decode_variant_matches() {
+template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1>
+void decode_variant_matches(bool l2norm = false) {
   const index_t B = 6, HV = 2, K = 128, V = 128;
   auto c = random_case<Rule, bf16>::make({.B = B, .T = 1, .H = 2, .HV = HV, .K = K, .V = V, .initial_state = true, .seed = 41});
   const std::vector<std::int32_t> idx = {3, -1, 0, 5, 1, 2};
@@ -134,6 +135,7 @@ void decode_variant_matches() {
   for (int variant = 0; variant < 2; ++variant) {
     device_case<Rule, bf16> d{c};
     auto a = d.args(c.args());
+    a.qk_l2norm = l2norm;
     float* pool = const_cast<float*>(a.initial_state.ptr);
     a.final_state = strided<4>(pool, {B, HV, K, V}, {HV * K * V, K * V, V, 1});  // in place
     if (variant == 0) {
@@ -146,13 +148,14 @@ void decode_variant_matches() {
       std::copy(idx.begin(), idx.end(), it.data());
       auto k = cuda_detail::make_kernel_args(a, p);
       k.state_indices = d.pool.copy(it);
-      cuda_detail::launch_decode_k<Rule, bf16, 128, CPL, NW>(k, B, cuda_detail::exec{});
+      cuda_detail::launch_decode_k<Rule, bf16, 128, CPL, NW, Lean, MinBlocks>(k, B, cuda_detail::exec{});
     }
     cuda_ok(cudaDeviceSynchronize());
     copy_back(pools[variant], pool);
     copy_back(outs[variant], d.o);
   }
-  INFO(rule_name<Rule>::value << " decode CPL = " << CPL << ", NW = " << NW);
+  INFO(rule_name<Rule>::value << " decode CPL = " << CPL << ", NW = " << NW << ", lean " << Lean << ", min blocks "
+                              << MinBlocks << ", qk_l2norm " << l2norm);
   CHECK(relative_error(outs[1], outs[0]) <= tolerance_for<bf16>());
   CHECK(relative_error(pools[1], pools[0]) <= tolerance_for<float>());
   CHECK(all_finite(pools[1]));
@@ -162,6 +165,11 @@ TEST_CASE("cuda: the decode kernel's variants give the library's results") {
   decode_variant_matches<gated_delta, 4, 8>();
   decode_variant_matches<gated_delta, 2, 8>();
   decode_variant_matches<additive, 2, 8>();
+  decode_variant_matches<gated_delta, 2, 4, true>(true);
+  decode_variant_matches<gated_delta, 2, 4, true, 6>();
+  decode_variant_matches<kda, 2, 4, true>(true);
+  decode_variant_matches<gdn2, 2, 4, true, 6>();
+  decode_variant_matches<additive, 2, 4, true, 6>(true);
 }
 }  // namespace linea::testing
 

@@ -1,4 +1,5 @@
-// linea/backend/cuda/kernel_attributes.hpp — a kernel's dynamic shared memory, set per (kernel, device).
+// linea/backend/cuda/kernel_attributes.hpp — a kernel's dynamic shared memory, set per (kernel, device); the
+// current device and its SM count, cached per device.
 //
 // cudaFuncSetAttribute(MaxDynamicSharedMemorySize) applies to the current device only, so it is set once per
 // (kernel, device) — two GPUs in one process each get it — and again when a call needs more than was set (the CCQ
@@ -24,6 +25,28 @@ void allow_dynamic_shared(std::size_t bytes, int device) {
   if (remembered && allowed[device].load(std::memory_order_relaxed) >= bytes) return;
   LINEA_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
   if (remembered) allowed[device].store(bytes, std::memory_order_release);
+}
+
+// The current device (per host thread: cudaSetDevice).
+inline int current_device() {
+  int device = 0;
+  LINEA_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+// A device's SM count, read once per device (the attribute query is not free on a per-call path); devices past
+// the remembered ones are asked every call.
+inline int multiprocessor_count(int device) {
+  constexpr int remembered_devices = 64;
+  static std::atomic<int> counts[remembered_devices] = {};
+  const bool remembered = device >= 0 && device < remembered_devices;
+  if (remembered) {
+    if (const int n = counts[device].load(std::memory_order_acquire)) return n;
+  }
+  int n = 0;
+  LINEA_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
+  if (remembered) counts[device].store(n, std::memory_order_release);
+  return n;
 }
 
 // The same on the current device, for a size fixed at compile time.

@@ -17,6 +17,7 @@
 // tiles in place); everything else (float inputs, other strides, normalize, the CCQ passes) runs the general chunk
 // kernel (chunk_kernel.hpp).
 #pragma once
+#include "causal_strip.hpp"
 #include "chunk_tiles.hpp"
 
 namespace linea::cuda_detail {
@@ -150,7 +151,7 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
         for (int t = 0; t < 4; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
       }
     }
-    mma_strip<E, 4, false, true>(o, Pe + r0 * LDP, LDP, Vs + c0w, LDV, r0 / 16 + 1);  // P is zero past the diagonal
+    causal_strip<E, 4, true>(o, Pe + r0 * LDP, LDP, Vs + c0w, LDV, r0 / 16 + 1);  // P is zero past the diagonal
     tiles::store_strip(a.o, seq.bt, c0, hv, jt, r0, c0w, L, Vw, o, a.scale);
     if constexpr (decays) {
       const float f = ex2(Gc[CL - 1]);

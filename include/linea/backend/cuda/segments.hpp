@@ -6,13 +6,16 @@
 //   linea::chunkwise<linea::gated_delta, linea::read::identity, linea::backend::cuda>(args, l);   // cut when it pays
 //   l.segment_tokens = 0;      // never cut;   l.segment_tokens = 2048: pieces of 2048 tokens
 //
-// Scratch (states per piece, transitions) is allocated stream-ordered (cudaMallocAsync / cudaFreeAsync on the
-// call's stream); index arrays travel as kernel parameters. Nothing waits for the device.
+// Scratch (states per piece, transitions, the pieces' index arrays) is carved from the call's workspace — the
+// caller's launch::workspace or the one linea keeps per (device, stream) — and counted in cuda::workspace_size;
+// index arrays travel as kernel parameters. Nothing waits for the device. (Context parallelism allocates its
+// scratch stream-ordered, cudaMallocAsync / cudaFreeAsync on the call's stream.)
 #pragma once
 #include "call.hpp"
 #include "segment_kernels.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -25,30 +28,49 @@ namespace linea::cuda_detail {
 template <class Rule, class Read, class T>
 bool run_segmented(const arguments<T, float>& a, const problem& p, const cuda::launch& l);
 
+// Where device_ops takes its scratch from: allocated stream-ordered and freed with the object (context
+// parallelism); carved from one buffer (the segmented forward's workspace); or only counted — nothing allocated,
+// written or launched — which sizes that buffer by running the same code (segment_scratch_bytes).
+enum class scratch_source { allocate, carve, count };
+
 // The segmented forward's and context parallelism's operations on the device, on one stream (host_ops.hpp has the
-// same on the host). Scratch is freed (stream-ordered) when the object goes.
+// same on the host).
 class device_ops {
  public:
   explicit device_ops(cudaStream_t s, std::int64_t segment_tokens = -1) : stream_(s), segment_tokens_(segment_tokens) {}
+  // Scratch carved from [base, base + bytes) (16-byte aligned), or (base null, count) only counted. Its passes are
+  // never cut again (segment_tokens 0): they use no workspace of their own, so the one this call holds is enough.
+  device_ops(cudaStream_t s, scratch_source src, void* base, std::size_t bytes)
+      : stream_(s), segment_tokens_(0), source_(src), base_(static_cast<unsigned char*>(base)), capacity_(bytes) {}
   device_ops(const device_ops&) = delete;
   device_ops& operator=(const device_ops&) = delete;
   ~device_ops() {
     for (void* p : owned_) (void)cudaFreeAsync(p, stream_);
   }
   cudaStream_t stream() const { return stream_; }
+  std::size_t carved_bytes() const { return used_; }  // carve / count: the bytes taken so far
 
   template <class X>
   X* alloc(std::size_t n) {
-    void* p = nullptr;
     const std::size_t bytes = std::max<std::size_t>(n, 1) * sizeof(X);
-    LINEA_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream_));
-    owned_.push_back(p);
-    return static_cast<X*>(p);
+    if (source_ == scratch_source::allocate) {
+      void* p = nullptr;
+      LINEA_CUDA_CHECK(cudaMallocAsync(&p, bytes, stream_));
+      owned_.push_back(p);
+      return static_cast<X*>(p);
+    }
+    const std::size_t at = used_;
+    used_ += (bytes + 255) / 256 * 256;  // every part 256-byte aligned, as in workspace_layout
+    if (source_ == scratch_source::count) return nullptr;
+    if (used_ > capacity_)  // segment_scratch_bytes sized it by this same code: a bug if reached
+      throw error("linea: the segmented forward's scratch outgrew its workspace (" + std::to_string(used_) + " > " +
+                  std::to_string(capacity_) + " bytes)");
+    return reinterpret_cast<X*>(base_ + at);
   }
   template <class X>
   X* zeros(std::size_t n) {
     X* p = alloc<X>(n);
-    LINEA_CUDA_CHECK(cudaMemsetAsync(p, 0, std::max<std::size_t>(n, 1) * sizeof(X), stream_));
+    if (!counting()) LINEA_CUDA_CHECK(cudaMemsetAsync(p, 0, std::max<std::size_t>(n, 1) * sizeof(X), stream_));
     return p;
   }
 
@@ -56,6 +78,7 @@ class device_ops {
   template <class X>
   const X* upload(std::span<const X> host) {
     X* d = alloc<X>(host.size());
+    if (counting()) return d;
     parameter_block<X> block;
     for (std::size_t at = 0; at < host.size(); at += parameter_block<X>::capacity) {
       block.count = static_cast<int>(std::min<std::size_t>(parameter_block<X>::capacity, host.size() - at));
@@ -70,6 +93,10 @@ class device_ops {
   // cut again when that pays (a context-parallel rank's long shard).
   template <class Rule, class T>
   void forward(arguments<T, float> a, std::span<const std::int64_t> cu) {
+    if (counting()) {
+      if (!cu.empty()) upload(cu);
+      return;
+    }
     cuda::launch l{.stream = stream_};
     l.segment_tokens = segment_tokens_;
     if (!cu.empty()) {
@@ -88,7 +115,7 @@ class device_ops {
 
   template <class S>
   void fill_identity(const view<S, 4>& dst) {
-    if (dst.size() == 0) return;
+    if (dst.size() == 0 || counting()) return;
     fill_identity_kernel<S><<<blocks(dst.size()), 256, 0, stream_>>>(dst);
     check_launch("fill_identity_kernel");
   }
@@ -97,6 +124,7 @@ class device_ops {
   void copy_states(const view<S, 4>& dst, const view<const S, 4>& src, std::span<const std::int32_t> map) {
     if (dst.size() == 0) return;
     const std::int32_t* m = upload(map);
+    if (counting()) return;
     copy_states_kernel<S><<<blocks(dst.size()), 256, 0, stream_>>>(dst, src, m);
     check_launch("copy_states_kernel");
   }
@@ -107,6 +135,7 @@ class device_ops {
     if (chains.empty() || d.HV == 0 || d.V == 0) return;
     if (d.K > combine_kmax) throw error("the CUDA segment combine supports K <= 128, but K = " + std::to_string(d.K));
     const segments::chain* c = upload(chains);
+    if (counting()) return;
     const dim3 grid(static_cast<unsigned>(chains.size()), static_cast<unsigned>(d.HV),
                     static_cast<unsigned>((d.V + combine_cols - 1) / combine_cols));
     combine_kernel<S><<<grid, combine_threads, 0, stream_>>>(from, to, M, B, d, c);
@@ -115,8 +144,12 @@ class device_ops {
 
  private:
   static unsigned blocks(index_t n) { return static_cast<unsigned>(std::min<index_t>((n + 255) / 256, 4096)); }
+  bool counting() const { return source_ == scratch_source::count; }
   cudaStream_t stream_;
   std::int64_t segment_tokens_;
+  scratch_source source_ = scratch_source::allocate;
+  unsigned char* base_ = nullptr;
+  std::size_t capacity_ = 0, used_ = 0;
   std::vector<void*> owned_;
 };
 
@@ -156,15 +189,13 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
   return m;
 }
 
-// The piece length for this call (0: do not cut): launch::segment_tokens, or the cost model on the device's SMs.
+// The piece length for this call (0: do not cut): launch::segment_tokens, or the cost model on the device's SMs
+// (read once per device: kernel_attributes.hpp).
 template <class Rule, class T>
 index_t piece_length(const arguments<T, float>& a, const std::vector<std::int64_t>& starts, const problem& p,
-                     const cuda::launch& l) {
+                     const cuda::launch& l, int device) {
   if (l.segment_tokens >= 0) return static_cast<index_t>(l.segment_tokens);
-  int device = 0, sms = 0;
-  LINEA_CUDA_CHECK(cudaGetDevice(&device));
-  LINEA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  return segments::choose_piece(starts, calibrated_model<Rule>(a, p, sms));
+  return segments::choose_piece(starts, calibrated_model<Rule>(a, p, multiprocessor_count(device)));
 }
 
 template <class Rule, class T>
@@ -172,26 +203,50 @@ index_t device_ops::piece_for(const arguments<T, float>& a, const std::vector<st
                               const problem& p) const {
   cuda::launch l{.stream = stream_};
   l.segment_tokens = segment_tokens_;
-  return piece_length<Rule>(a, starts, p, l);
+  return piece_length<Rule>(a, starts, p, l, current_device());
 }
 
-// Runs the call segmented and returns true when it qualifies and cutting pays; false: run it whole.
+// How the call is cut (a plan with cuts), or no plan: run it whole.
+template <class Rule, class Read, class T>
+std::optional<segments::plan> segment_plan(const arguments<T, float>& a, const problem& p, const cuda::launch& l,
+                                           int device) {
+  if constexpr (!std::is_same_v<Read, read::identity>) {
+    return std::nullopt;
+  } else {
+    if (l.segment_tokens == 0 || !l.cu_seqlens.empty() || !segments::applies<Read>(a)) return std::nullopt;
+    if (p.K > combine_kmax || p.V > 128) return std::nullopt;
+    const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
+    const index_t piece = piece_length<Rule>(a, starts, p, l, device);
+    if (piece <= 0) return std::nullopt;
+    segments::plan plan = segments::make_plan(starts, piece);
+    if (!plan.cuts()) return std::nullopt;
+    return plan;
+  }
+}
+
+// The bytes of the segmented forward's scratch under `plan`: the forward itself, run with device_ops that only
+// count (nothing allocated or launched), so the size cannot drift from what it carves.
+template <class Rule, class T>
+std::size_t segment_scratch_bytes(const arguments<T, float>& a, const problem& p, const segments::plan& plan) {
+  device_ops counter(nullptr, scratch_source::count, nullptr, 0);
+  segments::forward<Rule>(counter, a, p, plan);
+  return counter.carved_bytes();
+}
+
+// Runs the call segmented and returns true when it qualifies and cutting pays; false: run it whole. The scratch
+// is the caller's workspace (checked against segment_scratch_bytes) or the cached one of (device, stream).
 template <class Rule, class Read, class T>
 bool run_segmented(const arguments<T, float>& a, const problem& p, const cuda::launch& l) {
-  if constexpr (!std::is_same_v<Read, read::identity>) {
-    return false;
-  } else {
-    if (l.segment_tokens == 0 || !l.cu_seqlens.empty() || !segments::applies<Read>(a)) return false;
-    if (p.K > combine_kmax || p.V > 128) return false;
-    const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
-    const index_t piece = piece_length<Rule>(a, starts, p, l);
-    if (piece <= 0) return false;
-    const segments::plan plan = segments::make_plan(starts, piece);
-    if (!plan.cuts()) return false;
-    device_ops ops(l.stream);
-    segments::forward<Rule>(ops, a, p, plan);
-    return true;
-  }
+  if (l.segment_tokens == 0 || !l.cu_seqlens.empty()) return false;  // before any device query
+  const int device = current_device();
+  const std::optional<segments::plan> plan = segment_plan<Rule, Read>(a, p, l, device);
+  if (!plan) return false;
+  workspace_layout w;
+  w.bytes = segment_scratch_bytes<Rule>(a, p, *plan);
+  const call_workspace ws(w, l, device);  // throws when the caller's is too small
+  device_ops ops(l.stream, scratch_source::carve, ws.base, w.bytes);
+  segments::forward<Rule>(ops, a, p, *plan);
+  return true;
 }
 
 }  // namespace linea::cuda_detail
@@ -215,3 +270,30 @@ void context_parallel(const arguments<T, float>& a, cp::transport& t, const cuda
 }
 
 }  // namespace linea
+
+namespace linea::cuda {
+
+// Bytes of workspace a call of any form with these arguments and launch options needs (0: none); the query of the
+// caller-supplied workspace (launch::workspace). The index arrays' and the CCQ read's scratch (workspace.hpp), or —
+// when the chunkwise form would cut these arguments' long sequences into pieces (segments.hpp) — that form's
+// scratch, whichever is larger (a cut call uses only its own). Arguments the chunkwise form rejects count none of
+// the latter.
+template <class Rule, class Read, class T, class S>
+std::size_t workspace_size(const arguments<T, S>& a, const launch& l = {}) {
+  std::size_t bytes = cuda_detail::plan_workspace<Read>(a, l).bytes;
+  if constexpr (std::is_same_v<Read, read::identity> && std::is_same_v<S, float>) {
+    if (l.segment_tokens != 0 && l.cu_seqlens.empty() && a.state_indices.empty() && segments::applies<Read>(a)) {
+      try {
+        const problem p = validate_chunkwise<Rule, Read>(a);
+        const int device = cuda_detail::current_device();
+        if (const auto plan = cuda_detail::segment_plan<Rule, Read>(a, p, l, device))
+          bytes = std::max(bytes, cuda_detail::segment_scratch_bytes<Rule>(a, p, *plan));
+      } catch (const error&) {
+        // not a chunkwise call: the form that takes these arguments needs no segmentation scratch
+      }
+    }
+  }
+  return bytes;
+}
+
+}  // namespace linea::cuda

@@ -6,7 +6,8 @@
 //
 // The scratch holds the device copies of host cu_seqlens / state_indices, the CCQ read's two [B, T, HV, K]
 // float32 tensors and the index check's error word; a call needing none of them (identity read, indices on the
-// device or absent) uses no workspace at all.
+// device or absent) uses no workspace at all — unless the chunkwise form cuts its long sequences into pieces,
+// whose states and transitions are carved from the workspace instead (segments.hpp).
 #pragma once
 #include "check.hpp"
 #include "launch_options.hpp"
@@ -158,12 +159,8 @@ struct call_workspace {
 
 namespace linea::cuda {
 
-// Bytes of workspace a call of any form with these arguments and launch options needs (0: none). The query of
-// the caller-supplied workspace (launch::workspace): it reads only the arguments' extents and spans' sizes.
-template <class Rule, class Read, class T, class S>
-std::size_t workspace_size(const arguments<T, S>& a, const launch& l = {}) {
-  return cuda_detail::plan_workspace<Read>(a, l).bytes;
-}
+// linea::cuda::workspace_size<Rule, Read>(args, launch), the bytes a call needs, is in segments.hpp: it adds the
+// chunkwise form's segmentation scratch to the layout above.
 
 // Frees the workspaces linea keeps (waits for the device); the next call that needs one allocates it again.
 inline void release_workspaces() { cuda_detail::workspace_cache::instance().release(); }

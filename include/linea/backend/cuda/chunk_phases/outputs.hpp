@@ -2,6 +2,7 @@
 //   normaliser     the additive rule's normalize option: s q_r · (Σ_{earlier chunks} k + Σ_{s ≤ r} k_s) per row
 //   store_outputs  a warp per 16×32 strip of O, on tensor cores, to memory (the stats pass: Y, float)
 #pragma once
+#include "../causal_strip.hpp"
 #include "layout.hpp"
 
 namespace linea::cuda_detail::chunk_phases {
@@ -32,7 +33,7 @@ __device__ __forceinline__ void store_outputs(const chunk_cta<Sh>& cx, index_t c
     const int r0 = 16 * (job / (VP / 32)), j0 = 32 * (job % (VP / 32));  // one 16×32 strip of O per warp
     float c[4][4] = {};
     mma_strip<E, 4>(c, sm.Qs + r0 * LDK, LDK, sm.SopT + j0 * LDK, LDK, KP / 16);
-    mma_strip<E, 4>(c, sm.Pe + r0 * LDC, LDC, sm.UsT + j0 * LDC, LDC, (r0 + 16) / 16);  // P is zero above the diagonal
+    causal_strip<E, 4, false>(c, sm.Pe + r0 * LDC, LDC, sm.UsT + j0 * LDC, LDC, (r0 + 16) / 16);  // P: zero above the diagonal
     // This lane's outputs: rows r0 + g and r0 + g + 8, column pairs jt + j0 + 8t + 2q (+1).
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
