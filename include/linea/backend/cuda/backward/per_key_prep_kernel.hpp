@@ -35,16 +35,18 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
   float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sG = sm + sh::g_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at,
         *sB = sm + sh::b_at, *scratch = sm + sh::scratch_at;
 
-  for (int e = tid; e < CL * K; e += threads) {
-    const int r = e / K, d = e % K;
-    const std::size_t at = std::size_t(((tok0 + r) * w.H + h) * w.K + d);
-    sQ[r * LK + d] = r < L ? w.q[at] : 0.f;
-    sK[r * LK + d] = r < L ? w.k[at] : 0.f;
-    if constexpr (Channels) sB[r * LK + d] = r < L ? cg.b[((tok0 + r) * w.HV + hv) * w.K + d] : 0.f;
-  }
-  for (int d = tid; d < K; d += threads) {  // G_rd = Σ_{i≤r} log α_id, one channel per thread
+  // the rows (zeros past L and K), loaded in batches (stage_tile), then G_rd = Σ_{i≤r} log α_id scanned in place
+  const auto row = [&](const float* x, index_t ld) {
+    return [=](int r, int d) { return r < L && d < K ? x[(tok0 + r) * ld + d] : 0.f; };
+  };
+  stage_tile<CL, max_kv>(sQ, LK, row(w.q + h * w.K, w.H * w.K));
+  stage_tile<CL, max_kv>(sK, LK, row(w.k + h * w.K, w.H * w.K));
+  if constexpr (Channels) stage_tile<CL, max_kv>(sB, LK, row(cg.b + hv * w.K, w.HV * w.K));
+  stage_tile<CL, max_kv>(sG, LK, row(w.log_alpha_k + hv * w.K, w.HV * w.K));
+  __syncthreads();
+  for (int d = tid; d < K; d += threads) {  // one channel per thread
     float acc = 0;
-    for (int r = 0; r < CL; ++r) sG[r * LK + d] = acc += r < L ? w.log_alpha_k[((tok0 + r) * w.HV + hv) * w.K + d] : 0.f;
+    for (int r = 0; r < CL; ++r) sG[r * LK + d] = acc += sG[r * LK + d];
   }
   __syncthreads();
   const std::size_t ck = w.ch(c, hv) * CL * w.K;
