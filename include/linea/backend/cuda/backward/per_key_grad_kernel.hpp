@@ -19,13 +19,14 @@
 
 namespace linea::cuda_detail::bwd {
 
-template <bool Erases>  // (dBk, dBv, M only for an erasing update; dW's tile is also dG's)
+// (dBk, dBv, M and the staged k rows only for an erasing update: one CTA per SM there, while gla's kernel keeps
+// two CTAs per SM within the shared memory budget; dW's tile is also dG's)
+template <bool Erases>
 struct per_key_grad_shape {
-  static constexpr int ut_kv = Erases ? CL * max_kv : 0, ut_cc = Erases ? CL * CL : 0;
+  static constexpr int ut_kv = Erases ? CL * max_kv : 0, ut_cc = Erases ? CL * CL : 0, ut_k = Erases ? CL * LK : 0;
   static constexpr int dw_at = 0, dbk_at = dw_at + CL * max_kv, dbv_at = dbk_at + ut_kv,
-                       n_at = dbv_at + ut_kv, m_at = n_at + CL * CL, g_at = m_at + ut_cc,
-                       gl_at = g_at + CL * LK, de_at = gl_at + max_kv, dwr_at = de_at + CL, scratch_at = dwr_at + CL,
-                       end = scratch_at + gemm_scratch;
+                       n_at = dbv_at + ut_kv, m_at = n_at + CL * CL, g_at = m_at + ut_cc, k_at = g_at + CL * LK,
+                       gl_at = k_at + ut_k, scratch_at = gl_at + max_kv, end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
@@ -41,7 +42,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   const index_t tok0 = w.token(ci.bt, ci.t0);
   extern __shared__ __align__(16) float sm[];
   float *sdW = sm + sh::dw_at, *sdBk = sm + sh::dbk_at, *sdBv = sm + sh::dbv_at, *sN = sm + sh::n_at,
-        *sM = sm + sh::m_at, *sG = sm + sh::g_at, *sdGL = sm + sh::gl_at, *sdE = sm + sh::de_at, *sdWr = sm + sh::dwr_at,
+        *sM = sm + sh::m_at, *sG = sm + sh::g_at, *sK = sm + sh::k_at, *sdGL = sm + sh::gl_at,
         *scratch = sm + sh::scratch_at;
   float* sdG = sdW;  // dG [CL][max_kv] reuses dW's tile once dBk has been formed
 
@@ -66,11 +67,13 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   const index_t ldu = Erases ? w.V : ldv;
   const float scale = w.scale;
 
-  for (int e = tid; e < L * K; e += threads) sG[(e / K) * LK + e % K] = Gk[e];
-  for (int r = tid; r < CL; r += threads) sdE[r] = 0, sdWr[r] = 0;
-  for (int d = tid; d < max_kv; d += threads) sdGL[d] = 0;
+  stage_tile<CL, max_kv>(sG, LK, [&](int r, int d) { return r < L && d < K ? Gk[r * K + d] : 0.f; });
+  if constexpr (Erases)
+    stage_tile<CL, max_kv>(sK, LK, [&](int r, int d) { return r < L && d < K ? k[r * ldq + d] : 0.f; });
   __syncthreads();
   const auto D = [&](int r, int s, int d) { return __expf(sG[r * LK + d] - sG[s * LK + d]); };
+  // k_sd: the staged rows for an erasing update (its intra-chunk loops read them four times), global rows otherwise
+  const auto ks = [&](int s, int d) { return Erases ? sK[s * LK + d] : k[s * ldq + d]; };
 
   if constexpr (Erases) {  // dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW, dA = −(dBv Uᵀ + dBk Wᵀ) (strictly lower)
     block_gemm<64, walk::k, walk::k>(
@@ -106,32 +109,51 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   block_gemm<64, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) {
-        const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc, kx = k[s * ldq + d] * x;
+        const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc;
         dk[s * ldg + d] = x;
-        sdG[s * max_kv + d] -= kx;
-        atomicAdd(&sdGL[d], kx);
+        sdG[s * max_kv + d] -= ks(s, d) * x;
       },
       scratch);
+  // dG_Ld's share of the state write, Σ_s k_sd dk_sd, one channel per thread over dk as the product left it (this
+  // CTA's own global writes, visible after block_gemm's closing barrier) in place of an atomic from every element
+  for (int d = tid; d < K; d += threads) {
+    float x = 0;
+#pragma unroll 8
+    for (int s = 0; s < L; ++s) x = fmaf(ks(s, d), dk[s * ldg + d], x);
+    sdGL[d] = x;
+  }
+  __syncthreads();  // (the loop below adds to dk)
   // the decayed intra-chunk products, per (token, channel)
   for (int e = tid; e < L * K; e += threads) {
     const int r = e / K, d = e % K;
-    const float qr = q[r * ldq + d], kr = k[r * ldq + d];
-    float dqP = 0, dkP = 0;
-    for (int s = 0; s <= r; ++s) dqP = fmaf(sN[r * CL + s] * k[s * ldq + d], D(r, s, d), dqP);
-    for (int t = r; t < L; ++t) dkP = fmaf(sN[t * CL + r] * q[t * ldq + d], D(t, r, d), dkP);
-    float ddk = dkP, dG = qr * dqP - kr * dkP;
-    if constexpr (Erases) {
+    const float qr = q[r * ldq + d], kr = ks(r, d);
+    float dqP = 0, dkP = 0, ddk, dG;
+    if constexpr (Erases) {  // rowA shares dq's decays and k_s, colA dk's decays (each accumulator in the same order)
       const float er = erase(r, d), bk = __expf(sG[r * LK + d]) * sdBk[r * max_kv + d];
       float rowA = 0, colA = 0;
-      for (int s = 0; s < r; ++s) rowA = fmaf(sM[r * CL + s] * k[s * ldq + d], D(r, s, d), rowA);
-      for (int t = r + 1; t < L; ++t) colA = fmaf(sM[t * CL + r] * erase(t, d) * k[t * ldq + d], D(t, r, d), colA);
-      ddk += er * (rowA + bk) + colA;
-      dG += kr * (er * (rowA + bk) - colA);
+      for (int s = 0; s < r; ++s) {
+        const float x = ks(s, d), decay = D(r, s, d);
+        dqP = fmaf(sN[r * CL + s] * x, decay, dqP);
+        rowA = fmaf(sM[r * CL + s] * x, decay, rowA);
+      }
+      dqP = fmaf(sN[r * CL + r] * kr, D(r, r, d), dqP);
+      dkP = fmaf(sN[r * CL + r] * qr, D(r, r, d), dkP);
+      for (int t = r + 1; t < L; ++t) {
+        const float decay = D(t, r, d);
+        dkP = fmaf(sN[t * CL + r] * q[t * ldq + d], decay, dkP);
+        colA = fmaf(sM[t * CL + r] * erase(t, d) * ks(t, d), decay, colA);
+      }
+      ddk = dkP + (er * (rowA + bk) + colA);
+      dG = (qr * dqP - kr * dkP) + kr * (er * (rowA + bk) - colA);
       if constexpr (Channels) {
         if (cd.db.ptr) cd.db(ci.bt, ci.t0 + r, hv, d) = from_float<T>(kr * (rowA + bk));
       } else {
-        atomicAdd(&sdE[r], kr * (rowA + bk));
+        sdBk[r * max_kv + d] = kr * (rowA + bk);  // de_r's term (dBk's element is read only here, by this thread)
       }
+    } else {
+      for (int s = 0; s <= r; ++s) dqP = fmaf(sN[r * CL + s] * ks(s, d), D(r, s, d), dqP);
+      for (int t = r; t < L; ++t) dkP = fmaf(sN[t * CL + r] * q[t * ldq + d], D(t, r, d), dkP);
+      ddk = dkP, dG = qr * dqP - kr * dkP;
     }
     dq[r * ldg + d] += dqP;
     dk[r * ldg + d] += ddk;
@@ -149,7 +171,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
         if (cd.dw.ptr) cd.dw(ci.bt, ci.t0 + r, hv, j) = from_float<T>(v[r * ldv + j] * dbv);
       } else {
         x = gate_w[r * HV] * dbv;
-        atomicAdd(&sdWr[r], v[r * ldv + j] * dbv);
+        sdBv[r * max_kv + j] = v[r * ldv + j] * dbv;  // dw_r's term (read only here, by this thread)
       }
     } else {
       x = dU[r * w.V + j];
@@ -171,8 +193,11 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
       w.dlog_alpha_k[((tok0 + r) * w.HV + hv) * w.K + d] = acc;
     }
   }
-  if (Erases && !Channels)
-    for (int r = tid; r < L; r += threads) w.derase[(tok0 + r) * w.HV + hv] = sdE[r] + sdWr[r];
+  if constexpr (Erases && !Channels)  // de_r + dw_r = Σ_d of dBk's tile + Σ_j of dBv's (the terms left there above)
+    row_sums(
+        L, max_kv,
+        [&](int r, int c) { return (c < K ? sdBk[r * max_kv + c] : 0.f) + (c < V ? sdBv[r * max_kv + c] : 0.f); },
+        [&](int r, float x) { w.derase[(tok0 + r) * w.HV + hv] = x; });
 }
 
 }  // namespace linea::cuda_detail::bwd

@@ -35,16 +35,18 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
   float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sG = sm + sh::g_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at,
         *sB = sm + sh::b_at, *scratch = sm + sh::scratch_at;
 
-  for (int e = tid; e < CL * K; e += threads) {
-    const int r = e / K, d = e % K;
-    const std::size_t at = std::size_t(((tok0 + r) * w.H + h) * w.K + d);
-    sQ[r * LK + d] = r < L ? w.q[at] : 0.f;
-    sK[r * LK + d] = r < L ? w.k[at] : 0.f;
-    if constexpr (Channels) sB[r * LK + d] = r < L ? cg.b[((tok0 + r) * w.HV + hv) * w.K + d] : 0.f;
-  }
-  for (int d = tid; d < K; d += threads) {  // G_rd = Σ_{i≤r} log α_id, one channel per thread
+  // the rows (zeros past L and K), loaded in batches (stage_tile), then G_rd = Σ_{i≤r} log α_id scanned in place
+  const auto row = [&](const float* x, index_t ld) {
+    return [=](int r, int d) { return r < L && d < K ? x[(tok0 + r) * ld + d] : 0.f; };
+  };
+  stage_tile<CL, max_kv>(sQ, LK, row(w.q + h * w.K, w.H * w.K));
+  stage_tile<CL, max_kv>(sK, LK, row(w.k + h * w.K, w.H * w.K));
+  if constexpr (Channels) stage_tile<CL, max_kv>(sB, LK, row(cg.b + hv * w.K, w.HV * w.K));
+  stage_tile<CL, max_kv>(sG, LK, row(w.log_alpha_k + hv * w.K, w.HV * w.K));
+  __syncthreads();
+  for (int d = tid; d < K; d += threads) {  // one channel per thread
     float acc = 0;
-    for (int r = 0; r < CL; ++r) sG[r * LK + d] = acc += r < L ? w.log_alpha_k[((tok0 + r) * w.HV + hv) * w.K + d] : 0.f;
+    for (int r = 0; r < CL; ++r) sG[r * LK + d] = acc += sG[r * LK + d];
   }
   __syncthreads();
   const std::size_t ck = w.ch(c, hv) * CL * w.K;
@@ -60,17 +62,28 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
   float* P = w.P + w.ch(c, hv) * CL * CL;
   const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
   const float* w_tok = w.write + tok0 * w.HV + hv;
-  for (int e = tid; e < CL * CL; e += threads) {
+  for (int e = tid; e < CL * CL; e += threads) {  // the zeros above the diagonal
     const int r = e / CL, s = e % CL;
+    if (s <= r) continue;
+    if (s < L) P[e] = 0;
+    if (Erases) sA[e] = 0;
+  }
+  // the lower triangle (s ≤ r) in warp tasks of one row and 32 columns: rows r < 32 are one task (columns 0..31),
+  // rows r ≥ 32 two, so the 8 warps take 12 tasks each (an element-per-thread walk gave half the warps 16, half 8)
+  static_assert(CL == 64 && threads % 32 == 0, "per_key_prep_kernel: tasks of 32 columns in a 64-token chunk");
+  for (int task = tid / 32; task < CL / 2 + CL; task += threads / 32) {
+    const int r = task < CL / 2 ? task : CL / 2 + (task - CL / 2) / 2;
+    const int s = (task < CL / 2 ? 0 : (task - CL / 2) % 2 * 32) + tid % 32;
+    if (s > r) continue;
     float p = 0, a = 0;
-    if (r < L && s <= r)
+    if (r < L)
       for (int d = 0; d < K; ++d) {
         const float decay = __expf(sG[r * LK + d] - sG[s * LK + d]);
         p = fmaf(sQ[r * LK + d] * sK[s * LK + d], decay, p);
         if (Erases) a = fmaf((Channels ? sB[r * LK + d] : 1.f) * sK[r * LK + d] * sK[s * LK + d], decay, a);
       }
-    if (r < L && s < L) P[r * CL + s] = p;
-    if (Erases) sA[e] = s < r && r < L ? (Channels ? 1.f : e_tok[r * w.HV]) * a : 0.f;
+    if (r < L) P[r * CL + s] = p;
+    if (Erases) sA[r * CL + s] = s < r && r < L ? (Channels ? 1.f : e_tok[r * w.HV]) * a : 0.f;
   }
   if constexpr (Erases) {
     __syncthreads();
