@@ -179,9 +179,9 @@ def for_kernel(x):
     shape, strides, dtype code, device index), read by the extension in ~1 µs where torch's __dlpack__ takes ~5
     (and refuses tensors that need gradients). The caller keeps the tensor alive for the call."""
     if _torch is not None and isinstance(x, _torch.Tensor):
-        code = _CODES.get(x.dtype)
-        if code is None or x.is_conj() or x.is_neg():  # the extension names the dtype in its error; lazy views
-            return x.detach()                          # are materialised by DLPack
+        code = _CODES.get(x.dtype)  # (complex dtypes, the only ones with a lazy conjugate bit, have no code)
+        if code is None or x.is_neg():  # the extension names the dtype in its error; a lazy negation is
+            return x.detach()           # materialised by DLPack
         return (x.data_ptr(), x.shape, x.stride(), code, x.get_device())
     return x
 
