@@ -20,6 +20,8 @@ linea's own keyword arguments, after fla's:
 """
 from __future__ import annotations
 
+import warnings
+
 from . import _arrays as A
 from ._core import forward, options
 
@@ -37,8 +39,14 @@ def _call(op, form, q, k, v, gates, *, scale, initial_state, output_final_state,
           use_qk_l2norm_in_kernel=False, use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
           use_gate_in_kernel=False, A_log=None, dt_bias=None, lower_bound=None, normalize=False,
           ccq_lambda=None, ccq_weighting="uniform", ccq_log_decay=None, ccq_initial_state=None,
-          output_ccq_state=False, ssm_state_indices=None, chunk_size=64):
+          output_ccq_state=False, ssm_state_indices=None, chunk_size=64, transpose_state_layout=None):
     # This runs every call (bench/python_overhead.py): the common path is a few dict stores and one cached lookup.
+    if transpose_state_layout is not None:  # fla's legacy name of state_v_first: a warning, and not both
+        if state_v_first:
+            raise ValueError("linea: give state_v_first or its legacy name transpose_state_layout, not both")
+        warnings.warn("transpose_state_layout is deprecated; use state_v_first (as fla)", DeprecationWarning,
+                      stacklevel=3)
+        state_v_first = bool(transpose_state_layout)
     pool = initial_state
     if state_v_first and initial_state is not None:
         # fla's state_v_first: states [N, HV, V, K]. linea's are [N, HV, K, V] and linea takes strides: the same

@@ -211,3 +211,18 @@ def test_state_v_first_decode_pool_is_updated_in_place():
     assert h2 is pool_vk
     np.testing.assert_array_equal(o1, o2)
     np.testing.assert_array_equal(pool, pool_vk.swapaxes(-1, -2))
+
+
+def test_transpose_state_layout_is_fla_legacy_name_of_state_v_first():
+    args, kw = random_call("gated_delta_rule", "fused_recurrent", np.float32)
+    HV, K, V = args[2].shape[2], args[0].shape[3], args[2].shape[3]
+    h0_vk = np.random.default_rng(8).standard_normal((args[0].shape[0], HV, V, K)).astype(np.float32)
+    o1, h1 = linea.fused_recurrent_gated_delta_rule(*args, **kw, initial_state=h0_vk, output_final_state=True,
+                                                    state_v_first=True)
+    with pytest.warns(DeprecationWarning):
+        o2, h2 = linea.fused_recurrent_gated_delta_rule(*args, **kw, initial_state=h0_vk, output_final_state=True,
+                                                        transpose_state_layout=True)
+    np.testing.assert_array_equal(o1, o2)
+    np.testing.assert_array_equal(h1, h2)
+    with pytest.raises(ValueError, match="not both"):
+        linea.fused_recurrent_gated_delta_rule(*args, **kw, state_v_first=True, transpose_state_layout=True)
