@@ -40,9 +40,16 @@
 
 // The backward of (Rule, Read), float32 and bf16 inputs: what linea's binaries call (the Python module and the
 // conformance runner float32, the benchmark bf16, the tests both); fp16 is instantiated where it is called.
+// Two declarations: backward_impl<cuda>::run (the entry, host side) and cuda_detail::bwd::run (the launches). nvcc
+// honours `extern template` on the device side only for a namespace-scope function template: for the member
+// template alone, a unit still compiles every kernel its body reaches. (bwd::run's signature changing means
+// changing the second line here.)
 #define LINEA_CUDA_BACKWARD_INSTANCE(prefix, Rule, Read, T)                                                   \
   prefix template void linea::detail::backward_impl<linea::backend::cuda>::run<Rule, Read, T, float>(        \
-      const linea::arguments<T, float>&, const linea::gradients<T, float>&, const linea::cuda::launch&);
+      const linea::arguments<T, float>&, const linea::gradients<T, float>&, const linea::cuda::launch&);     \
+  prefix template void linea::cuda_detail::bwd::run<Rule, T>(const linea::arguments<T, float>&,              \
+                                                             const linea::gradients<T, float>&,              \
+                                                             const linea::problem&, const linea::cuda::launch&);
 
 #define LINEA_CUDA_BACKWARD_INSTANCES(prefix, Rule, Read)                                                     \
   LINEA_CUDA_BACKWARD_INSTANCE(prefix, Rule, Read, float)                                                     \
