@@ -87,39 +87,102 @@ def case(label, kind, x, form, n, pool=None):
     return label, kind, t_kernel, t_bind, t_py
 
 
-def large(rule="gated_delta_rule", B=8, T=4096, H=16, K=128, V=128, reps=20):
-    """The torch CUDA path against the kernel at bench/cuda's shape (bf16, chunkwise): CUDA events, median."""
-    dev, dt = "cuda", torch.bfloat16
-    x = {k: torch.from_numpy(a).to(dev, dt) for k, a in inputs(B, T, H, K, V).items()}
-    f = lambda: linea.chunk_gated_delta_rule(x["q"], x["k"], x["v"], x["g"], x["beta"])  # noqa: E731
-    arrays = dict(x, o=torch.empty(B, T, H, V, device=dev, dtype=dt))
-    native = _core.Options(form="chunkwise").native("cuda", "bfloat16", _core.A.stream_of(x["q"]))
+def _bench_inputs(rule, B, T, H, K, V, dt, seed=0):
+    """Inputs of linea.chunk_<rule> at bench/cuda's shape, every tensor in dt (bench/cuda's inputs are all bf16:
+    no widening), with the final state written, as bench/cuda's chunkwise rows do."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    rnd = lambda *shape: torch.randn(*shape, device="cuda", generator=g)  # noqa: E731
+    q, k, v = rnd(B, T, H, K), rnd(B, T, H, K), rnd(B, T, H, V)
+    k = k / k.norm(dim=-1, keepdim=True)
+    logdecay = lambda *shape: -torch.nn.functional.softplus(-rnd(*shape)) / 4  # noqa: E731
+    gates = {
+        "linear_attn": ((), {"normalize": False}),  # bench/cuda times the additive rule without the normaliser
+        "simple_gla": ((logdecay(B, T, H),), {}),
+        "gla": ((logdecay(B, T, H, K),), {}),
+        "delta_rule": ((rnd(B, T, H).sigmoid(),), {}),
+        "gated_delta_rule": ((logdecay(B, T, H), rnd(B, T, H).sigmoid()), {}),
+        "kda": ((logdecay(B, T, H, K), rnd(B, T, H).sigmoid()), {}),
+        "gdn2": ((logdecay(B, T, H, K), rnd(B, T, H, K).sigmoid(), rnd(B, T, H, V).sigmoid()), {}),
+    }[rule]
+    args = tuple(x.to(dt) for x in (q, k, v) + gates[0])
+    return args, dict(gates[1], output_final_state=True)
 
-    def median_ms(g, per_call=1):
+
+# linea's op names (fla's), as bench/cuda prints them too.
+_RULES = ("linear_attn", "simple_gla", "gla", "delta_rule", "gated_delta_rule", "kda", "gdn2")
+
+
+def _cpp_chunk_ms(path):
+    """{rule: ms} of bench/cuda's chunkwise rows (identity read, V = 128, no in-kernel norm) from its JSON lines."""
+    import json
+
+    out = {}
+    for line in open(path):
+        try:
+            r = json.loads(line)
+        except ValueError:
+            continue
+        if r.get("kind") == "chunkwise" and r.get("read", "identity") == "identity" and r.get("V", 128) == 128 \
+                and not r.get("qk_l2norm", False) and "rule" in r and r["rule"] not in out:
+            out[r["rule"]] = r["ms"]
+    return out
+
+
+def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup=3):
+    """The torch CUDA path (linea.chunk_<rule>, bf16) against the kernel at bench/cuda's shape, timed as bench/cuda
+    times (bench/cuda/bench_cuda.cu, time_ms): CUDA events around `calls` back-to-back calls, the median of
+    `repeats`, after `warmup` calls. With `cpp` (bench/cuda's JSON lines from the same machine), also the ratio to
+    bench/cuda's own figure."""
+    ref = _cpp_chunk_ms(cpp) if cpp else {}
+
+    def median_ms(g):
+        for _ in range(warmup):
+            g()
         times = []
-        for _ in range(reps):
+        for _ in range(repeats):
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
-            g()
+            for _ in range(calls):
+                g()
             b.record()
             b.synchronize()
-            times.append(a.elapsed_time(b) / per_call)
+            times.append(a.elapsed_time(b) / calls)
         return sorted(times)[len(times) // 2]
 
-    with torch.no_grad():
-        f(), torch.cuda.synchronize()
-        t_py = median_ms(f)
-        native.repeat = 10
-        t_kernel = median_ms(lambda: _linea.forward(rule, arrays, native), 10)
-        native.repeat = 1
-    print(f"\n{rule} chunk, B={B} T={T} H={H} K=V={K} bf16: linea.chunk_{rule} (torch CUDA) {t_py:.3f} ms, "
-          f"kernel alone (C++ loop) {t_kernel:.3f} ms, ratio {t_py / t_kernel:.3f}")
+    print(f"\nchunk_* at B={B} T={T} H={H} K=V={K}, bf16, final state written (CUDA events, median of {repeats} x "
+          f"{calls} calls)\n")
+    print("| rule | linea.chunk_* (torch) ms | _linea.forward ms | C++ loop in the module ms | bench/cuda ms | "
+          "torch / bench/cuda |")
+    print("|---|---|---|---|---|---|")
+    for rule in _RULES:
+        args, kw = _bench_inputs(rule, B, T, H, K, V, torch.bfloat16)
+        f = getattr(linea, f"chunk_{rule}")
+        with torch.no_grad():
+            t_py = median_ms(lambda: f(*args, **kw))  # noqa: B023
+            q, k, v = args[:3]
+            x = {"q": q, "k": k, "v": v}
+            x.update(zip({"linear_attn": (), "simple_gla": ("g",), "gla": ("gk",), "delta_rule": ("beta",),
+                          "gated_delta_rule": ("g", "beta"), "kda": ("gk", "beta"), "gdn2": ("gk", "b", "w")}[rule],
+                         args[3:]))
+            arrays = {n: _core.A.for_kernel(t) for n, t in x.items()}
+            arrays["o"] = _core.A.for_kernel(torch.empty(B, T, H, V, device="cuda", dtype=torch.bfloat16))
+            arrays["final_state"] = _core.A.for_kernel(torch.empty(B, H, K, V, device="cuda"))
+            native = _core.Options(form="chunkwise").native("cuda", "bfloat16", _core.A.stream_of(q))
+            t_bind = median_ms(lambda: _linea.forward(rule, arrays, native))  # noqa: B023
+            native.repeat = calls
+            t_loop = median_ms(lambda: _linea.forward(rule, arrays, native)) / calls  # noqa: B023
+            native.repeat = 1
+        cpp_ms = ref.get(rule)
+        ratio = f"{t_py / cpp_ms:.3f}" if cpp_ms else "-"
+        print(f"| {rule} | {t_py:.3f} | {t_bind:.3f} | {t_loop:.3f} | {cpp_ms if cpp_ms else '-'} | {ratio} |",
+              flush=True)
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("-n", type=int, default=2000, help="calls per timing")
-    p.add_argument("--large", action="store_true", help="also the 8x4096 CUDA comparison")
+    p.add_argument("--large", action="store_true", help="also the 8x4096 CUDA comparison, every rule")
+    p.add_argument("--cpp", help="bench/cuda's JSON lines (linea_cuda_bench --chunk-only --no-ccq) to compare with")
     args = p.parse_args()
     linea.set_num_threads(1)
     rows = []
@@ -137,7 +200,7 @@ def main():
     for label, kind, tk, tb, tp in rows:
         print(f"| {label} | {kind} | {tk:.1f} | {tb:.1f} | {tp:.1f} | {tp - tk:.1f} |")
     if args.large and "torch-cuda" in kinds:
-        large()
+        large(args.cpp)
 
 
 if __name__ == "__main__":

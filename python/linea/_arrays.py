@@ -57,6 +57,10 @@ def dtype_name(x) -> str:
 
 def storage_of(q, name: str = "q") -> str:
     """The storage type of a call: q's dtype, which must be one linea computes in."""
+    if isinstance(q, np.ndarray):  # the common case first (this runs every call)
+        d = _NUMPY_NAMES.get(q.dtype)
+        if d in _FLOATS:
+            return d
     if not (is_torch(q) or isinstance(q, np.ndarray)):
         raise TypeError(f"linea: argument '{name}' is a {type(q).__name__}; expected a numpy array or a torch tensor")
     d = dtype_name(q)
@@ -71,6 +75,9 @@ def state_dtype(storage: str) -> str:
 
 
 def _np_dtype(name: str):
+    d = _NP_DTYPES.get(name)
+    if d is not None:
+        return d
     if name == "bfloat16":
         if _ml_dtypes is None:
             raise TypeError("linea: bfloat16 numpy arrays need the ml_dtypes package")
@@ -82,11 +89,13 @@ def _torch_dtype(name: str):
     return getattr(_torch, name)
 
 
-def empty(like, shape, dtype: str):
+def empty(like, shape: tuple, dtype: str):
     """An uninitialised array of the same kind (and device) as `like`."""
+    if isinstance(like, np.ndarray):
+        return np.empty(shape, _np_dtype(dtype))
     if is_torch(like):
-        return _torch.empty(tuple(shape), dtype=_torch_dtype(dtype), device=like.device)
-    return np.empty(tuple(shape), dtype=_np_dtype(dtype))
+        return _torch.empty(shape, dtype=_torch_dtype(dtype), device=like.device)
+    return np.empty(shape, _np_dtype(dtype))
 
 
 def zeros(like, shape, dtype: str):
@@ -113,6 +122,8 @@ def cast(x, dtype: str, like=None):
 def index_array(x, dtypes: tuple, name: str, on_device: bool = False):
     """cu_seqlens (int64 or int32) / state_indices (int32), contiguous. A CUDA tensor stays on its device for a
     CUDA call (the kernels read it there, as fla's); otherwise the array is on the host (linea reads it there)."""
+    if isinstance(x, np.ndarray) and _NUMPY_NAMES.get(x.dtype) in dtypes and x.flags.c_contiguous:
+        return x  # the common case (this runs every call that gives one)
     if is_torch(x):
         if x.device.type != "cpu" and not on_device:
             x = x.cpu()
@@ -136,6 +147,13 @@ def flat(x):
     return x.reshape(-1)
 
 
+def swap_last(x):
+    """x with its last two axes swapped, a view (fla's state_v_first layout [N, HV, V, K] <-> linea's [N, HV, K, V])."""
+    if is_torch(x):
+        return x.transpose(-1, -2)
+    return np.swapaxes(x, -1, -2)
+
+
 def broadcast(x, shape):
     """x broadcast to shape without a copy (stride 0 where it repeats): fla's g_gamma as a [B, T, H] gate."""
     if is_torch(x):
@@ -144,6 +162,8 @@ def broadcast(x, shape):
 
 
 _NUMPY_NAMES = {np.dtype(n): n for n in ("float32", "float64", "float16", "int32", "int64")}
+_NP_DTYPES = {n: d for d, n in _NUMPY_NAMES.items()}  # name -> numpy dtype, without np.dtype()'s parsing
+_FLOATS = frozenset(STORAGE)
 _TORCH_NAMES = {}  # torch dtype -> its name, without str()'s cost
 if _torch is not None:
     _TORCH_NAMES = {_torch.float32: "float32", _torch.float64: "float64", _torch.bfloat16: "bfloat16",
@@ -159,9 +179,9 @@ def for_kernel(x):
     shape, strides, dtype code, device index), read by the extension in ~1 µs where torch's __dlpack__ takes ~5
     (and refuses tensors that need gradients). The caller keeps the tensor alive for the call."""
     if _torch is not None and isinstance(x, _torch.Tensor):
-        code = _CODES.get(x.dtype)
-        if code is None or x.is_conj() or x.is_neg():  # the extension names the dtype in its error; lazy views
-            return x.detach()                          # are materialised by DLPack
+        code = _CODES.get(x.dtype)  # (complex dtypes, the only ones with a lazy conjugate bit, have no code)
+        if code is None or x.is_neg():  # the extension names the dtype in its error; a lazy negation is
+            return x.detach()           # materialised by DLPack
         return (x.data_ptr(), x.shape, x.stride(), code, x.get_device())
     return x
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from . import _arrays as A
 from . import _linea
@@ -52,7 +52,8 @@ INDEX_INPUTS = ("cu_seqlens", "state_indices")
 
 @dataclass
 class Options:
-    """The scalar options of one call (linea::arguments' option fields)."""
+    """The scalar options of one call (linea::arguments' option fields). Those of options() are shared by every
+    call with the same values: treat them as immutable."""
     form: str = "recurrent"  # recurrent | chunkwise | step
     read: str = "identity"  # identity | ccq_uniform | ccq_decayed
     scale: float | None = None
@@ -61,13 +62,13 @@ class Options:
     normalize: bool = False
     lower_bound: float | None = None
     chunk_size: int = 64
+    _natives: dict = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def native(self, backend: str, dtype: str, stream: int = 0):
-        """The extension's options object. Built once per distinct set of options and kept (setting its twelve
-        fields costs more than the call's other Python work), the stream set per call."""
-        key = (self.form, self.read, self.scale, self.qk_l2norm, self.beta_act, self.normalize, self.lower_bound,
-               self.chunk_size, backend, dtype, _threads)
-        o = _native.get(key)
+        """The extension's options object. Built once per (options, backend, dtype, threads) and kept (setting its
+        twelve fields costs more than the call's other Python work), the stream set per call."""
+        key = (backend, dtype, _threads)
+        o = self._natives.get(key)
         if o is None:
             o = _linea.options()
             o.form, o.read, o.backend, o.dtype = self.form, self.read, backend, dtype
@@ -75,15 +76,25 @@ class Options:
             o.qk_l2norm, o.beta_act, o.normalize = bool(self.qk_l2norm), int(self.beta_act), bool(self.normalize)
             o.lower_bound = None if self.lower_bound is None else float(self.lower_bound)
             o.chunk_size, o.threads = int(self.chunk_size), _threads
-            if len(_native) > 1024:  # options that vary call by call (a scale per call): keep the cache bounded
-                _native.clear()
-            _native[key] = o
+            self._natives[key] = o
         if o.stream != stream:
             o.stream = stream
         return o
 
 
-_native: dict = {}
+_options: dict = {}
+
+
+def options(form: str, read: str = "identity", scale=None, qk_l2norm: bool = False, beta_act: int = 0,
+            normalize: bool = False, lower_bound=None, chunk_size: int = 64) -> Options:
+    """The Options of these values: one object per distinct set, kept (a call builds none)."""
+    key = (form, read, scale, qk_l2norm, beta_act, normalize, lower_bound, chunk_size)
+    o = _options.get(key)
+    if o is None:
+        if len(_options) > 1024:  # options that vary call by call (a scale per call): keep the cache bounded
+            _options.clear()
+        o = _options[key] = Options(*key)
+    return o
 
 
 def _rank(x, name: str, rank: int, what: str):
@@ -95,10 +106,15 @@ def _rank(x, name: str, rank: int, what: str):
 
 def output_shapes(x, opts: Options):
     """The shapes of o, the states [N, HV, K, V] and the CCQ statistics, from q and v (linea checks the rest)."""
-    B, T, H, K = _rank(x["q"], "q", 4, "[B, T, H, K]")
-    _, _, HV, V = _rank(x["v"], "v", 4, "[B, T, HV, V]")
-    cu, pool = x.get("cu_seqlens"), x.get("state_indices")
-    if pool is not None:  # the decode step's pool: the states given are updated in place
+    sq, sv = x["q"].shape, x["v"].shape
+    if len(sq) != 4:
+        _rank(x["q"], "q", 4, "[B, T, H, K]")
+    if len(sv) != 4:
+        _rank(x["v"], "v", 4, "[B, T, HV, V]")
+    B, T, H, K = sq
+    HV, V = sv[2], sv[3]
+    cu = x.get("cu_seqlens")
+    if x.get("state_indices") is not None:  # the decode step's pool: the states given are updated in place
         N = None
     elif cu is not None:
         N = len(cu) - 1
@@ -128,36 +144,44 @@ def compute_dtype(storage: str, backend: str, read: str = "identity", gates_floa
     return "float32" if storage in ("bfloat16", "float16") else storage
 
 
+# What each argument name is to prepare(): an input in the call's dtype, a state (or CCQ statistic), a gate
+# parameter (float32), or an index array.
+_INPUT, _STATE, _PARAM, _INDEX = range(4)
+_KIND = {name: (_PARAM if is_state is None else _STATE if is_state else _INPUT) for name, _, is_state in INPUTS}
+_KIND.update(cu_seqlens=_INDEX, state_indices=_INDEX)
+_INDEX_DTYPES = {"cu_seqlens": ("int64", "int32"), "state_indices": ("int32",)}
+_HALF = ("bfloat16", "float16")
+
+
 def prepare(x: dict, storage: str, backend: str, read: str = "identity") -> tuple[dict, str]:
     """Inputs as the kernel takes them, in compute_dtype; states and CCQ statistics in the state type (fla accepts
-    any float dtype for h0); gate parameters in float32."""
-    gates_float32 = storage in ("bfloat16", "float16") and any(
+    any float dtype for h0); gate parameters in float32. One pass over the arguments given (this runs every call:
+    bench/python_overhead.py)."""
+    gates_float32 = storage in _HALF and any(
         x.get(n) is not None and A.dtype_name(x[n]) == "float32" for n in GATES)
     compute = compute_dtype(storage, backend, read, gates_float32)
     widen = compute != storage
-    state = A.state_dtype(compute)
+    state = "float64" if compute == "float64" else "float32"
     q = x["q"]
+    # The decode step updates its pool in place: a copy in another dtype would lose the update.
     step = x.get("state_indices") is not None
+    device = backend == "cuda"
     out = {}
-    for name, _, is_state in INPUTS:
-        v = x.get(name)
+    for name, v in x.items():
         if v is None:
             continue
-        if is_state is None:
-            v = A.cast(v, "float32", like=q)
-        elif is_state:
-            # The decode step updates its pool in place: a copy in another dtype would lose the update.
+        kind = _KIND[name]
+        if kind == _INPUT:
+            if widen:
+                v = A.cast(v, compute)
+        elif kind == _STATE:
             if not step:
                 v = A.cast(v, state, like=q)
-        elif widen:
-            v = A.cast(v, compute)
+        elif kind == _PARAM:
+            v = A.cast(v, "float32", like=q)
+        else:
+            v = A.index_array(v, _INDEX_DTYPES[name], name, on_device=device)
         out[name] = v
-    device = backend == "cuda"
-    cu, rows = x.get("cu_seqlens"), x.get("state_indices")
-    if cu is not None:
-        out["cu_seqlens"] = A.index_array(cu, ("int64", "int32"), "cu_seqlens", on_device=device)
-    if rows is not None:
-        out["state_indices"] = A.index_array(rows, ("int32",), "state_indices", on_device=device)
     return out, compute
 
 
@@ -166,25 +190,26 @@ def run_kernel(op: str, x: dict, opts: Options, backend: str, storage: str, want
     arrays passed (x and the outputs, held here) outlive the extension's call."""
     q = x["q"]
     o_shape, N, HV, K, V = output_shapes(x, opts)
-    state = A.state_dtype(storage)
+    state = "float64" if storage == "float64" else "float32"
     o = A.empty(q, o_shape, storage)
-    arrays = {name: A.for_kernel(v) for name, v in x.items()}
-    arrays["o"] = A.for_kernel(o)
     final = stats = None
     if opts.form == "step":  # the pool given is updated in place (fla's inplace_final_state)
         final = x.get("initial_state")
-        if final is not None:
-            arrays["final_state"] = A.for_kernel(final)
         if opts.read != "identity" and x.get("ccq.C0") is not None:
             stats = (x["ccq.C0"], x["ccq.m0"], x["ccq.z0"])
-            arrays["ccq.C"], arrays["ccq.m"], arrays["ccq.z"] = (A.for_kernel(s) for s in stats)
     else:
         if want_final:
             final = A.empty(q, (N, HV, K, V), state)
-            arrays["final_state"] = A.for_kernel(final)
         if want_ccq:
             stats = (A.empty(q, (N, HV, K, K), state), A.empty(q, (N, HV, K), state), A.empty(q, (N, HV), state))
-            arrays["ccq.C"], arrays["ccq.m"], arrays["ccq.z"] = (A.for_kernel(s) for s in stats)
+    arrays = dict(x)
+    arrays["o"] = o
+    if final is not None:
+        arrays["final_state"] = final
+    if stats is not None:
+        arrays["ccq.C"], arrays["ccq.m"], arrays["ccq.z"] = stats
+    if A.is_torch(q):  # numpy arrays go as they are; torch tensors as their descriptions
+        arrays = {name: A.for_kernel(v) for name, v in arrays.items()}
     _linea.forward(op, arrays, opts.native(backend, storage, A.stream_of(q) if backend == "cuda" else 0))
     return o, (final if want_final else None), (stats if want_ccq else None)
 

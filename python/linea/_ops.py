@@ -20,8 +20,10 @@ linea's own keyword arguments, after fla's:
 """
 from __future__ import annotations
 
+import warnings
+
 from . import _arrays as A
-from ._core import Options, forward
+from ._core import forward, options
 
 _READS = {"uniform": "ccq_uniform", "decayed": "ccq_decayed"}
 
@@ -33,17 +35,26 @@ def _unsupported(**options):
             raise ValueError(f"linea: fla's option {name}={value!r} is not supported by linea")
 
 
-def _call(op, form, q, k, v, gates, *, scale, initial_state, output_final_state, cu_seqlens,
+def _call(op, form, q, k, v, gates, *, scale, initial_state, output_final_state, cu_seqlens, state_v_first=False,
           use_qk_l2norm_in_kernel=False, use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
           use_gate_in_kernel=False, A_log=None, dt_bias=None, lower_bound=None, normalize=False,
           ccq_lambda=None, ccq_weighting="uniform", ccq_log_decay=None, ccq_initial_state=None,
-          output_ccq_state=False, ssm_state_indices=None, chunk_size=64):
+          output_ccq_state=False, ssm_state_indices=None, chunk_size=64, transpose_state_layout=None):
+    # This runs every call (bench/python_overhead.py): the common path is a few dict stores and one cached lookup.
+    if transpose_state_layout is not None:  # fla's legacy name of state_v_first: a warning, and not both
+        if state_v_first:
+            raise ValueError("linea: give state_v_first or its legacy name transpose_state_layout, not both")
+        warnings.warn("transpose_state_layout is deprecated; use state_v_first (as fla)", DeprecationWarning,
+                      stacklevel=3)
+        state_v_first = bool(transpose_state_layout)
+    pool = initial_state
+    if state_v_first and initial_state is not None:
+        # fla's state_v_first: states [N, HV, V, K]. linea's are [N, HV, K, V] and linea takes strides: the same
+        # memory seen transposed, no copy (a decode pool is still updated in place).
+        initial_state = A.swap_last(initial_state)
     x = {"q": q, "k": k, "v": v, "initial_state": initial_state, "cu_seqlens": cu_seqlens}
     x.update(gates)
-    opts = Options(form=form, scale=scale, qk_l2norm=use_qk_l2norm_in_kernel, normalize=normalize,
-                   chunk_size=chunk_size)
-    if use_beta_sigmoid_in_kernel:
-        opts.beta_act = 2 if allow_neg_eigval else 1
+    beta_act = (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0
     if use_gate_in_kernel:
         if A_log is None:
             if lower_bound is None:
@@ -53,24 +64,29 @@ def _call(op, form, q, k, v, gates, *, scale, initial_state, output_final_state,
             A_log = A.zeros(q, (HV,), "float32")
         # fla shapes them [HV] or e.g. [1, 1, HV, 1] / [HV, K]; linea's are flat: [HV], [HV] or [HV·K].
         x["gate.A_log"], x["gate.dt_bias"] = A.flat(A_log), A.flat(dt_bias)
-        opts.lower_bound = lower_bound
+    else:
+        lower_bound = None
     if ssm_state_indices is not None:
         if form != "recurrent":
             raise ValueError("linea: ssm_state_indices (the decode step) belongs to the fused_recurrent_* functions")
         if initial_state is None:
             raise ValueError("linea: ssm_state_indices needs the state pool as initial_state [N, HV, K, V]")
-        opts.form = "step"
+        form = "step"
         x["state_indices"] = ssm_state_indices
+    read = "identity"
     if ccq_lambda is not None:
         if ccq_weighting not in _READS:
             raise ValueError(f"linea: ccq_weighting={ccq_weighting!r}; use 'uniform' or 'decayed'")
-        opts.read = _READS[ccq_weighting]
+        read = _READS[ccq_weighting]
         x["ccq.lambda"], x["ccq.log_decay"] = ccq_lambda, ccq_log_decay
         if ccq_initial_state is not None:
             x["ccq.C0"], x["ccq.m0"], x["ccq.z0"] = ccq_initial_state
     elif ccq_log_decay is not None or ccq_initial_state is not None or output_ccq_state:
         raise ValueError("linea: the ccq_* arguments need ccq_lambda (the CCQ read)")
+    opts = options(form, read, scale, use_qk_l2norm_in_kernel, beta_act, normalize, lower_bound, chunk_size)
     o, ht, stats = forward(op, x, opts, want_final=output_final_state, want_ccq=output_ccq_state)
+    if state_v_first and ht is not None:
+        ht = pool if form == "step" else A.swap_last(ht)  # [N, HV, V, K], as fla returns it
     return (o, ht, stats) if output_ccq_state else (o, ht)
 
 
@@ -106,13 +122,13 @@ def fused_recurrent_linear_attn(q, k, v, scale=None, initial_state=None, output_
 
 
 def _simple_gla(form, q, k, v, g, g_gamma, cu_seqlens, state_v_first, linea_kw, **fla_kw):
-    _unsupported(state_v_first=state_v_first)
     if (g is None) == (g_gamma is None):
         raise ValueError("linea: simple_gla takes exactly one of g [B, T, HV] and g_gamma [HV]")
     if g is None:  # a constant per-head log decay: g_gamma seen as [B, T, HV] with stride 0 over B and T
         B, T, HV = tuple(q.shape)[0], tuple(q.shape)[1], tuple(v.shape)[2]
         g = A.broadcast(g_gamma, (B, T, HV))
-    return _call("simple_gla", form, q, k, v, {"g": g}, cu_seqlens=cu_seqlens, **fla_kw, **linea_kw)
+    return _call("simple_gla", form, q, k, v, {"g": g}, cu_seqlens=cu_seqlens, state_v_first=state_v_first,
+                 **fla_kw, **linea_kw)
 
 
 def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None, initial_state=None, output_final_state=False,
@@ -136,19 +152,20 @@ def chunk_gla(q, k, v, g, scale=None, initial_state=None, output_final_state=Fal
               cu_seqlens=None, cu_seqlens_cpu=None, **linea_kw):
     """GLA: S_t = Diag(exp(g_t)) S_{t-1} + k_t v_tᵀ with a per-key log decay g [B, T, HV, K], chunkwise.
     Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
-    _unsupported(state_v_first=state_v_first)
     return _call("gla", "chunkwise", q, k, v, {"gk": g}, scale=scale, initial_state=initial_state,
-                 output_final_state=output_final_state, cu_seqlens=cu_seqlens, **linea_kw)
+                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                 state_v_first=state_v_first, **linea_kw)
 
 
 def fused_recurrent_gla(q, k, v, gk=None, gv=None, scale=None, initial_state=None, output_final_state=False,
                         reverse=False, state_v_first=False, cu_seqlens=None, **linea_kw):
     """GLA, recurrent form (gk [B, T, HV, K]; or the decode step with ssm_state_indices). Returns (o, final state)."""
-    _unsupported(reverse=reverse, state_v_first=state_v_first, gv=gv is not None)
+    _unsupported(reverse=reverse, gv=gv is not None)
     if gk is None:
         raise ValueError("linea: fused_recurrent_gla needs gk [B, T, HV, K] (a gate-free GLA is linear_attn)")
     return _call("gla", "recurrent", q, k, v, {"gk": gk}, scale=scale, initial_state=initial_state,
-                 output_final_state=output_final_state, cu_seqlens=cu_seqlens, **linea_kw)
+                 output_final_state=output_final_state, cu_seqlens=cu_seqlens,
+                 state_v_first=state_v_first, **linea_kw)
 
 
 def chunk_delta_rule(q, k, v, beta, scale=None, initial_state=None, output_final_state=False,
@@ -177,12 +194,13 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, out
                            cp_context=None, use_gate_in_kernel=False, A_log=None, dt_bias=None, **linea_kw):
     """Gated DeltaNet: S' = exp(g_t) S_{t-1}, S_t = S' + β_t k_t (v_t − S'ᵀk_t)ᵀ, g and beta [B, T, HV], chunkwise. With use_gate_in_kernel, g holds logits: g = −exp(A_log)·softplus(g + dt_bias), A_log, dt_bias [HV].
     Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
-    _unsupported(state_v_first=state_v_first, cp_context=cp_context is not None)
+    _unsupported(cp_context=cp_context is not None)
     return _call("gated_delta_rule", "chunkwise", q, k, v, {"g": g, "beta": beta}, scale=scale,
                  initial_state=initial_state, output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                  use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
                  use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
-                 use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, **linea_kw)
+                 use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias,
+                 state_v_first=state_v_first, **linea_kw)
 
 
 def fused_recurrent_gated_delta_rule(q, k, v, g=None, gk=None, gv=None, beta=None, scale=None, initial_state=None,
@@ -192,7 +210,7 @@ def fused_recurrent_gated_delta_rule(q, k, v, g=None, gk=None, gv=None, beta=Non
                                      cu_seqlens=None, **linea_kw):
     """Gated DeltaNet, recurrent form (or the decode step with ssm_state_indices). fla's gk here is KDA's gate:
     given gk instead of g, the call is linea's kda. Returns (o, final state)."""
-    _unsupported(state_v_first=state_v_first, gv=gv is not None)
+    _unsupported(gv=gv is not None)
     if beta is None:
         beta = A.zeros(q, tuple(v.shape)[:3], A.storage_of(q))
         beta[...] = 1
@@ -206,7 +224,8 @@ def fused_recurrent_gated_delta_rule(q, k, v, g=None, gk=None, gv=None, beta=Non
                  output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                  use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
                  use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
-                 use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, **linea_kw)
+                 use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias,
+                 state_v_first=state_v_first, **linea_kw)
 
 
 def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_state=False,
@@ -217,14 +236,13 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     """KDA: the delta rule with a per-key log decay g [B, T, HV, K], beta [B, T, HV], chunkwise. With
     use_gate_in_kernel, g holds logits: −exp(A_log)·softplus(g + dt_bias), or lower_bound·σ(exp(A_log)(g + dt_bias))
     with lower_bound; A_log [HV], dt_bias [HV·K]. Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
-    _unsupported(return_intermediate_states=return_intermediate_states, state_v_first=state_v_first,
-                 cp_context=cp_context is not None)
+    _unsupported(return_intermediate_states=return_intermediate_states, cp_context=cp_context is not None)
     return _call("kda", "chunkwise", q, k, v, {"gk": g, "beta": beta}, scale=scale, initial_state=initial_state,
                  output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                  use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
                  use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
                  use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
-                 **linea_kw)
+                 state_v_first=state_v_first, **linea_kw)
 
 
 def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, initial_state=None,
@@ -232,13 +250,12 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
                         use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False, lower_bound=None,
                         state_v_first=False, cu_seqlens=None, **linea_kw):
     """KDA, recurrent form (or the decode step with ssm_state_indices). Returns (o, final state)."""
-    _unsupported(state_v_first=state_v_first)
     return _call("kda", "recurrent", q, k, v, {"gk": g, "beta": beta}, scale=scale, initial_state=initial_state,
                  output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                  use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
                  use_beta_sigmoid_in_kernel=use_beta_sigmoid_in_kernel, allow_neg_eigval=allow_neg_eigval,
                  use_gate_in_kernel=use_gate_in_kernel, A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
-                 **linea_kw)
+                 state_v_first=state_v_first, **linea_kw)
 
 
 def chunk_gdn2(q, k, v, g, b, w, scale=None, initial_state=None, output_final_state=False,
@@ -247,22 +264,23 @@ def chunk_gdn2(q, k, v, g, b, w, scale=None, initial_state=None, output_final_st
                state_v_first=False, A_log=None, dt_bias=None, **linea_kw):
     """Gated DeltaNet-2: per-key log decay g [B, T, HV, K], erase gate b [B, T, HV, K], write gate w [B, T, HV, V]:
     u_t = w_t ⊙ v_t − S'ᵀ(b_t ⊙ k_t), chunkwise. Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
-    _unsupported(return_intermediate_states=return_intermediate_states, state_v_first=state_v_first)
+    _unsupported(return_intermediate_states=return_intermediate_states)
     return _call("gdn2", "chunkwise", q, k, v, {"gk": g, "b": b, "w": w}, scale=scale, initial_state=initial_state,
                  output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                  use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_gate_in_kernel=use_gate_in_kernel,
-                 A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, **linea_kw)
+                 A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
+                 state_v_first=state_v_first, **linea_kw)
 
 
 def fused_recurrent_gdn2(q, k, v, g, b, w, A_log=None, dt_bias=None, scale=None, initial_state=None,
                          output_final_state=False, use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
                          lower_bound=None, state_v_first=False, cu_seqlens=None, **linea_kw):
     """Gated DeltaNet-2, recurrent form (or the decode step with ssm_state_indices). Returns (o, final state)."""
-    _unsupported(state_v_first=state_v_first)
     return _call("gdn2", "recurrent", q, k, v, {"gk": g, "b": b, "w": w}, scale=scale, initial_state=initial_state,
                  output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                  use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_gate_in_kernel=use_gate_in_kernel,
-                 A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound, **linea_kw)
+                 A_log=A_log, dt_bias=dt_bias, lower_bound=lower_bound,
+                 state_v_first=state_v_first, **linea_kw)
 
 
 FUNCTIONS = (

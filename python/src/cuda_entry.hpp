@@ -1,5 +1,5 @@
 // python/src/cuda_entry.hpp — the extension's CUDA part as plain C++: the forward and the backward of one rule on
-// device views, compiled by nvcc in python/src/cuda/<rule>.cu (no nanobind there) and called by dispatch.hpp.
+// device views, compiled by nvcc in python/src/cuda/rules.cu (no nanobind there) and called by dispatch.hpp.
 // Built only where nvcc is (LINEA_PYTHON_HAS_CUDA); elsewhere a CUDA tensor is a clear error.
 #pragma once
 #include <cstddef>

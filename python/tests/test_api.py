@@ -180,3 +180,49 @@ def test_threads_do_not_change_results():
     linea.set_num_threads(0)
     o2, _ = linea.chunk_gdn2(*args, **kw)
     np.testing.assert_array_equal(o1, o2)
+
+
+@pytest.mark.parametrize("rule", [r for r in RULES if r != "linear_attn"])  # fla's linear_attn has no such option
+@pytest.mark.parametrize("form", ["chunk", "fused_recurrent"])
+def test_state_v_first_is_the_transposed_state(rule, form):
+    """fla's state_v_first: states [N, HV, V, K] in and out, the same values as linea's [N, HV, K, V] transposed."""
+    f = getattr(linea, f"{form}_{rule}")
+    args, kw = random_call(rule, form, np.float32)
+    HV, K, V = args[2].shape[2], args[0].shape[3], args[2].shape[3]
+    h0 = np.random.default_rng(6).standard_normal((args[0].shape[0], HV, K, V)).astype(np.float32)
+    o1, h1 = f(*args, **kw, initial_state=h0, output_final_state=True)
+    o2, h2 = f(*args, **kw, initial_state=np.ascontiguousarray(h0.swapaxes(-1, -2)), output_final_state=True,
+               state_v_first=True)
+    assert h2.shape == (args[0].shape[0], HV, V, K)
+    np.testing.assert_array_equal(o1, o2)
+    np.testing.assert_array_equal(h1, h2.swapaxes(-1, -2))
+
+
+def test_state_v_first_decode_pool_is_updated_in_place():
+    args, kw = random_call("gated_delta_rule", "fused_recurrent", np.float32, B=2, T=1)
+    HV, K, V = args[2].shape[2], args[0].shape[3], args[2].shape[3]
+    pool = np.random.default_rng(7).standard_normal((3, HV, K, V)).astype(np.float32)
+    pool_vk = np.ascontiguousarray(pool.swapaxes(-1, -2))
+    idx = np.array([2, 0], np.int32)
+    o1, h1 = linea.fused_recurrent_gated_delta_rule(*args, **kw, initial_state=pool, output_final_state=True,
+                                                    ssm_state_indices=idx)
+    o2, h2 = linea.fused_recurrent_gated_delta_rule(*args, **kw, initial_state=pool_vk, output_final_state=True,
+                                                    ssm_state_indices=idx, state_v_first=True)
+    assert h2 is pool_vk
+    np.testing.assert_array_equal(o1, o2)
+    np.testing.assert_array_equal(pool, pool_vk.swapaxes(-1, -2))
+
+
+def test_transpose_state_layout_is_fla_legacy_name_of_state_v_first():
+    args, kw = random_call("gated_delta_rule", "fused_recurrent", np.float32)
+    HV, K, V = args[2].shape[2], args[0].shape[3], args[2].shape[3]
+    h0_vk = np.random.default_rng(8).standard_normal((args[0].shape[0], HV, V, K)).astype(np.float32)
+    o1, h1 = linea.fused_recurrent_gated_delta_rule(*args, **kw, initial_state=h0_vk, output_final_state=True,
+                                                    state_v_first=True)
+    with pytest.warns(DeprecationWarning):
+        o2, h2 = linea.fused_recurrent_gated_delta_rule(*args, **kw, initial_state=h0_vk, output_final_state=True,
+                                                        transpose_state_layout=True)
+    np.testing.assert_array_equal(o1, o2)
+    np.testing.assert_array_equal(h1, h2)
+    with pytest.raises(ValueError, match="not both"):
+        linea.fused_recurrent_gated_delta_rule(*args, **kw, state_v_first=True, transpose_state_layout=True)

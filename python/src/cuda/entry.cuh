@@ -1,7 +1,7 @@
-// python/src/cuda/entry.cuh — the definitions of cuda_entry.hpp, instantiated per rule by python/src/cuda/<rule>.cu.
-// The forms come from linea's shared instance library (-DLINEA_CUDA_EXTERN_INSTANCES: tests/backend/cuda/
-// instances/, compiled once for the C++ tests and this module); what these units compile is the dispatch and the
-// float32 backward.
+// python/src/cuda/entry.cuh — the definitions of cuda_entry.hpp, instantiated for every rule by python/src/cuda/rules.cu.
+// The forms and the backwards come from linea's shared instance library (-DLINEA_CUDA_EXTERN_INSTANCES:
+// tests/backend/cuda/instances/, compiled once for the C++ tests and this module); what this unit compiles is the
+// dispatch.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -91,7 +91,7 @@ void backward(const arguments<float>& a, const gradients<float>& g, read_id read
 
 }  // namespace linea::python::gpu
 
-// python/src/cuda/<rule>.cu: LINEA_PYTHON_CUDA_RULE(kda) instantiates the entry points for linea::kda.
+// python/src/cuda/rules.cu: LINEA_PYTHON_CUDA_RULE(kda) instantiates the entry points for linea::kda.
 #define LINEA_PYTHON_CUDA_RULE(rule)                                                                             \
   template void linea::python::gpu::forward<linea::rule, float>(const linea::arguments<float>&,                  \
                                                                 linea::python::gpu::form_id,                     \

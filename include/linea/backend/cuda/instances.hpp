@@ -9,9 +9,11 @@
 //   // linea's rules' instances extern, and calls of them compile no kernel there.
 //
 // The instances: every rule × form (recurrent, chunkwise, step) × read × input type, with float / bf16 / fp16
-// for the identity read and float / bf16 for the CCQ reads. A combination outside the list still works where it
-// is called: it is instantiated there, as without the library.
+// for the identity read and float / bf16 for the CCQ reads; and the backward (linea::backward<Rule, Read,
+// backend::cuda>) of every (rule, read) in LINEA_CUDA_BACKWARD_LIST, float and bf16 inputs. A combination outside
+// the lists still works where it is called: it is instantiated there, as without the library.
 #pragma once
+#include "backward.hpp"
 #include "forms.hpp"
 
 #include "../../read/ccq.hpp"
@@ -36,6 +38,34 @@
   LINEA_CUDA_FORM_INSTANCES(prefix, Rule, chunkwise)                                                          \
   LINEA_CUDA_FORM_INSTANCES(prefix, Rule, step)
 
+// The backward of (Rule, Read), float32 and bf16 inputs: what linea's binaries call (the Python module and the
+// conformance runner float32, the benchmark bf16, the tests both); fp16 is instantiated where it is called.
+// Two declarations: backward_impl<cuda>::run (the entry, host side) and cuda_detail::bwd::run (the launches). nvcc
+// honours `extern template` on the device side only for a namespace-scope function template: for the member
+// template alone, a unit still compiles every kernel its body reaches. (bwd::run's signature changing means
+// changing the second line here.)
+#define LINEA_CUDA_BACKWARD_INSTANCE(prefix, Rule, Read, T)                                                   \
+  prefix template void linea::detail::backward_impl<linea::backend::cuda>::run<Rule, Read, T, float>(        \
+      const linea::arguments<T, float>&, const linea::gradients<T, float>&, const linea::cuda::launch&);     \
+  prefix template void linea::cuda_detail::bwd::run<Rule, T>(const linea::arguments<T, float>&,              \
+                                                             const linea::gradients<T, float>&,              \
+                                                             const linea::problem&, const linea::cuda::launch&);
+
+#define LINEA_CUDA_BACKWARD_INSTANCES(prefix, Rule, Read)                                                     \
+  LINEA_CUDA_BACKWARD_INSTANCE(prefix, Rule, Read, float)                                                     \
+  LINEA_CUDA_BACKWARD_INSTANCE(prefix, Rule, Read, linea::bf16)
+
+// The (rule, read) pairs whose CUDA backward the library holds, one line each. A pair joins with its line here
+// and LINEA_CUDA_BACKWARD_INSTANCES(, rule, read) in tests/backend/cuda/instances/<rule>.cu (a line here without
+// that one fails to link; that one without a line here compiles the backward twice).
+#define LINEA_CUDA_BACKWARD_LIST(X)                                                                           \
+  X(linea::additive, linea::read::identity)                                                                   \
+  X(linea::simple_gla, linea::read::identity)                                                                 \
+  X(linea::gla, linea::read::identity)                                                                        \
+  X(linea::delta, linea::read::identity)                                                                      \
+  X(linea::gated_delta, linea::read::identity)                                                                \
+  X(linea::kda, linea::read::identity)
+
 #if defined(LINEA_CUDA_EXTERN_INSTANCES)
 // LINEA_RULES, one line each (a preprocessor loop over the list is not worth its macros; the assertion keeps the
 // two in step).
@@ -48,4 +78,7 @@ LINEA_CUDA_INSTANCES(extern, linea::delta)
 LINEA_CUDA_INSTANCES(extern, linea::gated_delta)
 LINEA_CUDA_INSTANCES(extern, linea::kda)
 LINEA_CUDA_INSTANCES(extern, linea::gdn2)
+#define LINEA_CUDA_EXTERN_BACKWARD(Rule, Read) LINEA_CUDA_BACKWARD_INSTANCES(extern, Rule, Read)
+LINEA_CUDA_BACKWARD_LIST(LINEA_CUDA_EXTERN_BACKWARD)
+#undef LINEA_CUDA_EXTERN_BACKWARD
 #endif
