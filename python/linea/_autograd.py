@@ -26,9 +26,7 @@ def needs_grad(x: dict) -> bool:
 def expect_cuda_backward(op: str, x: dict, opts: Options) -> None:
     """What the CUDA backward does not do yet is an error at the forward, before any work (the extension checks
     the same at the backward)."""
-    missing = ("gdn2 (its channel gates b, w)" if op == "gdn2" else
-               "the CCQ read" if opts.read != "identity" else
-               "normalize=True" if opts.normalize else None)
+    missing = "normalize=True" if opts.normalize else None
     if missing:
         raise ValueError(f"linea: {missing} has no CUDA backward yet; for gradients run it on CPU tensors, or call "
                          "it under torch.no_grad()")

@@ -130,8 +130,8 @@ void backward_cuda(const named_arrays& x, const options& o, device& on) {
       throw nb::type_error("linea: the CUDA backward takes float32 arrays (the Python layer widens 16-bit ones)");
     const gpu::read_id read = read_id_of(o.read);
     if (!gpu::has_backward<Rule>(read))
-      throw nb::value_error("linea: this rule or read has no CUDA backward yet (gdn2 and the CCQ read: their "
-                            "gradients run on the CPU, e.g. with .cpu() tensors)");
+      throw nb::value_error("linea: this rule has no CUDA backward; its gradients run on the CPU, e.g. with .cpu() "
+                            "tensors");
     arguments<float> a = arguments_of<float>(x, o, on, /*host_indices=*/false);
     const gpu::launch_info l = launch_of(x, o, on, a);
     const gradients<float> g = gradients_of<float>(x, on);

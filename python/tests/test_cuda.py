@@ -125,8 +125,8 @@ def test_float64_on_cuda_is_a_type_error():
         linea.chunk_gated_delta_rule(*(on_gpu(a) for a in args))
 
 
-@pytest.mark.parametrize("case", [c for c in cases(gradients_only=True) if not c.ccq and c.op != "gdn2"
-                                  and not c.params.get("normalize") and not c.params.get("g_gamma")],
+@pytest.mark.parametrize("case", [c for c in cases(gradients_only=True)
+                                  if not c.params.get("normalize") and not c.params.get("g_gamma")],
                          ids=lambda c: c.label)
 def test_gradient_cases_on_cuda(case):
     args, kw = case.call("chunk", convert=on_gpu)
@@ -142,9 +142,13 @@ def test_gradient_cases_on_cuda(case):
         assert err <= GRADIENT_TOLERANCE["float32"], f"{case.label}: d{name} relative error {err:.3g}"
 
 
-@pytest.mark.parametrize("rule", ["linear_attn", "simple_gla", "gla", "delta_rule", "gated_delta_rule", "kda"])
-def test_cuda_backward_matches_the_cpu_backward(rule):
+@pytest.mark.parametrize("read", ["identity", "ccq_uniform", "ccq_decayed"])
+@pytest.mark.parametrize("rule", ["linear_attn", "simple_gla", "gla", "delta_rule", "gated_delta_rule", "kda", "gdn2"])
+def test_cuda_backward_matches_the_cpu_backward(rule, read):
     args, kw = random_call(rule, "chunk", np.float32, B=2, T=70, H=2, K=32, V=16, seed=9)
+    if read != "identity":  # the CCQ read: λ is differentiable too
+        kw = dict(kw, ccq_lambda=np.random.default_rng(3).uniform(0.1, 0.6, args[0].shape[:3]).astype(np.float32),
+                  ccq_weighting=read.removeprefix("ccq_"))
     f = getattr(linea, f"chunk_{rule}")
     grads = []
     for dev in ("cpu", "cuda"):
@@ -160,13 +164,9 @@ def test_cuda_backward_matches_the_cpu_backward(rule):
         assert relative_error(gpu, cpu) <= GRADIENT_TOLERANCE["float32"]
 
 
-@pytest.mark.parametrize("what", ["gdn2", "ccq"])
-def test_no_cuda_backward_is_a_clear_error(what):
-    rule = "gdn2" if what == "gdn2" else "gated_delta_rule"
-    args, kw = random_call(rule, "chunk", np.float32, seed=10)
+def test_normalize_has_no_cuda_backward_and_says_so():
+    args, kw = random_call("linear_attn", "chunk", np.float32, seed=10)
     xs = [on_gpu(a).requires_grad_() for a in args]
-    if what == "ccq":
-        kw = dict(kw, ccq_lambda=torch.full(xs[3].shape, 0.3, device="cuda"))
     with pytest.raises(ValueError, match="has no CUDA backward yet"):
-        getattr(linea, f"chunk_{rule}")(*xs, **{k: (on_gpu(v) if isinstance(v, np.ndarray) else v)
-                                                for k, v in kw.items()})
+        linea.chunk_linear_attn(*xs, **dict({k: (on_gpu(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()},
+                                           normalize=True))

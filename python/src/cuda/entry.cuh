@@ -72,20 +72,24 @@ void forward(const arguments<T>& a, form_id form, read_id read, const launch_inf
 }
 
 template <class Rule>
-bool has_backward(read_id read) {
-  return read == read_id::identity && cuda_detail::bwd::supported_rule<Rule>;
+bool has_backward(read_id) {
+  return cuda_detail::bwd::supported_rule<Rule>;  // every read: the CCQ read's backward composes the rule's
 }
 
 // The backward on the caller's stream, with the workspace linea keeps per (device, stream).
 template <class Rule>
 void backward(const arguments<float>& a, const gradients<float>& g, read_id read, const launch_info& l) {
   if constexpr (cuda_detail::bwd::supported_rule<Rule>) {
-    if (read != read_id::identity) throw error("the CCQ read has no CUDA backward yet (use the CPU: .cpu())");
     const device_scope on(l.device);
-    linea::backward<Rule, read::identity, backend::cuda>(a, g, launch_of(l));
+    const cuda::launch c = launch_of(l);
+    switch (read) {
+      case read_id::identity: linea::backward<Rule, read::identity, backend::cuda>(a, g, c); break;
+      case read_id::ccq_uniform: linea::backward<Rule, read::ccq<read::uniform>, backend::cuda>(a, g, c); break;
+      case read_id::ccq_decayed: linea::backward<Rule, read::ccq<read::decayed>, backend::cuda>(a, g, c); break;
+    }
   } else {
     (void)a, (void)g, (void)read, (void)l;
-    throw error("this rule has no CUDA backward yet (gdn2's channel gates); run its backward on the CPU (.cpu())");
+    throw error("this rule has no CUDA backward; run its backward on the CPU (.cpu())");
   }
 }
 

@@ -10,7 +10,8 @@
 //
 // The instances: every rule × form (recurrent, chunkwise, step) × read × input type, with float / bf16 / fp16
 // for the identity read and float / bf16 for the CCQ reads; and the backward (linea::backward<Rule, Read,
-// backend::cuda>) of every (rule, read) in LINEA_CUDA_BACKWARD_LIST, float and bf16 inputs. A combination outside
+// backend::cuda>) of every (rule, read) in LINEA_CUDA_BACKWARD_LIST, float and bf16 inputs, and of every rule
+// with the CCQ reads, float inputs. A combination outside
 // the lists still works where it is called: it is instantiated there, as without the library.
 #pragma once
 #include "backward.hpp"
@@ -47,13 +48,20 @@
 #define LINEA_CUDA_BACKWARD_INSTANCE(prefix, Rule, Read, T)                                                   \
   prefix template void linea::detail::backward_impl<linea::backend::cuda>::run<Rule, Read, T, float>(        \
       const linea::arguments<T, float>&, const linea::gradients<T, float>&, const linea::cuda::launch&);     \
-  prefix template void linea::cuda_detail::bwd::run<Rule, T>(const linea::arguments<T, float>&,              \
-                                                             const linea::gradients<T, float>&,              \
-                                                             const linea::problem&, const linea::cuda::launch&);
+  prefix template void linea::cuda_detail::bwd::run<Rule, Read, T>(const linea::arguments<T, float>&,        \
+                                                                   const linea::gradients<T, float>&,        \
+                                                                   const linea::problem&,                    \
+                                                                   const linea::cuda::launch&);
 
 #define LINEA_CUDA_BACKWARD_INSTANCES(prefix, Rule, Read)                                                     \
   LINEA_CUDA_BACKWARD_INSTANCE(prefix, Rule, Read, float)                                                     \
   LINEA_CUDA_BACKWARD_INSTANCE(prefix, Rule, Read, linea::bf16)
+
+// The CCQ reads' backward, float32 inputs only (what the Python module, which widens 16-bit inputs for its
+// backward, and the conformance runner call): both weightings.
+#define LINEA_CUDA_CCQ_BACKWARD_INSTANCES(prefix, Rule)                                                       \
+  LINEA_CUDA_BACKWARD_INSTANCE(prefix, Rule, linea::read::ccq<linea::read::uniform>, float)                   \
+  LINEA_CUDA_BACKWARD_INSTANCE(prefix, Rule, linea::read::ccq<linea::read::decayed>, float)
 
 // The (rule, read) pairs whose CUDA backward the library holds, one line each. A pair joins with its line here
 // and LINEA_CUDA_BACKWARD_INSTANCES(, rule, read) in tests/backend/cuda/instances/<rule>.cu (a line here without
@@ -64,7 +72,8 @@
   X(linea::gla, linea::read::identity)                                                                        \
   X(linea::delta, linea::read::identity)                                                                      \
   X(linea::gated_delta, linea::read::identity)                                                                \
-  X(linea::kda, linea::read::identity)
+  X(linea::kda, linea::read::identity)                                                                        \
+  X(linea::gdn2, linea::read::identity)
 
 #if defined(LINEA_CUDA_EXTERN_INSTANCES)
 // LINEA_RULES, one line each (a preprocessor loop over the list is not worth its macros; the assertion keeps the
@@ -81,4 +90,11 @@ LINEA_CUDA_INSTANCES(extern, linea::gdn2)
 #define LINEA_CUDA_EXTERN_BACKWARD(Rule, Read) LINEA_CUDA_BACKWARD_INSTANCES(extern, Rule, Read)
 LINEA_CUDA_BACKWARD_LIST(LINEA_CUDA_EXTERN_BACKWARD)
 #undef LINEA_CUDA_EXTERN_BACKWARD
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::additive)
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::simple_gla)
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::gla)
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::delta)
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::gated_delta)
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::kda)
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::gdn2)
 #endif

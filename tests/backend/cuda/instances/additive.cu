@@ -4,3 +4,4 @@
 
 LINEA_CUDA_INSTANCES(, linea::additive)
 LINEA_CUDA_BACKWARD_INSTANCES(, linea::additive, linea::read::identity)
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(, linea::additive)

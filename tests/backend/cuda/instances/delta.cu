@@ -4,3 +4,4 @@
 
 LINEA_CUDA_INSTANCES(, linea::delta)
 LINEA_CUDA_BACKWARD_INSTANCES(, linea::delta, linea::read::identity)
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(, linea::delta)

@@ -4,3 +4,4 @@
 
 LINEA_CUDA_INSTANCES(, linea::gated_delta)
 LINEA_CUDA_BACKWARD_INSTANCES(, linea::gated_delta, linea::read::identity)
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(, linea::gated_delta)

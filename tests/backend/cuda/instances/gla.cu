@@ -4,3 +4,4 @@
 
 LINEA_CUDA_INSTANCES(, linea::gla)
 LINEA_CUDA_BACKWARD_INSTANCES(, linea::gla, linea::read::identity)
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(, linea::gla)

@@ -4,3 +4,4 @@
 
 LINEA_CUDA_INSTANCES(, linea::kda)
 LINEA_CUDA_BACKWARD_INSTANCES(, linea::kda, linea::read::identity)
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(, linea::kda)

@@ -4,3 +4,4 @@
 
 LINEA_CUDA_INSTANCES(, linea::simple_gla)
 LINEA_CUDA_BACKWARD_INSTANCES(, linea::simple_gla, linea::read::identity)
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(, linea::simple_gla)
