@@ -137,7 +137,8 @@ void long_shapes(const pool& x) {
     if (s.varlen) a.cu_seqlens = cu;
     const problem p = validate<Rule, read::identity>(a);
     const index_t tokens = s.B * s.T_;
-    const index_t automatic = cuda_detail::piece_length<Rule>(a, segments::sequence_starts(a, p), p, cuda::launch{});
+    const index_t automatic = cuda_detail::piece_length<Rule>(a, segments::sequence_starts(a, p), p, cuda::launch{},
+                                                              cuda_detail::current_device());
     for (const std::int64_t piece : {std::int64_t(0), std::int64_t(-1), std::int64_t(2048), std::int64_t(4096)}) {
       if (piece > 0 && s.T_ <= 4096 && !s.varlen) continue;
       const cuda::launch l{.segment_tokens = piece};
