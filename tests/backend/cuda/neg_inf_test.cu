@@ -93,8 +93,8 @@ TEST_CASE("cuda: a log decay of -inf (simple_gla, gla, gated_delta, kda) equals 
 // on their fast path (bench/cuda/README.md, 2026-12-02) and is not in.
 namespace {
 
-enum class poisoned { q, k, v, g, beta };
-const char* poisoned_name(poisoned p) {
+enum class poison_site { q, k, v, g, beta };
+const char* poison_site_name(poison_site p) {
   const char* names[] = {"q", "k", "v", "g", "beta"};
   return names[static_cast<int>(p)];
 }
@@ -118,19 +118,19 @@ std::vector<double> before(const tensor<X, 4>& o, index_t t) {
 }
 
 template <class Rule, class T>
-void check_poison(index_t K, index_t V, poisoned p, index_t t, float value) {
+void check_poison(index_t K, index_t V, poison_site p, index_t t, float value) {
   const case_shape shape{.B = 2, .T = 150, .H = 1, .HV = 2, .K = K, .V = V, .initial_state = true, .seed = 9};
   auto c = random_case<Rule, T>::make(shape);
   const T x = T(value);
   switch (p) {  // batch row 0, value head 1 (its key head 0): the other row and head stay finite
-    case poisoned::q: c.q(0, t, 0, 5) = x; break;
-    case poisoned::k: c.k(0, t, 0, 3) = x; break;
-    case poisoned::v: c.v(0, t, 1, 7) = x; break;
-    case poisoned::g:
+    case poison_site::q: c.q(0, t, 0, 5) = x; break;
+    case poison_site::k: c.k(0, t, 0, 3) = x; break;
+    case poison_site::v: c.v(0, t, 1, 7) = x; break;
+    case poison_site::g:
       if constexpr (reads(Rule::inputs, input::g)) c.g(0, t, 1) = x;
       else c.gk(0, t, 1, 3) = x;
       break;
-    case poisoned::beta: c.beta(0, t, 1) = x; break;
+    case poison_site::beta: c.beta(0, t, 1) = x; break;
   }
   auto ref = c.template cast<double>();
   reference::recurrent<Rule, read::identity>(ref.args());
@@ -140,7 +140,7 @@ void check_poison(index_t K, index_t V, poisoned p, index_t t, float value) {
   d.back();
 
   INFO(rule_name<Rule>::value, sizeof(T) == 2 ? " bf16" : " float32", ": ", std::isnan(value) ? "NaN" : "inf", " in ",
-       poisoned_name(p), " at token ", t);
+       poison_site_name(p), " at token ", t);
   const std::vector<double> got = before(c.o, t), want = before(ref.o, t);
   CHECK(std::all_of(got.begin(), got.end(), [](double y) { return std::isfinite(y); }));
   CHECK(relative_error(got.data(), want.data(), got.size()) <= tolerance_for<T>(shape.T));
@@ -153,13 +153,13 @@ void check_poisons(index_t K, index_t V) {
   const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
   // 89: row 9 of the block of rows 80..95 (64-token chunks: the chunk from 64; the general kernel's 32-token
   // chunks: the one from 64 as well); 100 and 141: other blocks, the last chunk partial.
-  check_poison<Rule, T>(K, V, poisoned::v, 89, nan);
-  check_poison<Rule, T>(K, V, poisoned::v, 141, inf);
-  check_poison<Rule, T>(K, V, poisoned::k, 89, nan);
-  check_poison<Rule, T>(K, V, poisoned::q, 100, nan);
+  check_poison<Rule, T>(K, V, poison_site::v, 89, nan);
+  check_poison<Rule, T>(K, V, poison_site::v, 141, inf);
+  check_poison<Rule, T>(K, V, poison_site::k, 89, nan);
+  check_poison<Rule, T>(K, V, poison_site::q, 100, nan);
   if constexpr (reads(Rule::inputs, input::g) || reads(Rule::inputs, input::gk))
-    check_poison<Rule, T>(K, V, poisoned::g, 89, nan);
-  if constexpr (reads(Rule::inputs, input::beta)) check_poison<Rule, T>(K, V, poisoned::beta, 89, nan);
+    check_poison<Rule, T>(K, V, poison_site::g, 89, nan);
+  if constexpr (reads(Rule::inputs, input::beta)) check_poison<Rule, T>(K, V, poison_site::beta, 89, nan);
 }
 
 }  // namespace
