@@ -50,21 +50,22 @@ __device__ __forceinline__ void cp_async16_fill(void* smem, const void* gmem, in
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
 
 // Rows c0 .. c0 + L − 1 (columns 0 .. width − 1) of a 16-bit source whose row r starts at base + r·stride, into
-// a [CL][ld] tile of 8·PR columns, one cp.async per 16-byte piece; zeros past L and past width. NTH threads
-// copy (tid: this thread's place among them): a thread keeps one 8-column piece and walks down the rows NTH / PR
-// at a time, so its addresses are one pointer and a stride (no index arithmetic per piece).
-template <int PR, int NTH = threads, class T, class E>
+// a [Rows][ld] tile of 8·PR columns (Rows = CL, or 32 for the per-key kernel's 32-token chunks), one cp.async per
+// 16-byte piece; zeros past L and past width. NTH threads copy (tid: this thread's place among them): a thread
+// keeps one 8-column piece and walks down the rows NTH / PR at a time, so its addresses are one pointer and a
+// stride (no index arithmetic per piece).
+template <int PR, int NTH = threads, int Rows = CL, class T, class E>
 __device__ __forceinline__ void fetch_rows(E* dst, int ld, const T* base, index_t stride, index_t c0, int L, int width,
                                            int tid) {
   static_assert(sizeof(T) == 2 && sizeof(E) == 2, "16-bit tiles");
-  static_assert(NTH % PR == 0 && CL % (NTH / PR) == 0, "every thread copies the same number of pieces");
+  static_assert(NTH % PR == 0 && Rows % (NTH / PR) == 0, "every thread copies the same number of pieces");
   constexpr int RP = NTH / PR;  // rows per pass
   const int r = tid / PR, c = 8 * (tid % PR), w = width - c;
   const int piece = w > 0 ? 2 * (w < 8 ? w : 8) : 0;  // bytes of this column piece in a row
   const T* src = base + (c0 + r) * stride + c;
   E* d = dst + r * ld + c;
 #pragma unroll
-  for (int i = 0; i < CL / RP; ++i) {
+  for (int i = 0; i < Rows / RP; ++i) {
     const int bytes = r + i * RP < L ? piece : 0;
     cp_async16_fill(d + i * RP * ld, bytes ? src + i * RP * stride : base, bytes);
   }
@@ -103,13 +104,14 @@ struct site {
   }
 };
 
-// The in-kernel L2 norm (qk_l2norm) on a chunk tile [CL][ld] of 16-bit rows, in place: x̂ = x / sqrt(Σ x² + 1e-6)
-// per row (SPEC §1; as fla, the normalised rows are rounded to the input type). NTH threads, this one at tid among
-// them; NTH / CL consecutive lanes share a row. Rows past the chunk and columns past K are zeros and stay so.
-template <int NTH, class E>
+// The in-kernel L2 norm (qk_l2norm) on a chunk tile [Rows][ld] of 16-bit rows (Rows = CL, or 32 for the per-key
+// kernel's 32-token chunks), in place: x̂ = x / sqrt(Σ x² + 1e-6) per row (SPEC §1; as fla, the normalised rows are
+// rounded to the input type). NTH threads, this one at tid among them; NTH / Rows consecutive lanes share a row.
+// Rows past the chunk and columns past K are zeros and stay so.
+template <int NTH, int Rows = CL, class E>
 __device__ __forceinline__ void l2norm_rows(E* X, int ld, int tid) {
-  static_assert(sizeof(E) == 2 && NTH % CL == 0 && 32 % (NTH / CL) == 0, "16-bit rows, lanes of a row in one warp");
-  constexpr int TPR = NTH / CL, W = KP / TPR;  // threads per row, columns per thread
+  static_assert(sizeof(E) == 2 && NTH % Rows == 0 && 32 % (NTH / Rows) == 0, "16-bit rows, lanes of a row in one warp");
+  constexpr int TPR = NTH / Rows, W = KP / TPR;  // threads per row, columns per thread
   E* p = X + (tid / TPR) * ld + (tid % TPR) * W;
   uint4 raw[W / 8];
   float ss = 0;

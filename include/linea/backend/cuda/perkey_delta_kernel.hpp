@@ -140,8 +140,8 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
     E *Qs = tile(c, sh::q_at), *Ks = tile(c, sh::k_at), *Es = tile(c, sh::e_at), *Ps = tile(c, sh::p_at);
     E* Ts = tile(c, sh::t_at);
     float* slotf = slotf0 + (c & 1) * sh::slot_floats;  // G_C, then the write gates
-    tiles::fetch_rows32<sh::KP / 8, sh::producers>(Qs, LDK, cta.q0, a.q.str[1], c0, L, cta.Kw, ptid);
-    tiles::fetch_rows32<sh::KP / 8, sh::producers>(Ks, LDK, cta.k0, a.k.str[1], c0, L, cta.Kw, ptid);
+    tiles::fetch_rows<sh::KP / 8, sh::producers, sh::CL>(Qs, LDK, cta.q0, a.q.str[1], c0, L, cta.Kw, ptid);
+    tiles::fetch_rows<sh::KP / 8, sh::producers, sh::CL>(Ks, LDK, cta.k0, a.k.str[1], c0, L, cta.Kw, ptid);
 
     // ---- G: this channel's cumulative log₂ α over the chunk (clamped: a gate of 0 stays finite) ------------------
     float g[CL];
@@ -169,8 +169,8 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
     tiles::cp_async_wait_all();
     bar::sync(bar::producers, sh::producers);  // q, k, G, the gates in
     if (a.l2q || a.l2k) {
-      if (a.l2q) tiles::l2norm_rows32<sh::producers>(Qs, LDK, ptid);
-      if (a.l2k) tiles::l2norm_rows32<sh::producers>(Ks, LDK, ptid);
+      if (a.l2q) tiles::l2norm_rows<sh::producers, sh::CL>(Qs, LDK, ptid);
+      if (a.l2k) tiles::l2norm_rows<sh::producers, sh::CL>(Ks, LDK, ptid);
       bar::sync(bar::producers, sh::producers);
     }
 
@@ -308,7 +308,7 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
   const int rb = warp >> 2, r0 = 16 * rb, c0w = 32 * (warp & 3);
   auto fetch_v = [&](int c) {
     const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
-    tiles::fetch_rows32<sh::BVW / 8, sh::consumers>(tile(c, sh::v_at), LDV, cta.v0, a.v.str[1], c0, cta.rows_in(c0),
+    tiles::fetch_rows<sh::BVW / 8, sh::consumers, sh::CL>(tile(c, sh::v_at), LDV, cta.v0, a.v.str[1], c0, cta.rows_in(c0),
                                                     cta.Vw, tid);
   };
   if (chunks > 0) fetch_v(0);
