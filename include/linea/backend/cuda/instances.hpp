@@ -80,21 +80,19 @@
 // two in step).
 static_assert(linea::all_rules::size == 7,
               "a rule joined LINEA_RULES: add its line here and its tests/backend/cuda/instances/<rule>.cu");
-LINEA_CUDA_INSTANCES(extern, linea::additive)
-LINEA_CUDA_INSTANCES(extern, linea::simple_gla)
-LINEA_CUDA_INSTANCES(extern, linea::gla)
-LINEA_CUDA_INSTANCES(extern, linea::delta)
-LINEA_CUDA_INSTANCES(extern, linea::gated_delta)
-LINEA_CUDA_INSTANCES(extern, linea::kda)
-LINEA_CUDA_INSTANCES(extern, linea::gdn2)
+// A rule's forms and its CCQ backward, declared.
+#define LINEA_CUDA_EXTERN_RULE(Rule)                                                                          \
+  LINEA_CUDA_INSTANCES(extern, Rule)                                                                          \
+  LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, Rule)
+LINEA_CUDA_EXTERN_RULE(linea::additive)
+LINEA_CUDA_EXTERN_RULE(linea::simple_gla)
+LINEA_CUDA_EXTERN_RULE(linea::gla)
+LINEA_CUDA_EXTERN_RULE(linea::delta)
+LINEA_CUDA_EXTERN_RULE(linea::gated_delta)
+LINEA_CUDA_EXTERN_RULE(linea::kda)
+LINEA_CUDA_EXTERN_RULE(linea::gdn2)
+#undef LINEA_CUDA_EXTERN_RULE
 #define LINEA_CUDA_EXTERN_BACKWARD(Rule, Read) LINEA_CUDA_BACKWARD_INSTANCES(extern, Rule, Read)
 LINEA_CUDA_BACKWARD_LIST(LINEA_CUDA_EXTERN_BACKWARD)
 #undef LINEA_CUDA_EXTERN_BACKWARD
-LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::additive)
-LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::simple_gla)
-LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::gla)
-LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::delta)
-LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::gated_delta)
-LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::kda)
-LINEA_CUDA_CCQ_BACKWARD_INSTANCES(extern, linea::gdn2)
 #endif
