@@ -103,3 +103,35 @@ TEST_CASE("cuda: bad arguments are rejected before any launch (bf16 inputs)") {
   };
   check_rejected(table);
 }
+
+// Memory of another GPU than the call's (the current device) is rejected like host memory: a linea::error naming the
+// argument and both devices, nothing launched. Needs two GPUs; on one it says so and checks nothing.
+TEST_CASE("cuda: an argument in another GPU's memory is rejected (two GPUs)") {
+  int gpus = 0;
+  REQUIRE(cudaGetDeviceCount(&gpus) == cudaSuccess);
+  if (gpus < 2) {
+    MESSAGE("skipped: this case needs two CUDA devices, found ", gpus);
+    return;
+  }
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  auto c = random_case<gated_delta, float>::make(small);
+  device_case<gated_delta, float> d{c};
+  const arguments<float, float> host = c.args();
+  const auto a = d.args(host);
+  float* v1 = nullptr;  // v's values in device 1's memory
+  REQUIRE(cudaSetDevice(1) == cudaSuccess);
+  REQUIRE(cudaMalloc(&v1, c.v.size() * sizeof(float)) == cudaSuccess);
+  REQUIRE(cudaMemcpy(v1, c.v.data(), c.v.size() * sizeof(float), cudaMemcpyHostToDevice) == cudaSuccess);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  auto broken = a;
+  broken.v.ptr = v1;
+  expect_error([&] { cuda_chunkwise::run<gated_delta, read::identity>(broken); }, {"'v'", "device 1", "device 0"});
+  // every argument on device 0, the call made on device 1 (q, checked first, was remembered good on device 0)
+  REQUIRE(cudaSetDevice(1) == cudaSuccess);
+  expect_error([&] { cuda_chunkwise::run<gated_delta, read::identity>(a); }, {"'q'", "device 0", "runs on device 1"});
+  CHECK(cudaFree(v1) == cudaSuccess);
+  REQUIRE(cudaSetDevice(0) == cudaSuccess);
+  d.back();
+  CHECK(poisoned(c.o));
+  CHECK(poisoned(c.ht));
+}

@@ -77,20 +77,21 @@ void check_rule() {
 
 }  // namespace
 
-TEST_CASE("cuda: a log decay of -inf (simple_gla, gla, gated_delta, kda) equals the reference") {
+TEST_CASE("cuda: a log decay of -inf (simple_gla, gla, gated_delta, kda, gdn2) equals the reference") {
   check_rule<simple_gla>();
-  check_rule<gla>();
-  check_rule<gated_delta>();
-  check_rule<kda>();
+  check_rule<gla>();          // bf16: the per-key pipeline (perkey_delta_kernel.hpp)
+  check_rule<gated_delta>();  // bf16: the delta pipeline
+  check_rule<kda>();          // kda, gdn2: the general kernel in both types
+  check_rule<gdn2>();
 }
 
 // A NaN or inf input at token t (one channel of q, k or v, the gate g or one channel of gk, β) leaves every output
 // before t as the float64 reference has it, and is non-finite exactly where the reference is (the CPU's test:
 // tests/chunk/non_finite_test.cpp). t sits inside a 16-row diagonal block of the chunk, where a masked entry of
-// P or T times the poisoned row would reach the earlier rows on tensor cores (causal_strip.hpp). The 64-token scalar
-// kernel (additive, simple_gla; bf16) and the general kernel (float) pass; the delta pipeline (delta, gated_delta)
-// and the per-key kernel (gla) do not yet — their case is skipped (run it with --no-skip): the fix measured 5-15%
-// on their fast path (bench/cuda/README.md, 2026-12-02) and is not in.
+// P or T times the poisoned row would reach the earlier rows on tensor cores (causal_strip.hpp). Every chunk kernel:
+// the 64-token scalar kernel (additive, simple_gla; bf16), the general kernel (float; kda and gdn2 in bf16 too),
+// the delta pipeline (delta, gated_delta; bf16: a chunk is flagged as its k, v, g, β land) and the per-key
+// pipeline (gla; bf16: flagged as its v lands).
 namespace {
 
 enum class poison_site { q, k, v, g, beta };
@@ -170,13 +171,15 @@ TEST_CASE("cuda: a NaN or inf input poisons only what the recurrence poisons (sc
   check_poisons<gated_delta, float>(32, 16);  // the general kernel
   check_poisons<simple_gla, float>(32, 16);
   check_poisons<kda, float>(32, 16);
+  check_poisons<kda, bf16>(64, 64);  // kda and gdn2 take the general kernel in bf16 too (launch.hpp)
+  check_poisons<gdn2, bf16>(64, 64);
 }
 
-// Fails today (issue #13): a NaN at token t reaches earlier rows of its 16-row block through T·Z, P·U (delta
-// pipeline) and P·V (per-key kernel). Passed on the H200 with causal_strip in those products (commit c6e1bfa).
-TEST_CASE("cuda: a NaN or inf input poisons only what the recurrence poisons (delta pipeline, per-key kernel)" *
-          doctest::skip()) {
+// The pipelined kernels flag a chunk whose inputs hold an inf or NaN and take the exact diagonal blocks there only.
+TEST_CASE("cuda: a NaN or inf input poisons only what the recurrence poisons (delta and per-key pipelines)") {
   check_poisons<delta, bf16>(64, 64);  // the delta pipeline
   check_poisons<gated_delta, bf16>(64, 64);
-  check_poisons<gla, bf16>(64, 64);  // the per-key 64-token kernel
+  check_poisons<gated_delta, bf16>(128, 128);  // the library's shape: every column of the 128-wide tiles
+  check_poisons<gla, bf16>(64, 64);  // the per-key pipeline
+  check_poisons<gla, bf16>(128, 128);
 }

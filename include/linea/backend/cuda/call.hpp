@@ -49,11 +49,10 @@ void run(const arguments<T, float>& a, const problem& p, const cuda::launch& l) 
     if (a.normalize) throw error("argument 'normalize' is not supported with the CCQ read on the CUDA backend");
     if (p.K > 2 * ccq_threads) throw error("the CUDA CCQ read supports K <= 512, but K = " + std::to_string(p.K));
   }
-  kernel_args<T> k = make_kernel_args(a, p);
-  expect_device(l.cu_seqlens.data, "cuda::launch::cu_seqlens");
-  expect_device(l.state_indices.data, "cuda::launch::state_indices");
-  exec x{l.stream, 0};
-  LINEA_CUDA_CHECK(cudaGetDevice(&x.device));
+  const exec x{l.stream, current_device()};
+  kernel_args<T> k = make_kernel_args(a, p, x.device);  // every pointer on x.device
+  expect_device(l.cu_seqlens.data, "cuda::launch::cu_seqlens", x.device);
+  expect_device(l.state_indices.data, "cuda::launch::state_indices", x.device);
   const workspace_layout w = plan_workspace<Read>(a, l);
   const call_workspace ws(w, l, x.device);  // throws when the caller's is too small
   attach_indices(k, a, l, w, ws);

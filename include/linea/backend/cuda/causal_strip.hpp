@@ -49,6 +49,30 @@ __device__ __forceinline__ bool block_has_nonfinite(const E* B, int ldb, int d0)
   return __any_sync(0xffffffffu, bad);
 }
 
+// Whether the pieces this thread copied with tiles::fetch_rows<PR, NTH, Rows> (chunk_tiles.hpp: piece 8·(tid % PR) of
+// rows tid / PR + i·NTH / PR) hold an inf or NaN, read back once its own cp.async copies have landed
+// (cp_async_wait_all; no barrier needed). Rows past the chunk and columns past the width were zero-filled.
+// The pipelined kernels flag a chunk from its inputs this way (a few 16-byte shared loads a thread, once a chunk) and
+// send only a flagged chunk down causal_strip's exact path.
+template <int PR, int NTH, int Rows, class E>
+__device__ __forceinline__ bool fetched_rows_nonfinite(const E* dst, int ld, int tid) {
+  static_assert(sizeof(E) == 2 && NTH % PR == 0 && Rows % (NTH / PR) == 0, "fetch_rows' pieces");
+  constexpr int RP = NTH / PR;
+  const E* d = dst + (tid / PR) * ld + 8 * (tid % PR);
+  std::uint32_t any = 0;
+#pragma unroll
+  for (int i = 0; i < Rows / RP; ++i) {
+    const uint4 w = *reinterpret_cast<const uint4*>(d + i * RP * ld);
+    any |= nonfinite_halves<E>(w.x) | nonfinite_halves<E>(w.y) | nonfinite_halves<E>(w.z) | nonfinite_halves<E>(w.w);
+  }
+  return any != 0;
+}
+
+// A chunk's flag in shared memory, one int a slot: the index of the last chunk flagged there (−1: none yet), so
+// that nobody clears it. Threads that saw a non-finite input of chunk c raise it with atomicMax (rare: nothing is
+// written on finite inputs); after the barrier that hands the slot over, flag == c says chunk c is flagged.
+__device__ __forceinline__ void raise_chunk_flag(int* flag, int c) { atomicMax(flag, c); }
+
 // The diagonal block token by token, each term only where s ≤ r: this lane's rows g and g + 8, columns 2q, 2q + 1 of
 // each n-tile (acc_row / acc_col), token-outer so that little more than the accumulators stays live.
 template <class E, int NT, bool B_KN>
@@ -85,9 +109,9 @@ __device__ __noinline__ strip_sum<NT> causal_diagonal_call(const E* M, int ldm, 
 // exact path, false the plain mma_strip. (A kernel that wrote B itself can tell from the values it stored.)
 // OutOfLine: the exact path as a call (the scalar and general kernels: 0 bytes of stack and spills, as without it).
 // Measured on the H200 against main (bench/cuda/README.md, 2026-12-02): the scalar kernel +2-3%, the general +1.5%.
-// The delta pipeline (+5-9%: the flags of what it stores, a bar.red, 24 bytes of spills inline) and the per-key
-// kernel (+15% inline) do not use it yet: their causal products still carry a NaN at token s to earlier rows of
-// its 16-row block (tests/backend/cuda/neg_inf_test.cu, the skipped case).
+// The pipelined kernels (delta_pipeline_kernel.hpp, perkey_delta_kernel.hpp) pass `nonfinite` from a flag per chunk
+// raised while its inputs are fetched (fetched_rows_nonfinite, raise_chunk_flag), out of line: checking every
+// stored product inline cost them 5-15% (hyg2).
 template <class E, int NT, bool B_KN, bool OutOfLine = true>
 __device__ __forceinline__ void causal_strip(float (&c)[NT][4], const E* M, int ldm, const E* B, int ldb, int ksteps,
                                              bool nonfinite) {

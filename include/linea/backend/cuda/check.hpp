@@ -25,3 +25,14 @@ inline void check_launch(const char* kernel) { check(cudaGetLastError(), kernel)
 }  // namespace linea::cuda_detail
 
 #define LINEA_CUDA_CHECK(call) ::linea::cuda_detail::check((call), #call)
+
+namespace linea::cuda_detail {
+
+// The current device (per host thread: cudaSetDevice): where a call's launches go.
+inline int current_device() {
+  int device = 0;
+  LINEA_CUDA_CHECK(cudaGetDevice(&device));
+  return device;
+}
+
+}  // namespace linea::cuda_detail

@@ -19,6 +19,7 @@
 //   full[s]:  producers arrive when chunk c (slot s) is ready, consumers wait
 //   empty[s]: consumers arrive when they are done with chunk c, producers wait before they copy chunk c + 2
 #pragma once
+#include "causal_strip.hpp"
 #include "chunk_tiles.hpp"
 #include "ut_blocks.hpp"
 
@@ -50,7 +51,10 @@ struct delta_pipeline_shape {
       end = x_at + 3 * 16 * LDX;
   static constexpr std::size_t ad_offset = 2 * std::size_t(end);         // A's diagonal blocks, fp32 [4][16][17]
   static constexpr std::size_t gb_offset = ad_offset + 4 * 16 * 17 * 4;  // G, β per slot, fp32 [2][2][CL]
-  static constexpr std::size_t bytes = gb_offset + 4 * CL * sizeof(float);
+  // the chunk flags (causal_strip.hpp's raise_chunk_flag), int [2][2]: per slot, the producers' (k, g, β), the
+  // consumers' (v)
+  static constexpr std::size_t flag_offset = gb_offset + 4 * CL * sizeof(float);
+  static constexpr std::size_t bytes = flag_offset + 4 * sizeof(int);
   static_assert(ad_offset % 16 == 0 && gb_offset % 16 == 0, "16-byte aligned tiles");
   static_assert(bytes <= 227 * 1024, "one CTA per SM");
 };
@@ -81,6 +85,12 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
   auto gbf = [&](int c) { return reinterpret_cast<float*>(smem_raw + sh::gb_offset) + 2 * CL * (c & 1); };  // G, β
   float* Ad = reinterpret_cast<float*>(smem_raw + sh::ad_offset);
   E *ST = base + sh::s_at, *Us = base + sh::u_at, *Ud = base + sh::ud_at;
+  // A chunk whose k, v, g or β holds an inf or NaN is flagged while they are fetched; only a flagged chunk sums the
+  // diagonal blocks of its masked products (T_ii X, T Z, P U) over s ≤ r alone (causal_strip.hpp), so that a
+  // non-finite input at token s reaches no output before s, as in the recurrence. (q poisons its own row only.)
+  int* flags = reinterpret_cast<int*>(smem_raw + sh::flag_offset);  // [slot][0: producers, 1: consumers]
+  if (tid < 4) flags[tid] = -1;
+  __syncthreads();
 
   if (warp >= sh::consumers / 32) {
     // ================= producers: q and k, then P, A, T of each chunk, a chunk ahead of the consumers =================
@@ -107,13 +117,16 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       cta.template fetch_q<sh::producers>(Qs, a, c0, L, ptid);
       cta.template fetch_k<sh::producers>(Ks, a, c0, L, ptid);
       float* G = gbf(c);
+      int* flag = flags + 2 * (c & 1);
       if (pw == 0) {  // G (the in-chunk scan) and β; then the next chunk's g and β, landing meanwhile
+        if (!isfinite(gb[0] + gb[1] + gb[2] + gb[3])) raise_chunk_flag(flag, c);  // (a clamped gate of 0 is finite)
         tiles::scan64(gb[0], gb[1], G);
         G[CL + lane] = gb[2], G[CL + lane + 32] = gb[3];
         if (c + 1 < chunks) load_gb(c + 1);
       }
       tiles::cp_async_wait_all();                // this thread's pieces of q and k
-      bar::sync(bar::producers, sh::producers);  // everyone's, G and β; chunk c − 1's solve is done with A
+      if (fetched_rows_nonfinite<KP / 8, sh::producers, CL>(Ks, LDK, ptid)) raise_chunk_flag(flag, c);
+      bar::sync(bar::producers, sh::producers);  // everyone's, G and β, the flag; chunk c − 1's solve is done with A
       if (a.l2q || a.l2k) {  // the in-kernel L2 norm, on the tiles in place (the consumers read them normalised)
         if (a.l2q) tiles::l2norm_rows<sh::producers>(Qs, LDK, ptid);
         if (a.l2k) tiles::l2norm_rows<sh::producers>(Ks, LDK, ptid);
@@ -163,7 +176,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       bar::sync(bar::producers, sh::producers);  // P, A and A's diagonal blocks in
       if (pw < 2) tiles::invert_diagonal_blocks(Ad, Ts, LDT, pw);
       bar::sync(bar::producers, sh::producers);
-      if (pw < 3) tiles::fill_block_column(As, Ts, LDT, X, pw);
+      if (pw < 3) tiles::fill_block_column(As, Ts, LDT, X, pw, flag[0] == c);
       // (bar.arrive alone would order the writes above for the consumers — it synchronises with their bar.sync —
       // but compute-sanitizer's racecheck does not model it: the producers' own barrier first keeps it clean.)
       bar::sync(bar::producers, sh::producers);
@@ -186,7 +199,9 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       E* Zs = tile(c, sh::v_at);
       const float* G = gbf(c);  // G, then β at + CL
       tiles::cp_async_wait_all();             // this thread's pieces of v
+      if (fetched_rows_nonfinite<sh::BVW / 8, sh::consumers, CL>(Zs, LDV, tid)) raise_chunk_flag(flags + 2 * s + 1, c);
       bar::sync(bar::full + s, sh::threads);  // chunk c ready, its v in; every consumer done with chunk c − 1
+      const bool nonfinite = flags[2 * s] == c || flags[2 * s + 1] == c;  // this chunk's flags, raised before it
       if (c + 1 < chunks)                     // into chunk c − 1's Z, last read before the barrier above
         cta.template fetch_v<sh::consumers>(tile(c + 1, sh::v_at), a, c0 + CL, cta.rows_in(c0 + CL), tid);
 
@@ -213,7 +228,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       // ---- U = T Z (T is zero past the diagonal block); U_d; the residual ---------------------------------------------
       {
         float u[8][4] = {};
-        mma_strip<E, 8, false, true>(u, Ts + r0 * LDT, LDT, Zs + c0w, LDV, rb + 1);
+        causal_strip<E, 8, true, false>(u, Ts + r0 * LDT, LDT, Zs + c0w, LDV, rb + 1, nonfinite);  // inline: no spills
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = r0 + acc_row(2 * h);
@@ -238,7 +253,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           for (int t = 0; t < 8; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
         }
       }
-      mma_strip<E, 8, false, true>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1);  // P is zero past the diagonal
+      causal_strip<E, 8, true, false>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1, nonfinite);  // P: 0 past the diagonal
       if constexpr (decays) {
         const float f = ex2(G[CL - 1]);
 #pragma unroll

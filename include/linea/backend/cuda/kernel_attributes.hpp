@@ -27,13 +27,6 @@ void allow_dynamic_shared(std::size_t bytes, int device) {
   if (remembered) allowed[device].store(bytes, std::memory_order_release);
 }
 
-// The current device (per host thread: cudaSetDevice).
-inline int current_device() {
-  int device = 0;
-  LINEA_CUDA_CHECK(cudaGetDevice(&device));
-  return device;
-}
-
 // A device's SM count, read once per device (the attribute query is not free on a per-call path); devices past
 // the remembered ones are asked every call.
 inline int multiprocessor_count(int device) {

@@ -49,17 +49,23 @@ struct kernel_args {
   float lower_bound = 0;
 };
 
-// Throws when a given view does not point to device memory (a host pointer would fault inside the kernel).
-// cudaPointerGetAttributes costs microseconds, which matters to a decode step called every token: the last
-// pointers found on the device are remembered (per host thread), so a serving loop pays for the check once.
+// Throws when a given view does not point to memory of `device` (the call's, the current device): a host pointer
+// would fault inside the kernel, and another GPU's memory would be read over the interconnect at best (peer access)
+// or fault. Managed memory is accepted on any device. cudaPointerGetAttributes costs microseconds, which matters to a
+// decode step called every token: the last (pointer, device) pairs found good are remembered (per host thread), so a
+// serving loop pays for the check once.
 template <class P>
-void expect_device(const P* ptr, const char* name) {
+void expect_device(const P* ptr, const char* name, int device) {
   if (ptr == nullptr) return;
+  struct seen_pointer {
+    const void* ptr;
+    int device;
+  };
   constexpr int remembered = 64;
-  thread_local const void* seen[remembered] = {};
+  thread_local seen_pointer seen[remembered] = {};
   thread_local int next = 0;
-  for (const void* s : seen)
-    if (s == ptr) return;
+  for (const seen_pointer& s : seen)
+    if (s.ptr == ptr && s.device == device) return;
   cudaPointerAttributes at{};
   const cudaError_t e = cudaPointerGetAttributes(&at, ptr);
   if (e != cudaSuccess) {
@@ -69,14 +75,23 @@ void expect_device(const P* ptr, const char* name) {
   if (at.type != cudaMemoryTypeDevice && at.type != cudaMemoryTypeManaged)
     throw error(std::string("argument '") + name +
                 "' points to host memory; the CUDA backend needs device (or managed) memory");
-  seen[next] = ptr;
+  if (at.type == cudaMemoryTypeDevice && at.device != device)
+    throw error(std::string("argument '") + name + "' is memory of CUDA device " + std::to_string(at.device) +
+                ", but the call runs on device " + std::to_string(device) +
+                " (the current device: cudaSetDevice before the call, or move the tensor)");
+  seen[next] = {ptr, device};
   next = (next + 1) % remembered;
+}
+template <class P>
+void expect_device(const P* ptr, const char* name) {
+  if (ptr != nullptr) expect_device(ptr, name, current_device());
 }
 
 // The kernel arguments of a validated call, without the index arrays (run() attaches those).
 template <class T, class S>
-kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p) {
+kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p, int device = current_device()) {
   static_assert(std::is_same_v<S, float>, "the CUDA backend keeps states in float32");
+  auto expect_device = [device](const auto* ptr, const char* name) { cuda_detail::expect_device(ptr, name, device); };
   expect_device(a.q.ptr, "q"), expect_device(a.k.ptr, "k"), expect_device(a.v.ptr, "v");
   expect_device(a.g.ptr, "g"), expect_device(a.gk.ptr, "gk"), expect_device(a.beta.ptr, "beta");
   expect_device(a.b.ptr, "b"), expect_device(a.w.ptr, "w");
@@ -101,63 +116,6 @@ kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p) {
   k.gate_active = a.gate.active();
   k.has_lower_bound = a.gate.lower_bound.has_value();
   k.lower_bound = a.gate.lower_bound ? *a.gate.lower_bound : 0.f;
-  return k;
-}
-
-// A device buffer owned for the duration of one call (stream-ordered allocation): for code that has no workspace
-// (the forward forms take theirs from cuda::launch, workspace.hpp).
-template <class X>
-class device_buffer {
- public:
-  device_buffer() = default;
-  explicit device_buffer(std::size_t n, cudaStream_t stream = nullptr) : n_(n), stream_(stream) {
-    if (n) LINEA_CUDA_CHECK(cudaMallocAsync(reinterpret_cast<void**>(&p_), n * sizeof(X), stream_));
-  }
-  device_buffer(const device_buffer&) = delete;
-  device_buffer& operator=(const device_buffer&) = delete;
-  device_buffer(device_buffer&& o) noexcept : p_(o.p_), n_(o.n_), stream_(o.stream_) { o.p_ = nullptr; }
-  device_buffer& operator=(device_buffer&& o) noexcept {
-    std::swap(p_, o.p_);
-    std::swap(n_, o.n_);
-    std::swap(stream_, o.stream_);
-    return *this;
-  }
-  ~device_buffer() {
-    if (p_) (void)cudaFreeAsync(p_, stream_);
-  }
-  X* get() const { return p_; }
-  void upload(const X* host, std::size_t n) {
-    LINEA_CUDA_CHECK(cudaMemcpyAsync(p_, host, n * sizeof(X), cudaMemcpyHostToDevice, stream_));
-  }
-
- private:
-  X* p_ = nullptr;
-  std::size_t n_ = 0;
-  cudaStream_t stream_ = nullptr;
-};
-
-// Device copies of host cu_seqlens / state_indices held for one call, for code without a workspace.
-struct host_copies {
-  std::vector<std::int64_t> cu_host;  // cu_seqlens widened to int64 (it may be given as int32)
-  device_buffer<std::int64_t> cu;
-  device_buffer<std::int32_t> idx;
-};
-
-template <class T, class S>
-kernel_args<T> make_kernel_args(const arguments<T, S>& a, const problem& p, host_copies& hold,
-                                cudaStream_t stream = nullptr) {
-  kernel_args<T> k = make_kernel_args(a, p);
-  if (!a.cu_seqlens.empty()) {
-    hold.cu_host = a.cu_seqlens.to_int64();
-    hold.cu = device_buffer<std::int64_t>(hold.cu_host.size(), stream);
-    hold.cu.upload(hold.cu_host.data(), hold.cu_host.size());
-    k.cu_seqlens = hold.cu.get();
-  }
-  if (!a.state_indices.empty()) {
-    hold.idx = device_buffer<std::int32_t>(a.state_indices.size(), stream);
-    hold.idx.upload(a.state_indices.data(), a.state_indices.size());
-    k.state_indices = hold.idx.get();
-  }
   return k;
 }
 

@@ -75,7 +75,8 @@ struct perkey_delta_shape {
   // gates x [CL] (token gates); the erase gates [CL] (producers, token gates)
   static constexpr std::size_t g_offset = 2 * std::size_t(end), ad_offset = g_offset + 4 * CL * LDG,
                                sf_offset = ad_offset + 4 * 2 * 16 * 17, slot_floats = KP + CL,
-                               eg_offset = sf_offset + 4 * 2 * slot_floats, bytes = eg_offset + 4 * CL;
+                               eg_offset = sf_offset + 4 * 2 * slot_floats, flag_offset = eg_offset + 4 * CL,
+                               bytes = flag_offset + 4 * 2;  // flags: int [2], one a slot (v's, below)
   static_assert(g_offset % 16 == 0 && sf_offset % 16 == 0, "16-byte aligned fp32 tiles");
   static_assert(bytes <= 227 * 1024, "one CTA per SM");
   static_assert(LDK == perkey_chunk_shape::LDK && LDG == perkey_chunk_shape::LDG, "perkey_diagonal_rows' strides");
@@ -296,6 +297,7 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
   E* base = reinterpret_cast<E*>(smem_raw);
   auto tile = [&](int c, int at) { return base + (c & 1) * sh::slot + at; };
   const float* slotf0 = reinterpret_cast<const float*>(smem_raw + sh::sf_offset);
+  int* flags = reinterpret_cast<int*>(smem_raw + sh::flag_offset);  // set to −1 by the kernel
   E* ST = base + sh::s_at;
   const source<T> src{a};
   using U = typename Rule::update;
@@ -311,6 +313,12 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     tiles::fetch_rows<sh::BVW / 8, sh::consumers, sh::CL>(tile(c, sh::v_at), LDV, cta.v0, a.v.str[1], c0, cta.rows_in(c0),
                                                     cta.Vw, tid);
   };
+  // A chunk whose v holds an inf or NaN is flagged as v lands; only a flagged chunk sums the diagonal blocks of its
+  // masked products (T Z, P U) over s ≤ r alone (causal_strip.hpp), so that a NaN or inf v at token s reaches no
+  // output before s. For gla that is every input that could (P is formed with exact zeros above its diagonal, so a
+  // non-finite q, k or gk reaches rows ≥ s and the state only); the erasing mode (not sent here by the library)
+  // would also need k, e and gk flagged for T (fill_t10) — not done.
+  auto tiles_nonfinite_v = [&](const E* Vs) { return fetched_rows_nonfinite<sh::BVW / 8, sh::consumers, CL>(Vs, LDV, tid); };
   if (chunks > 0) fetch_v(0);
   for (int c = 0; c < chunks; ++c) {
     const int s = c & 1;
@@ -322,7 +330,9 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     constexpr int LDU = erasing ? LDK : LDV;
     const float* slotf = slotf0 + s * sh::slot_floats;
     tiles::cp_async_wait_all();             // this thread's pieces of v
+    if (tiles_nonfinite_v(Zs)) raise_chunk_flag(flags + s, c);
     bar::sync(bar::full + s, sh::threads);  // chunk c ready, its v in; every consumer done with chunk c − 1
+    const bool nonfinite = flags[s] == c;   // chunk c's v holds an inf or NaN
     if (c + 1 < chunks) fetch_v(c + 1);     // into chunk c − 1's Z, last read before the barrier above
 
     // ---- X: Z = X − E⁺ S in place of v; O₁ = Q⁺ S ------------------------------------------------------------------
@@ -367,7 +377,7 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     // ---- U = T Z (T is zero past the diagonal block) in place of E⁺; the residual ------------------------------------
     if constexpr (erasing) {
       float u[4][4] = {};
-      mma_strip<E, 4, false, true>(u, Ts + r0 * LDC, LDC, Zs + c0w, LDV, rb + 1);
+      causal_strip<E, 4, true>(u, Ts + r0 * LDC, LDC, Zs + c0w, LDV, rb + 1, nonfinite);
 #pragma unroll
       for (int h = 0; h < 2; ++h)
 #pragma unroll
@@ -379,7 +389,7 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     }
 
     // ---- Y: O = O₁ + P U, out; S ← Diag(2^(G_C)) S + K_dᵀ U; Sᵀ for the next chunk -------------------------------------
-    mma_strip<E, 4, false, true>(o, Ps + r0 * LDC, LDC, Us + c0w, LDU, rb + 1);  // P is zero past the diagonal
+    causal_strip<E, 4, true>(o, Ps + r0 * LDC, LDC, Us + c0w, LDU, rb + 1, nonfinite);  // P: zero past the diagonal
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const float f = ex2(slotf[16 * warp + acc_row(2 * h)]);
@@ -403,6 +413,8 @@ __global__ void __launch_bounds__(perkey_delta_shape::threads, 1) perkey_delta_k
   const tiles::site<T, sh::BVW> cta{a};
   const int chunks = static_cast<int>((cta.seq.t1 - cta.seq.t0 + sh::CL - 1) / sh::CL);
   extern __shared__ __align__(16) unsigned char smem_raw[];
+  if (threadIdx.x < 2) reinterpret_cast<int*>(smem_raw + sh::flag_offset)[threadIdx.x] = -1;  // no chunk flagged
+  __syncthreads();
   if (threadIdx.x >= sh::consumers) perkey_delta_producers<Rule, T, E>(a, cta, smem_raw, chunks);
   else perkey_delta_consumers<Rule, T, E>(a, cta, smem_raw, chunks);
 }

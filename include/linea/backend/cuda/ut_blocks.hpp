@@ -29,9 +29,14 @@ __device__ __forceinline__ void invert_diagonal_blocks(const float* Ad, E* Ts, i
 }
 
 // Warp j ∈ {0, 1, 2}: block column j of T below the diagonal, from A ([64][ld]) and the diagonal blocks already in
-// T; X is this warp's [16][ut_scratch_ld] scratch.
+// T; X is this warp's [16][ut_scratch_ld] scratch. `nonfinite`: the chunk's k, g or β may hold an inf or NaN (a flag
+// the same in every lane). T_ii X multiplies T_ii's zeros above its diagonal too, so a non-finite row s of X would
+// reach T's rows r < s of the block (0 · NaN); a flagged chunk stores X with its non-finite entries as 0 instead.
+// That keeps T's rows before the first poisoned row s exact, and changes only rows ≥ s, which are poisoned anyway:
+// a non-finite row s of A (k_s, β_s or the decays up to s) makes Z's row s non-finite too, and U = T Z carries it to
+// every row ≥ s whatever T holds there (T_rs Z_s is a product, s ≤ r). Cheaper in registers than an exact sum.
 template <class E>
-__device__ __forceinline__ void fill_block_column(const E* As, E* Ts, int ld, E* X, int j) {
+__device__ __forceinline__ void fill_block_column(const E* As, E* Ts, int ld, E* X, int j, bool nonfinite = false) {
   constexpr int LDX = ut_scratch_ld;
   for (int i = j + 1; i < 4; ++i) {
     float x[2][4] = {}, y[2][4] = {};
@@ -40,7 +45,11 @@ __device__ __forceinline__ void fill_block_column(const E* As, E* Ts, int ld, E*
     for (int t = 0; t < 2; ++t)
 #pragma unroll
       for (int h = 0; h < 2; ++h)
-        *reinterpret_cast<std::uint32_t*>(X + acc_row(2 * h) * LDX + 8 * t + acc_col(0)) = pack2<E>(x[t][2 * h], x[t][2 * h + 1]);
+      {
+        float x0 = x[t][2 * h], x1 = x[t][2 * h + 1];
+        if (nonfinite) x0 = isfinite(x0) ? x0 : 0.f, x1 = isfinite(x1) ? x1 : 0.f;
+        *reinterpret_cast<std::uint32_t*>(X + acc_row(2 * h) * LDX + 8 * t + acc_col(0)) = pack2<E>(x0, x1);
+      }
     __syncwarp();
     mma_strip<E, 2, false, true>(y, Ts + 16 * i * ld + 16 * i, ld, X, LDX, 1);
 #pragma unroll
