@@ -85,9 +85,12 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
   auto gbf = [&](int c) { return reinterpret_cast<float*>(smem_raw + sh::gb_offset) + 2 * CL * (c & 1); };  // G, β
   float* Ad = reinterpret_cast<float*>(smem_raw + sh::ad_offset);
   E *ST = base + sh::s_at, *Us = base + sh::u_at, *Ud = base + sh::ud_at;
-  // A chunk whose k, v, g or β holds an inf or NaN is flagged while they are fetched; only a flagged chunk sums the
-  // diagonal blocks of its masked products (T_ii X, T Z, P U) over s ≤ r alone (causal_strip.hpp), so that a
-  // non-finite input at token s reaches no output before s, as in the recurrence. (q poisons its own row only.)
+  // A chunk whose k, v, g or β holds an inf or NaN is flagged while they land in shared memory; only a flagged chunk
+  // computes U = T Z and O again with the diagonal blocks of T Z and P U summed over s ≤ r alone (causal_strip.hpp),
+  // and keeps T's rows before s exact (fill_block_column), so that a non-finite input at token s reaches no output
+  // before s, as in the recurrence. (q poisons its own row only.) Finite inputs run main's products unchanged and
+  // pay a few shared loads a thread and a compare a chunk. (The exact products in place of the plain ones, behind
+  // a branch, cost 4.5-6.7% on the H200; recomputing after them, below, keeps the fast path's schedule.)
   int* flags = reinterpret_cast<int*>(smem_raw + sh::flag_offset);  // [slot][0: producers, 1: consumers]
   if (tid < 4) flags[tid] = -1;
   __syncthreads();
@@ -228,7 +231,12 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       // ---- U = T Z (T is zero past the diagonal block); U_d; the residual ---------------------------------------------
       {
         float u[8][4] = {};
-        causal_strip<E, 8, true, false>(u, Ts + r0 * LDT, LDT, Zs + c0w, LDV, rb + 1, nonfinite);  // inline: no spills
+        mma_strip<E, 8, false, true>(u, Ts + r0 * LDT, LDT, Zs + c0w, LDV, rb + 1);
+        if (nonfinite) {  // a flagged chunk: U again, its diagonal block over s ≤ r only (the fast path is main's)
+#pragma unroll
+          for (int t = 0; t < 8; ++t) u[t][0] = u[t][1] = u[t][2] = u[t][3] = 0.f;
+          causal_strip<E, 8, true, false>(u, Ts + r0 * LDT, LDT, Zs + c0w, LDV, rb + 1, true);
+        }
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = r0 + acc_row(2 * h);
@@ -253,7 +261,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           for (int t = 0; t < 8; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
         }
       }
-      causal_strip<E, 8, true, false>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1, nonfinite);  // P: 0 past the diagonal
+      mma_strip<E, 8, false, true>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1);  // P is zero past the diagonal
       if constexpr (decays) {
         const float f = ex2(G[CL - 1]);
 #pragma unroll
@@ -262,6 +270,21 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           for (int e = 0; e < 4; ++e) acc[nt][e] *= f;
       }
       mma_strip<E, sh::BVW / 8, true, true>(acc, Ks + 16 * warp, LDK, Ud, LDV, CL / 16);
+      if (nonfinite) {  // a flagged chunk: O again (Sᵀ is still the chunk's), P U's diagonal block over s ≤ r only
+#pragma unroll
+        for (int t = 0; t < 8; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.f;
+        mma_strip<E, 8, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
+        if constexpr (decays) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const float f = ex2(G[r0 + acc_row(2 * h)]);
+#pragma unroll
+            for (int t = 0; t < 8; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
+          }
+        }
+        causal_strip<E, 8, true, false>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1, true);
+        bar::sync(bar::consumers, sh::consumers);  // every warp's reads of Sᵀ done before any rewrites it (below)
+      }
       tiles::store_strip(a.o, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, o, a.scale);  // under the products
       tiles::store_state_t(ST, LDK, acc);  // every read of Sᵀ was before the first barrier of this chunk
       if (c + 2 < chunks) bar::arrive(bar::empty + s, sh::threads);  // slot s is free for chunk c + 2
