@@ -109,9 +109,11 @@ __device__ __noinline__ strip_sum<NT> causal_diagonal_call(const E* M, int ldm, 
 // exact path, false the plain mma_strip. (A kernel that wrote B itself can tell from the values it stored.)
 // OutOfLine: the exact path as a call (the scalar and general kernels: 0 bytes of stack and spills, as without it).
 // Measured on the H200 against main (bench/cuda/README.md, 2026-12-02): the scalar kernel +2-3%, the general +1.5%.
-// The pipelined kernels (delta_pipeline_kernel.hpp, inline; perkey_delta_kernel.hpp, out of line; both at 168
-// registers, no spills) pass `nonfinite` from a flag per chunk raised while its inputs land (fetched_rows_nonfinite,
-// raise_chunk_flag): checking every stored product instead cost them 5-15% (hyg2).
+// The pipelined kernels take `nonfinite` from a flag per chunk raised while its inputs land (fetched_rows_nonfinite,
+// raise_chunk_flag; checking every stored product instead cost them 5-15%, hyg2): perkey_delta_kernel.hpp through
+// this function (out of line), delta_pipeline_kernel.hpp by running main's plain products and, in a flagged chunk
+// only, computing the two masked products again on the exact path after them (inline; in place of the plain ones
+// behind a branch they cost it 4.5-6.7%). Both at 168 registers, no spills (bench/cuda/README.md, hyg3).
 template <class E, int NT, bool B_KN, bool OutOfLine = true>
 __device__ __forceinline__ void causal_strip(float (&c)[NT][4], const E* M, int ldm, const E* B, int ldb, int ksteps,
                                              bool nonfinite) {
