@@ -16,7 +16,8 @@ FLA_TESTS=${FLA_TESTS:-fla_tests}
 START=$(date +%s)
 el() { echo "== $1 at $(( $(date +%s) - START )) s"; }
 export PYTHONUNBUFFERED=1
-python3 -c "import linea, torch; print('linea', linea.__file__, 'cuda', linea._linea.has_cuda, 'torch', torch.__version__, torch.cuda.get_device_name())"
+python3 -c "import linea, torch; print('linea', linea.__file__, 'cuda', linea._linea.has_cuda, 'torch', torch.__version__,
+  torch.cuda.get_device_name() if torch.cuda.is_available() else 'no GPU')"
 
 # (c) bench/cuda's chunkwise rows (the C++ figure the torch path is held to), then (b) + (c) the Python timings in
 # one process: the call overhead for numpy / torch CPU / torch CUDA and the 8x4096 comparison for all 7 rules.

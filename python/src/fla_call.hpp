@@ -157,11 +157,24 @@ inline nb::object allocate(cache& c, kind k, nb::handle q, nb::handle shape, int
   return nb::steal(PyObject_VectorcallMethod(c.s_new_empty.ptr(), args, 2, c.s_dtype_kw.ptr()));  // self, shape
 }
 
-inline nb::object shape_tuple(std::initializer_list<std::int64_t> dims) {
-  nb::object t = nb::steal(PyTuple_New(static_cast<Py_ssize_t>(dims.size())));
-  Py_ssize_t i = 0;
-  for (std::int64_t d : dims) PyTuple_SET_ITEM(t.ptr(), i++, PyLong_FromLongLong(d));
+inline nb::object int_tuple(const std::int64_t (&dims)[4]) {
+  nb::object t = nb::steal(PyTuple_New(4));
+  for (Py_ssize_t i = 0; i < 4; ++i) PyTuple_SET_ITEM(t.ptr(), i, PyLong_FromLongLong(dims[i]));
   return t;
+}
+
+// An output allocated here (dense, on q's device), as the kernel call is given it: a numpy array as it is; a torch
+// tensor as its description, only its data pointer read (its shape, strides, dtype and device are known).
+inline bool describe_output(cache& c, kind k, nb::handle out, const std::int64_t (&dims)[4], nb::handle shape,
+                            int code, const device& on, read_array& r) {
+  if (k == kind::numpy) return read_any(c, k, out, r);
+  nb::object ptr = nb::steal(PyObject_CallMethodNoArgs(out.ptr(), c.s_data_ptr.ptr()));
+  if (!ptr.is_valid()) return PyErr_Clear(), false;
+  const std::int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+  nb::object stride = int_tuple(strides), code_of = nb::steal(PyLong_FromLong(code));
+  nb::object dev = nb::steal(PyLong_FromLong(on.cpu() ? -1 : on.id));
+  r.passed = nb::steal(PyTuple_Pack(5, ptr.ptr(), shape.ptr(), stride.ptr(), code_of.ptr(), dev.ptr()));
+  return true;
 }
 
 // fla_forward(op, form, q, k, v, g, gk, beta, b, w, scale, initial_state, output_final_state, cu_seqlens,
@@ -215,7 +228,7 @@ inline nb::object forward(const char* op, int form, nb::handle q, nb::handle k, 
   if (!st) return none;
   bool grads = read[0].requires_grad;
   for (int i = 1; i < 8; ++i) {
-    if (inputs[i].h.is_none()) continue;
+    if (i > 2 && inputs[i].h.is_none()) continue;  // a gate the op does not take (k, v: always read)
     if (!read_any(c, kd, inputs[i].h, read[i])) return none;
     const array_info& a = read[i].info;
     if (!dtype_is(a, read[0].info.dtype) || !same_device(a.where, on)) return none;
@@ -249,6 +262,7 @@ inline nb::object forward(const char* op, int form, nb::handle q, nb::handle k, 
   if (aq.ndim != 4 || av.ndim != 4) return none;
   const std::int64_t B = aq.shape[0], T = aq.shape[1], K = aq.shape[3], HV = av.shape[2], V = av.shape[3];
   const std::int64_t N = cu_seqlens.is_none() ? B : cu.info.shape[0] - 1;
+  if (N < 0) return none;  // an empty cu_seqlens: the Python path's error
 
   o.form = step ? "step" : form == 0 ? "recurrent" : "chunkwise";
   o.backend = cuda ? "cuda" : "cpu";
@@ -268,18 +282,23 @@ inline nb::object forward(const char* op, int form, nb::handle q, nb::handle k, 
     if (PyErr_Occurred()) return PyErr_Clear(), none;
   }
 
-  nb::object out = allocate(c, kd, q, shape_tuple({B, T, HV, V}), st->code);
+  const std::int64_t o_dims[4] = {B, T, HV, V}, h_dims[4] = {N, HV, K, V};
+  nb::object o_shape = int_tuple(o_dims);
+  nb::object out = allocate(c, kd, q, o_shape, st->code);
   if (!out.is_valid()) throw nb::python_error();
+  read_array ro, rh;
+  if (!describe_output(c, kd, out, o_dims, o_shape, st->code, on, ro))
+    throw nb::type_error("linea: could not read the output it allocated");
   nb::object ht = none;
   if (step) {
-    ht = nb::borrow(initial_state);  // the pool, updated in place (fla's inplace_final_state)
+    if (want_final) ht = nb::borrow(initial_state);  // the pool, updated in place (fla's inplace_final_state)
   } else if (want_final) {
-    ht = allocate(c, kd, q, shape_tuple({N, HV, K, V}), state_code);
+    nb::object h_shape = int_tuple(h_dims);
+    ht = allocate(c, kd, q, h_shape, state_code);
     if (!ht.is_valid()) throw nb::python_error();
+    if (!describe_output(c, kd, ht, h_dims, h_shape, state_code, on, rh))
+      throw nb::type_error("linea: could not read the final state it allocated");
   }
-  read_array ro, rh;
-  if (!read_any(c, kd, out, ro) || (!ht.is_none() && !step && !read_any(c, kd, ht, rh)))
-    throw nb::type_error("linea: could not read the outputs it allocated");
 
   named_arrays arrays;
   for (int i = 0; i < 8; ++i)
@@ -288,7 +307,7 @@ inline nb::object forward(const char* op, int form, nb::handle q, nb::handle k, 
   if (!cu_seqlens.is_none()) arrays.set(field("cu_seqlens"), cu.passed);
   if (step) arrays.set(field("state_indices"), idx.passed), arrays.set(field("final_state"), h0.passed);
   arrays.set(field("o"), ro.passed);
-  if (!ht.is_none() && !step) arrays.set(field("final_state"), rh.passed);
+  if (!ht.is_none() && !step) arrays.set(field("final_state"), rh.passed);  // (the step's pool: set above)
 
   const bool known = all_rules::visit(op, [&]<class Rule>() { python::forward<Rule>(arrays, o); });
   if (!known) return none;
