@@ -11,7 +11,7 @@
 # test runs in parallel, each with its own cap.
 set -u
 cd "$(dirname "$0")/../.."
-OUT=${OUT:-bench/python/out}; mkdir -p "$OUT"
+OUT=${OUT:-bench/python/out}; mkdir -p "$OUT"; OUT=$(cd "$OUT" && pwd)
 FLA_TESTS=${FLA_TESTS:-fla_tests}
 START=$(date +%s)
 el() { echo "== $1 at $(( $(date +%s) - START )) s"; }
@@ -34,8 +34,8 @@ echo "python_overhead rc $?"; cat "$OUT/python_speed.md"
 
 # (a) python/tests with CUDA tensors (test_cuda.py first: it is the CUDA suite), (d) fla's tests, in parallel.
 el tests
-( cd python/tests && { timeout 120 python3 -m pytest -q -rfE -p no:cacheprovider test_cuda.py > "$OLDPWD/$OUT/pytest_cuda.log" 2>&1; echo "pytest cuda rc $?" >> "$OLDPWD/$OUT/pytest_cuda.log"; } ) &
-( cd python/tests && { timeout 150 python3 -m pytest -q -rfE -p no:cacheprovider --ignore=test_cuda.py > "$OLDPWD/$OUT/pytest_rest.log" 2>&1; echo "pytest rest rc $?" >> "$OLDPWD/$OUT/pytest_rest.log"; } ) &
+( cd python/tests && { timeout 120 python3 -m pytest -q -rfE -p no:cacheprovider test_cuda.py > "$OUT/pytest_cuda.log" 2>&1; echo "pytest cuda rc $?" >> "$OUT/pytest_cuda.log"; } ) &
+( cd python/tests && { timeout 150 python3 -m pytest -q -rfE -p no:cacheprovider --ignore=test_cuda.py > "$OUT/pytest_rest.log" 2>&1; echo "pytest rest rc $?" >> "$OUT/pytest_rest.log"; } ) &
 if [ -d "$FLA_TESTS" ]; then
   for form in chunk fused_recurrent; do
     for f in "$FLA_TESTS"/test_*.py; do
@@ -49,7 +49,7 @@ else
 fi
 wait
 el collect
-tail -3 "$OUT/pytest_cuda.log" "$OUT/pytest_rest.log"
+tail -n 3 "$OUT/pytest_cuda.log" "$OUT/pytest_rest.log"
 for f in "$OUT"/fla_*.log; do
   [ -f "$f" ] || continue
   echo "### $(basename "$f" .log): $(grep -c ' PASSED' "$f") passed, $(grep -c ' FAILED' "$f") failed, $(grep -c ' SKIPPED' "$f") skipped"
