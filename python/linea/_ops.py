@@ -17,6 +17,9 @@ linea's own keyword arguments, after fla's:
   chunk_size                     chunk_* only: 16, 32, 64 (default) or 128
   ssm_state_indices [B]          fused_recurrent_* only: the decode step (T = 1) over a state pool initial_state
                                  [N, HV, K, V], updated in place; row b uses state ssm_state_indices[b], -1 skips it
+
+Each function first offers the call to the extension's C++ path (_linea.fla_forward, python/src/fla_call.hpp),
+which takes the common case whole and declines the rest (then _call below): the same kernels either way.
 """
 from __future__ import annotations
 

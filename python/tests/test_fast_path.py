@@ -106,3 +106,14 @@ def test_what_the_python_path_keeps(fast_calls):
     args, kw = random_call("gated_delta_rule", "chunk", np.float32, B=1, T=40)
     linea.chunk_gated_delta_rule(*args, **kw, cu_seqlens=[0, 15, 40])
     assert fast_calls["took"] == 0 and fast_calls["declined"] == 2
+
+
+def test_lazily_negated_tensor_is_negated(fast_calls):
+    """torch's neg view (its memory un-negated, the sign a flag) is declined here and materialised by the Python
+    path: the result is that of the negated values."""
+    torch = pytest.importorskip("torch")
+    args, kw = random_call("kda", "chunk", np.float64)
+    t = [torch.from_numpy(a) for a in args]
+    o_view, _ = linea.chunk_kda(torch._neg_view(t[0]), *t[1:])
+    o_neg, _ = linea.chunk_kda(-t[0], *t[1:])
+    assert torch.equal(o_view, o_neg) and fast_calls["took"] == 1  # only the second call
