@@ -195,7 +195,8 @@ inline nb::object forward(const char* op, int form, nb::handle q, nb::handle k, 
   // linea's keyword arguments: only the decode step's pool indices and the chunk size here.
   nb::handle state_indices;
   index_t chunk_size = 64;
-  if (linea_kw.is_valid() && !linea_kw.is_none() && PyDict_GET_SIZE(linea_kw.ptr()) != 0) {
+  if (linea_kw.is_valid() && !linea_kw.is_none()) {
+    if (!PyDict_Check(linea_kw.ptr())) return none;
     PyObject *key, *value;
     Py_ssize_t pos = 0;
     while (PyDict_Next(linea_kw.ptr(), &pos, &key, &value)) {
@@ -205,6 +206,7 @@ inline nb::object forward(const char* op, int form, nb::handle q, nb::handle k, 
         if (value != Py_None) state_indices = value;
       } else if (std::string_view(name) == "chunk_size" && PyLong_CheckExact(value)) {
         chunk_size = static_cast<index_t>(PyLong_AsLongLong(value));
+        if (PyErr_Occurred()) return PyErr_Clear(), none;
       } else {
         return none;
       }
