@@ -314,6 +314,14 @@ TEST_CASE_TEMPLATE("CUDA backward = float64 reference backward (bf16, fp16)", Ru
   SUBCASE("fp16") { shapes<Rule, fp16>(); }
 }
 
+// bf16 inputs take 1xTF32 products (work::precise): their rounding must stay inside SPEC §6 over many chunks, where
+// the state passes carry it from chunk to chunk (32 chunks; the shapes above have at most 5).
+TEST_CASE("CUDA backward: bf16 over 32 chunks, K = V = 128 (1xTF32 products)") {
+  const case_shape s{.B = 1, .T = 2048, .H = 1, .HV = 2, .K = 128, .V = 128, .initial_state = true, .seed = 31};
+  check_backward<gated_delta, bf16>(s);
+  check_backward<kda, bf16>(s);
+}
+
 TEST_CASE("CUDA backward: in-kernel options (L2 norm, gates, beta activation)") {
   const case_shape s{.B = 2, .T = 90, .H = 2, .HV = 4, .K = 32, .V = 16, .initial_state = true, .seed = 5};
   check_backward<gated_delta, float>(s, {.qk_l2norm = true, .gate = true, .beta_act = beta_activation::sigmoid});

@@ -64,7 +64,7 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
   LINEA_CUDA_CHECK(cudaGetDevice(&device));
   LINEA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const std::size_t narrow = std::size_t(w.N) * std::size_t(w.HV) * std::size_t((w.V + 15) / 16);  // CTAs at 16
-  if (narrow <= std::size_t(state_ctas_per_sm) * std::size_t(sms))
+  if (narrow <= std::size_t(state_ctas_per_sm<16>) * std::size_t(sms))
     state_phases_bv<16, Erases, PerKey>(w, S0, dST, dS0, forward, reverse, st);
   else
     state_phases_bv<32, Erases, PerKey>(w, S0, dST, dS0, forward, reverse, st);

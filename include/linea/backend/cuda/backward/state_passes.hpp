@@ -16,22 +16,25 @@
 namespace linea::cuda_detail::bwd {
 
 // BV value columns per CTA: 32, or 16 where 32 leaves SMs idle (1×32768 with 16 heads: 64 CTAs at 32, 128 at 16).
-// At most 64 registers per thread (4 CTAs of 256 threads per SM): the CTAs of one pass should all be resident,
-// since each walks its whole sequence.
-inline constexpr int state_ctas_per_sm = 4;
+// The CTAs of one pass should all be resident, since each walks its whole sequence: at 32 columns four per SM (at
+// most 64 registers a thread), at 16 two (128 registers), chosen only where that many CTAs fill no more than two
+// per SM (phases.hpp).
+template <int BV>
+inline constexpr int state_ctas_per_sm = BV == 16 ? 2 : 4;
 
 // A pass's shared memory: the state tile (h or dh), U_new or dU, y (the reverse pass's phase-1 slice of
-// s (Γ ⊙ Q)ᵀ dO, scalar decays), the decays and block_gemm's slabs. The slabs are 32 deep (half the global round
-// trips of 16-deep ones, each behind a barrier: the passes are latency-bound) wherever four CTAs still fit per SM,
-// i.e. everywhere but the reverse pass at 32 columns (its y tile).
+// s (Γ ⊙ Q)ᵀ dO, scalar decays), the decays and block_gemm's slabs. At 16 columns the slabs are 32 deep: half the
+// global round trips of 16-deep ones, each behind a barrier (the passes are latency-bound: one CTA per SM at
+// 1×32768); at 32 columns, under 64 registers, 32-deep slabs spill their prefetch registers (ptxas: 284 bytes
+// in the forward pass), so they stay 16 deep.
 template <int BV_, bool Reverse>
 struct state_shape {
-  static constexpr int BV = BV_, TK = Reverse && BV == 32 ? 16 : 32;
+  static constexpr int BV = BV_, TK = BV == 16 ? 32 : 16;
   static constexpr int s_at = 0, u_at = s_at + max_kv * BV, y_at = u_at + CL * BV,
                        g_at = y_at + (Reverse ? max_kv * BV : 0), f_at = g_at + CL, gam_at = f_at + CL,
                        scratch_at = gam_at + CL, end = scratch_at + gemm_scratch_for<TK>;
   static constexpr std::size_t bytes = sizeof(float) * end;
-  static_assert(state_ctas_per_sm * (bytes + 1024) <= 228 * 1024, "state passes: four CTAs per SM (1 KB reserved each)");
+  static_assert(state_ctas_per_sm<BV> * (bytes + 1024) <= 228 * 1024, "state passes: the CTAs per SM must fit");
 };
 
 // The chunk's decays in shared memory: sG = G_r, sF = exp(G_L − G_r), sGam = exp(G_r) (row L − 1 is the last token).
@@ -48,7 +51,7 @@ __device__ __forceinline__ void load_decays(const work& w, index_t c, index_t hv
 }
 
 template <int BV_, bool Erases, bool PerKey>
-__global__ void __launch_bounds__(threads, state_ctas_per_sm) forward_states_kernel(const work w, const view<const float, 4> S0) {
+__global__ void __launch_bounds__(threads, state_ctas_per_sm<BV_>) forward_states_kernel(const work w, const view<const float, 4> S0) {
   using sh = state_shape<BV_, false>;
   constexpr int BV = sh::BV;
   const index_t jt = blockIdx.x * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
@@ -102,7 +105,7 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) forward_states_ker
 }
 
 template <int BV_, bool Erases, bool PerKey>
-__global__ void __launch_bounds__(threads, state_ctas_per_sm) reverse_states_kernel(const work w, const view<const float, 4> dST,
+__global__ void __launch_bounds__(threads, state_ctas_per_sm<BV_>) reverse_states_kernel(const work w, const view<const float, 4> dST,
                                                                  const view<float, 4> dS0) {
   using sh = state_shape<BV_, true>;
   constexpr int BV = sh::BV;
