@@ -135,7 +135,6 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   work w;
   w.T = p.T, w.H = p.H, w.HV = p.HV, w.K = p.K, w.V = p.V, w.G = p.group, w.N = p.N, w.chunks = index_t(NC);
   w.scale = float(p.scale);
-  w.precise = std::is_same_v<T, float>;  // 16-bit inputs: 1xTF32 products (backward/block_gemm.hpp)
   if (plan.bytes) {
     auto* chunk_d = reinterpret_cast<chunk_info*>(scratch.base + plan.chunk_at);
     auto* seq_d = reinterpret_cast<seq_chunks*>(scratch.base + plan.seq_at);

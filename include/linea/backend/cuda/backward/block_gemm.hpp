@@ -9,10 +9,7 @@
 // conflicts on row-major shared tiles), walk::mn where it is contiguous along m (A) or n (B). The 8 warps each own a 16 × TN/2
 // strip of the tile: mma.sync m16n8k8 on TF32 operands with float32 accumulation. TF32 keeps 10 bits of
 // mantissa, so each operand is split x = big + small (both TF32) and the product is big·big + big·small +
-// small·big ("3xTF32": float32 accuracy, SPEC §6's 1e-4 for float32 inputs). With `precise` false (the inputs were
-// bf16 / fp16: work::precise) each operand is rounded to TF32 once and the product is one mma ("1xTF32": 10 bits
-// of mantissa, finer than the inputs' 8 / 11, well inside SPEC §6's 2e-2; a third of the mma and conversions).
-// `out` is called once per output
+// small·big ("3xTF32": float32 accuracy, SPEC §6's 1e-4 for float32 inputs). `out` is called once per output
 // element, always by the same thread for the same (m, n) whatever the accessors (so an out() may
 // read-modify-write its element). Every thread of the CTA must call it; it starts and ends with a barrier.
 // scratch: gemm_scratch floats of shared memory (gemm_scratch_for<TK> with a TK-deep slab: a deeper slab halves the
@@ -46,10 +43,10 @@ __device__ __forceinline__ std::uint32_t to_tf32(float x) {
   return r;
 }
 
-// x = big + small, both TF32 (small holds the next 11 bits of the mantissa; 0 when not precise).
-__device__ __forceinline__ void split_tf32(float x, std::uint32_t& big, std::uint32_t& small, bool precise = true) {
+// x = big + small, both TF32 (small holds the next 11 bits of the mantissa).
+__device__ __forceinline__ void split_tf32(float x, std::uint32_t& big, std::uint32_t& small) {
   big = to_tf32(x);
-  small = precise ? to_tf32(x - __uint_as_float(big)) : 0u;
+  small = to_tf32(x - __uint_as_float(big));
 }
 
 __device__ __forceinline__ void mma_tf32(float (&c)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
@@ -59,27 +56,19 @@ __device__ __forceinline__ void mma_tf32(float (&c)[4], const std::uint32_t (&a)
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
 
-// acc += a · b on one m16n8k8 step from split fragments: 3xTF32, or big·big alone when not precise.
-__device__ __forceinline__ void mma_split(float (&c)[4], const std::uint32_t (&ab)[4], const std::uint32_t (&as)[4],
-                                          const std::uint32_t (&bb)[2], const std::uint32_t (&bs)[2], bool precise) {
-  if (precise) {
-    mma_tf32(c, as, bb);
-    mma_tf32(c, ab, bs);
-  }
+// acc += a · b on one m16n8k8 step in 3xTF32 (a, b: the float32 fragments; a's split shared by the n-tiles).
+__device__ __forceinline__ void mma_3xtf32(float (&c)[4], const std::uint32_t (&ab)[4], const std::uint32_t (&as)[4],
+                                           float b0, float b1) {
+  std::uint32_t bb[2], bs[2];
+  split_tf32(b0, bb[0], bs[0]);
+  split_tf32(b1, bb[1], bs[1]);
+  mma_tf32(c, as, bb);
+  mma_tf32(c, ab, bs);
   mma_tf32(c, ab, bb);
 }
 
-// acc += a · b on one m16n8k8 step (a, b: the float32 fragments; a's split shared by the n-tiles).
-__device__ __forceinline__ void mma_3xtf32(float (&c)[4], const std::uint32_t (&ab)[4], const std::uint32_t (&as)[4],
-                                           float b0, float b1, bool precise) {
-  std::uint32_t bb[2], bs[2];
-  split_tf32(b0, bb[0], bs[0], precise);
-  split_tf32(b1, bb[1], bs[1], precise);
-  mma_split(c, ab, as, bb, bs, precise);
-}
-
 template <int TN, walk WalkA = walk::mn, walk WalkB = walk::mn, int TK = gemm_tk, class A, class B, class Out>
-__device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out out, float* scratch, bool precise) {
+__device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm: 256 threads, 64 × 16|32|64 tiles");
   static_assert(TK == 16 || TK == 32, "block_gemm: 16- or 32-deep slabs");
   constexpr int LD = gemm_ld, NT = TN / 16;            // n-tiles of 8 per warp (two warps across the tile's width)
@@ -123,13 +112,19 @@ __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out o
         for (int s = 0; s < steps; ++s) {
           const int kk = 8 * s;
           std::uint32_t ab[4], as[4];
-          split_tf32(As[(kk + t) * LD + wm + g], ab[0], as[0], precise);
-          split_tf32(As[(kk + t) * LD + wm + g + 8], ab[1], as[1], precise);
-          split_tf32(As[(kk + t + 4) * LD + wm + g], ab[2], as[2], precise);
-          split_tf32(As[(kk + t + 4) * LD + wm + g + 8], ab[3], as[3], precise);
+          split_tf32(As[(kk + t) * LD + wm + g], ab[0], as[0]);
+          split_tf32(As[(kk + t) * LD + wm + g + 8], ab[1], as[1]);
+          split_tf32(As[(kk + t + 4) * LD + wm + g], ab[2], as[2]);
+          split_tf32(As[(kk + t + 4) * LD + wm + g + 8], ab[3], as[3]);
 #pragma unroll
-          for (int j = 0; j < NT; ++j)
-            mma_3xtf32(acc[j], ab, as, Bs[(kk + t) * LD + wn + 8 * j + g], Bs[(kk + t + 4) * LD + wn + 8 * j + g], precise);
+          for (int j = 0; j < NT; ++j) {
+            std::uint32_t bb[2], bs[2];
+            split_tf32(Bs[(kk + t) * LD + wn + 8 * j + g], bb[0], bs[0]);
+            split_tf32(Bs[(kk + t + 4) * LD + wn + 8 * j + g], bb[1], bs[1]);
+            mma_tf32(acc[j], as, bb);
+            mma_tf32(acc[j], ab, bs);
+            mma_tf32(acc[j], ab, bb);
+          }
         }
         __syncthreads();
       }
@@ -181,7 +176,7 @@ __device__ __forceinline__ void row_sums(int rows, int cols, F f, Done done) {
 }
 
 template <int TN = 64, class A, class B, class Out>
-__device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b, Out out, bool precise) {
+__device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b, Out out) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm_direct: 256 threads, 64 × 16|32|64 tiles");
   constexpr int NT = TN / 16;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
@@ -196,14 +191,14 @@ __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b
       for (int kk = 0; kk < Kd; kk += 8) {
         const int k0 = kk + t, k1 = k0 + 4;
         std::uint32_t ab[4], as[4];
-        split_tf32(A0(ma, k0), ab[0], as[0], precise);
-        split_tf32(A0(mb, k0), ab[1], as[1], precise);
-        split_tf32(A0(ma, k1), ab[2], as[2], precise);
-        split_tf32(A0(mb, k1), ab[3], as[3], precise);
+        split_tf32(A0(ma, k0), ab[0], as[0]);
+        split_tf32(A0(mb, k0), ab[1], as[1]);
+        split_tf32(A0(ma, k1), ab[2], as[2]);
+        split_tf32(A0(mb, k1), ab[3], as[3]);
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
           const int n = n0 + wn + 8 * j + g;
-          mma_3xtf32(acc[j], ab, as, B0(k0, n), B0(k1, n), precise);
+          mma_3xtf32(acc[j], ab, as, B0(k0, n), B0(k1, n));
         }
       }
 #pragma unroll

@@ -92,20 +92,20 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     stage_tile<CL, CL>(sT, ld_cc, [&](int s, int r) { return Tc[s * CL + r]; });  // sT[s][r] = T_sr
     block_gemm<64, walk::k, walk::k, grad_tk>(
         L, K, V, [&](int r, int j) { return sdU[r * ld_kv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
-        [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, scratch, w.precise);
+        [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, scratch);
     block_gemm_direct(
         L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
-        [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; }, w.precise);
+        [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
     block_gemm_direct(
         L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
-        [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; }, w.precise);
+        [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
     block_gemm<64, walk::k, walk::k, grad_tk>(
         L, L, V, [&](int r, int j) { return sdBv[r * ld_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
-        [&](int r, int s, float acc) { sM[r * ld_cc + s] = acc; }, scratch, w.precise);
+        [&](int r, int s, float acc) { sM[r * ld_cc + s] = acc; }, scratch);
     block_gemm<64, walk::k, walk::k, grad_tk>(
         L, L, K, [&](int r, int d) { return sdBk[r * ld_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
         [&](int r, int s, float acc) { sM[r * ld_cc + s] = s < r ? -(sM[r * ld_cc + s] + acc) * D(r, s) : 0.f; },
-        scratch, w.precise);
+        scratch);
     // dv_r = w_r dBv_r, dw_r = v_r·dBv_r: dBv's last reads, before its tile holds dq (a row per warp; the row's v
     // loaded before its dv is stored)
     const int warp = tid >> 5, lane = tid & 31;
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
         if (Decays) sdP[r * (CL + 1) + s] = s < r ? dp : 0.f;
         sN[r * ld_cc + s] = s <= r ? dp * D(r, s) : 0.f;  // (D past the diagonal may overflow)
       },
-      scratch, w.precise);
+      scratch);
   if constexpr (Decays)
     if (tid < L) {
       const int i = tid;
@@ -169,24 +169,24 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   // ---- dq = Γ s (dO hᵀ) + N K;  dG_r += q_r·(Γ s dO hᵀ)_r ----
   block_gemm<64, walk::k, walk::k, grad_tk>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
-      [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; }, scratch, w.precise);
+      [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; }, scratch);
   if constexpr (Decays)
     row_sums(L, K, [&](int r, int d) { return sQ[r * ld_kv + d] * sDQ[r * ld_kv + d]; },
              [&](int r, float x) { sdG[r] += x; });
   block_gemm_direct(
       L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
-      [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; }, w.precise);
+      [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
   // ---- dk = F ⊙ (U_new dhᵀ) + Nᵀ Q + the UT transform's terms ----
   // (with z_s = k_s·(F ⊙ U_new dhᵀ)_s: dG_s −= z_s, dG_L += z_s)
   block_gemm<64, walk::k, walk::k, grad_tk>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
-      [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, scratch, w.precise);
+      [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, scratch);
   if constexpr (Decays)
     row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sDK[s * ld_kv + d]; },
              [&](int s, float z) { atomicAdd(&sdG[s], -z), atomicAdd(&sdG[L - 1], z); });
   block_gemm_direct(
       L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
-      [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; }, w.precise);
+      [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; });
   if constexpr (Erases) {
     // x_s = γ_s dBk_s + (M K)_s (into dBk's tile): dk_s += e_s x_s;  de_s += k_s·x_s, and e_s times that into dG_s
     block_gemm_direct(
@@ -195,7 +195,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
           const float x = sGam[s] * sdBk[s * ld_kv + d] + acc;
           sdBk[s * ld_kv + d] = x;
           sDK[s * ld_kv + d] += sE[s] * x;
-        }, w.precise);
+        });
     row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sdBk[s * ld_kv + d]; }, [&](int s, float z) {
       sdE[s] += z;
       if (Decays) sdG[s] += sE[s] * z;
@@ -206,7 +206,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
         [&](int s, int d, float acc) {
           sDK[s * ld_kv + d] += acc;
           if (Decays) sdBk[s * ld_kv + d] = acc;
-        }, w.precise);
+        });
     if constexpr (Decays)
       row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sdBk[s * ld_kv + d]; },
                [&](int s, float z) { sdG[s] -= z; });

@@ -57,12 +57,12 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   float* P = w.P + w.ch(c, hv) * CL * CL;
   block_gemm_direct(
       L, L, K, [&](int r, int d) { return sQ[r * ld_kv + d]; }, [&](int d, int s) { return sK[s * ld_kv + d]; },
-      [&](int r, int s, float acc) { P[r * CL + s] = s <= r ? acc * __expf(sG[r] - sG[s]) : 0.f; }, w.precise);
+      [&](int r, int s, float acc) { P[r * CL + s] = s <= r ? acc * __expf(sG[r] - sG[s]) : 0.f; });
   if constexpr (Erases) {
     for (int e = tid; e < CL * CL; e += threads) sA[e] = 0.f;  // rows and columns past L stay 0
     block_gemm_direct(
         L, L, K, [&](int r, int d) { return sK[r * ld_kv + d]; }, [&](int d, int s) { return sK[s * ld_kv + d]; },
-        [&](int r, int s, float acc) { sA[r * CL + s] = s < r ? sEG[r] * acc * __expf(sG[r] - sG[s]) : 0.f; }, w.precise);
+        [&](int r, int s, float acc) { sA[r * CL + s] = s < r ? sEG[r] * acc * __expf(sG[r] - sG[s]) : 0.f; });
     if (tid < CL) sEG[tid] *= __expf(sG[tid]);  // e ⊙ Γ (after A's last read of e: its barrier)
   }
   if constexpr (Erases) {
@@ -75,12 +75,12 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
     block_gemm_direct(
         L, K, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int d) { return sEG[s] * sK[s * ld_kv + d]; },
-        [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, w.precise);
+        [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; });
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
     const float* v = w.v + (tok0 * w.HV + hv) * w.V;
     block_gemm<64, walk::k, walk::mn>(
         L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return sWw[s] * v[s * w.HV * w.V + j]; },
-        [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch, w.precise);
+        [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
   }
   // The reverse state pass's products that do not involve the state, here where every chunk runs at once:
   // dU ← s Pᵀ dO into dU's workspace (the pass adds Kd dh) and s (Γ ⊙ Q)ᵀ dO into dh's (until the pass stores dh
@@ -93,10 +93,10 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   const float scale = w.scale;
   block_gemm<64, walk::mn, walk::mn>(
       L, V, L, [&](int s, int r) { return P[r * CL + s]; }, [&](int r, int j) { return sO[r * ld_kv + j]; },
-      [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; }, scratch, w.precise);
+      [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; }, scratch);
   block_gemm_direct(
       K, V, L, [&](int d, int r) { return __expf(sG[r]) * sQ[r * ld_kv + d]; }, [&](int r, int j) { return sO[r * ld_kv + j]; },
-      [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; }, w.precise);
+      [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; });
 }
 
 }  // namespace linea::cuda_detail::bwd

@@ -78,24 +78,24 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   if constexpr (Erases) {  // dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW, dA = −(dBv Uᵀ + dBk Wᵀ) (strictly lower)
     block_gemm<64, walk::k, walk::k>(
         L, K, V, [&](int r, int j) { return dU[r * w.V + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
-        [&](int r, int d, float acc) { sdW[r * max_kv + d] = -acc; }, scratch, w.precise);
+        [&](int r, int d, float acc) { sdW[r * max_kv + d] = -acc; }, scratch);
     block_gemm<64, walk::mn, walk::mn>(
         L, V, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int j) { return dU[s * w.V + j]; },
-        [&](int r, int j, float acc) { sdBv[r * max_kv + j] = acc; }, scratch, w.precise);
+        [&](int r, int j, float acc) { sdBv[r * max_kv + j] = acc; }, scratch);
     block_gemm<64, walk::mn, walk::mn>(
         L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * max_kv + d]; },
-        [&](int r, int d, float acc) { sdBk[r * max_kv + d] = acc; }, scratch, w.precise);
+        [&](int r, int d, float acc) { sdBk[r * max_kv + d] = acc; }, scratch);
     block_gemm<64, walk::k, walk::k>(
         L, L, V, [&](int r, int j) { return sdBv[r * max_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
-        [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch, w.precise);
+        [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
     block_gemm<64, walk::k, walk::k>(
         L, L, K, [&](int r, int d) { return sdBk[r * max_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
-        [&](int r, int s, float acc) { sM[r * CL + s] = s < r ? -(sM[r * CL + s] + acc) : 0.f; }, scratch, w.precise);
+        [&](int r, int s, float acc) { sM[r * CL + s] = s < r ? -(sM[r * CL + s] + acc) : 0.f; }, scratch);
   }
   // dP = s dO U_newᵀ (causal, undecayed)
   block_gemm<64, walk::k, walk::k>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
-      [&](int r, int s, float acc) { sN[r * CL + s] = s <= r ? scale * acc : 0.f; }, scratch, w.precise);
+      [&](int r, int s, float acc) { sN[r * CL + s] = s <= r ? scale * acc : 0.f; }, scratch);
   for (int e = tid; e < CL * max_kv; e += threads) sdG[e] = 0;  // (dW's tile is free: dBk is formed)
   // inter-chunk read: dq = s Γ ⊙ (dO hᵀ);  state write: dk = Kd-decay ⊙ (U_new dhᵀ)
   block_gemm<64, walk::k, walk::k>(
@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
         dq[r * ldg + d] = x;
         sdG[r * max_kv + d] += q[r * ldq + d] * x;
       },
-      scratch, w.precise);
+      scratch);
   block_gemm<64, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) {
@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
         dk[s * ldg + d] = x;
         sdG[s * max_kv + d] -= ks(s, d) * x;
       },
-      scratch, w.precise);
+      scratch);
   // dG_Ld's share of the state write, Σ_s k_sd dk_sd, one channel per thread over dk as the product left it (this
   // CTA's own global writes, visible after block_gemm's closing barrier) in place of an atomic from every element
   for (int d = tid; d < K; d += threads) {

@@ -96,7 +96,7 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
         [&](int s, int d) {
           return (Channels ? sB[s * LK + d] : e_tok[s * w.HV]) * __expf(sG[s * LK + d]) * sK[s * LK + d];
         },
-        [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch, w.precise);
+        [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch);
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
     const float* v = w.v + (tok0 * w.HV + hv) * w.V;
     block_gemm<64, walk::k, walk::mn>(
@@ -104,7 +104,7 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
         [&](int s, int j) {
           return (Channels ? cg.w[((tok0 + s) * w.HV + hv) * w.V + j] : w_tok[s * w.HV]) * v[s * w.HV * w.V + j];
         },
-        [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch, w.precise);
+        [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
   }
 }
 

@@ -90,7 +90,7 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm<BV_>) forward_state
             const float x = Uc[r * w.V + j] - acc;
             sU[r * BV + j] = x, Un[r * w.V + j] = x;
           },
-          scratch, w.precise);
+          scratch);
     } else {  // U_new = V
       const float* v = w.v + (tok0 * w.HV + hv) * w.V + jt;
       stage_tile<CL, BV, 8>(sU, BV, [&](int r, int j) { return r < L && j < bv ? v[r * w.HV * w.V + j] : 0.f; });
@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm<BV_>) forward_state
     block_gemm<BV, walk::mn, walk::mn, sh::TK>(
         K, bv, L, [&](int d, int s) { return PerKey ? Kd[s * w.K + d] : k[s * ldq + d] * sF[s]; },
         [&](int s, int j) { return sU[s * BV + j]; },
-        [&](int d, int j, float acc) { sS[d * BV + j] = fmaf(PerKey ? gLk[d] : gL, sS[d * BV + j], acc); }, scratch, w.precise);
+        [&](int d, int j, float acc) { sS[d * BV + j] = fmaf(PerKey ? gLk[d] : gL, sS[d * BV + j], acc); }, scratch);
   }
 }
 
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm<BV_>) reverse_state
     if constexpr (PerKey) {
       block_gemm<BV, walk::mn, walk::mn, sh::TK>(
           L, bv, L, [&](int s, int r) { return Pc[r * CL + s]; }, [&](int r, int j) { return dO[r * ldo + j]; },
-          [&](int s, int j, float acc) { sU[s * BV + j] = scale * acc; }, scratch, w.precise);
+          [&](int s, int j, float acc) { sU[s * BV + j] = scale * acc; }, scratch);
     } else {
       stage_tile<CL, BV, 8>(sU, BV, [&](int s, int j) { return s < L && j < bv ? dU[s * w.V + j] : 0.f; });  // s Pᵀ dO
     }
@@ -159,13 +159,13 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm<BV_>) reverse_state
           const float x = sU[s * BV + j] + acc;
           sU[s * BV + j] = x, dU[s * w.V + j] = x;
         },
-        scratch, w.precise);
+        scratch);
     // dh ← γ_L dh + s (Γ ⊙ Q)ᵀ dO − Wᵀ dU
     const float gL = PerKey ? 0.f : __expf(sG[L - 1]);
     if constexpr (PerKey) {
       block_gemm<BV, walk::mn, walk::mn, sh::TK>(
           K, bv, L, [&](int d, int r) { return Qg[r * w.K + d]; }, [&](int r, int j) { return dO[r * ldo + j]; },
-          [&](int d, int j, float acc) { sD[d * BV + j] = fmaf(gLk[d], sD[d * BV + j], scale * acc); }, scratch, w.precise);
+          [&](int d, int j, float acc) { sD[d * BV + j] = fmaf(gLk[d], sD[d * BV + j], scale * acc); }, scratch);
     } else {
       for (int e = tid; e < K * BV; e += threads) sD[e] = fmaf(gL, sD[e], sY[e]);  // (after dU's barrier)
     }
@@ -173,7 +173,7 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm<BV_>) reverse_state
       const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
       block_gemm<BV, walk::mn, walk::mn, sh::TK>(
           K, bv, L, [&](int d, int s) { return Wc[s * w.K + d]; }, [&](int s, int j) { return sU[s * BV + j]; },
-          [&](int d, int j, float acc) { sD[d * BV + j] -= acc; }, scratch, w.precise);
+          [&](int d, int j, float acc) { sD[d * BV + j] -= acc; }, scratch);
     }
   }
   __syncthreads();

@@ -37,8 +37,6 @@ struct seq_chunks {
 struct work {
   index_t T = 0, H = 0, HV = 0, K = 0, V = 0, G = 1, N = 0, chunks = 0;
   float scale = 1;
-  // Products in 3xTF32 (float32 accuracy), or 1xTF32 for bf16 / fp16 inputs (block_gemm.hpp; SPEC §6's 2e-2).
-  bool precise = true;
   const chunk_info* chunk = nullptr;  // [chunks]
   const seq_chunks* seqs = nullptr;   // [N]
   float *q, *k, *v, *d_o, *log_alpha, *erase, *write;
