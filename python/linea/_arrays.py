@@ -181,7 +181,7 @@ def for_kernel(x):
     if _torch is not None and isinstance(x, _torch.Tensor):
         code = _CODES.get(x.dtype)  # (complex dtypes, the only ones with a lazy conjugate bit, have no code)
         if code is None or x.is_neg():  # the extension names the dtype in its error; a lazy negation is
-            return x.detach()           # materialised by DLPack
+            return x.detach().resolve_neg()  # materialised (DLPack would export the memory un-negated)
         return (x.data_ptr(), x.shape, x.stride(), code, x.get_device())
     return x
 

@@ -17,13 +17,23 @@ linea's own keyword arguments, after fla's:
   chunk_size                     chunk_* only: 16, 32, 64 (default) or 128
   ssm_state_indices [B]          fused_recurrent_* only: the decode step (T = 1) over a state pool initial_state
                                  [N, HV, K, V], updated in place; row b uses state ssm_state_indices[b], -1 skips it
+
+Each function first offers the call to the extension's C++ path (_linea.fla_forward, python/src/fla_call.hpp),
+which takes the common case whole and declines the rest (then _call below): the same kernels either way.
 """
 from __future__ import annotations
 
 import warnings
 
 from . import _arrays as A
+from . import _core, _linea
 from ._core import forward, options
+
+# The common case of a call in C++ (python/src/fla_call.hpp): (o, ht), or None where this module's path must take
+# the call (autograd, dtype widening, fla options handled here, anything unusual). Each public function tries it
+# first when none of its arguments needs this module; linea.reference.* (backend "reference") never does.
+_fast = _linea.fla_forward
+_backend = _core._backend
 
 _READS = {"uniform": "ccq_uniform", "decayed": "ccq_decayed"}
 
@@ -109,6 +119,11 @@ def chunk_linear_attn(q, k, v, scale=None, initial_state=None, output_final_stat
     """Linear attention (the additive rule, no decay), chunkwise. Returns (o [B, T, HV, V], final state).
     With normalize (fla's default here) o_t is divided by s·q_t·Σ_{j≤t} k_j + 1e-10 and the final state is
     (S_T, z_T), z_T = Σ_t k_t [N, 1, H, K]."""
+    if not (normalize and output_final_state) and _backend.get() == "cpu":
+        r = _fast("linear_attn", 1, q, k, v, None, None, None, None, None, scale, initial_state, output_final_state,
+                  cu_seqlens, False, 0, normalize, _core._threads, linea_kw)
+        if r is not None:
+            return r
     return _linear_attn("chunkwise", q, k, v, scale, initial_state, output_final_state, normalize, cu_seqlens,
                         linea_kw)
 
@@ -116,6 +131,11 @@ def chunk_linear_attn(q, k, v, scale=None, initial_state=None, output_final_stat
 def fused_recurrent_linear_attn(q, k, v, scale=None, initial_state=None, output_final_state=False, reverse=False,
                                 normalize=False, cu_seqlens=None, **linea_kw):
     """Linear attention (the additive rule), recurrent form. Returns (o [B, T, HV, V], final state)."""
+    if not (reverse or normalize and output_final_state) and _backend.get() == "cpu":
+        r = _fast("linear_attn", 0, q, k, v, None, None, None, None, None, scale, initial_state, output_final_state,
+                  cu_seqlens, False, 0, normalize, _core._threads, linea_kw)
+        if r is not None:
+            return r
     _unsupported(reverse=reverse)
     return _linear_attn("recurrent", q, k, v, scale, initial_state, output_final_state, normalize, cu_seqlens,
                         linea_kw)
@@ -135,6 +155,11 @@ def chunk_simple_gla(q, k, v, g=None, g_gamma=None, scale=None, initial_state=No
                      state_v_first=False, cu_seqlens=None, cu_seqlens_cpu=None, **linea_kw):
     """Simple GLA: S_t = exp(g_t) S_{t-1} + k_t v_tᵀ, g [B, T, HV] (or g_gamma [HV], constant), chunkwise.
     Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
+    if g is not None and g_gamma is None and not state_v_first and _backend.get() == "cpu":
+        r = _fast("simple_gla", 1, q, k, v, g, None, None, None, None, scale, initial_state, output_final_state,
+                  cu_seqlens, False, 0, False, _core._threads, linea_kw)
+        if r is not None:
+            return r
     return _simple_gla("chunkwise", q, k, v, g, g_gamma, cu_seqlens, state_v_first, linea_kw, scale=scale,
                        initial_state=initial_state, output_final_state=output_final_state)
 
@@ -143,6 +168,11 @@ def fused_recurrent_simple_gla(q, k, v, g=None, g_gamma=None, scale=None, initia
                                output_final_state=False, reverse=False, state_v_first=False, cu_seqlens=None,
                                **linea_kw):
     """Simple GLA, recurrent form (or the decode step with ssm_state_indices). Returns (o, final state)."""
+    if g is not None and g_gamma is None and not (reverse or state_v_first) and _backend.get() == "cpu":
+        r = _fast("simple_gla", 0, q, k, v, g, None, None, None, None, scale, initial_state, output_final_state,
+                  cu_seqlens, False, 0, False, _core._threads, linea_kw)
+        if r is not None:
+            return r
     _unsupported(reverse=reverse)
     return _simple_gla("recurrent", q, k, v, g, g_gamma, cu_seqlens, state_v_first, linea_kw, scale=scale,
                        initial_state=initial_state, output_final_state=output_final_state)
@@ -152,6 +182,11 @@ def chunk_gla(q, k, v, g, scale=None, initial_state=None, output_final_state=Fal
               cu_seqlens=None, cu_seqlens_cpu=None, **linea_kw):
     """GLA: S_t = Diag(exp(g_t)) S_{t-1} + k_t v_tᵀ with a per-key log decay g [B, T, HV, K], chunkwise.
     Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
+    if not state_v_first and _backend.get() == "cpu":
+        r = _fast("gla", 1, q, k, v, None, g, None, None, None, scale, initial_state, output_final_state, cu_seqlens,
+                  False, 0, False, _core._threads, linea_kw)
+        if r is not None:
+            return r
     return _call("gla", "chunkwise", q, k, v, {"gk": g}, scale=scale, initial_state=initial_state,
                  output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                  state_v_first=state_v_first, **linea_kw)
@@ -160,6 +195,11 @@ def chunk_gla(q, k, v, g, scale=None, initial_state=None, output_final_state=Fal
 def fused_recurrent_gla(q, k, v, gk=None, gv=None, scale=None, initial_state=None, output_final_state=False,
                         reverse=False, state_v_first=False, cu_seqlens=None, **linea_kw):
     """GLA, recurrent form (gk [B, T, HV, K]; or the decode step with ssm_state_indices). Returns (o, final state)."""
+    if gk is not None and gv is None and not (reverse or state_v_first) and _backend.get() == "cpu":
+        r = _fast("gla", 0, q, k, v, None, gk, None, None, None, scale, initial_state, output_final_state, cu_seqlens,
+                  False, 0, False, _core._threads, linea_kw)
+        if r is not None:
+            return r
     _unsupported(reverse=reverse, gv=gv is not None)
     if gk is None:
         raise ValueError("linea: fused_recurrent_gla needs gk [B, T, HV, K] (a gate-free GLA is linear_attn)")
@@ -172,6 +212,11 @@ def chunk_delta_rule(q, k, v, beta, scale=None, initial_state=None, output_final
                      use_qk_l2norm_in_kernel=False, cu_seqlens=None, cu_seqlens_cpu=None, **linea_kw):
     """DeltaNet: S_t = S_{t-1} + β_t k_t (v_t − S_{t-1}ᵀk_t)ᵀ, beta [B, T, HV], chunkwise.
     Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
+    if _backend.get() == "cpu":
+        r = _fast("delta_rule", 1, q, k, v, None, None, beta, None, None, scale, initial_state, output_final_state,
+                  cu_seqlens, use_qk_l2norm_in_kernel, 0, False, _core._threads, linea_kw)
+        if r is not None:
+            return r
     return _call("delta_rule", "chunkwise", q, k, v, {"beta": beta}, scale=scale, initial_state=initial_state,
                  output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                  use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, **linea_kw)
@@ -183,6 +228,11 @@ def fused_recurrent_delta_rule(q, k, v, beta=None, scale=None, initial_state=Non
     if beta is None:
         beta = A.zeros(q, tuple(v.shape)[:3], A.storage_of(q))
         beta[...] = 1
+    if _backend.get() == "cpu":
+        r = _fast("delta_rule", 0, q, k, v, None, None, beta, None, None, scale, initial_state, output_final_state,
+                  cu_seqlens, use_qk_l2norm_in_kernel, 0, False, _core._threads, linea_kw)
+        if r is not None:
+            return r
     return _call("delta_rule", "recurrent", q, k, v, {"beta": beta}, scale=scale, initial_state=initial_state,
                  output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                  use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, **linea_kw)
@@ -194,6 +244,12 @@ def chunk_gated_delta_rule(q, k, v, g, beta, scale=None, initial_state=None, out
                            cp_context=None, use_gate_in_kernel=False, A_log=None, dt_bias=None, **linea_kw):
     """Gated DeltaNet: S' = exp(g_t) S_{t-1}, S_t = S' + β_t k_t (v_t − S'ᵀk_t)ᵀ, g and beta [B, T, HV], chunkwise. With use_gate_in_kernel, g holds logits: g = −exp(A_log)·softplus(g + dt_bias), A_log, dt_bias [HV].
     Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
+    if not (state_v_first or use_gate_in_kernel or cp_context is not None) and _backend.get() == "cpu":
+        r = _fast("gated_delta_rule", 1, q, k, v, g, None, beta, None, None, scale, initial_state, output_final_state,
+                  cu_seqlens, use_qk_l2norm_in_kernel,
+                  (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0, False, _core._threads, linea_kw)
+        if r is not None:
+            return r
     _unsupported(cp_context=cp_context is not None)
     return _call("gated_delta_rule", "chunkwise", q, k, v, {"g": g, "beta": beta}, scale=scale,
                  initial_state=initial_state, output_final_state=output_final_state, cu_seqlens=cu_seqlens,
@@ -210,10 +266,17 @@ def fused_recurrent_gated_delta_rule(q, k, v, g=None, gk=None, gv=None, beta=Non
                                      cu_seqlens=None, **linea_kw):
     """Gated DeltaNet, recurrent form (or the decode step with ssm_state_indices). fla's gk here is KDA's gate:
     given gk instead of g, the call is linea's kda. Returns (o, final state)."""
-    _unsupported(gv=gv is not None)
     if beta is None:
         beta = A.zeros(q, tuple(v.shape)[:3], A.storage_of(q))
         beta[...] = 1
+    if gv is None and (g is None or gk is None) and not (state_v_first or use_gate_in_kernel) and \
+            _backend.get() == "cpu":
+        r = _fast("gated_delta_rule" if gk is None else "kda", 0, q, k, v, g if gk is None else None, gk, beta, None,
+                  None, scale, initial_state, output_final_state, cu_seqlens, use_qk_l2norm_in_kernel,
+                  (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0, False, _core._threads, linea_kw)
+        if r is not None:
+            return r
+    _unsupported(gv=gv is not None)
     if gk is not None:
         if g is not None:
             raise ValueError("linea: give g (scalar decay) or gk (per-key decay), not both")
@@ -236,6 +299,13 @@ def chunk_kda(q, k, v, g, beta, scale=None, initial_state=None, output_final_sta
     """KDA: the delta rule with a per-key log decay g [B, T, HV, K], beta [B, T, HV], chunkwise. With
     use_gate_in_kernel, g holds logits: −exp(A_log)·softplus(g + dt_bias), or lower_bound·σ(exp(A_log)(g + dt_bias))
     with lower_bound; A_log [HV], dt_bias [HV·K]. Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
+    if not (return_intermediate_states or cp_context is not None or use_gate_in_kernel or state_v_first) and \
+            _backend.get() == "cpu":
+        r = _fast("kda", 1, q, k, v, None, g, beta, None, None, scale, initial_state, output_final_state, cu_seqlens,
+                  use_qk_l2norm_in_kernel, (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0, False,
+                  _core._threads, linea_kw)
+        if r is not None:
+            return r
     _unsupported(return_intermediate_states=return_intermediate_states, cp_context=cp_context is not None)
     return _call("kda", "chunkwise", q, k, v, {"gk": g, "beta": beta}, scale=scale, initial_state=initial_state,
                  output_final_state=output_final_state, cu_seqlens=cu_seqlens,
@@ -250,6 +320,12 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
                         use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False, lower_bound=None,
                         state_v_first=False, cu_seqlens=None, **linea_kw):
     """KDA, recurrent form (or the decode step with ssm_state_indices). Returns (o, final state)."""
+    if not (use_gate_in_kernel or state_v_first) and _backend.get() == "cpu":
+        r = _fast("kda", 0, q, k, v, None, g, beta, None, None, scale, initial_state, output_final_state, cu_seqlens,
+                  use_qk_l2norm_in_kernel, (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0, False,
+                  _core._threads, linea_kw)
+        if r is not None:
+            return r
     return _call("kda", "recurrent", q, k, v, {"gk": g, "beta": beta}, scale=scale, initial_state=initial_state,
                  output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                  use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel,
@@ -264,6 +340,11 @@ def chunk_gdn2(q, k, v, g, b, w, scale=None, initial_state=None, output_final_st
                state_v_first=False, A_log=None, dt_bias=None, **linea_kw):
     """Gated DeltaNet-2: per-key log decay g [B, T, HV, K], erase gate b [B, T, HV, K], write gate w [B, T, HV, V]:
     u_t = w_t ⊙ v_t − S'ᵀ(b_t ⊙ k_t), chunkwise. Returns (o [B, T, HV, V], final state [N, HV, K, V] or None)."""
+    if not (return_intermediate_states or use_gate_in_kernel or state_v_first) and _backend.get() == "cpu":
+        r = _fast("gdn2", 1, q, k, v, None, g, None, b, w, scale, initial_state, output_final_state, cu_seqlens,
+                  use_qk_l2norm_in_kernel, 0, False, _core._threads, linea_kw)
+        if r is not None:
+            return r
     _unsupported(return_intermediate_states=return_intermediate_states)
     return _call("gdn2", "chunkwise", q, k, v, {"gk": g, "b": b, "w": w}, scale=scale, initial_state=initial_state,
                  output_final_state=output_final_state, cu_seqlens=cu_seqlens,
@@ -276,6 +357,11 @@ def fused_recurrent_gdn2(q, k, v, g, b, w, A_log=None, dt_bias=None, scale=None,
                          output_final_state=False, use_qk_l2norm_in_kernel=False, use_gate_in_kernel=False,
                          lower_bound=None, state_v_first=False, cu_seqlens=None, **linea_kw):
     """Gated DeltaNet-2, recurrent form (or the decode step with ssm_state_indices). Returns (o, final state)."""
+    if not (use_gate_in_kernel or state_v_first) and _backend.get() == "cpu":
+        r = _fast("gdn2", 0, q, k, v, None, g, None, b, w, scale, initial_state, output_final_state, cu_seqlens,
+                  use_qk_l2norm_in_kernel, 0, False, _core._threads, linea_kw)
+        if r is not None:
+            return r
     return _call("gdn2", "recurrent", q, k, v, {"gk": g, "b": b, "w": w}, scale=scale, initial_state=initial_state,
                  output_final_state=output_final_state, cu_seqlens=cu_seqlens,
                  use_qk_l2norm_in_kernel=use_qk_l2norm_in_kernel, use_gate_in_kernel=use_gate_in_kernel,

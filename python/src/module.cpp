@@ -11,6 +11,7 @@
 
 #include "call.hpp"
 #include "cuda_entry.hpp"
+#include "fla_call.hpp"
 
 namespace nb = nanobind;
 using namespace linea::python;
@@ -57,6 +58,14 @@ NB_MODULE(_linea, m) {
         "Runs the forward of rule `op` on the arrays (by linea::arguments' field names), writing the outputs given.");
   m.def("backward", &run<true>, nb::arg("op"), nb::arg("arrays"), nb::arg("options"),
         "Runs the backward of rule `op`: the forward's arrays plus d_o, d_final_state and the gradient outputs.");
+
+  m.def("fla_forward", &fla::forward, nb::arg("op"), nb::arg("form"), nb::arg("q"), nb::arg("k"), nb::arg("v"),
+        nb::arg("g").none(), nb::arg("gk").none(), nb::arg("beta").none(), nb::arg("b").none(), nb::arg("w").none(),
+        nb::arg("scale").none(), nb::arg("initial_state").none(), nb::arg("output_final_state"),
+        nb::arg("cu_seqlens").none(), nb::arg("qk_l2norm"), nb::arg("beta_act"), nb::arg("normalize"),
+        nb::arg("threads"), nb::arg("linea_kw").none(),
+        "The common case of a public call in C++ (python/src/fla_call.hpp): (o, ht), or None when the Python "
+        "path must take the call.");
 
   // Every bad argument is linea::error (a std::runtime_error): a ValueError carrying linea's message.
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {

@@ -119,6 +119,8 @@ class named_arrays {
       if (!value.is_none()) given_[i] = value;
     }
   }
+  named_arrays() = default;
+  void set(int i, nb::handle h) { given_[i] = h; }  // python/src/fla_call.hpp: fields known by index
   nb::handle operator[](int i) const { return given_[i]; }
 
  private:

@@ -39,18 +39,19 @@ void prep_phase(const work& w, cudaStream_t st, const channel_gates& cg = {}) {
 template <int BV, bool Erases, bool PerKey>
 void state_phases_bv(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
                      const view<float, 4>& dS0, bool forward, bool reverse, cudaStream_t st) {
-  using sh = state_shape<BV>;
   const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
   if (forward) {
     constexpr auto fwd = forward_states_kernel<BV, Erases, PerKey>;
-    allow_dynamic_shared<fwd, sh::bytes>();
-    fwd<<<grid, threads, sh::bytes, st>>>(w, S0);
+    constexpr std::size_t bytes = state_shape<BV, false>::bytes;
+    allow_dynamic_shared<fwd, bytes>();
+    fwd<<<grid, threads, bytes, st>>>(w, S0);
     check_launch("backward forward_states_kernel");
   }
   if (reverse) {
     constexpr auto rev = reverse_states_kernel<BV, Erases, PerKey>;
-    allow_dynamic_shared<rev, sh::bytes>();
-    rev<<<grid, threads, sh::bytes, st>>>(w, dST, dS0);
+    constexpr std::size_t bytes = state_shape<BV, true>::bytes;
+    allow_dynamic_shared<rev, bytes>();
+    rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
     check_launch("backward reverse_states_kernel");
   }
 }
@@ -63,7 +64,7 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
   LINEA_CUDA_CHECK(cudaGetDevice(&device));
   LINEA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   const std::size_t narrow = std::size_t(w.N) * std::size_t(w.HV) * std::size_t((w.V + 15) / 16);  // CTAs at 16
-  if (narrow <= std::size_t(state_ctas_per_sm) * std::size_t(sms))
+  if (narrow <= std::size_t(state_ctas_per_sm<16>) * std::size_t(sms))
     state_phases_bv<16, Erases, PerKey>(w, S0, dST, dS0, forward, reverse, st);
   else
     state_phases_bv<32, Erases, PerKey>(w, S0, dST, dS0, forward, reverse, st);

@@ -16,16 +16,25 @@
 namespace linea::cuda_detail::bwd {
 
 // BV value columns per CTA: 32, or 16 where 32 leaves SMs idle (1×32768 with 16 heads: 64 CTAs at 32, 128 at 16).
-// At most 64 registers per thread (4 CTAs of 256 threads per SM): the CTAs of one pass should all be resident,
-// since each walks its whole sequence.
-inline constexpr int state_ctas_per_sm = 4;
+// The CTAs of one pass should all be resident, since each walks its whole sequence: at 32 columns four per SM (at
+// most 64 registers a thread), at 16 two (128 registers), chosen only where that many CTAs fill no more than two
+// per SM (phases.hpp).
+template <int BV>
+inline constexpr int state_ctas_per_sm = BV == 16 ? 2 : 4;
 
-template <int BV_>  // (y: phase 1's s (Γ ⊙ Q)ᵀ dO slice, read by the reverse pass with a scalar decay)
+// A pass's shared memory: the state tile (h or dh), U_new or dU, y (the reverse pass's phase-1 slice of
+// s (Γ ⊙ Q)ᵀ dO, scalar decays), the decays and block_gemm's slabs. At 16 columns the slabs are 32 deep: half the
+// global round trips of 16-deep ones, each behind a barrier (the passes are latency-bound: one CTA per SM at
+// 1×32768); at 32 columns, under 64 registers, 32-deep slabs spill their prefetch registers (ptxas: 284 bytes
+// in the forward pass), so they stay 16 deep.
+template <int BV_, bool Reverse>
 struct state_shape {
-  static constexpr int BV = BV_;
-  static constexpr int s_at = 0, u_at = s_at + max_kv * BV, y_at = u_at + CL * BV, g_at = y_at + max_kv * BV,
-                       f_at = g_at + CL, gam_at = f_at + CL, scratch_at = gam_at + CL, end = scratch_at + gemm_scratch;
+  static constexpr int BV = BV_, TK = BV == 16 ? 32 : 16;
+  static constexpr int s_at = 0, u_at = s_at + max_kv * BV, y_at = u_at + CL * BV,
+                       g_at = y_at + (Reverse ? max_kv * BV : 0), f_at = g_at + CL, gam_at = f_at + CL,
+                       scratch_at = gam_at + CL, end = scratch_at + gemm_scratch_for<TK>;
   static constexpr std::size_t bytes = sizeof(float) * end;
+  static_assert(state_ctas_per_sm<BV> * (bytes + 1024) <= 228 * 1024, "state passes: the CTAs per SM must fit");
 };
 
 // The chunk's decays in shared memory: sG = G_r, sF = exp(G_L − G_r), sGam = exp(G_r) (row L − 1 is the last token).
@@ -42,8 +51,8 @@ __device__ __forceinline__ void load_decays(const work& w, index_t c, index_t hv
 }
 
 template <int BV_, bool Erases, bool PerKey>
-__global__ void __launch_bounds__(threads, state_ctas_per_sm) forward_states_kernel(const work w, const view<const float, 4> S0) {
-  using sh = state_shape<BV_>;
+__global__ void __launch_bounds__(threads, state_ctas_per_sm<BV_>) forward_states_kernel(const work w, const view<const float, 4> S0) {
+  using sh = state_shape<BV_, false>;
   constexpr int BV = sh::BV;
   const index_t jt = blockIdx.x * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x;
@@ -75,7 +84,7 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) forward_states_ker
       const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
       const float* Uc = w.U + w.ch(c, hv) * CL * w.V + jt;
       float* Un = w.U_new + w.ch(c, hv) * CL * w.V + jt;
-      block_gemm<BV, walk::k, walk::mn>(
+      block_gemm<BV, walk::k, walk::mn, sh::TK>(
           L, bv, K, [&](int r, int d) { return Wc[r * w.K + d]; }, [&](int d, int j) { return sS[d * BV + j]; },
           [&](int r, int j, float acc) {
             const float x = Uc[r * w.V + j] - acc;
@@ -88,7 +97,7 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) forward_states_ker
     }
     // h ← γ_L h + Kdᵀ U_new
     const float gL = PerKey ? 0.f : __expf(sG[L - 1]);
-    block_gemm<BV, walk::mn, walk::mn>(
+    block_gemm<BV, walk::mn, walk::mn, sh::TK>(
         K, bv, L, [&](int d, int s) { return PerKey ? Kd[s * w.K + d] : k[s * ldq + d] * sF[s]; },
         [&](int s, int j) { return sU[s * BV + j]; },
         [&](int d, int j, float acc) { sS[d * BV + j] = fmaf(PerKey ? gLk[d] : gL, sS[d * BV + j], acc); }, scratch);
@@ -96,9 +105,9 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) forward_states_ker
 }
 
 template <int BV_, bool Erases, bool PerKey>
-__global__ void __launch_bounds__(threads, state_ctas_per_sm) reverse_states_kernel(const work w, const view<const float, 4> dST,
+__global__ void __launch_bounds__(threads, state_ctas_per_sm<BV_>) reverse_states_kernel(const work w, const view<const float, 4> dST,
                                                                  const view<float, 4> dS0) {
-  using sh = state_shape<BV_>;
+  using sh = state_shape<BV_, true>;
   constexpr int BV = sh::BV;
   const index_t jt = blockIdx.x * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x;
@@ -137,13 +146,13 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) reverse_states_ker
     const float* k = w.k + (tok0 * w.H + h) * w.K;  // row s at s·ldq
     // dU = s Pᵀ dO + Kd dh
     if constexpr (PerKey) {
-      block_gemm<BV, walk::mn, walk::mn>(
+      block_gemm<BV, walk::mn, walk::mn, sh::TK>(
           L, bv, L, [&](int s, int r) { return Pc[r * CL + s]; }, [&](int r, int j) { return dO[r * ldo + j]; },
           [&](int s, int j, float acc) { sU[s * BV + j] = scale * acc; }, scratch);
     } else {
       stage_tile<CL, BV, 8>(sU, BV, [&](int s, int j) { return s < L && j < bv ? dU[s * w.V + j] : 0.f; });  // s Pᵀ dO
     }
-    block_gemm<BV, walk::k, walk::mn>(
+    block_gemm<BV, walk::k, walk::mn, sh::TK>(
         L, bv, K, [&](int s, int d) { return PerKey ? Kd[s * w.K + d] : k[s * ldq + d] * sF[s]; },
         [&](int d, int j) { return sD[d * BV + j]; },
         [&](int s, int j, float acc) {
@@ -154,7 +163,7 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) reverse_states_ker
     // dh ← γ_L dh + s (Γ ⊙ Q)ᵀ dO − Wᵀ dU
     const float gL = PerKey ? 0.f : __expf(sG[L - 1]);
     if constexpr (PerKey) {
-      block_gemm<BV, walk::mn, walk::mn>(
+      block_gemm<BV, walk::mn, walk::mn, sh::TK>(
           K, bv, L, [&](int d, int r) { return Qg[r * w.K + d]; }, [&](int r, int j) { return dO[r * ldo + j]; },
           [&](int d, int j, float acc) { sD[d * BV + j] = fmaf(gLk[d], sD[d * BV + j], scale * acc); }, scratch);
     } else {
@@ -162,7 +171,7 @@ __global__ void __launch_bounds__(threads, state_ctas_per_sm) reverse_states_ker
     }
     if constexpr (Erases) {
       const float* Wc = w.W + w.ch(c, hv) * CL * w.K;
-      block_gemm<BV, walk::mn, walk::mn>(
+      block_gemm<BV, walk::mn, walk::mn, sh::TK>(
           K, bv, L, [&](int d, int s) { return Wc[s * w.K + d]; }, [&](int s, int j) { return sU[s * BV + j]; },
           [&](int d, int j, float acc) { sD[d * BV + j] -= acc; }, scratch);
     }

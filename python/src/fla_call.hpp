@@ -1,0 +1,325 @@
+// python/src/fla_call.hpp — the common case of a public call (linea.chunk_* / linea.fused_recurrent_*) done in C++:
+// fla's arguments read here, the outputs allocated here, the kernel called, (o, ht) returned. The Python layer
+// (python/linea/_ops.py) calls `fla_forward` first and keeps its own path, which has every behaviour, for the rest:
+// fla_forward returns None — before any work — whenever the call is not one it takes as it is:
+//   - an input that is not a numpy array or a torch tensor, or whose dtype differs from q's (the Python layer
+//     widens 16-bit CPU inputs and float32 gates next to 16-bit q, k, v), a state not in the state type;
+//   - torch tensors that need gradients while grad mode is on (autograd: python/linea/_autograd.py);
+//   - index arrays that are not contiguous int32 (int64 for cu_seqlens) arrays where the call reads them;
+//   - linea keyword arguments other than ssm_state_indices and chunk_size; anything odd (a scale that is not a
+//     number, q or v not of rank 4: the Python layer raises fla's errors).
+// Errors found by linea itself (shapes) are raised here as on the Python path: the same extension call.
+// Why: the Python layer's argument handling cost 15–45 µs a call (bench/README.md, "Python call overhead").
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <nanobind/nanobind.h>
+
+#include <linea/rules/list.hpp>
+
+#include "call.hpp"
+#include "tensors.hpp"
+
+namespace linea::python::fla {
+
+namespace nb = nanobind;
+
+// Python objects looked up once: numpy's and torch's types, allocators and dtypes, and the attribute names read
+// on every tensor (interned strings). torch is looked up only once a torch tensor is seen (never imported here).
+struct cache {
+  PyTypeObject* ndarray = nullptr;
+  nb::object np_empty, np_float32, np_float64;
+  PyTypeObject* tensor = nullptr;  // torch.Tensor (subclasses too: nn.Parameter)
+  nb::object t_dtype[6];           // torch.float32, float64, bfloat16, float16, int32, int64 (described_dtype's codes)
+  nb::object is_grad_enabled, raw_stream, from_numpy;
+  nb::object s_dtype, s_data_ptr, s_shape, s_stride, s_get_device, s_requires_grad, s_is_neg, s_new_empty,
+      s_dtype_kw;
+  bool torch_tried = false;
+
+  static cache& get() {
+    static cache* c = [] {
+      auto* c = new cache;  // never destroyed: the interpreter may be gone at exit
+      nb::module_ np = nb::module_::import_("numpy");
+      c->ndarray = reinterpret_cast<PyTypeObject*>(np.attr("ndarray").ptr());
+      c->np_empty = np.attr("empty");
+      c->np_float32 = np.attr("dtype")("float32");
+      c->np_float64 = np.attr("dtype")("float64");
+      const auto name = [](const char* s) { return nb::steal(PyUnicode_InternFromString(s)); };
+      c->s_dtype = name("dtype"), c->s_data_ptr = name("data_ptr"), c->s_shape = name("shape");
+      c->s_stride = name("stride"), c->s_get_device = name("get_device");
+      c->s_requires_grad = name("requires_grad"), c->s_is_neg = name("is_neg"), c->s_new_empty = name("new_empty");
+      c->s_dtype_kw = nb::steal(PyTuple_Pack(1, c->s_dtype.ptr()));
+      return c;
+    }();
+    return *c;
+  }
+
+  // torch, if the caller has imported it.
+  bool find_torch() {
+    if (tensor) return true;
+    if (torch_tried) return false;
+    PyObject* modules = PyImport_GetModuleDict();
+    PyObject* torch = PyDict_GetItemString(modules, "torch");  // borrowed
+    if (!torch) return false;
+    torch_tried = true;
+    nb::handle t(torch);
+    const char* names[] = {"float32", "float64", "bfloat16", "float16", "int32", "int64"};
+    for (int i = 0; i < 6; ++i) t_dtype[i] = t.attr(names[i]);
+    is_grad_enabled = t.attr("is_grad_enabled");
+    from_numpy = t.attr("from_numpy");
+    nb::object c = t.attr("_C");
+    raw_stream = nb::hasattr(c, "_cuda_getCurrentRawStream") ? c.attr("_cuda_getCurrentRawStream") : nb::none();
+    tensor = reinterpret_cast<PyTypeObject*>(t.attr("Tensor").ptr());
+    return true;
+  }
+};
+
+// One argument as read here: its description (array_info) and what the kernel call is given for it (a numpy
+// array as it is, a torch tensor as the description tuple tensors.hpp reads).
+struct read_array {
+  array_info info;
+  nb::object passed;
+  bool requires_grad = false;
+};
+
+enum class kind { numpy, torch };
+
+// A torch tensor's pointer, shape, strides, dtype and device through its Python attributes (~0.4 µs).
+inline bool read_tensor(cache& c, PyObject* t, read_array& r) {
+  nb::object dtype = nb::steal(PyObject_GetAttr(t, c.s_dtype.ptr()));
+  if (!dtype.is_valid()) return PyErr_Clear(), false;
+  int code = -1;
+  for (int i = 0; i < 6; ++i)
+    if (dtype.ptr() == c.t_dtype[i].ptr()) code = i;
+  if (code < 0) return false;
+  nb::object neg = nb::steal(PyObject_CallMethodNoArgs(t, c.s_is_neg.ptr()));
+  if (!neg.is_valid() || neg.ptr() != Py_False) return PyErr_Clear(), false;  // a lazy negation: Python's path
+  nb::object ptr = nb::steal(PyObject_CallMethodNoArgs(t, c.s_data_ptr.ptr()));
+  nb::object shape = nb::steal(PyObject_GetAttr(t, c.s_shape.ptr()));
+  nb::object stride = nb::steal(PyObject_CallMethodNoArgs(t, c.s_stride.ptr()));
+  nb::object dev = nb::steal(PyObject_CallMethodNoArgs(t, c.s_get_device.ptr()));
+  nb::object grad = nb::steal(PyObject_GetAttr(t, c.s_requires_grad.ptr()));
+  if (!ptr.is_valid() || !shape.is_valid() || !stride.is_valid() || !dev.is_valid() || !grad.is_valid())
+    return PyErr_Clear(), false;
+  r.requires_grad = grad.ptr() == Py_True;
+  nb::object code_of = nb::steal(PyLong_FromLong(code));
+  r.passed = nb::steal(PyTuple_Pack(5, ptr.ptr(), shape.ptr(), stride.ptr(), code_of.ptr(), dev.ptr()));
+  r.info = array_info{};
+  r.info.found = r.info.writable = read_description(r.passed.ptr(), r.info);
+  return r.info.found;
+}
+
+inline bool read_any(cache& c, kind k, nb::handle h, read_array& r) {
+  if (k == kind::numpy) {
+    if (Py_TYPE(h.ptr()) != c.ndarray || !read_buffer(h.ptr(), r.info)) return false;
+    r.passed = nb::borrow(h);
+    return true;
+  }
+  return PyObject_TypeCheck(h.ptr(), c.tensor) && read_tensor(c, h.ptr(), r);
+}
+
+inline bool same_device(const device& a, const device& b) { return a.type == b.type && a.id == b.id; }
+
+inline bool dtype_is(const array_info& a, nb::dlpack::dtype d) {
+  return a.dtype.code == d.code && a.dtype.bits == d.bits && a.dtype.lanes == d.lanes;
+}
+
+// A contiguous 1-D index array of one of the dtypes (codes as described_dtype's), on q's device or, for a CUDA
+// call, on the host (the CUDA dispatch takes either).
+inline bool index_ok(const array_info& a, const device& on, int code_a, int code_b) {
+  if (a.ndim != 1 || (a.shape[0] > 1 && a.stride[0] != 1)) return false;
+  if (!dtype_is(a, described_dtype(code_a)) && !dtype_is(a, described_dtype(code_b))) return false;
+  return same_device(a.where, on) || a.where.cpu();
+}
+
+struct storage_of_call {
+  const char* name;
+  int code;  // described_dtype's code
+};
+
+// The storage type of q when the extension computes it as it is on this device; nullopt: the Python path.
+inline std::optional<storage_of_call> storage_for(const array_info& q, bool cuda) {
+  if (dtype_is(q, described_dtype(0))) return storage_of_call{"float32", 0};
+  if (dtype_is(q, described_dtype(1)) && !cuda) return storage_of_call{"float64", 1};
+  if (dtype_is(q, described_dtype(2)) && cuda) return storage_of_call{"bfloat16", 2};
+  if (dtype_is(q, described_dtype(3)) && cuda) return storage_of_call{"float16", 3};
+  return std::nullopt;
+}
+
+// An output: numpy.empty(shape, dtype); for torch, q.new_empty(shape, dtype=...) on q's device, or on the CPU
+// torch.from_numpy(numpy.empty(...)): half the cost of torch's allocation from Python (~1.6 against ~3.3 µs; the
+// tensor owns the array; float32 / float64 only, the CPU's storage types here).
+inline nb::object allocate(cache& c, kind k, nb::handle q, nb::handle shape, int code, bool cpu) {
+  if (k == kind::numpy || cpu) {
+    PyObject* args[] = {shape.ptr(), (code == 1 ? c.np_float64 : c.np_float32).ptr()};
+    nb::object a = nb::steal(PyObject_Vectorcall(c.np_empty.ptr(), args, 2, nullptr));
+    if (k == kind::numpy || !a.is_valid()) return a;
+    PyObject* wrap[] = {a.ptr()};
+    return nb::steal(PyObject_Vectorcall(c.from_numpy.ptr(), wrap, 1, nullptr));
+  }
+  PyObject* args[] = {q.ptr(), shape.ptr(), c.t_dtype[code].ptr()};
+  return nb::steal(PyObject_VectorcallMethod(c.s_new_empty.ptr(), args, 2, c.s_dtype_kw.ptr()));  // self, shape
+}
+
+inline nb::object int_tuple(const std::int64_t (&dims)[4]) {
+  nb::object t = nb::steal(PyTuple_New(4));
+  for (Py_ssize_t i = 0; i < 4; ++i) PyTuple_SET_ITEM(t.ptr(), i, PyLong_FromLongLong(dims[i]));
+  return t;
+}
+
+// An output allocated here (dense, on q's device), as the kernel call is given it: a numpy array as it is; a torch
+// tensor as its description, only its data pointer read (its shape, strides, dtype and device are known).
+inline bool describe_output(cache& c, kind k, nb::handle out, const std::int64_t (&dims)[4], nb::handle shape,
+                            int code, const device& on, read_array& r) {
+  if (k == kind::numpy) return read_any(c, k, out, r);
+  nb::object ptr = nb::steal(PyObject_CallMethodNoArgs(out.ptr(), c.s_data_ptr.ptr()));
+  if (!ptr.is_valid()) return PyErr_Clear(), false;
+  const std::int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+  nb::object stride = int_tuple(strides), code_of = nb::steal(PyLong_FromLong(code));
+  nb::object dev = nb::steal(PyLong_FromLong(on.cpu() ? -1 : on.id));
+  r.passed = nb::steal(PyTuple_Pack(5, ptr.ptr(), shape.ptr(), stride.ptr(), code_of.ptr(), dev.ptr()));
+  return true;
+}
+
+// fla_forward(op, form, q, k, v, g, gk, beta, b, w, scale, initial_state, output_final_state, cu_seqlens,
+//             qk_l2norm, beta_act, normalize, threads, linea_kw) -> (o, ht) | None
+// form: 0 recurrent (fused_recurrent_*), 1 chunkwise (chunk_*). Gates not taken by the op are None.
+inline nb::object forward(const char* op, int form, nb::handle q, nb::handle k, nb::handle v, nb::handle g,
+                          nb::handle gk, nb::handle beta, nb::handle b, nb::handle w, nb::handle scale,
+                          nb::handle initial_state, nb::handle output_final_state, nb::handle cu_seqlens,
+                          nb::handle qk_l2norm, int beta_act, nb::handle normalize, int threads, nb::handle linea_kw) {
+  cache& c = cache::get();
+  const nb::object none = nb::none();
+  // linea's keyword arguments: only the decode step's pool indices and the chunk size here.
+  nb::handle state_indices;
+  index_t chunk_size = 64;
+  if (linea_kw.is_valid() && !linea_kw.is_none()) {
+    if (!PyDict_Check(linea_kw.ptr())) return none;
+    PyObject *key, *value;
+    Py_ssize_t pos = 0;
+    while (PyDict_Next(linea_kw.ptr(), &pos, &key, &value)) {
+      const char* name = PyUnicode_AsUTF8(key);
+      if (!name) return PyErr_Clear(), none;
+      if (std::string_view(name) == "ssm_state_indices") {
+        if (value != Py_None) state_indices = value;
+      } else if (std::string_view(name) == "chunk_size" && PyLong_CheckExact(value)) {
+        chunk_size = static_cast<index_t>(PyLong_AsLongLong(value));
+        if (PyErr_Occurred()) return PyErr_Clear(), none;
+      } else {
+        return none;
+      }
+    }
+  }
+  const bool step = state_indices.is_valid();
+  if (step && (form != 0 || initial_state.is_none())) return none;  // the Python path's errors
+
+  kind kd;
+  if (Py_TYPE(q.ptr()) == c.ndarray) kd = kind::numpy;
+  else if (c.find_torch() && PyObject_TypeCheck(q.ptr(), c.tensor)) kd = kind::torch;
+  else return none;
+
+  // The arrays by linea's field names.
+  struct named {
+    int field;
+    nb::handle h;
+  };
+  const named inputs[] = {{field("q"), q}, {field("k"), k}, {field("v"), v}, {field("g"), g}, {field("gk"), gk},
+                          {field("beta"), beta}, {field("b"), b}, {field("w"), w}};
+  read_array read[8];
+  if (!read_any(c, kd, q, read[0])) return none;
+  const device on = read[0].info.where;
+  const bool cuda = !on.cpu();
+  if (cuda && on.type != nb::device::cuda::value) return none;
+  const auto st = storage_for(read[0].info, cuda);
+  if (!st) return none;
+  bool grads = read[0].requires_grad;
+  for (int i = 1; i < 8; ++i) {
+    if (i > 2 && inputs[i].h.is_none()) continue;  // a gate the op does not take (k, v: always read)
+    if (!read_any(c, kd, inputs[i].h, read[i])) return none;
+    const array_info& a = read[i].info;
+    if (!dtype_is(a, read[0].info.dtype) || !same_device(a.where, on)) return none;
+    grads = grads || read[i].requires_grad;
+  }
+  const int state_code = st->code == 1 ? 1 : 0;
+  read_array h0, cu, idx;
+  if (!initial_state.is_none()) {
+    if (!read_any(c, kd, initial_state, h0) || !dtype_is(h0.info, described_dtype(state_code)) ||
+        !same_device(h0.info.where, on))
+      return none;
+    grads = grads || h0.requires_grad;
+  }
+  if (!cu_seqlens.is_none() && (!read_any(c, kd, cu_seqlens, cu) || !index_ok(cu.info, on, 4, 5) ||
+                                (!cuda && !cu.info.where.cpu())))
+    return none;
+  if (step && (!read_any(c, kd, state_indices, idx) || !index_ok(idx.info, on, 4, 4))) return none;
+  if (grads) {  // autograd, where grad mode is on: the Python path
+    nb::object on_ = nb::steal(PyObject_CallNoArgs(c.is_grad_enabled.ptr()));
+    if (!on_.is_valid() || on_.ptr() != Py_False) return PyErr_Clear(), none;
+  }
+
+  options o;
+  if (!scale.is_none()) {
+    if (!PyFloat_Check(scale.ptr()) && !PyLong_Check(scale.ptr())) return none;
+    o.scale = PyFloat_AsDouble(scale.ptr());
+    if (PyErr_Occurred()) return PyErr_Clear(), none;
+  }
+  // Output shapes from q [B, T, H, K] and v [B, T, HV, V]; linea checks the rest.
+  const array_info &aq = read[0].info, &av = read[2].info;
+  if (aq.ndim != 4 || av.ndim != 4) return none;
+  const std::int64_t B = aq.shape[0], T = aq.shape[1], K = aq.shape[3], HV = av.shape[2], V = av.shape[3];
+  const std::int64_t N = cu_seqlens.is_none() ? B : cu.info.shape[0] - 1;
+  if (N < 0) return none;  // an empty cu_seqlens: the Python path's error
+
+  o.form = step ? "step" : form == 0 ? "recurrent" : "chunkwise";
+  o.backend = cuda ? "cuda" : "cpu";
+  o.dtype = st->name;
+  const auto truth = [](nb::handle h) {  // Python's truth of a flag, as the Python path takes it
+    const int t = PyObject_IsTrue(h.ptr());
+    if (t < 0) throw nb::python_error();
+    return t == 1;
+  };
+  o.qk_l2norm = truth(qk_l2norm), o.beta_act = beta_act, o.normalize = truth(normalize);
+  const bool want_final = truth(output_final_state);
+  o.chunk_size = chunk_size, o.threads = threads;
+  if (cuda) {
+    if (c.raw_stream.is_none()) return none;
+    nb::object s = c.raw_stream(on.id);
+    o.stream = static_cast<std::uintptr_t>(PyLong_AsUnsignedLongLong(s.ptr()));
+    if (PyErr_Occurred()) return PyErr_Clear(), none;
+  }
+
+  const std::int64_t o_dims[4] = {B, T, HV, V}, h_dims[4] = {N, HV, K, V};
+  nb::object o_shape = int_tuple(o_dims);
+  nb::object out = allocate(c, kd, q, o_shape, st->code, !cuda);
+  if (!out.is_valid()) throw nb::python_error();
+  read_array ro, rh;
+  if (!describe_output(c, kd, out, o_dims, o_shape, st->code, on, ro))
+    throw nb::type_error("linea: could not read the output it allocated");
+  nb::object ht = none;
+  if (step) {
+    if (want_final) ht = nb::borrow(initial_state);  // the pool, updated in place (fla's inplace_final_state)
+  } else if (want_final) {
+    nb::object h_shape = int_tuple(h_dims);
+    ht = allocate(c, kd, q, h_shape, state_code, !cuda);
+    if (!ht.is_valid()) throw nb::python_error();
+    if (!describe_output(c, kd, ht, h_dims, h_shape, state_code, on, rh))
+      throw nb::type_error("linea: could not read the final state it allocated");
+  }
+
+  named_arrays arrays;
+  for (int i = 0; i < 8; ++i)
+    if (!inputs[i].h.is_none()) arrays.set(inputs[i].field, read[i].passed);
+  if (!initial_state.is_none()) arrays.set(field("initial_state"), h0.passed);
+  if (!cu_seqlens.is_none()) arrays.set(field("cu_seqlens"), cu.passed);
+  if (step) arrays.set(field("state_indices"), idx.passed), arrays.set(field("final_state"), h0.passed);
+  arrays.set(field("o"), ro.passed);
+  if (!ht.is_none() && !step) arrays.set(field("final_state"), rh.passed);  // (the step's pool: set above)
+
+  const bool known = all_rules::visit(op, [&]<class Rule>() { python::forward<Rule>(arrays, o); });
+  if (!known) return none;
+  return nb::steal(PyTuple_Pack(2, out.ptr(), ht.ptr()));
+}
+
+}  // namespace linea::python::fla
