@@ -118,7 +118,7 @@ class ccq_block {
   // any token of the block (the rows past its end are read and their results discarded).
   explicit ccq_block(const problem& p)
       : K_(p.K), Kp_(padded(p.K)), kg_(buffer()), k_(buffer()), q_(buffer()), y_(buffer()), m_(buffer()),
-        qt_(buffer()), qT_(static_cast<std::size_t>(Kp_ * SUB)), z_(Block), mq_(Block), lambda_(Block),
+        qt_(buffer()), qT_(static_cast<std::size_t>(Kp_ * SUB)), dT_(SUB * SUB), z_(Block), mq_(Block), lambda_(Block),
         gamma_(Block), f_(Block), renorm_(Block) {}
 
   static index_t padded(index_t K) { return (K + pad - 1) / pad * pad; }
@@ -190,10 +190,57 @@ class ccq_block {
  private:
   // Tokens [b, e) (e − b ≤ SUB, no renormalisation after b): y_l = C̃ q_l + the sub-block's own keys up to l,
   // then C̃ += the sub-block's keys. U = the stored upper blocks of C̃ (M layout).
+  // (The loops below address rows at multiples of Kp: a compile-time Kp (128, the common K) lets every row
+  // be one base register plus a constant offset instead of a register per row.)
   void sub_block(carried& s, index_t b, index_t e) {
-    const index_t n = e - b, Kp = Kp_;
+    if (Kp_ == 128) sub_block_k<128>(s, b, e);
+    else sub_block_k<0>(s, b, e);
+  }
+
+  template <index_t KpC>
+  void sub_block_k(carried& s, index_t b, index_t e) {
+    const index_t n = e - b, Kp = KpC ? KpC : Kp_;
+    for (index_t j = 0; j < Kp; ++j)  // the queries transposed, zero past e: qT[j][l] = q_{b+l, j}
+      for (index_t l = 0; l < SUB; ++l) qT_[j * SUB + l] = l < n ? q_[(b + l) * Kp + j] : R(0);
+    own_dots<KpC>(b, n);
+    read_direct<KpC>(s, b, n);
+    read_transposed<KpC>(s, b, n);
+    if (s.has_asym) read_asym(s, b, e);
+    update<KpC>(s, b, e);
+  }
+
+  // d[s][l] = k_{b+s}ᵀ q_{b+l} for s ≤ l (zero above), s < n: one token vector per key row in registers.
+  template <index_t KpC>
+  void own_dots(index_t b, index_t n) {
+    const index_t Kp = KpC ? KpC : Kp_;
+    vec acc[SUB][NV];
+    for (index_t t = 0; t < SUB; ++t)
+      for (int v = 0; v < NV; ++v) acc[t][v] = Lv::splat(R(0));
+    const R* k = k_.data() + b * Kp;
+    for (index_t j = 0; j < Kp; ++j) {
+      vec qj[NV];
+      for (int v = 0; v < NV; ++v) qj[v] = Lv::load(qT_.data() + j * SUB + v * Lv::size);
+      for (index_t t = 0; t < SUB; ++t) {
+        const vec kj = Lv::splat(k[t * Kp + j]);
+        for (int v = 0; v < NV; ++v) acc[t][v] = Lv::fma(kj, qj[v], acc[t][v]);
+      }
+    }
+    for (index_t t = 0; t < SUB; ++t) {
+      R* d = dT_.data() + t * SUB;
+      for (int v = 0; v < NV; ++v) Lv::store(d + v * Lv::size, acc[t][v]);
+      for (index_t l = 0; l < SUB; ++l)
+        if (t >= n || l < t) d[l] = R(0);
+    }
+  }
+
+  // y_l[J] = Σ_{i < end of J} q_l,i U_i,J + Σ_{s ≤ l} d[s][l] kg_{b+s}[J]: the upper blocks of column block J
+  // (the diagonal block whole) and the sub-block's own keys, 16 tokens × one column block in registers (tokens
+  // past n are computed and dropped).
+  template <index_t KpC>
+  void read_direct(const carried& s, index_t b, index_t n) {
+    const index_t Kp = KpC ? KpC : Kp_;
     const R* U = s.state.data();
-    // y_l[J] = Σ_{i < end of J} q_l,i U_i,J: the upper blocks of column block J (and the diagonal block whole)
+    const R* kg = kg_.data() + b * Kp;
     for (index_t c0 = 0; c0 < Kp; c0 += SQ) {
       vec acc[SUB][NV];
       for (index_t l = 0; l < SUB; ++l)
@@ -202,26 +249,39 @@ class ccq_block {
         vec u[NV];
         for (int v = 0; v < NV; ++v) u[v] = Lv::load(U + i * Kp + c0 + v * Lv::size);
         for (index_t l = 0; l < SUB; ++l) {
-          const vec qi = Lv::splat(q_[(b + l) * Kp + i]);
+          const vec qi = Lv::splat(qT_[i * SUB + l]);  // one cache line per i
           for (int v = 0; v < NV; ++v) acc[l][v] = Lv::fma(qi, u[v], acc[l][v]);
+        }
+      }
+      for (index_t t = 0; t < n; ++t) {
+        vec g[NV];
+        for (int v = 0; v < NV; ++v) g[v] = Lv::load(kg + t * Kp + c0 + v * Lv::size);
+        for (index_t l = 0; l < SUB; ++l) {
+          const vec dl = Lv::splat(dT_[t * SUB + l]);
+          for (int v = 0; v < NV; ++v) acc[l][v] = Lv::fma(dl, g[v], acc[l][v]);
         }
       }
       for (index_t l = 0; l < n; ++l)
         for (int v = 0; v < NV; ++v) Lv::store(row(y_, b + l) + c0 + v * Lv::size, acc[l][v]);
     }
-    // y_l[I] += Σ_{j past block I} U_I,j q_l,j: the strictly upper blocks of row block I, vectorised over tokens
-    // (the queries transposed: qT[j][l]; tokens past e are zero)
-    for (index_t j = 0; j < Kp; ++j)
-      for (index_t l = 0; l < SUB; ++l) qT_[j * SUB + l] = l < n ? q_[(b + l) * Kp + j] : R(0);
+  }
+
+  // y_l[I] += Σ_{j past block I} U_I,j q_l,j: the strictly upper blocks of row block I read as their transpose,
+  // 16 rows × one vector of tokens in registers.
+  template <index_t KpC>
+  void read_transposed(const carried& s, index_t b, index_t n) {
+    const index_t Kp = KpC ? KpC : Kp_;
+    const R* U = s.state.data();
     for (index_t r0 = 0; r0 + SQ < Kp; r0 += SQ) {
       vec acc[SQ][NV];
       for (index_t i = 0; i < SQ; ++i)
         for (int v = 0; v < NV; ++v) acc[i][v] = Lv::splat(R(0));
+      const R* Ur = U + r0 * Kp;
       for (index_t j = r0 + SQ; j < Kp; ++j) {
         vec qj[NV];
         for (int v = 0; v < NV; ++v) qj[v] = Lv::load(qT_.data() + j * SUB + v * Lv::size);
         for (index_t i = 0; i < SQ; ++i) {
-          const vec uij = Lv::splat(U[(r0 + i) * Kp + j]);
+          const vec uij = Lv::splat(Ur[i * Kp + j]);
           for (int v = 0; v < NV; ++v) acc[i][v] = Lv::fma(uij, qj[v], acc[i][v]);
         }
       }
@@ -231,36 +291,32 @@ class ccq_block {
         for (index_t l = 0; l < n; ++l) y_[(b + l) * Kp + r0 + i] += tok[l];
       }
     }
-    // A non-symmetric C0's antisymmetric part: y_l += Aᵀ-row product, token by token
-    if (s.has_asym)
-      for (index_t l = b; l < e; ++l) {
-        R* y = row(y_, l);
-        for (index_t i = 0; i < K_; ++i) {
-          const vec qi = Lv::splat(q_[l * Kp + i]);
-          for (index_t j = 0; j < Kp; j += Lv::size)
-            Lv::store(y + j, Lv::fma(qi, Lv::load(s.asym.data() + i * Kp + j), Lv::load(y + j)));
-        }
-      }
-    // The sub-block's own keys: y_l += Σ_{b≤s≤l} kg_s (k_sᵀ q_l)
+  }
+
+  // A non-symmetric C0's antisymmetric part: y_l += Σ_i q_l,i A_i,·, token by token.
+  void read_asym(const carried& s, index_t b, index_t e) {
     for (index_t l = b; l < e; ++l) {
       R* y = row(y_, l);
-      const R* q = row(q_, l);
-      for (index_t t = b; t <= l; ++t) {
-        const R* k = row(k_, t);
-        vec d = Lv::splat(R(0));
-        for (index_t i = 0; i < Kp; i += Lv::size) d = Lv::fma(Lv::load(k + i), Lv::load(q + i), d);
-        const vec dk = Lv::splat(sum(d));
-        const R* kg = row(kg_, t);
-        for (index_t i = 0; i < Kp; i += Lv::size) Lv::store(y + i, Lv::fma(dk, Lv::load(kg + i), Lv::load(y + i)));
+      for (index_t i = 0; i < K_; ++i) {
+        const vec qi = Lv::splat(q_[l * Kp_ + i]);
+        for (index_t j = 0; j < Kp_; j += Lv::size)
+          Lv::store(y + j, Lv::fma(qi, Lv::load(s.asym.data() + i * Kp_ + j), Lv::load(y + j)));
       }
     }
-    // C̃ += Σ_s k_s kg_sᵀ on the upper blocks (the diagonal blocks whole: k kgᵀ is symmetric)
-    R* Us = s.state.data();
+  }
+
+  // C̃ += Σ_s k_s kg_sᵀ on the upper blocks (the diagonal blocks whole: k kgᵀ is symmetric), one block's
+  // 16 rows × one column block in registers over the sub-block's tokens.
+  template <index_t KpC>
+  void update(carried& s, index_t b, index_t e) {
+    const index_t Kp = KpC ? KpC : Kp_;
+    R* U = s.state.data();
     for (index_t r0 = 0; r0 < Kp; r0 += SQ)
       for (index_t c0 = r0; c0 < Kp; c0 += SQ) {
         vec acc[SQ][NV];
+        R* Ub = U + r0 * Kp + c0;
         for (index_t i = 0; i < SQ; ++i)
-          for (int v = 0; v < NV; ++v) acc[i][v] = Lv::load(Us + (r0 + i) * Kp + c0 + v * Lv::size);
+          for (int v = 0; v < NV; ++v) acc[i][v] = Lv::load(Ub + i * Kp + v * Lv::size);
         for (index_t t = b; t < e; ++t) {
           vec g[NV];
           for (int v = 0; v < NV; ++v) g[v] = Lv::load(kg_.data() + t * Kp + c0 + v * Lv::size);
@@ -271,7 +327,7 @@ class ccq_block {
           }
         }
         for (index_t i = 0; i < SQ; ++i)
-          for (int v = 0; v < NV; ++v) Lv::store(Us + (r0 + i) * Kp + c0 + v * Lv::size, acc[i][v]);
+          for (int v = 0; v < NV; ++v) Lv::store(Ub + i * Kp + v * Lv::size, acc[i][v]);
       }
   }
 
@@ -286,7 +342,7 @@ class ccq_block {
   }
 
   index_t K_, Kp_;
-  std::vector<R> kg_, k_, q_, y_, m_, qt_, qT_, z_, mq_, lambda_, gamma_, f_;
+  std::vector<R> kg_, k_, q_, y_, m_, qt_, qT_, dT_, z_, mq_, lambda_, gamma_, f_;
   std::vector<unsigned char> renorm_;
 };
 
