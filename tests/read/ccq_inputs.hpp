@@ -16,6 +16,7 @@ namespace linea::testing {
 struct ccq_options {
   bool initial_stats = false;      // C0, m0, z0 of a weighted set of earlier keys
   bool explicit_log_decay = false; // pass ccq.log_decay (decayed weighting only) instead of the rule's default
+  bool skewed_C0 = false;          // with initial_stats: C0 plus an antisymmetric part (read as the row product C q)
   double lambda_max = 1;           // λ = lambda_max · U(0, 1)
   std::uint32_t seed = 99;
 };
@@ -60,6 +61,15 @@ struct ccq_tensors {
               for (index_t k = 0; k < s.K; ++k) c.C0(n, hv, i, k) += S(w * key[i] * key[k]);
             }
           }
+      if (opt.skewed_C0)
+        for (index_t n = 0; n < N; ++n)
+          for (index_t hv = 0; hv < s.HV; ++hv)
+            for (index_t i = 0; i < s.K; ++i)
+              for (index_t k = i + 1; k < s.K; ++k) {
+                const S d = S(0.05 * normal(rng));
+                c.C0(n, hv, i, k) += d;
+                c.C0(n, hv, k, i) -= d;
+              }
     }
     c.C = tensor<S, 4>({N, s.HV, s.K, s.K});
     c.m = tensor<S, 3>({N, s.HV, s.K});

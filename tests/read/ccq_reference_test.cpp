@@ -68,3 +68,19 @@ TEST_CASE("ccq: extreme log decays (down to -20 per step) stay accurate and fini
   check_ccq_against_reference<gdn2, read::ccq<read::decayed>, chunkwise_form<64>, float>(shape, {.initial_stats = true});
   check_ccq_against_reference<simple_gla, read::ccq<read::decayed>, chunkwise_form<32>, float>(shape, {});
 }
+
+// The CPU recurrent kernel keeps the symmetric part of C in 16×16 blocks on and above the diagonal, 16 tokens
+// per sub-block (cut at renormalisations), with a loop specialised for K = 128 and a non-symmetric C0's
+// antisymmetric part apart (backend/cpu/ccq.hpp): K = 128 and K = 40 (partial blocks), skewed C0, ordinary and
+// extreme decays (renormalisations every few tokens).
+TEST_CASE_TEMPLATE("ccq: recurrent at K = 128 and K = 40 with a non-symmetric C0 matches the float64 reference", Rule,
+                   simple_gla, gla, gated_delta) {
+  for (index_t K : {128, 40})
+    for (gate_range gates : {gate_range::normal, gate_range::extreme}) {
+      case_shape shape{.B = 1, .T = 75, .H = 1, .HV = 2, .K = K, .V = 16, .initial_state = true, .gates = gates};
+      CAPTURE(K);
+      const ccq_options opt{.initial_stats = true, .skewed_C0 = true};
+      check_ccq_against_reference<Rule, read::ccq<read::decayed>, recurrent_form, float>(shape, opt);
+      check_ccq_against_reference<Rule, read::ccq<read::uniform>, recurrent_form, float>(shape, opt);
+    }
+}
