@@ -155,6 +155,11 @@ void consistency_suite() {
     check_against_reference<Rule, D, Form, float>(gva, {.initial_stats = true});
     check_against_reference<Rule, D, Form, bf16>(full, {.explicit_log_decay = true});
     check_against_reference<Rule, D, Form, float>(varlen, {.initial_stats = true, .explicit_log_decay = true});
+    // 16-bit chunkwise: the chunk-parallel statistics (ccq_chunked.hpp) with one value head per key head, with
+    // packed sequences, and with the default c_t under extreme gates
+    check_against_reference<Rule, U, Form, bf16>(extreme);
+    check_against_reference<Rule, D, Form, bf16>(extreme, {.initial_stats = true});
+    check_against_reference<Rule, D, Form, bf16>(varlen, {.initial_stats = true});
   }
 }
 

@@ -4,6 +4,7 @@
 //
 // Everything is enqueued on cuda::launch::stream; the only wait for the device is cuda::launch::check_indices.
 #pragma once
+#include "ccq_chunked.hpp"
 #include "launch.hpp"
 
 namespace linea::cuda_detail {
@@ -63,6 +64,9 @@ void run(const arguments<T, float>& a, const problem& p, const cuda::launch& l) 
   if constexpr (Read::is_identity) {
     launch_form<Rule, F, pass::main>(k, rows, x);
   } else {
+    // chunkwise, 16-bit inputs: chunk-parallel statistics and both passes on the 64-token kernels (ccq_chunked.hpp)
+    if constexpr (F == form::chunkwise)
+      if (run_ccq_chunked<Rule>(a, p, k, rows, w, ws, x, Read::weighting::decays)) return;
     // 1. stats pass: Y_t = C_t q̂_t, C_t = a_t C_{t-1} + k̂_t k̂_tᵀ (values := keys, decay c_t)
     kernel_args<T> s = k;
     s.o = {}, s.residual = {}, s.initial_state = {}, s.final_state = {};

@@ -5,6 +5,8 @@
 // m_t = a_t m_{t-1} + k̂_t and z_t = a_t z_{t-1} + 1 and forms
 //     q̃_t = q̂_t − λ_t (Y_t / z_t − m_t (m_tᵀ q̂_t) / z_t²);
 // (3) the main pass, reading with q̃ in place of q. The write path never sees any of this.
+// The chunkwise form with 16-bit inputs takes ccq_chunked.hpp instead (chunk-parallel m, z; both passes on the
+// 64-token kernels); this is the path of the recurrent form, the decode step, float32 inputs and the rest.
 //
 // One block per (sequence, value head); tokens go in tiles of 32: a warp per token for the row sums (L2 norms,
 // mean decay, m_tᵀ q̂_t), a thread per key channel for the scan over the tile.
