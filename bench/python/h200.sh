@@ -3,6 +3,8 @@
 # path against bench/cuda, python/tests with CUDA tensors, and fla's own op tests with linea in place of fla's.
 #
 #   BENCH_CUDA=/path/to/linea_cuda_bench bash bench/python/h200.sh          # from the repository root
+#   CPP_JSONL=<bench_cuda --chunk-only output> bash bench/python/h200.sh   # rows measured earlier in the same call
+#   (REST_CAP, FLA_CAP: the caps in seconds of the non-CUDA pytest run and of each fla test file)
 #
 # Expects: linea importable (the module built for the device's Python, e.g. by .gpu/fin2/device_build.sh, its
 # python/ on PYTHONPATH), torch with CUDA, pytest, fla (fla_core) and einops on PYTHONPATH; LINEA_CONFORMANCE_DIR
@@ -22,7 +24,9 @@ python3 -c "import linea, torch; print('linea', linea.__file__, 'cuda', linea._l
 # (c) bench/cuda's chunkwise rows (the C++ figure the torch path is held to), then (b) + (c) the Python timings in
 # one process: the call overhead for numpy / torch CPU / torch CUDA and the 8x4096 comparison for all 7 rules.
 el cpp-bench
-if [ -n "${BENCH_CUDA:-}" ]; then
+if [ -n "${CPP_JSONL:-}" ]; then
+  CPP=(--cpp "$CPP_JSONL")                    # bench/cuda rows measured earlier in the same device call
+elif [ -n "${BENCH_CUDA:-}" ]; then
   timeout 40 "$BENCH_CUDA" --chunk-only --no-ccq > "$OUT/cpp_chunk.jsonl" 2>&1; echo "cpp bench rc $?"
   CPP=(--cpp "$OUT/cpp_chunk.jsonl")
 else
@@ -35,12 +39,12 @@ echo "python_overhead rc $?"; cat "$OUT/python_speed.md"
 # (a) python/tests with CUDA tensors (test_cuda.py first: it is the CUDA suite), (d) fla's tests, in parallel.
 el tests
 ( cd python/tests && { timeout 120 python3 -m pytest -q -rfE -p no:cacheprovider test_cuda.py > "$OUT/pytest_cuda.log" 2>&1; echo "pytest cuda rc $?" >> "$OUT/pytest_cuda.log"; } ) &
-( cd python/tests && { timeout 150 python3 -m pytest -q -rfE -p no:cacheprovider --ignore=test_cuda.py > "$OUT/pytest_rest.log" 2>&1; echo "pytest rest rc $?" >> "$OUT/pytest_rest.log"; } ) &
+( cd python/tests && { timeout ${REST_CAP:-150} python3 -m pytest -q -rfE -p no:cacheprovider --ignore=test_cuda.py > "$OUT/pytest_rest.log" 2>&1; echo "pytest rest rc $?" >> "$OUT/pytest_rest.log"; } ) &
 if [ -d "$FLA_TESTS" ]; then
   for form in chunk fused_recurrent; do
     for f in "$FLA_TESTS"/test_*.py; do
       b=$(basename "$f" .py)
-      (timeout 140 python3 tools/run_fla_tests.py $form "$f" -- -v -rfE --tb=line -p no:randomly -W ignore \
+      (timeout ${FLA_CAP:-140} python3 tools/run_fla_tests.py $form "$f" -- -v -rfE --tb=line -p no:randomly -W ignore \
          > "$OUT/fla_${form}_$b.log" 2>&1; echo "rc $?" >> "$OUT/fla_${form}_$b.log") &
     done
   done
