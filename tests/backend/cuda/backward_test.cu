@@ -322,6 +322,18 @@ TEST_CASE("CUDA backward: bf16 over 32 chunks, K = V = 128") {
   check_backward<kda, bf16>(s);
 }
 
+// Enough (sequence, value head) pairs that the staged state passes of scalar decays take one CTA per pair (128 value
+// columns; at least 3/4 of the SMs busy: 104 pairs on the H200's 132 SMs) instead of 16-column tiles: full and
+// partial value tiles (V = 96), K below the tile's 128, a tail chunk.
+TEST_CASE("CUDA backward: one CTA per (sequence, head) in the state passes") {
+  const case_shape full{.B = 13, .T = 130, .H = 4, .HV = 8, .K = 128, .V = 128, .initial_state = true, .seed = 32};
+  const case_shape part{.B = 13, .T = 130, .H = 4, .HV = 8, .K = 64, .V = 96, .initial_state = true, .seed = 33};
+  check_backward<gated_delta, float>(full);
+  check_backward<simple_gla, float>(full);
+  check_backward<gated_delta, float>(part);
+  check_backward<gated_delta, bf16>(part);
+}
+
 TEST_CASE("CUDA backward: in-kernel options (L2 norm, gates, beta activation)") {
   const case_shape s{.B = 2, .T = 90, .H = 2, .HV = 4, .K = 32, .V = 16, .initial_state = true, .seed = 5};
   check_backward<gated_delta, float>(s, {.qk_l2norm = true, .gate = true, .beta_act = beta_activation::sigmoid});

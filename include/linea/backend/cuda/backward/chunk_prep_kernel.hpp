@@ -6,20 +6,22 @@
 //   A_rs = e_r (k_r·k_s) exp(G_r − G_s), s < r;   T = (I + A)⁻¹ by forward substitution
 //   W = T (e ⊙ Γ ⊙ K),   U = T (w ⊙ V)
 // Only exponents ≤ 0 are formed (s ≤ r). Of a partial chunk only rows and columns < L are written (nothing reads
-// past them). P, A and W read their operands in place from shared memory (block_gemm_direct: q and k rows padded to
-// ld_kv, conflict-free fragments); U streams v from global memory through block_gemm's slabs; the solve
-// is CL steps of one row each. It also computes the state-free half of the reverse state pass (s Pᵀ dO and
-// s (Γ ⊙ Q)ᵀ dO, see state_passes.hpp). One CTA per (chunk, value head), float32 throughout.
+// past them). Every product reads its operands in place from shared memory (block_gemm_direct: q and k rows padded
+// to ld_kv, conflict-free fragments): w ⊙ V and dO are staged in k's tile once its readers are done, P stays in A's
+// tile (it once streamed v and P from global memory through block_gemm's slabs, a barrier-bound round trip per
+// slab); the solve goes by 16 × 16 blocks (triangular_inverse.hpp). It also computes the state-free half of the
+// reverse state pass (s Pᵀ dO and s (Γ ⊙ Q)ᵀ dO, see staged_state_passes.hpp). One CTA per (chunk, value head),
+// float32 throughout.
 #pragma once
 #include "block_gemm.hpp"
 #include "triangular_inverse.hpp"
 
 namespace linea::cuda_detail::bwd {
 
-template <bool Erases>  // (A, T only for an erasing update)
+template <bool Erases>  // (T only for an erasing update; A's tile holds P once T is formed)
 struct prep_shape {
   static constexpr int ut_cc = Erases ? CL * CL : 0;
-  static constexpr int q_at = 0, k_at = q_at + CL * ld_kv, a_at = k_at + CL * ld_kv, t_at = a_at + ut_cc,
+  static constexpr int q_at = 0, k_at = q_at + CL * ld_kv, a_at = k_at + CL * ld_kv, t_at = a_at + CL * CL,
                        g_at = t_at + ut_cc, ew_at = g_at + CL, ww_at = ew_at + CL, scratch_at = ww_at + CL,
                        end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
@@ -33,7 +35,7 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
   const index_t tok0 = w.token(ci.bt, ci.t0);
   extern __shared__ __align__(16) float sm[];
-  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at, *sG = sm + sh::g_at,
+  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sA = sm + sh::a_at, *sP = sA, *sT = sm + sh::t_at, *sG = sm + sh::g_at,
         *sEG = sm + sh::ew_at, *sWw = sm + sh::ww_at, *scratch = sm + sh::scratch_at;
 
   const float* q = w.q + (tok0 * w.H + h) * w.K;  // row r at r·H·K
@@ -55,45 +57,50 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   if (tid < CL) G[tid] = sG[tid];
 
   float* P = w.P + w.ch(c, hv) * CL * CL;
-  block_gemm_direct(
-      L, L, K, [&](int r, int d) { return sQ[r * ld_kv + d]; }, [&](int d, int s) { return sK[s * ld_kv + d]; },
-      [&](int r, int s, float acc) { P[r * CL + s] = s <= r ? acc * __expf(sG[r] - sG[s]) : 0.f; });
   if constexpr (Erases) {
     for (int e = tid; e < CL * CL; e += threads) sA[e] = 0.f;  // rows and columns past L stay 0
     block_gemm_direct(
         L, L, K, [&](int r, int d) { return sK[r * ld_kv + d]; }, [&](int d, int s) { return sK[s * ld_kv + d]; },
         [&](int r, int s, float acc) { sA[r * CL + s] = s < r ? sEG[r] * acc * __expf(sG[r] - sG[s]) : 0.f; });
     if (tid < CL) sEG[tid] *= __expf(sG[tid]);  // e ⊙ Γ (after A's last read of e: its barrier)
-  }
-  if constexpr (Erases) {
-    __syncthreads();
-    // T = (I + A)⁻¹, unit lower triangular: row r is e_r − Σ_{s<r} A_rs T_s (only columns ≤ r are nonzero).
-    unit_lower_inverse(sA, sT, scratch);  // (scratch: free between the block_gemms)
+    // T = (I + A)⁻¹, unit lower triangular
+    unit_lower_inverse(sA, sT, scratch);  // (scratch: free between the products)
     float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
     for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
-    // W = T (e ⊙ Γ ⊙ K), U = T (w ⊙ V)   (T is lower triangular: its zeros do the masking)
+    // W = T (e ⊙ Γ ⊙ K)   (T is lower triangular: its zeros do the masking)
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
     block_gemm_direct(
         L, K, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int d) { return sEG[s] * sK[s * ld_kv + d]; },
         [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; });
-    float* Ug = w.U + w.ch(c, hv) * CL * w.V;
+  }
+  // P, into global memory for phase 4 and into sP for s Pᵀ dO below (A's tile: free once T is formed)
+  block_gemm_direct(
+      L, L, K, [&](int r, int d) { return sQ[r * ld_kv + d]; }, [&](int d, int s) { return sK[s * ld_kv + d]; },
+      [&](int r, int s, float acc) {
+        const float x = s <= r ? acc * __expf(sG[r] - sG[s]) : 0.f;
+        P[r * CL + s] = x, sP[r * CL + s] = x;
+      });
+  const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;  // row r at r·HV·V
+  if constexpr (Erases) {
+    // U = T (w ⊙ V), with w ⊙ V staged in k's tile (k's last reader, P, ended with a barrier)
     const float* v = w.v + (tok0 * w.HV + hv) * w.V;
-    block_gemm<64, walk::k, walk::mn>(
-        L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return sWw[s] * v[s * w.HV * w.V + j]; },
-        [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
+    stage_tile<CL, max_kv>(sK, ld_kv, [&](int r, int j) { return r < L && j < V ? sWw[r] * v[r * w.HV * w.V + j] : 0.f; });
+    float* Ug = w.U + w.ch(c, hv) * CL * w.V;
+    block_gemm_direct(
+        L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return sK[s * ld_kv + j]; },
+        [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; });
   }
   // The reverse state pass's products that do not involve the state, here where every chunk runs at once:
   // dU ← s Pᵀ dO into dU's workspace (the pass adds Kd dh) and s (Γ ⊙ Q)ᵀ dO into dh's (until the pass stores dh
-  // there). dO goes to k's tile (k's last reader, W or P, ended with a barrier); P is this CTA's own global write.
+  // there). dO goes to k's tile (its last reader, P or U, ended with a barrier).
   float* sO = sK;
-  const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;  // row r at r·HV·V
   stage_tile<CL, max_kv>(sO, ld_kv, [&](int r, int j) { return r < L && j < V ? dO[r * w.HV * w.V + j] : 0.f; });
   float* dUg = w.dU + w.ch(c, hv) * CL * w.V;
   float* dhg = w.dh + w.ch(c, hv) * w.K * w.V;
   const float scale = w.scale;
-  block_gemm<64, walk::mn, walk::mn>(
-      L, V, L, [&](int s, int r) { return P[r * CL + s]; }, [&](int r, int j) { return sO[r * ld_kv + j]; },
-      [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; }, scratch);
+  block_gemm_direct(
+      L, V, L, [&](int s, int r) { return sP[r * CL + s]; }, [&](int r, int j) { return sO[r * ld_kv + j]; },
+      [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; });
   block_gemm_direct(
       K, V, L, [&](int d, int r) { return __expf(sG[r]) * sQ[r * ld_kv + d]; }, [&](int r, int j) { return sO[r * ld_kv + j]; },
       [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; });

@@ -6,6 +6,7 @@
 // T = (I + A)⁻¹, W = T (e ⊙ exp(G) ⊙ K), U = T (w ⊙ V); and the state passes' operands Kd, Qg, gL (work.hpp).
 // With Channels (GDN-2, channel_gates.hpp) the erase gate e_r is b_r per key channel and the write gate w per value
 // channel: A_rs = Σ_d b_rd k_rd k_sd D_rsd, W = T (b ⊙ exp(G) ⊙ K), U = T (w ⊙ V).
+// It also writes the state-free products of the reverse state pass, s Pᵀ dO and s Qgᵀ dO (staged_state_passes.hpp).
 // One CTA per (chunk, value head); q, k, G (and b) rows in shared memory with a padded stride (conflict-free columns).
 #pragma once
 #include "channel_gates.hpp"
@@ -19,7 +20,8 @@ template <bool Erases, bool Channels = false>  // (A, T only for an erasing upda
 struct per_key_prep_shape {
   static constexpr int ut_cc = Erases ? CL * CL : 0, b_cl = Channels ? CL * LK : 0;
   static constexpr int q_at = 0, k_at = q_at + CL * LK, g_at = k_at + CL * LK, a_at = g_at + CL * LK,
-                       t_at = a_at + ut_cc, b_at = t_at + ut_cc, scratch_at = b_at + b_cl, end = scratch_at + gemm_scratch;
+                       t_at = a_at + ut_cc, b_at = t_at + ut_cc, p_at = b_at + b_cl, scratch_at = p_at + CL * CL,
+                       end = scratch_at + gemm_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
@@ -33,7 +35,7 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
   const index_t tok0 = w.token(ci.bt, ci.t0);
   extern __shared__ __align__(16) float sm[];
   float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sG = sm + sh::g_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at,
-        *sB = sm + sh::b_at, *scratch = sm + sh::scratch_at;
+        *sB = sm + sh::b_at, *sP = sm + sh::p_at, *scratch = sm + sh::scratch_at;
 
   // the rows (zeros past L and K), loaded in batches (stage_tile), then G_rd = Σ_{i≤r} log α_id scanned in place
   const auto row = [&](const float* x, index_t ld) {
@@ -55,7 +57,6 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
     const float g = sG[r * LK + d];
     w.Gk[ck + e] = g;
     w.Kd[ck + e] = sK[r * LK + d] * __expf(sG[(L - 1) * LK + d] - g);
-    w.Qg[ck + e] = sQ[r * LK + d] * __expf(g);
   }
   for (int d = tid; d < K; d += threads) w.gL[w.ch(c, hv) * w.K + d] = __expf(sG[(L - 1) * LK + d]);
 
@@ -65,7 +66,7 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
   for (int e = tid; e < CL * CL; e += threads) {  // the zeros above the diagonal
     const int r = e / CL, s = e % CL;
     if (s <= r) continue;
-    if (s < L) P[e] = 0;
+    if (s < L) P[e] = 0, sP[e] = 0;
     if (Erases) sA[e] = 0;
   }
   // the lower triangle (s ≤ r) in warp tasks of one row and 32 columns: rows r < 32 are one task (columns 0..31),
@@ -82,7 +83,7 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
         p = fmaf(sQ[r * LK + d] * sK[s * LK + d], decay, p);
         if (Erases) a = fmaf((Channels ? sB[r * LK + d] : 1.f) * sK[r * LK + d] * sK[s * LK + d], decay, a);
       }
-    if (r < L) P[r * CL + s] = p;
+    if (r < L) P[r * CL + s] = p, sP[r * CL + s] = p;
     if (Erases) sA[r * CL + s] = s < r && r < L ? (Channels ? 1.f : e_tok[r * w.HV]) * a : 0.f;
   }
   if constexpr (Erases) {
@@ -106,6 +107,27 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
         },
         [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
   }
+  // The reverse state pass's products that do not involve the state (as chunk_prep_kernel's): s Pᵀ dO into dU's
+  // workspace and s Qgᵀ dO into dh's. Qg = Q ⊙ exp(G) in q's tile (P and A were its last readers), dO in G's tile
+  // (W was its last reader; every loop above ends at a barrier before this one's first read).
+  __syncthreads();
+  for (int e = tid; e < L * K; e += threads) {
+    const int r = e / K, d = e % K;
+    sQ[r * LK + d] *= __expf(sG[r * LK + d]);
+  }
+  __syncthreads();
+  float* sO = sG;
+  const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;  // row r at r·HV·V
+  stage_tile<CL, max_kv>(sO, LK, [&](int r, int j) { return r < L && j < V ? dO[r * w.HV * w.V + j] : 0.f; });
+  float* dUg = w.dU + w.ch(c, hv) * CL * w.V;
+  float* dhg = w.dh + w.ch(c, hv) * w.K * w.V;
+  const float scale = w.scale;
+  block_gemm_direct(
+      L, V, L, [&](int s, int r) { return sP[r * CL + s]; }, [&](int r, int j) { return sO[r * LK + j]; },
+      [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; });
+  block_gemm_direct(
+      K, V, L, [&](int d, int r) { return sQ[r * LK + d]; }, [&](int r, int j) { return sO[r * LK + j]; },
+      [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; });
 }
 
 }  // namespace linea::cuda_detail::bwd

@@ -10,7 +10,7 @@
 #include "chunk_prep_kernel.hpp"
 #include "per_key_grad_kernel.hpp"
 #include "per_key_prep_kernel.hpp"
-#include "state_passes.hpp"
+#include "staged_state_passes.hpp"
 #include "../check.hpp"
 #include "../kernel_attributes.hpp"
 
@@ -35,39 +35,44 @@ void prep_phase(const work& w, cudaStream_t st, const channel_gates& cg = {}) {
   }
 }
 
-// The state passes with BV value columns per CTA; `forward` / `reverse` say which of the two to launch.
+// The state passes with BV value columns per CTA (staged_state_passes.hpp).
 template <int BV, bool Erases, bool PerKey>
-void state_phases_bv(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
-                     const view<float, 4>& dS0, bool forward, bool reverse, cudaStream_t st) {
+void staged_forward_phase(const work& w, const view<const float, 4>& S0, cudaStream_t st) {
   const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
-  if (forward) {
-    constexpr auto fwd = forward_states_kernel<BV, Erases, PerKey>;
-    constexpr std::size_t bytes = state_shape<BV, false>::bytes;
-    allow_dynamic_shared<fwd, bytes>();
-    fwd<<<grid, threads, bytes, st>>>(w, S0);
-    check_launch("backward forward_states_kernel");
-  }
-  if (reverse) {
-    constexpr auto rev = reverse_states_kernel<BV, Erases, PerKey>;
-    constexpr std::size_t bytes = state_shape<BV, true>::bytes;
-    allow_dynamic_shared<rev, bytes>();
-    rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
-    check_launch("backward reverse_states_kernel");
-  }
+  constexpr std::size_t bytes = staged_shape<BV>::bytes;
+  constexpr auto fwd = staged_forward_states_kernel<BV, Erases, PerKey>;
+  allow_dynamic_shared<fwd, bytes>();
+  fwd<<<grid, threads, bytes, st>>>(w, S0);
+  check_launch("backward staged_forward_states_kernel");
+}
+template <int BV, bool Erases, bool PerKey>
+void staged_reverse_phase(const work& w, const view<const float, 4>& dST, const view<float, 4>& dS0, cudaStream_t st) {
+  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
+  constexpr std::size_t bytes = staged_shape<BV>::bytes;
+  constexpr auto rev = staged_reverse_states_kernel<BV, Erases, PerKey>;
+  allow_dynamic_shared<rev, bytes>();
+  rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
+  check_launch("backward staged_reverse_states_kernel");
 }
 
 template <bool Erases, bool PerKey>
 void state_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
                   const view<float, 4>& dS0, bool forward, bool reverse, cudaStream_t st) {
   if (!w.N) return;
-  int device = 0, sms = 0;
+  int device = 0;
   LINEA_CUDA_CHECK(cudaGetDevice(&device));
-  LINEA_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  const std::size_t narrow = std::size_t(w.N) * std::size_t(w.HV) * std::size_t((w.V + 15) / 16);  // CTAs at 16
-  if (narrow <= std::size_t(state_ctas_per_sm<16>) * std::size_t(sms))
-    state_phases_bv<16, Erases, PerKey>(w, S0, dST, dS0, forward, reverse, st);
-  else
-    state_phases_bv<32, Erases, PerKey>(w, S0, dST, dS0, forward, reverse, st);
+  const std::size_t sms = std::size_t(multiprocessor_count(device)), heads = std::size_t(w.N) * std::size_t(w.HV);
+  // wide tiles (forward 128 value columns: one CTA per (head, sequence); reverse 64, which holds Y in registers)
+  // where they leave at most a quarter of the SMs idle, else 16 columns
+  const auto wide = [&](index_t bv) { return 4 * heads * std::size_t((w.V + bv - 1) / bv) >= 3 * sms; };
+  if (forward) {
+    if (wide(128)) staged_forward_phase<128, Erases, PerKey>(w, S0, st);
+    else staged_forward_phase<16, Erases, PerKey>(w, S0, st);
+  }
+  if (reverse) {
+    if (wide(64)) staged_reverse_phase<64, Erases, PerKey>(w, dST, dS0, st);
+    else staged_reverse_phase<16, Erases, PerKey>(w, dST, dS0, st);
+  }
 }
 
 template <bool Erases, bool Decays, bool PerKey, class T, bool Channels = false>

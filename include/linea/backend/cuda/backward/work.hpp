@@ -15,7 +15,8 @@
 // Per-key decays (gla, kda) instead keep G per key channel, and phase 1 also writes the decayed operands that the
 // state passes read (so they need no exponentials):
 //   log_alpha_k, dlog_alpha_k [tokens, HV, K];   Gk, Kd, Qg [chunks, HV, CL, K];   gL [chunks, HV, K]
-//   Kd_s = k_s ⊙ exp(G_L − G_s),   Qg_r = q_r ⊙ exp(G_r),   gL = exp(G_L)
+//   Kd_s = k_s ⊙ exp(G_L − G_s),   gL = exp(G_L)   (Qg is no longer written: phase 1 folds Qg = q ⊙ exp(G) into
+//   s Qgᵀ dO, the reverse pass's Y; its space is kept so that the layout phase 4 reads is unchanged)
 #pragma once
 #include "../params.hpp"
 
