@@ -315,7 +315,7 @@ TEST_CASE_TEMPLATE("CUDA backward = float64 reference backward (bf16, fp16)", Ru
 }
 
 // 16-bit inputs over many chunks: the state passes carry rounding from chunk to chunk (32 chunks here; the shapes
-// above have at most 5), in the value-tile width and slab depth of long sequences (16 columns, 32-deep slabs).
+// above have at most 5), in the value-tile width of long sequences (16 columns).
 TEST_CASE("CUDA backward: bf16 over 32 chunks, K = V = 128") {
   const case_shape s{.B = 1, .T = 2048, .H = 1, .HV = 2, .K = 128, .V = 128, .initial_state = true, .seed = 31};
   check_backward<gated_delta, bf16>(s);
