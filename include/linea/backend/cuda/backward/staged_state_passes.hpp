@@ -18,9 +18,10 @@
 //                                                   the chunk's start by the threads that then store dh over it)
 //
 // so the chain waits on the state alone. Per-key decays (PerKey) read phase 1's Kd_s = k_s ⊙ exp(G_L − G_s) in
-// place of F ⊙ K and multiply by the vector gL = exp(G_L) in place of γ_L (Y = s Qgᵀ dO). The products run from shared memory (block_gemm_direct, no barriers
-// inside); rows are padded so that every fragment read is conflict-free (row-wise A: ≡ 4 (mod 32) floats;
-// transposed A and B: ≡ 8). One CTA per (BV value columns, value head, sequence), where that fills the GPU
+// place of F ⊙ K and multiply by the vector gL = exp(G_L) in place of γ_L (Y = s Qgᵀ dO).
+// The products run from shared memory (block_gemm_direct, no barriers inside); rows are padded so that every
+// fragment read is conflict-free (row-wise A: ≡ 4 (mod 32) floats; transposed A and B: ≡ 8).
+// One CTA per (BV value columns, value head, sequence), where that fills the GPU
 // BV = 128 forward (one CTA per (head, sequence), 209 KB, one per SM) and 64 reverse (Y takes 32 registers a thread;
 // 64 at 128 columns spilled), else 16 (two per SM; phases.hpp chooses).
 #pragma once
