@@ -37,16 +37,14 @@ template <int TK>
 inline constexpr int gemm_scratch_for = TK * gemm_ld * 2;  // the A and B slabs (B at most 64 wide)
 inline constexpr int gemm_scratch = gemm_scratch_for<gemm_tk>;
 
-__device__ __forceinline__ std::uint32_t to_tf32(float x) {
-  std::uint32_t r;
-  asm("cvt.rna.tf32.f32 %0, %1;\n" : "=r"(r) : "f"(x));
-  return r;
-}
-
-// x = big + small, both TF32 (small holds the next 11 bits of the mantissa).
+// x = big + small: big is x with its low 13 mantissa bits cleared (a TF32 value: one LOP3), small = x − big (exact
+// in float32: one FADD), handed to the mma as is (the tensor cores read its TF32 part, dropping its low bits: an
+// error ≈ 2⁻²⁰ |x| per operand, far inside SPEC §6's 1e-4 for float32 inputs). Not cvt.rna.tf32.f32: sm_90 has no
+// instruction for it and emulates it in ~9 instructions per conversion (ncu, bwd6), two per operand element, which
+// cost more than the mma work of the backward's products.
 __device__ __forceinline__ void split_tf32(float x, std::uint32_t& big, std::uint32_t& small) {
-  big = to_tf32(x);
-  small = to_tf32(x - __uint_as_float(big));
+  big = __float_as_uint(x) & 0xffffe000u;
+  small = __float_as_uint(x - __uint_as_float(big));
 }
 
 __device__ __forceinline__ void mma_tf32(float (&c)[4], const std::uint32_t (&a)[4], const std::uint32_t (&b)[2]) {
