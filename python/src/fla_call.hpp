@@ -89,7 +89,8 @@ struct cache {
     if (dtype_is(aq, described_dtype(code))) return q;
     const auto i = static_cast<std::size_t>(aq.where.id);
     if (float32_on.size() <= i) float32_on.resize(i + 1);
-    if (!float32_on[i].is_valid()) float32_on[i] = q.attr("new_empty")(nb::make_tuple(0), nb::arg("dtype") = t_dtype[0]);
+    if (!float32_on[i].is_valid())
+      float32_on[i] = q.attr("new_empty")(nb::make_tuple(0), nb::arg("dtype") = t_dtype[0]);
     return float32_on[i];
   }
 };
@@ -357,7 +358,10 @@ inline nb::object forward(const char* op, int form, nb::handle q, nb::handle k, 
     if (!inputs[i].h.is_none()) arrays.set(inputs[i].field, read[i].passed, &read[i].info);
   if (!initial_state.is_none()) arrays.set(field("initial_state"), h0.passed, &h0.info);
   if (!cu_seqlens.is_none()) arrays.set(field("cu_seqlens"), cu.passed, &cu.info);
-  if (step) arrays.set(field("state_indices"), idx.passed, &idx.info), arrays.set(field("final_state"), h0.passed, &h0.info);
+  if (step) {
+    arrays.set(field("state_indices"), idx.passed, &idx.info);
+    arrays.set(field("final_state"), h0.passed, &h0.info);
+  }
   arrays.set(field("o"), ro.passed, &ro.info);
   if (!ht.is_none() && !step) arrays.set(field("final_state"), rh.passed, &rh.info);  // (the step's pool: set above)
 
