@@ -144,21 +144,30 @@ def _cpp_chunk_ms(path):
     return out
 
 
-def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup=3):
+def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup=20, rounds=4, rules=_RULES):
     """The torch CUDA path (linea.chunk_<rule>, bf16) against the kernel at bench/cuda's shape, timed as bench/cuda
     times (bench/cuda/bench_cuda.cu, time_ms): CUDA events around `calls` back-to-back calls, the median of
-    `repeats`, after `warmup` calls. With `cpp` (bench/cuda's JSON lines from the same machine), also the ratio to
-    bench/cuda's own figure."""
+    `repeats`. With `cpp` (bench/cuda's JSON lines from the same machine), also the ratio to bench/cuda's figure.
+
+    Every variant of a rule is measured `rounds` times, the variants' order rotated each round, and the median over
+    the rounds is printed (the spread too): measured once each in a fixed order, as before, an effect of the order
+    (clocks, the first measurement of a rule) could not be told from a difference between the calls. Two timings
+    of the public call:
+      queued  a ~50 µs GPU sleep is queued before the start event, so the host's time to issue the first call is
+              hidden, as behind a model's queue of work (the C++ loop issues its first kernel after ~5 µs; a Python
+              call after ~25: 2.5 µs a call of 10 charged to the Python call alone otherwise);
+      bare    as before: the start event on an idle GPU."""
     ref = _cpp_chunk_ms(cpp) if cpp else {}
 
-    def median_ms(g):
-        for _ in range(warmup):
-            g()
+    def median_ms(g, queued=True, per=1):
+        """g() runs `per` kernels: `calls` kernels in all between the events."""
         times = []
         for _ in range(repeats):
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            if queued:
+                torch.cuda._sleep(100_000)  # ~50 µs at the H200's clock: busy while the first call is issued
             a.record()
-            for _ in range(calls):
+            for _ in range(calls // per):
                 g()
             b.record()
             b.synchronize()
@@ -166,28 +175,15 @@ def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup
         return sorted(times)[len(times) // 2]
 
     print(f"\nchunk_* at B={B} T={T} H={H} K=V={K}, bf16, final state written (CUDA events, median of {repeats} x "
-          f"{calls} calls)\n")
-    print("| rule | linea.chunk_* (torch) ms | _linea.forward ms | C++ loop in the module ms | bench/cuda ms | "
-          "torch / bench/cuda | torch / C++ loop | host µs a call | Python path ms |")
-    print("|---|---|---|---|---|---|---|---|---|")
-    for rule in _RULES:
+          f"{calls} calls; each column the median of {rounds} rounds in rotated order, [min-max] of the rounds)\n")
+    print("| rule | linea.chunk_* (torch) queued ms | bare ms | _linea.forward ms | "
+          "its outputs allocated per call ms | C++ loop in the module ms | bench/cuda ms | torch / bench/cuda | "
+          "torch / C++ loop | host µs a call | Python path ms |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    for rule in rules:
         args, kw = _bench_inputs(rule, B, T, H, K, V, torch.bfloat16)
         f = getattr(linea, f"chunk_{rule}")
         with torch.no_grad():
-            t_py = median_ms(lambda: f(*args, **kw))  # noqa: B023
-            fast, _ops._fast = _ops._fast, lambda *a: None  # the Python path of the call, for comparison
-            try:
-                t_slow = median_ms(lambda: f(*args, **kw))  # noqa: B023
-            finally:
-                _ops._fast = fast
-            # The host's time to issue one call (no synchronisation inside the loop): far below the kernel's, the
-            # calls queue and the host's work is hidden; near it, something in the call waits for the device.
-            torch.cuda.synchronize()
-            t0 = time.perf_counter()
-            for _ in range(calls):
-                f(*args, **kw)
-            host_us = (time.perf_counter() - t0) / calls * 1e6
-            torch.cuda.synchronize()
             q, k, v = args[:3]
             x = {"q": q, "k": k, "v": v}
             x.update(zip({"linear_attn": (), "simple_gla": ("g",), "gla": ("gk",), "delta_rule": ("beta",),
@@ -198,15 +194,59 @@ def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup
             outs = (torch.empty(B, T, H, V, device="cuda", dtype=torch.bfloat16), torch.empty(B, H, K, V, device="cuda"))
             arrays["o"], arrays["final_state"] = (_core.A.for_kernel(t) for t in outs)
             native = _core.Options(form="chunkwise").native("cuda", "bfloat16", _core.A.stream_of(q))
-            t_bind = median_ms(lambda: _linea.forward(rule, arrays, native))  # noqa: B023
-            native.repeat = calls
-            t_loop = median_ms(lambda: _linea.forward(rule, arrays, native)) / calls  # noqa: B023
-            native.repeat = 1
+            native_loop = _linea.options()  # the same options, with repeat = calls: the kernel alone
+            for name in ("form", "read", "backend", "dtype", "scale", "qk_l2norm", "beta_act", "normalize",
+                         "lower_bound", "chunk_size", "threads", "stream"):
+                setattr(native_loop, name, getattr(native, name))
+            native_loop.repeat = calls
+
+            def slow():
+                fast, _ops._fast = _ops._fast, lambda *a: None  # the Python path of the call, for comparison
+                try:
+                    f(*args, **kw)
+                finally:
+                    _ops._fast = fast
+
+            def fresh():  # _linea.forward into outputs allocated for the call, as the public call's are
+                o = torch.empty(B, T, H, V, device="cuda", dtype=torch.bfloat16)
+                h = torch.empty(B, H, K, V, device="cuda")
+                given = dict(arrays, o=_core.A.for_kernel(o), final_state=_core.A.for_kernel(h))  # noqa: B023
+                _linea.forward(rule, given, native)  # noqa: B023
+
+            variants = {
+                "torch": (lambda: f(*args, **kw), True, 1),  # noqa: B023
+                "bare": (lambda: f(*args, **kw), False, 1),  # noqa: B023
+                "bind": (lambda: _linea.forward(rule, arrays, native), True, 1),  # noqa: B023
+                "loop": (lambda: _linea.forward(rule, arrays, native_loop), True, calls),  # noqa: B023
+                "slow": (slow, True, 1),
+                "fresh": (fresh, True, 1),
+            }
+            for g, _, _ in variants.values():
+                for _ in range(warmup):
+                    g()
+            torch.cuda.synchronize()
+            got = {name: [] for name in variants}
+            names = list(variants)
+            for r in range(rounds):
+                for name in names[r % len(names):] + names[:r % len(names)]:
+                    g, queued, per = variants[name]
+                    got[name].append(median_ms(g, queued, per))
+            # The host's time to issue one call (no synchronisation inside the loop): far below the kernel's, the
+            # calls queue and the host's work is hidden; near it, something in the call waits for the device.
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            for _ in range(calls):
+                f(*args, **kw)
+            host_us = (time.perf_counter() - t0) / calls * 1e6
+            torch.cuda.synchronize()
             del outs
+        med = {n: sorted(v)[len(v) // 2] for n, v in got.items()}
+        cell = lambda n: f"{med[n]:.4f} [{min(got[n]):.4f}-{max(got[n]):.4f}]"  # noqa: E731
         cpp_ms = ref.get(rule)
-        ratio = f"{t_py / cpp_ms:.3f}" if cpp_ms else "-"
-        print(f"| {rule} | {t_py:.3f} | {t_bind:.3f} | {t_loop:.3f} | {cpp_ms if cpp_ms else '-'} | {ratio} | "
-              f"{t_py / t_loop:.3f} | {host_us:.1f} | {t_slow:.3f} |", flush=True)
+        ratio = f"{med['torch'] / cpp_ms:.3f}" if cpp_ms else "-"
+        print(f"| {rule} | {cell('torch')} | {cell('bare')} | {cell('bind')} | {cell('fresh')} | {cell('loop')} | "
+              f"{cpp_ms if cpp_ms else '-'} | {ratio} | {med['torch'] / med['loop']:.3f} | {host_us:.1f} | "
+              f"{cell('slow')} |", flush=True)
 
 
 def main():
@@ -215,11 +255,20 @@ def main():
     p.add_argument("--runs", type=int, default=1, help="tables to measure; each column's lowest is printed")
     p.add_argument("--large", action="store_true", help="also the 8x4096 CUDA comparison, every rule")
     p.add_argument("--cpp", help="bench/cuda's JSON lines (linea_cuda_bench --chunk-only --no-ccq) to compare with")
+    p.add_argument("--rules", default=",".join(_RULES), help="the rules of the --large table")
+    p.add_argument("--rounds", type=int, default=4, help="rounds of the --large table (rotated order)")
+    p.add_argument("--large-only", action="store_true", help="only the --large table")
+    p.add_argument("--kinds", help="the overhead table's kinds of arrays, e.g. torch-cuda (default: every one here)")
     args = p.parse_args()
     linea.set_num_threads(1)
     kinds = ["numpy"] + (["torch-cpu"] if torch is not None else [])
     if torch is not None and torch.cuda.is_available() and _linea.has_cuda:
         kinds.append("torch-cuda")
+    if args.kinds:
+        kinds = [k for k in kinds if k in args.kinds.split(",")]
+    if args.large_only:
+        large(args.cpp, rounds=args.rounds, rules=tuple(args.rules.split(",")))
+        return
     best = {}
     for _ in range(max(1, args.runs)):
         for kind in kinds:
@@ -238,7 +287,7 @@ def main():
     for label, kind, tk, tb, tp, ts in rows:
         print(f"| {label} | {kind} | {tk:.1f} | {tb:.1f} | {tp:.1f} | {tp - tk:.1f} | {ts:.1f} | {ts - tk:.1f} |")
     if args.large and "torch-cuda" in kinds:
-        large(args.cpp)
+        large(args.cpp, rounds=args.rounds, rules=tuple(args.rules.split(",")))
 
 
 if __name__ == "__main__":

@@ -31,9 +31,10 @@ def backward(op: str, arrays: dict[str, Any], options: options) -> None:
 def fla_forward(op: str, form: int, q: Any, k: Any, v: Any, g: Any, gk: Any, beta: Any, b: Any, w: Any,
                 scale: Optional[float], initial_state: Any, output_final_state: bool, cu_seqlens: Any,
                 qk_l2norm: bool, beta_act: int, normalize: bool, threads: int,
-                linea_kw: Optional[dict[str, Any]]) -> Optional[tuple[Any, Any]]:
+                linea_kw: Optional[dict[str, Any]], /) -> Optional[tuple[Any, Any]]:
     """The common case of a public call (linea.chunk_* for form 1, linea.fused_recurrent_* for form 0) in C++: reads
     numpy arrays or torch tensors, allocates o [B, T, HV, V] (and the final state [N, HV, K, V] when asked for;
     the decode step's pool with ssm_state_indices in linea_kw), runs the kernel and returns (o, ht). Returns None,
     before any work, where the Python layer must take the call: autograd, dtype widening, fla options it handles,
-    other linea keyword arguments than ssm_state_indices and chunk_size (python/src/fla_call.hpp)."""
+    other linea keyword arguments than ssm_state_indices and chunk_size (python/src/fla_call.hpp). Positional
+    arguments only (a METH_FASTCALL function)."""

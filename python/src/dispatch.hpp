@@ -73,7 +73,7 @@ gpu::launch_info launch_of(const named_arrays& x, const options& o, device& on, 
   l.device = on.id, l.stream = o.stream;
   device host;  // the CPU
   host.known = true;
-  const auto on_host = [&](int i) { return info_of(x[i]).where.cpu(); };
+  const auto on_host = [&](int i) { return x.info(i).where.cpu(); };
   if (const int i = field("cu_seqlens"); x[i].is_valid()) {
     if (on_host(i)) {
       a.cu_seqlens = seqlens_of(x, i, host);

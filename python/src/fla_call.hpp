@@ -14,9 +14,11 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nanobind/nanobind.h>
 
+#include <linea/core/error.hpp>
 #include <linea/rules/list.hpp>
 
 #include "call.hpp"
@@ -26,6 +28,12 @@ namespace linea::python::fla {
 
 namespace nb = nanobind;
 
+inline bool same_device(const device& a, const device& b) { return a.type == b.type && a.id == b.id; }
+
+inline bool dtype_is(const array_info& a, nb::dlpack::dtype d) {
+  return a.dtype.code == d.code && a.dtype.bits == d.bits && a.dtype.lanes == d.lanes;
+}
+
 // Python objects looked up once: numpy's and torch's types, allocators and dtypes, and the attribute names read
 // on every tensor (interned strings). torch is looked up only once a torch tensor is seen (never imported here).
 struct cache {
@@ -34,8 +42,9 @@ struct cache {
   PyTypeObject* tensor = nullptr;  // torch.Tensor (subclasses too: nn.Parameter)
   nb::object t_dtype[6];           // torch.float32, float64, bfloat16, float16, int32, int64 (described_dtype's codes)
   nb::object is_grad_enabled, raw_stream, from_numpy;
-  nb::object s_dtype, s_data_ptr, s_shape, s_stride, s_get_device, s_requires_grad, s_is_neg, s_new_empty,
-      s_dtype_kw;
+  nb::object s_dtype, s_data_ptr, s_shape, s_stride, s_is_contiguous, s_get_device, s_requires_grad, s_is_neg,
+      s_new_empty;
+  std::vector<nb::object> float32_on;  // an empty float32 tensor per CUDA device: what a state is allocated like
   bool torch_tried = false;
 
   static cache& get() {
@@ -48,9 +57,8 @@ struct cache {
       c->np_float64 = np.attr("dtype")("float64");
       const auto name = [](const char* s) { return nb::steal(PyUnicode_InternFromString(s)); };
       c->s_dtype = name("dtype"), c->s_data_ptr = name("data_ptr"), c->s_shape = name("shape");
-      c->s_stride = name("stride"), c->s_get_device = name("get_device");
+      c->s_stride = name("stride"), c->s_is_contiguous = name("is_contiguous"), c->s_get_device = name("get_device");
       c->s_requires_grad = name("requires_grad"), c->s_is_neg = name("is_neg"), c->s_new_empty = name("new_empty");
-      c->s_dtype_kw = nb::steal(PyTuple_Pack(1, c->s_dtype.ptr()));
       return c;
     }();
     return *c;
@@ -74,19 +82,38 @@ struct cache {
     tensor = reinterpret_cast<PyTypeObject*>(t.attr("Tensor").ptr());
     return true;
   }
+
+  // A tensor of dtype `code` on q's CUDA device to allocate an output like: q itself when it has that dtype, else
+  // (a state next to 16-bit q) an empty float32 tensor made once per device and kept.
+  nb::handle like(nb::handle q, const array_info& aq, int code) {
+    if (dtype_is(aq, described_dtype(code))) return q;
+    const auto i = static_cast<std::size_t>(aq.where.id);
+    if (float32_on.size() <= i) float32_on.resize(i + 1);
+    if (!float32_on[i].is_valid())
+      float32_on[i] = q.attr("new_empty")(nb::make_tuple(0), nb::arg("dtype") = t_dtype[0]);
+    return float32_on[i];
+  }
 };
 
-// One argument as read here: its description (array_info) and what the kernel call is given for it (a numpy
-// array as it is, a torch tensor as the description tuple tensors.hpp reads).
+// One argument as read here: its description (array_info), given to the kernel call with the object itself (which
+// the caller holds for the call): read once, never packed into a Python tuple and read again.
 struct read_array {
   array_info info;
-  nb::object passed;
+  nb::handle passed;
   bool requires_grad = false;
 };
 
 enum class kind { numpy, torch };
 
-// A torch tensor's pointer, shape, strides, dtype and device through its Python attributes (~0.4 µs).
+// Dense row-major strides of a shape (in elements).
+inline void dense_strides(array_info& a) {
+  std::int64_t s = 1;
+  for (std::size_t d = a.ndim; d-- > 0;) a.stride[d] = s, s *= a.shape[d];
+}
+
+// A torch tensor's pointer, shape, strides, dtype and device through its Python attributes. A contiguous tensor's
+// strides are its shape's dense ones (torch's is_contiguous() allocates nothing, where stride() builds a tuple; a
+// size-1 dimension's stride, which torch's contiguity ignores, never moves the address).
 inline bool read_tensor(cache& c, PyObject* t, read_array& r) {
   nb::object dtype = nb::steal(PyObject_GetAttr(t, c.s_dtype.ptr()));
   if (!dtype.is_valid()) return PyErr_Clear(), false;
@@ -98,32 +125,42 @@ inline bool read_tensor(cache& c, PyObject* t, read_array& r) {
   if (!neg.is_valid() || neg.ptr() != Py_False) return PyErr_Clear(), false;  // a lazy negation: Python's path
   nb::object ptr = nb::steal(PyObject_CallMethodNoArgs(t, c.s_data_ptr.ptr()));
   nb::object shape = nb::steal(PyObject_GetAttr(t, c.s_shape.ptr()));
-  nb::object stride = nb::steal(PyObject_CallMethodNoArgs(t, c.s_stride.ptr()));
+  nb::object dense = nb::steal(PyObject_CallMethodNoArgs(t, c.s_is_contiguous.ptr()));
   nb::object dev = nb::steal(PyObject_CallMethodNoArgs(t, c.s_get_device.ptr()));
   nb::object grad = nb::steal(PyObject_GetAttr(t, c.s_requires_grad.ptr()));
-  if (!ptr.is_valid() || !shape.is_valid() || !stride.is_valid() || !dev.is_valid() || !grad.is_valid())
+  if (!ptr.is_valid() || !shape.is_valid() || !dense.is_valid() || !dev.is_valid() || !grad.is_valid())
     return PyErr_Clear(), false;
+  array_info& a = r.info;
+  a = array_info{};
+  if (!PyTuple_Check(shape.ptr()) || PyTuple_GET_SIZE(shape.ptr()) > 8) return false;  // torch.Size: a tuple
+  a.ndim = static_cast<std::size_t>(PyTuple_GET_SIZE(shape.ptr()));
+  for (std::size_t d = 0; d < a.ndim; ++d) a.shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape.ptr(), d));
+  if (dense.ptr() == Py_True) {
+    dense_strides(a);
+  } else {
+    nb::object stride = nb::steal(PyObject_CallMethodNoArgs(t, c.s_stride.ptr()));
+    if (!stride.is_valid() || !PyTuple_Check(stride.ptr()) || PyTuple_GET_SIZE(stride.ptr()) != Py_ssize_t(a.ndim))
+      return PyErr_Clear(), false;
+    for (std::size_t d = 0; d < a.ndim; ++d) a.stride[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(stride.ptr(), d));
+  }
+  a.ptr = PyLong_AsVoidPtr(ptr.ptr());
+  a.dtype = described_dtype(code);
+  const long index = PyLong_AsLong(dev.ptr());
+  a.where = index < 0 ? device{nb::device::cpu::value, 0, true} : device{nb::device::cuda::value, int(index), true};
+  if (PyErr_Occurred()) return PyErr_Clear(), false;
+  a.found = a.writable = true;
   r.requires_grad = grad.ptr() == Py_True;
-  nb::object code_of = nb::steal(PyLong_FromLong(code));
-  r.passed = nb::steal(PyTuple_Pack(5, ptr.ptr(), shape.ptr(), stride.ptr(), code_of.ptr(), dev.ptr()));
-  r.info = array_info{};
-  r.info.found = r.info.writable = read_description(r.passed.ptr(), r.info);
-  return r.info.found;
+  r.passed = t;
+  return true;
 }
 
 inline bool read_any(cache& c, kind k, nb::handle h, read_array& r) {
   if (k == kind::numpy) {
     if (Py_TYPE(h.ptr()) != c.ndarray || !read_buffer(h.ptr(), r.info)) return false;
-    r.passed = nb::borrow(h);
+    r.passed = h;
     return true;
   }
   return PyObject_TypeCheck(h.ptr(), c.tensor) && read_tensor(c, h.ptr(), r);
-}
-
-inline bool same_device(const device& a, const device& b) { return a.type == b.type && a.id == b.id; }
-
-inline bool dtype_is(const array_info& a, nb::dlpack::dtype d) {
-  return a.dtype.code == d.code && a.dtype.bits == d.bits && a.dtype.lanes == d.lanes;
 }
 
 // A contiguous 1-D index array of one of the dtypes (codes as described_dtype's), on q's device or, for a CUDA
@@ -148,10 +185,11 @@ inline std::optional<storage_of_call> storage_for(const array_info& q, bool cuda
   return std::nullopt;
 }
 
-// An output: numpy.empty(shape, dtype); for torch, q.new_empty(shape, dtype=...) on q's device, or on the CPU
-// torch.from_numpy(numpy.empty(...)): half the cost of torch's allocation from Python (~1.6 against ~3.3 µs; the
-// tensor owns the array; float32 / float64 only, the CPU's storage types here).
-inline nb::object allocate(cache& c, kind k, nb::handle q, nb::handle shape, int code, bool cpu) {
+// An output: numpy.empty(shape, dtype); on the CPU for torch torch.from_numpy(numpy.empty(...)) (~1.0 against ~1.5
+// µs for torch's allocation from Python; the tensor owns the array; float32 / float64 only, the CPU's storage
+// types here); on CUDA like.new_empty(shape) with `like` a tensor of the output's dtype on q's device: q itself
+// for o, a kept empty float32 tensor for the state (a dtype= keyword costs torch's argument parser ~1 µs more).
+inline nb::object allocate(cache& c, kind k, nb::handle like, nb::handle shape, int code, bool cpu) {
   if (k == kind::numpy || cpu) {
     PyObject* args[] = {shape.ptr(), (code == 1 ? c.np_float64 : c.np_float32).ptr()};
     nb::object a = nb::steal(PyObject_Vectorcall(c.np_empty.ptr(), args, 2, nullptr));
@@ -159,8 +197,8 @@ inline nb::object allocate(cache& c, kind k, nb::handle q, nb::handle shape, int
     PyObject* wrap[] = {a.ptr()};
     return nb::steal(PyObject_Vectorcall(c.from_numpy.ptr(), wrap, 1, nullptr));
   }
-  PyObject* args[] = {q.ptr(), shape.ptr(), c.t_dtype[code].ptr()};
-  return nb::steal(PyObject_VectorcallMethod(c.s_new_empty.ptr(), args, 2, c.s_dtype_kw.ptr()));  // self, shape
+  PyObject* args[] = {like.ptr(), shape.ptr()};
+  return nb::steal(PyObject_VectorcallMethod(c.s_new_empty.ptr(), args, 2, nullptr));  // self, shape
 }
 
 inline nb::object int_tuple(const std::int64_t (&dims)[4]) {
@@ -169,17 +207,24 @@ inline nb::object int_tuple(const std::int64_t (&dims)[4]) {
   return t;
 }
 
-// An output allocated here (dense, on q's device), as the kernel call is given it: a numpy array as it is; a torch
-// tensor as its description, only its data pointer read (its shape, strides, dtype and device are known).
-inline bool describe_output(cache& c, kind k, nb::handle out, const std::int64_t (&dims)[4], nb::handle shape,
-                            int code, const device& on, read_array& r) {
+// An output allocated here (dense, on q's device), as the kernel call is given it: a numpy array read as any; a
+// torch tensor described from what is known, only its data pointer read.
+inline bool describe_output(cache& c, kind k, nb::handle out, const std::int64_t (&dims)[4], int code,
+                            const device& on, read_array& r) {
   if (k == kind::numpy) return read_any(c, k, out, r);
   nb::object ptr = nb::steal(PyObject_CallMethodNoArgs(out.ptr(), c.s_data_ptr.ptr()));
   if (!ptr.is_valid()) return PyErr_Clear(), false;
-  const std::int64_t strides[4] = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
-  nb::object stride = int_tuple(strides), code_of = nb::steal(PyLong_FromLong(code));
-  nb::object dev = nb::steal(PyLong_FromLong(on.cpu() ? -1 : on.id));
-  r.passed = nb::steal(PyTuple_Pack(5, ptr.ptr(), shape.ptr(), stride.ptr(), code_of.ptr(), dev.ptr()));
+  array_info& a = r.info;
+  a = array_info{};
+  a.ptr = PyLong_AsVoidPtr(ptr.ptr());
+  if (PyErr_Occurred()) return PyErr_Clear(), false;
+  a.ndim = 4;
+  for (int d = 0; d < 4; ++d) a.shape[d] = dims[d];
+  dense_strides(a);
+  a.dtype = described_dtype(code);
+  a.where = on;
+  a.found = a.writable = true;
+  r.passed = out;
   return true;
 }
 
@@ -291,35 +336,75 @@ inline nb::object forward(const char* op, int form, nb::handle q, nb::handle k, 
   }
 
   const std::int64_t o_dims[4] = {B, T, HV, V}, h_dims[4] = {N, HV, K, V};
-  nb::object o_shape = int_tuple(o_dims);
-  nb::object out = allocate(c, kd, q, o_shape, st->code, !cuda);
+  const auto like = [&](int code) { return cuda ? c.like(q, aq, code) : q; };
+  nb::object out = allocate(c, kd, like(st->code), int_tuple(o_dims), st->code, !cuda);
   if (!out.is_valid()) throw nb::python_error();
   read_array ro, rh;
-  if (!describe_output(c, kd, out, o_dims, o_shape, st->code, on, ro))
+  if (!describe_output(c, kd, out, o_dims, st->code, on, ro))
     throw nb::type_error("linea: could not read the output it allocated");
   nb::object ht = none;
   if (step) {
     if (want_final) ht = nb::borrow(initial_state);  // the pool, updated in place (fla's inplace_final_state)
   } else if (want_final) {
-    nb::object h_shape = int_tuple(h_dims);
-    ht = allocate(c, kd, q, h_shape, state_code, !cuda);
+    ht = allocate(c, kd, like(state_code), int_tuple(h_dims), state_code, !cuda);
     if (!ht.is_valid()) throw nb::python_error();
-    if (!describe_output(c, kd, ht, h_dims, h_shape, state_code, on, rh))
+    if (!describe_output(c, kd, ht, h_dims, state_code, on, rh))
       throw nb::type_error("linea: could not read the final state it allocated");
   }
 
+  // The arrays by field, each with the description read above (the objects are held by the caller or here).
   named_arrays arrays;
   for (int i = 0; i < 8; ++i)
-    if (!inputs[i].h.is_none()) arrays.set(inputs[i].field, read[i].passed);
-  if (!initial_state.is_none()) arrays.set(field("initial_state"), h0.passed);
-  if (!cu_seqlens.is_none()) arrays.set(field("cu_seqlens"), cu.passed);
-  if (step) arrays.set(field("state_indices"), idx.passed), arrays.set(field("final_state"), h0.passed);
-  arrays.set(field("o"), ro.passed);
-  if (!ht.is_none() && !step) arrays.set(field("final_state"), rh.passed);  // (the step's pool: set above)
+    if (!inputs[i].h.is_none()) arrays.set(inputs[i].field, read[i].passed, &read[i].info);
+  if (!initial_state.is_none()) arrays.set(field("initial_state"), h0.passed, &h0.info);
+  if (!cu_seqlens.is_none()) arrays.set(field("cu_seqlens"), cu.passed, &cu.info);
+  if (step) {
+    arrays.set(field("state_indices"), idx.passed, &idx.info);
+    arrays.set(field("final_state"), h0.passed, &h0.info);
+  }
+  arrays.set(field("o"), ro.passed, &ro.info);
+  if (!ht.is_none() && !step) arrays.set(field("final_state"), rh.passed, &rh.info);  // (the step's pool: set above)
 
   const bool known = all_rules::visit(op, [&]<class Rule>() { python::forward<Rule>(arrays, o); });
   if (!known) return none;
   return nb::steal(PyTuple_Pack(2, out.ptr(), ht.ptr()));
+}
+
+// The Python entry point of forward(): a METH_FASTCALL function taking its 19 arguments positionally, as
+// python/linea/_ops.py passes them. nanobind's dispatch of this signature (named arguments that may be None) cost
+// ~0.15 µs a call more than a plain C function (measured here); the exceptions nanobind would translate are
+// translated here the same way (linea::error: ValueError; nanobind's type_error / value_error; a Python error as set).
+inline PyObject* forward_fastcall(PyObject*, PyObject* const* args, Py_ssize_t n) {
+  if (n != 19) {
+    PyErr_Format(PyExc_TypeError, "fla_forward() takes 19 positional arguments (%zd given)", n);
+    return nullptr;
+  }
+  try {
+    const char* op = PyUnicode_AsUTF8(args[0]);
+    const int form = PyLong_AsLong(args[1]), beta_act = PyLong_AsLong(args[15]), threads = PyLong_AsLong(args[17]);
+    if (!op || PyErr_Occurred()) return nullptr;
+    const auto h = [&](int i) { return nb::handle(args[i]); };
+    return forward(op, form, h(2), h(3), h(4), h(5), h(6), h(7), h(8), h(9), h(10), h(11), h(12), h(13), h(14),
+                   beta_act, h(16), threads, h(18))
+        .release()
+        .ptr();
+  } catch (nb::python_error& e) {
+    e.restore();
+  } catch (const nb::builtin_exception& e) {
+    PyErr_SetString(e.type() == nb::exception_type::type_error    ? PyExc_TypeError
+                    : e.type() == nb::exception_type::value_error ? PyExc_ValueError
+                                                                  : PyExc_RuntimeError,
+                    e.what());
+  } catch (const linea::error& e) {
+    PyErr_SetString(PyExc_ValueError, e.what());
+  } catch (const std::bad_alloc&) {
+    PyErr_NoMemory();
+  } catch (const std::exception& e) {
+    PyErr_SetString(PyExc_RuntimeError, e.what());
+  } catch (...) {
+    PyErr_SetString(PyExc_RuntimeError, "linea: an unknown C++ exception in fla_forward");
+  }
+  return nullptr;
 }
 
 }  // namespace linea::python::fla

@@ -59,13 +59,13 @@ NB_MODULE(_linea, m) {
   m.def("backward", &run<true>, nb::arg("op"), nb::arg("arrays"), nb::arg("options"),
         "Runs the backward of rule `op`: the forward's arrays plus d_o, d_final_state and the gradient outputs.");
 
-  m.def("fla_forward", &fla::forward, nb::arg("op"), nb::arg("form"), nb::arg("q"), nb::arg("k"), nb::arg("v"),
-        nb::arg("g").none(), nb::arg("gk").none(), nb::arg("beta").none(), nb::arg("b").none(), nb::arg("w").none(),
-        nb::arg("scale").none(), nb::arg("initial_state").none(), nb::arg("output_final_state"),
-        nb::arg("cu_seqlens").none(), nb::arg("qk_l2norm"), nb::arg("beta_act"), nb::arg("normalize"),
-        nb::arg("threads"), nb::arg("linea_kw").none(),
-        "The common case of a public call in C++ (python/src/fla_call.hpp): (o, ht), or None when the Python "
-        "path must take the call.");
+  static PyMethodDef fla_forward_def = {
+      "fla_forward", reinterpret_cast<PyCFunction>(reinterpret_cast<void (*)()>(&fla::forward_fastcall)),
+      METH_FASTCALL,
+      "fla_forward(op, form, q, k, v, g, gk, beta, b, w, scale, initial_state, output_final_state, cu_seqlens, "
+      "qk_l2norm, beta_act, normalize, threads, linea_kw)\n\nThe common case of a public call in C++ "
+      "(python/src/fla_call.hpp): (o, ht), or None when the Python path must take the call."};
+  m.attr("fla_forward") = nb::steal(PyCFunction_NewEx(&fla_forward_def, nullptr, m.attr("__name__").ptr()));
 
   // Every bad argument is linea::error (a std::runtime_error): a ValueError carrying linea's message.
   nb::register_exception_translator([](const std::exception_ptr& p, void*) {

@@ -87,9 +87,7 @@ inline std::string dtype_string(nb::dlpack::dtype d) {
   return kind + std::to_string(d.bits);
 }
 
-// The arrays of one call by linea's field names (linea::arguments, "ccq.*", "gate.*"; linea::gradients), found
-// in one pass over the caller's dict: one string compare per entry given, instead of a dict lookup (and a Python
-// string) per field that could be given. An unknown name is an error (a misspelt field would be ignored otherwise).
+// linea's field names (linea::arguments, "ccq.*", "gate.*"; linea::gradients).
 inline constexpr const char* field_names[] = {
     "q", "k", "v", "g", "gk", "beta", "b", "w", "initial_state", "cu_seqlens", "state_indices", "gate.A_log",
     "gate.dt_bias", "ccq.lambda", "ccq.log_decay", "ccq.C0", "ccq.m0", "ccq.z0", "ccq.C", "ccq.m", "ccq.z",
@@ -104,28 +102,6 @@ consteval int field(std::string_view name) {
     if (name == field_names[i]) return i;
   throw "linea::python: no such field";  // a compile-time error: field() is consteval
 }
-
-class named_arrays {
- public:
-  explicit named_arrays(const nb::dict& arrays) {
-    for (auto [key, value] : arrays) {
-      Py_ssize_t n = 0;
-      const char* s = PyUnicode_AsUTF8AndSize(key.ptr(), &n);
-      if (!s) throw nb::python_error();
-      const std::string_view name(s, static_cast<std::size_t>(n));
-      int i = 0;
-      while (i < field_count && name != field_names[i]) ++i;
-      if (i == field_count) throw nb::value_error(("linea: no argument is named '" + std::string(name) + "'").c_str());
-      if (!value.is_none()) given_[i] = value;
-    }
-  }
-  named_arrays() = default;
-  void set(int i, nb::handle h) { given_[i] = h; }  // python/src/fla_call.hpp: fields known by index
-  nb::handle operator[](int i) const { return given_[i]; }
-
- private:
-  nb::handle given_[field_count] = {};
-};
 
 // One array as the binding reads it: a numpy array (buffer protocol), a DLPack tensor (nanobind's ndarray), or the
 // description the Python layer makes of a torch tensor, (data_ptr, shape, stride, dtype code, device index;
@@ -241,6 +217,36 @@ inline array_info info_of(nb::handle h) {
   return r;
 }
 
+// The arrays of one call by linea's field names (linea::arguments, "ccq.*", "gate.*"; linea::gradients), found
+// in one pass over the caller's dict: one string compare per entry given, instead of a dict lookup (and a Python
+// string) per field that could be given. An unknown name is an error (a misspelt field would be ignored otherwise).
+class named_arrays {
+ public:
+  explicit named_arrays(const nb::dict& arrays) {
+    for (auto [key, value] : arrays) {
+      Py_ssize_t n = 0;
+      const char* s = PyUnicode_AsUTF8AndSize(key.ptr(), &n);
+      if (!s) throw nb::python_error();
+      const std::string_view name(s, static_cast<std::size_t>(n));
+      int i = 0;
+      while (i < field_count && name != field_names[i]) ++i;
+      if (i == field_count) throw nb::value_error(("linea: no argument is named '" + std::string(name) + "'").c_str());
+      if (!value.is_none()) given_[i] = value;
+    }
+  }
+  named_arrays() = default;
+  // python/src/fla_call.hpp: fields known by index, with the description it has already read (the caller keeps it
+  // for the call): read once, not packed into a tuple and read again (bench/README.md, "Python call overhead").
+  void set(int i, nb::handle h, const array_info* read = nullptr) { given_[i] = h, read_[i] = read; }
+  nb::handle operator[](int i) const { return given_[i]; }
+  // The description of arrays[i]: the one given with it, or read now (info_of).
+  array_info info(int i) const { return read_[i] ? *read_[i] : info_of(given_[i]); }
+
+ private:
+  nb::handle given_[field_count] = {};
+  const array_info* read_[field_count] = {};
+};
+
 // A view of element type E (const for inputs) and rank R over arrays[i]; the empty view ("not given") when it is
 // absent. Rank, dtype and device (`on`: the first array's, q's; set by the first call) are checked here; strides
 // are kept (linea takes any).
@@ -251,7 +257,7 @@ view<E, R> view_of(const named_arrays& arrays, int i, device& on) {
   view<E, R> v;
   nb::handle h = arrays[i];
   if (!h.is_valid()) return v;
-  const array_info a = info_of(h);
+  const array_info a = arrays.info(i);
   if (!a.found)
     throw nb::type_error((std::string("linea: argument '") + name +
                           "' is not an array (a numpy array or a DLPack tensor)").c_str());
@@ -288,7 +294,7 @@ std::span<const I> span_of(const named_arrays& arrays, int i, device& on) {
 
 // cu_seqlens as linea takes it: int64 or int32 entries (fla's tensors are int32), contiguous.
 inline cu_seqlens_span seqlens_of(const named_arrays& arrays, int i, device& on) {
-  if (holds<std::int32_t>(info_of(arrays[i]).dtype)) return span_of<std::int32_t>(arrays, i, on);
+  if (holds<std::int32_t>(arrays.info(i).dtype)) return span_of<std::int32_t>(arrays, i, on);
   return span_of<std::int64_t>(arrays, i, on);
 }
 

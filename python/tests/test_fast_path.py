@@ -98,6 +98,28 @@ def test_packed_sequences(monkeypatch, fast_calls):
     equal(o, o2), equal(ht, ht2)
 
 
+def test_torch_cpu_strided_inputs(fast_calls):
+    """Strided torch tensors on the C++ path (fla_call.hpp reads a contiguous tensor's strides from its shape and
+    the others through stride()): a head-first tensor seen [B, T, H, K], a gate broadcast with stride 0 and a
+    size-1 dimension with an odd stride give what their dense copies give."""
+    torch = pytest.importorskip("torch")
+    args, kw = random_call("gated_delta_rule", "chunk", np.float32)
+    q, k, v, g, beta = (torch.from_numpy(a) for a in args)
+    q_strided = q.transpose(1, 2).contiguous().transpose(1, 2)  # [B, H, T, K] memory
+    g_row = g[:, :, :1].contiguous()
+    g_broadcast = g_row.expand(g.shape)  # stride 0 over the heads
+    beta_odd = beta[:1].as_strided((1,) + tuple(beta.shape[1:]), (12345,) + beta[:1].stride()[1:])
+    assert not q_strided.is_contiguous() and g_broadcast.stride(2) == 0 and beta_odd.is_contiguous()
+    k1 = k[:1].contiguous()
+    o, ht = linea.chunk_gated_delta_rule(q_strided[:1], k1, v[:1], g_broadcast[:1], beta_odd,
+                                         output_final_state=True)
+    assert fast_calls["took"] == 1
+    dense = [x.contiguous() for x in (q_strided[:1], v[:1], g_broadcast[:1])]
+    beta_dense = torch.empty(beta_odd.shape).copy_(beta_odd)  # (.contiguous() keeps the odd stride)
+    o2, ht2 = linea.chunk_gated_delta_rule(dense[0], k1, dense[1], dense[2], beta_dense, output_final_state=True)
+    assert torch.equal(o, o2) and torch.equal(ht, ht2) and fast_calls["took"] == 2
+
+
 def test_what_the_python_path_keeps(fast_calls):
     """Widening (float16 on the CPU), a list index array and a legacy keyword are declined, not refused."""
     args, kw = random_call("gated_delta_rule", "chunk", np.float16)
