@@ -1,13 +1,13 @@
 // linea/backend/cpu/ccq.hpp — the CCQ read inside the CPU recurrent kernel (read/ccq.hpp has the mathematics).
 //
 // The statistic C_t = a_t C_{t−1} + k_t k_tᵀ and the product y_t = C_t q_t are themselves a linear attention
-// with a scalar decay: state Cᵀ (K×K), key k_t, value k_t, query q_t, with the same deferred decay as the
-// state (C = γ C̃, C̃ += k (k/γ)ᵀ, y = γ C̃ᵀq; rows multiplied out when γ would fall below renorm_threshold).
-// They run one block of tokens at a time, before the block's state tiles, in sub-blocks of 16 tokens whose
-// reads and update are register-blocked matrix products (ccq_block::sub_block has the algebra):
+// with a scalar decay: state Cᵀ (K×K), key k_t, value k_t, query q_t. So they run on the additive rules'
+// register tiles (backend/cpu/tile.hpp: register_tile), with the same deferred decay as the state
+// (C = γ C̃, C̃ += k (k/γ)ᵀ, y = γ C̃ᵀq; rows multiplied out when γ would fall below renorm_threshold), one
+// block of tokens at a time, before the block's state tiles run:
 //
-//   add(l, x, ...)   token l of the block: m, z, γ and the rows the products read (k, q, k/γ, kᵀ)
-//   finish(L, ...)   the products over the block's L tokens, then per token
+//   add(l, x, ...)   token l of the block: m, z, γ and the coefficients of the statistics' tiles
+//   finish(L, ...)   the tiles over the block's L tokens (2·K² FMAs per token, in registers), then per token
 //                    Σ_t q_t = y_t / z_t − μ_t (μ_tᵀ q_t),  μ_t = m_t / z_t,   q̃_t = q_t − λ_t Σ_t q_t
 //
 // The state is Cᵀ (so that the tiles' read Σ_i q_i row_i is Σ_j C_ij q_j, the reference's row product, even for
@@ -22,6 +22,7 @@
 #include "../../core/arguments.hpp"
 #include "../../read/ccq.hpp"
 #include "simd.hpp"
+#include "tile.hpp"
 
 LINEA_SIMD_WARNINGS_BEGIN
 namespace linea::cpu_backend::inline LINEA_ISA {
@@ -64,68 +65,23 @@ struct ccq_carried {
   }
 };
 
-// One register-blocked product tile: C[r][cols] (+)= Σ_d X(r, d) · M[d][cols] for TR rows and NV vectors of
-// columns, X(r, d) = x[r·xr + d·xd] (broadcast), M row d at m + d·ldm. Only rows r < rows are loaded/stored (the
-// others are computed and dropped: their X rows must be readable). TR·NV accumulators stay in registers over
-// the whole depth: one broadcast per row and NV loads per TR·NV FMAs.
-template <class R, class Arch, int TR, int NV>
-struct product_tile {
-  using L = lanes<R, Arch>;
-  using vec = typename L::type;
-  static constexpr int width = NV * L::size;
-
-  static void run(R* c, index_t ldc, int rows, bool accumulate, const R* x, index_t xr, index_t xd, const R* m,
-                  index_t ldm, index_t depth) {
-    vec acc[TR][NV];
-    for (int r = 0; r < TR; ++r)
-      for (int n = 0; n < NV; ++n)
-        acc[r][n] = accumulate && r < rows ? L::load(c + r * ldc + n * L::size) : L::splat(R(0));
-    for (index_t d = 0; d < depth; ++d) {
-      vec mv[NV];
-      for (int n = 0; n < NV; ++n) mv[n] = L::load(m + d * ldm + n * L::size);
-      const R* xd_ = x + d * xd;
-      for (int r = 0; r < TR; ++r) {
-        const vec xv = L::splat(xd_[r * xr]);
-        for (int n = 0; n < NV; ++n) acc[r][n] = L::fma(xv, mv[n], acc[r][n]);
-      }
-    }
-    for (int r = 0; r < rows && r < TR; ++r)
-      for (int n = 0; n < NV; ++n) L::store(c + r * ldc + n * L::size, acc[r][n]);
-  }
-};
-
-// The block's work: the statistics over the block's tokens and the q̃ rows (shared by the heads of a kernel).
-//
-// The tokens go through in sub-blocks of up to SB = 16 (a renormalisation starts a new one), each as three
-// register-blocked products instead of a token-by-token pass (the state G = C̃ᵀ, Kp×Kp, row i of G holds C̃_{·i}):
-//   A  = Q Kᵀ, masked to s ≤ l                       the sub-block's own keys seen by its queries (SB×SB)
-//   Y  = Q G + A KG                                  y_l = C̃_l q_l for every token l of the sub-block
-//   G += Kᵀ KG                                       the sub-block's keys enter the statistics (KG = k/γ rows)
-// (2·K² + 2·SB·K multiply-adds per token: a little more than the token-by-token tiles' 2·K², but as products
-// with a long inner dimension, which run at a higher fraction of the FMA peak.)
+// The block's work: coefficients of the statistics' tiles and the q̃ rows (shared by the heads of a kernel).
 template <class Weighting, class R, class Arch, index_t Block>
 class ccq_block {
   using Lv = lanes<R, Arch>;
   using vec = typename Lv::type;
-  static constexpr int NV = 2;                      // vectors of columns per product tile
-  static constexpr index_t TR = 8, SB = 16;         // token rows per tile; tokens per sub-block (at most)
-  static constexpr int NA = SB / Lv::size > 0 ? int(SB / Lv::size) : 1;  // vectors holding one row of A
-  static_assert(SB % Lv::size == 0, "a row of A is whole vectors");
-  using tile_t = product_tile<R, Arch, int(TR), NV>;
-  using a_tile_t = product_tile<R, Arch, int(TR), NA>;
-  static constexpr index_t CW = tile_t::width;
-  static constexpr index_t rows_ = Block + SB;      // token rows of the buffers: tiles may read past the block
-  static constexpr index_t ldT = Block + SB;        // row stride of the transposed keys
+  using reg_t = register_tile<R, Arch, 8, 2>;
+  static constexpr index_t KR = reg_t::rows, RW = reg_t::width;
 
  public:
   using carried = ccq_carried<R>;
-  static constexpr index_t pad = std::lcm(std::lcm(TR, CW), index_t(Lv::size));
+  static constexpr index_t pad = std::lcm(std::lcm(KR, RW), index_t(Lv::size));
   static constexpr R renorm_threshold = R(1e-15);
 
   explicit ccq_block(const problem& p)
-      : K_(p.K), Kp_(padded(p.K)), kg_(buffer()), k_(buffer()), q_(buffer()), f_(Block),
-        y_(buffer()), m_(buffer()), qt_(buffer()), kT_(static_cast<std::size_t>(Kp_ * ldT), R(0)),
-        a_(static_cast<std::size_t>(SB * SB), R(0)), z_(Block), mq_(Block), lambda_(Block), renorm_(Block) {}
+      : K_(p.K), Kp_(padded(p.K)), kg_(buffer()), k_(buffer()), q_(buffer()), f_(buffer()),
+        y_(buffer()), m_(buffer()), qt_(buffer()), z_(Block), mq_(Block), lambda_(Block), renorm_(Block),
+        part_(Block * RW) {}
 
   static index_t padded(index_t K) { return (K + pad - 1) / pad * pad; }
 
@@ -139,16 +95,16 @@ class ccq_block {
       const R next = s.gamma * alpha;
       if (next < renorm_threshold || !(next == next)) {  // multiply the rows out before this token
         renorm_[l] = 1;
-        f_[l] = next;
+        std::fill(row(f_, l), row(f_, l) + Kp_, next);
         s.gamma = 1;
       } else {
         s.gamma = next;
       }
     }
     R *kg = row(kg_, l), *k = row(k_, l), *q = row(q_, l), *m = row(m_, l);
-    for (index_t i = 0; i < K_; ++i) k[i] = x.k[i], q[i] = x.q[i], kT_[i * ldT + l] = x.k[i];  // padding stays zero
-    // The products' values are kg = k/γ (one reciprocal per token); their keys and queries are k and q
-    // themselves, and γ multiplies the read afterwards (finish()). The uniform weighting has γ = 1: kg is k.
+    for (index_t i = 0; i < K_; ++i) k[i] = x.k[i], q[i] = x.q[i];  // padding stays zero
+    // The tiles' values are kg = k/γ (one reciprocal per token); their keys and queries are k and q themselves,
+    // and γ multiplies the read afterwards (finish()). The uniform weighting has γ = 1: kg is k.
     gamma_[l] = s.gamma;
     const vec va = Lv::splat(alpha), vinv = Lv::splat(R(1) / s.gamma);
     vec mq = Lv::splat(R(0));
@@ -166,15 +122,16 @@ class ccq_block {
     lambda_[l] = load_as<R>(a.ccq.lambda(bt, t, hv));
   }
 
-  // The statistics over tokens [0, L) of the block, sub-block by sub-block (y = C̃ q, C̃ += k (k/γ)ᵀ), then
+  // The statistics' tiles over tokens [0, L) of the block (C̃ += k (k/γ)ᵀ, y = γ C̃ᵀq, token by token), then
   // q̃ of each token (also into ccq.q_tilde when asked): query(l).
   template <class A>
   void finish(carried& s, const A& a, index_t L, index_t bt, index_t t0, index_t hv) {
-    for (index_t l0 = 0; l0 < L;) {
-      index_t n = 1;
-      while (n < SB && l0 + n < L && !renorm_[l0 + n]) ++n;
-      sub_block(s, l0, n);
-      l0 += n;
+    const R* kg = Weighting::decays ? kg_.data() : k_.data();
+    for (index_t jc = 0; jc < Kp_; jc += RW) {
+      for (index_t it = 0; it < Kp_; it += KR)
+        reg_t::run(s.state.data() + it * Kp_ + jc, Kp_, L, k_.data() + it, q_.data() + it, Kp_, kg + jc,
+                   Kp_, renorm_.data(), f_.data() + it, Kp_, part_.data(), it == 0);
+      for (index_t l = 0; l < L; ++l) std::copy(part_.data() + l * RW, part_.data() + (l + 1) * RW, row(y_, l) + jc);
     }
     for (index_t l = 0; l < L; ++l) {
       // Σ q = γ y / z − μ (μᵀ q), μ = m / z;  q̃ = q − λ Σ q
@@ -193,37 +150,7 @@ class ccq_block {
   const R* query(index_t l) const { return qt_.data() + l * Kp_; }
 
  private:
-  // Tokens [l0, l0 + n) of the block, n ≤ SB, no renormalisation after l0: y rows, then the update of G.
-  void sub_block(carried& s, index_t l0, index_t n) {
-    R* G = s.state.data();
-    if (renorm_[l0]) {  // C̃ ← γ α C̃ before token l0 (γ restarts at 1)
-      const vec f = Lv::splat(f_[l0]);
-      for (index_t i = 0; i < Kp_ * Kp_; i += Lv::size) Lv::store(G + i, Lv::load(G + i) * f);
-    }
-    const R* kg = (Weighting::decays ? kg_.data() : k_.data()) + l0 * Kp_;
-    const R* q = q_.data() + l0 * Kp_;
-    // A[l][s] = k_s · q_l for s ≤ l, else 0 (the query sees its own key and the earlier ones)
-    for (index_t r0 = 0; r0 < n; r0 += TR)
-      a_tile_t::run(a_.data() + r0 * SB, SB, int(std::min(TR, n - r0)), false, q + r0 * Kp_, Kp_, 1,
-                    kT_.data() + l0, ldT, Kp_);
-    for (index_t l = 0; l < n; ++l)
-      for (index_t c = l + 1; c < SB; ++c) a_[l * SB + c] = R(0);
-    // Y = Q G + A KG, one column tile at a time (its rows of G stay in L1 for both row tiles)
-    for (index_t jc = 0; jc < Kp_; jc += CW)
-      for (index_t r0 = 0; r0 < n; r0 += TR) {
-        const int rows = int(std::min(TR, n - r0));
-        R* y = y_.data() + (l0 + r0) * Kp_ + jc;
-        tile_t::run(y, Kp_, rows, false, q + r0 * Kp_, Kp_, 1, G + jc, Kp_, Kp_);
-        tile_t::run(y, Kp_, rows, true, a_.data() + r0 * SB, SB, 1, kg + jc, Kp_, n);
-      }
-    // G[i][·] += Σ_s k_s,i kg_s
-    const R* k = k_.data() + l0 * Kp_;
-    for (index_t i0 = 0; i0 < Kp_; i0 += TR)
-      for (index_t jc = 0; jc < Kp_; jc += CW)
-        tile_t::run(G + i0 * Kp_ + jc, Kp_, int(TR), true, k + i0, 1, Kp_, kg + jc, Kp_, n);
-  }
-
-  std::vector<R> buffer() const { return std::vector<R>(static_cast<std::size_t>(rows_ * Kp_), R(0)); }
+  std::vector<R> buffer() const { return std::vector<R>(static_cast<std::size_t>(Block * Kp_), R(0)); }
   R* row(std::vector<R>& b, index_t l) { return b.data() + l * Kp_; }
   static R sum(const vec& x) {
     alignas(64) R buf[Lv::size];
@@ -234,8 +161,9 @@ class ccq_block {
   }
 
   index_t K_, Kp_;
-  std::vector<R> kg_, k_, q_, f_, y_, m_, qt_, kT_, a_, z_, mq_, lambda_, gamma_ = std::vector<R>(Block);
+  std::vector<R> kg_, k_, q_, f_, y_, m_, qt_, z_, mq_, lambda_, gamma_ = std::vector<R>(Block);
   std::vector<unsigned char> renorm_;
+  std::vector<R> part_;
 };
 
 }  // namespace linea::cpu_backend
