@@ -2,8 +2,9 @@
 // group, chunk by chunk in reverse, from states stored at chunk boundaries only (docs/math/backward.md §6).
 //
 // Per value head hv, with C = arguments::chunk_size:
-//   1. checkpoints  the forward recurrence over the sequence, keeping S (and the read's statistics, and the
-//                   normaliser's key sum) at the start of every chunk: ⌈L/C⌉·K·V values;
+//   1. checkpoints  the forward recurrence over the sequence (the recurrent form's kernel, chunk to chunk),
+//                   keeping S (and the read's statistics, and the normaliser's key sum) at the start of every
+//                   chunk: ⌈L/C⌉·K·V values;
 //   2. per chunk, last first:
 //      recompute    S_{t0} … S_{t0+L} and u_t of the chunk from its boundary state (C·K·V scratch), and the read's
 //                   q̃_t (the reference's read tape, restarted from the chunk's statistics);
