@@ -313,6 +313,13 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     tiles::fetch_rows<sh::BVW / 8, sh::consumers, sh::CL>(tile(c, sh::v_at), LDV, cta.v0, a.v.str[1], c0, cta.rows_in(c0),
                                                     cta.Vw, tid);
   };
+  // gla's residual (u = v) is copied from global memory (L2-hot: v was fetched a chunk ago), not from the v tile.
+  // Read from the tile, it drew 3 (main) / 24 (with the NaN pipeline case) racecheck hazards: the tile loads
+  // (LDS.U16, offsets +0x9840..+0x9de0 of the gla bf16 kernel) against the producers' cp.async of q and k rows 0..15
+  // of the next-but-one chunk (LDGSTS at +0x16890 / +0x168c0, after `bar.sync empty`). Those write another tile of
+  // the slot, and the only path between the two is consumer `bar.arrive empty` -> producer `bar.sync empty`, so we
+  // take it for racecheck not modelling the release of a named-barrier arrive into an async copy; but the tile
+  // loads were the only plain shared loads on that path, and reading v from global memory removes them at no cost.
   // A chunk whose v holds an inf or NaN is flagged as v lands; only a flagged chunk sums the diagonal blocks of its
   // masked products (T Z, P U) over s ≤ r alone (causal_strip.hpp), so that a NaN or inf v at token s reaches no
   // output before s. For gla that is every input that could (P is formed with exact zeros above its diagonal, so a
@@ -339,10 +346,10 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     float o[4][4] = {};
     if constexpr (!erasing) {
       mma_strip<E, 4, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
-      if (a.residual.ptr) {  // u = v (w = 1)
+      if (a.residual.ptr) {  // u = v (w = 1): copied from global v, bit for bit (see below)
         for (int x = tid; x < L * sh::BVW; x += sh::consumers) {
           const int r = x / sh::BVW, j = x % sh::BVW;
-          if (j < cta.Vw) a.residual.row(seq.bt, c0 + r, cta.hv)[(cta.jt + j) * a.residual.str[3]] = from_float<T>(to_float(Zs[r * LDV + j]));
+          if (j < cta.Vw) a.residual.row(seq.bt, c0 + r, cta.hv)[(cta.jt + j) * a.residual.str[3]] = cta.v0[(c0 + r) * a.v.str[1] + j];
         }
       }
     } else {
