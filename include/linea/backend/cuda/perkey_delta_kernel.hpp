@@ -346,10 +346,28 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     float o[4][4] = {};
     if constexpr (!erasing) {
       mma_strip<E, 4, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
-      if (a.residual.ptr) {  // u = v (w = 1): copied from global v, bit for bit (see below)
-        for (int x = tid; x < L * sh::BVW; x += sh::consumers) {
-          const int r = x / sh::BVW, j = x % sh::BVW;
-          if (j < cta.Vw) a.residual.row(seq.bt, c0 + r, cta.hv)[(cta.jt + j) * a.residual.str[3]] = cta.v0[(c0 + r) * a.v.str[1] + j];
+      if (a.residual.ptr) {  // u = v (w = 1): copied from global v bit for bit (see above), pairs of columns,
+        // each batch's loads issued before its stores (which may alias them as far as the compiler knows)
+        constexpr int pairs = sh::BVW / 2, batch = 8;
+        const index_t rs = a.residual.str[3];
+        for (int x0 = tid; x0 < L * pairs; x0 += batch * sh::consumers) {
+          std::uint32_t w[batch];
+#pragma unroll
+          for (int i = 0; i < batch; ++i) {
+            const int x = x0 + i * sh::consumers, r = x / pairs, j = 2 * (x % pairs);
+            const T* p = cta.v0 + (c0 + r) * a.v.str[1] + j;  // 4-byte aligned: v's rows are 16-byte aligned here
+            w[i] = x >= L * pairs || j >= cta.Vw ? 0u
+                   : j + 1 < cta.Vw           ? *reinterpret_cast<const std::uint32_t*>(p)
+                                              : static_cast<std::uint32_t>(p[0].bits);
+          }
+#pragma unroll
+          for (int i = 0; i < batch; ++i) {
+            const int x = x0 + i * sh::consumers, r = x / pairs, j = 2 * (x % pairs);
+            if (x >= L * pairs || j >= cta.Vw) continue;
+            T* out = a.residual.row(seq.bt, c0 + r, cta.hv) + (cta.jt + j) * rs;
+            out[0] = T::from_bits(static_cast<std::uint16_t>(w[i]));
+            if (j + 1 < cta.Vw) out[rs] = T::from_bits(static_cast<std::uint16_t>(w[i] >> 16));
+          }
         }
       }
     } else {
