@@ -314,12 +314,14 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
                                                     cta.Vw, tid);
   };
   // gla's residual (u = v) is copied from global memory (L2-hot: v was fetched a chunk ago), not from the v tile.
-  // Read from the tile, it drew 3 (main) / 24 (with the NaN pipeline case) racecheck hazards: the tile loads
-  // (LDS.U16, offsets +0x9840..+0x9de0 of the gla bf16 kernel) against the producers' cp.async of q and k rows 0..15
-  // of the next-but-one chunk (LDGSTS at +0x16890 / +0x168c0, after `bar.sync empty`). Those write another tile of
-  // the slot, and the only path between the two is consumer `bar.arrive empty` -> producer `bar.sync empty`, so we
-  // take it for racecheck not modelling the release of a named-barrier arrive into an async copy; but the tile
-  // loads were the only plain shared loads on that path, and reading v from global memory removes them at no cost.
+  // Read from the tile, it drew racecheck hazards (3 on main with a residual, 24 with the NaN pipeline case, none
+  // without a residual): the tile's loads (LDS.U16 at +0x9840..+0x9de0 of the gla bf16 kernel, as CI builds it)
+  // against the producers' cp.async of rows 0..15 of q or k of the chunk after next (LDGSTS at +0x16890 /
+  // +0x168c0, right after their `bar.sync empty`; nvdisasm -g of the same build). By the layout those writes land in
+  // another tile of the slot than v, and they are ordered after the loads by the consumers' `bar.arrive empty` at
+  // the end of the chunk; we did not find a real race (the hazards' addresses were not captured). The copy from
+  // global memory leaves no shared load on that path, at one batch of global loads a chunk (pairs of columns, 8 a
+  // thread, all issued before the stores). Not yet run on the H200 (bench/cuda/README.md, hyg4).
   // A chunk whose v holds an inf or NaN is flagged as v lands; only a flagged chunk sums the diagonal blocks of its
   // masked products (T Z, P U) over s ≤ r alone (causal_strip.hpp), so that a NaN or inf v at token s reaches no
   // output before s. For gla that is every input that could (P is formed with exact zeros above its diagonal, so a
