@@ -255,7 +255,7 @@ void bench_decode(const inputs* sets, double copy, indices mode) {
 
 // The decode kernel's variants, launched directly (CPL value columns per lane, NW warps per block, Lean: key
 // vectors by shuffles; the library's choice is in launch.hpp), row b = state b or through a device-side permutation.
-template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1>
+template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1, int Ahead = 0>
 void bench_decode_variant(const inputs* sets, double copy, indices mode) {
   const index_t B = 256, H = 16, K = 128, V = 128;
   T* o = dalloc<T>(B * H * V);
@@ -275,11 +275,12 @@ void bench_decode_variant(const inputs* sets, double copy, indices mode) {
     if (mode != indices::none) k[s].state_indices = device_idx;
   }
   const cuda_detail::exec x{};
-  const double ms = time_ms([&](int i) { cuda_detail::launch_decode_k<Rule, T, 128, CPL, NW, Lean, MinBlocks>(k[i & 1], B, x); }, 20, 9, 5);
+  const double ms = time_ms([&](int i) { cuda_detail::launch_decode_k<Rule, T, 128, CPL, NW, Lean, MinBlocks, Ahead>(k[i & 1], B, x); }, 20, 9, 5);
   const double bytes = 2.0 * B * H * K * V * 4;
-  std::printf("{\"kind\":\"decode_variant\",\"rule\":\"%s\",\"cpl\":%d,\"warps\":%d,\"lean\":%d,\"min_blocks\":%d,\"indices\":\"%s\","
-              "\"ms\":%.4f,\"copy_frac\":%.3f}\n",
-              rule_name<Rule>::value, CPL, NW, int(Lean), MinBlocks, indices_name(mode), ms, bytes / (ms * 1e-3) / 1e12 / copy);
+  std::printf("{\"kind\":\"decode_variant\",\"rule\":\"%s\",\"cpl\":%d,\"warps\":%d,\"lean\":%d,\"min_blocks\":%d,"
+              "\"ahead\":%d,\"indices\":\"%s\",\"ms\":%.4f,\"copy_frac\":%.3f}\n",
+              rule_name<Rule>::value, CPL, NW, int(Lean), MinBlocks, Ahead, indices_name(mode), ms,
+              bytes / (ms * 1e-3) / 1e12 / copy);
   std::fflush(stdout);
   CK(cudaFree(o));
   CK(cudaFree(pool));
@@ -293,10 +294,10 @@ void decode_variant(const inputs* sets, double copy) {
   }
 }
 // Every rule through the permuted pool (device-side indices): issue #13's case.
-template <int CPL, int NW, bool Lean, int MinBlocks = 1>
-void decode_variant_rules(const inputs* sets, double copy) {
+template <int CPL, int NW, bool Lean, int MinBlocks = 1, int Ahead = 0>
+void decode_variant_rules(const inputs* sets, double copy, indices mode = indices::device) {
   all_rules::for_each(
-      [&]<class Rule>() { bench_decode_variant<Rule, CPL, NW, Lean, MinBlocks>(sets, copy, indices::device); });
+      [&]<class Rule>() { bench_decode_variant<Rule, CPL, NW, Lean, MinBlocks, Ahead>(sets, copy, mode); });
 }
 
 // Forward (chunkwise) then backward (dq, dk, dv and the gate gradients, from dL/do) at one shape.
@@ -380,11 +381,16 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     if (variants) {
       const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};
+      // The library's kernel against the same with the tile of the block Ahead rows later prefetched into L2
+      // (decode_kernel.hpp's prefetch_later_tile; ~25 rows of 16 heads are resident at three blocks an SM on 132
+      // SMs). Earlier sessions' variants (unbounded, lean, 2 columns a lane): bench/cuda/README.md.
       for (int rep = 0; rep < 2; ++rep) {  // twice, interleaved: the spread between runs
         decode_variant_rules<4, 4, false, 3>(sets, copy);  // the library's
-        decode_variant_rules<4, 4, false, 1>(sets, copy);  // the same unbounded: 184 registers, two blocks an SM
-        decode_variant_rules<2, 4, true, 6>(sets, copy);   // the best lean one (2026-12-02)
-        decode_variant<2, 4>(sets, copy);
+        decode_variant_rules<4, 4, false, 3, 24>(sets, copy);
+        decode_variant_rules<4, 4, false, 3, 32>(sets, copy);
+        decode_variant_rules<4, 4, false, 3, 48>(sets, copy);
+        decode_variant_rules<4, 4, false, 3>(sets, copy, indices::none);  // row b = state b
+        decode_variant_rules<4, 4, false, 3, 32>(sets, copy, indices::none);
       }
       return 0;
     }

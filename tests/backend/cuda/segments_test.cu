@@ -3,9 +3,12 @@
 // lengths and the automatic choice), context_parallel over simulated ranks (threads, one stream each, on one
 // device) and over NCCL with one rank — each against the float64 reference within SPEC §5, every rule, bf16 (the
 // 64-token kernels) and float32 (the general kernel), packed sequences with one long and several short ones.
+#include <cstring>
+#include <functional>
 #include <thread>
 
 #include "backend/cuda/consistency.hpp"
+#include "support/rejection.hpp"
 #include "support/rules.hpp"
 #include "support/slice.hpp"
 
@@ -37,12 +40,14 @@ void check_segmented(const case_shape& shape, std::int64_t piece) {
 }
 
 // Rank r of `cuts.size() - 1` ranks holds tokens [cuts[r], cuts[r+1]) of every row; each rank is a thread with a
-// stream of its own, exchanging through device copies.
-// `piece`: cuda::launch::segment_tokens of every rank (−1: automatic; > 0: each rank cuts its shard into pieces).
+// stream of its own, exchanging through device copies; launch_of(r, stream, shard, transport) gives its
+// cuda::launch (called on the rank's thread). c's outputs are the device's afterwards.
 template <class Rule, class T>
-void check_context_parallel(const case_shape& shape, const std::vector<index_t>& cuts, std::int64_t piece = -1) {
+using cp_launch_of = std::function<cuda::launch(int, cudaStream_t, const arguments<T, float>&, cp::transport&)>;
+
+template <class Rule, class T>
+void run_context_parallel(random_case<Rule, T>& c, const std::vector<index_t>& cuts, const cp_launch_of<Rule, T>& launch_of) {
   const int ranks = static_cast<int>(cuts.size()) - 1;
-  auto c = random_case<Rule, T>::make(shape);
   {
     device_case<Rule, T> d{c};
     const auto all = d.args(c.args());
@@ -60,8 +65,8 @@ void check_context_parallel(const case_shape& shape, const std::vector<index_t>&
           auto a = time_slice_args(all, cuts[r], cuts[r + 1]);
           if (r != 0) a.initial_state = {};
           if (r != ranks - 1) a.final_state = {};
-          context_parallel<Rule, read::identity, backend::cuda>(
-              a, group.rank(r), cuda::launch{.stream = streams[r], .segment_tokens = piece});
+          context_parallel<Rule, read::identity, backend::cuda>(a, group.rank(r),
+                                                                launch_of(r, streams[r], a, group.rank(r)));
           cuda_ok(cudaStreamSynchronize(streams[r]));
         } catch (...) {
           failed[r] = std::current_exception();
@@ -73,7 +78,22 @@ void check_context_parallel(const case_shape& shape, const std::vector<index_t>&
       if (e) std::rethrow_exception(e);
     d.back();
   }
+}
+
+// `piece`: cuda::launch::segment_tokens of every rank (−1: automatic; > 0: each rank cuts its shard into pieces).
+template <class Rule, class T>
+void check_context_parallel(const case_shape& shape, const std::vector<index_t>& cuts, std::int64_t piece = -1) {
+  auto c = random_case<Rule, T>::make(shape);
+  run_context_parallel<Rule, T>(c, cuts, [&](int, cudaStream_t s, const auto&, auto&) {
+    return cuda::launch{.stream = s, .segment_tokens = piece};
+  });
   check_against_reference(c, "context parallel");
+}
+
+template <class X, int R>
+bool same_bytes(const tensor<X, R>& x, const tensor<X, R>& y) {
+  return x.values().size() == y.values().size() &&
+         std::memcmp(x.values().data(), y.values().data(), x.values().size() * sizeof(X)) == 0;
 }
 
 }  // namespace
@@ -97,6 +117,62 @@ TEST_CASE_TEMPLATE("CUDA context parallel over simulated ranks equals the refere
   // Every rank's shard cut into pieces of 64 tokens (cp::forward_pieces).
   check_context_parallel<Rule, bf16>({.B = 1, .T = 700, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true},
                                      {0, 200, 200, 450, 700}, 64);
+}
+
+// Context parallelism's scratch (summaries, the gathered ones, the pieces' states) is carved from the call's
+// workspace (no allocation per call): a caller's workspace of context_parallel_workspace_size bytes per rank gives
+// the cached workspace's bytes; one byte less is a clear error before anything is written.
+TEST_CASE("CUDA context parallel: the scratch in a caller's workspace") {
+  using Rule = gated_delta;
+  const case_shape shape{.B = 1, .T = 700, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true};
+  const std::vector<index_t> cuts{0, 200, 200, 450, 700};
+  for (const std::int64_t piece : {std::int64_t(-1), std::int64_t(64)}) {  // shards whole; shards cut into pieces
+    INFO("segment_tokens " << piece);
+    auto cached = random_case<Rule, bf16>::make(shape);
+    auto given = cached;
+    run_context_parallel<Rule, bf16>(cached, cuts, [&](int, cudaStream_t s, const auto&, auto&) {
+      return cuda::launch{.stream = s, .segment_tokens = piece};
+    });
+    std::vector<void*> ws(cuts.size() - 1, nullptr);
+    std::vector<std::size_t> bytes(cuts.size() - 1, 0);
+    run_context_parallel<Rule, bf16>(given, cuts, [&](int r, cudaStream_t s, const auto& a, auto& t) {
+      cuda::launch l{.stream = s, .segment_tokens = piece};
+      bytes[r] = cuda::context_parallel_workspace_size<Rule>(a, t, l);
+      cuda_ok(cudaMalloc(&ws[r], bytes[r]));
+      l.workspace = ws[r], l.workspace_bytes = bytes[r];
+      return l;
+    });
+    for (void* p : ws) cudaFree(p);
+    for (std::size_t r = 0; r < bytes.size(); ++r) {
+      INFO("rank " << r);
+      // at least its summary and every rank's gathered ones: (1 + ranks) end states and transitions [HV, K, 64] float32
+      CHECK(bytes[r] >= 5 * 2 * sizeof(float) * 2 * 64 * 64);
+    }
+    CHECK(same_bytes(given.o, cached.o));
+    CHECK(same_bytes(given.ht, cached.ht));
+    check_against_reference(given, "context parallel, caller's workspace");
+  }
+  // One rank holding the whole sequence (the loopback transport), its workspace one byte short.
+  auto c = random_case<Rule, bf16>::make(shape);
+  const auto o_before = c.o;
+  const auto ht_before = c.ht;
+  {
+    device_case<Rule, bf16> d{c};
+    const auto a = d.args(c.args());
+    cp::loopback t(0, 1, [](void* dst, const void* src, std::size_t n) { cuda_ok(cudaMemcpy(dst, src, n, cudaMemcpyDefault)); });
+    const std::size_t bytes = cuda::context_parallel_workspace_size<Rule>(a, t);
+    CHECK(bytes > 0);
+    void* ws = nullptr;
+    cuda_ok(cudaMalloc(&ws, bytes));
+    expect_error([&] { context_parallel<Rule, read::identity, backend::cuda>(a, t, {.workspace = ws, .workspace_bytes = bytes - 1}); },
+                 {"'workspace'", std::to_string(bytes - 1) + " bytes", "needs " + std::to_string(bytes),
+                  "context_parallel_workspace_size"});
+    cuda_ok(cudaDeviceSynchronize());
+    cudaFree(ws);
+    d.back();
+  }
+  CHECK(same_bytes(c.o, o_before));
+  CHECK(same_bytes(c.ht, ht_before));
 }
 
 #if LINEA_HAS_NCCL && defined(LINEA_TEST_NCCL)

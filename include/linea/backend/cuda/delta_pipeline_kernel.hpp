@@ -253,14 +253,17 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       bar::sync(bar::consumers, sh::consumers);  // U, U_d in
 
       // ---- Y: O = Diag(2^G) O₁ + P U, out; S ← 2^(G_C) S + Kᵀ U_d; Sᵀ for the next chunk ---------------------------
-      if constexpr (decays) {
+      auto scale_rows_by_decay = [&](float (&x)[8][4]) {  // O₁ ← Diag(2^G) O₁ (this lane's rows)
+        if constexpr (decays) {
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float f = ex2(G[r0 + acc_row(2 * h)]);
+          for (int h = 0; h < 2; ++h) {
+            const float f = ex2(G[r0 + acc_row(2 * h)]);
 #pragma unroll
-          for (int t = 0; t < 8; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
+            for (int t = 0; t < 8; ++t) x[t][2 * h] *= f, x[t][2 * h + 1] *= f;
+          }
         }
-      }
+      };
+      scale_rows_by_decay(o);
       mma_strip<E, 8, false, true>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1);  // P is zero past the diagonal
       if constexpr (decays) {
         const float f = ex2(G[CL - 1]);
@@ -274,14 +277,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
 #pragma unroll
         for (int t = 0; t < 8; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.f;
         mma_strip<E, 8, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
-        if constexpr (decays) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const float f = ex2(G[r0 + acc_row(2 * h)]);
-#pragma unroll
-            for (int t = 0; t < 8; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
-          }
-        }
+        scale_rows_by_decay(o);
         causal_strip<E, 8, true, false>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1, true);
         bar::sync(bar::consumers, sh::consumers);  // every warp's reads of Sᵀ done before any rewrites it (below)
       }

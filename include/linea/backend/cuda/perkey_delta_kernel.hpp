@@ -313,6 +313,15 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     tiles::fetch_rows<sh::BVW / 8, sh::consumers, sh::CL>(tile(c, sh::v_at), LDV, cta.v0, a.v.str[1], c0, cta.rows_in(c0),
                                                     cta.Vw, tid);
   };
+  // gla's residual (u = v) is copied from global memory (L2-hot: v was fetched a chunk ago), not from the v tile.
+  // Read from the tile, it drew racecheck hazards (3 on main with a residual, 24 with the NaN pipeline case, none
+  // without a residual): the tile's loads (LDS.U16 at +0x9840..+0x9de0 of the gla bf16 kernel, as CI builds it)
+  // against the producers' cp.async of rows 0..15 of q or k of the chunk after next (LDGSTS at +0x16890 /
+  // +0x168c0, right after their `bar.sync empty`; nvdisasm -g of the same build). By the layout those writes land in
+  // another tile of the slot than v, and they are ordered after the loads by the consumers' `bar.arrive empty` at
+  // the end of the chunk; we did not find a real race (the hazards' addresses were not captured). The copy from
+  // global memory leaves no shared load on that path, at one batch of global loads a chunk (pairs of columns, 8 a
+  // thread, all issued before the stores). Not yet run on the H200 (bench/cuda/README.md, hyg4).
   // A chunk whose v holds an inf or NaN is flagged as v lands; only a flagged chunk sums the diagonal blocks of its
   // masked products (T Z, P U) over s ≤ r alone (causal_strip.hpp), so that a NaN or inf v at token s reaches no
   // output before s. For gla that is every input that could (P is formed with exact zeros above its diagonal, so a
@@ -339,10 +348,28 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     float o[4][4] = {};
     if constexpr (!erasing) {
       mma_strip<E, 4, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
-      if (a.residual.ptr) {  // u = v (w = 1)
-        for (int x = tid; x < L * sh::BVW; x += sh::consumers) {
-          const int r = x / sh::BVW, j = x % sh::BVW;
-          if (j < cta.Vw) a.residual.row(seq.bt, c0 + r, cta.hv)[(cta.jt + j) * a.residual.str[3]] = from_float<T>(to_float(Zs[r * LDV + j]));
+      if (a.residual.ptr) {  // u = v (w = 1): copied from global v bit for bit (see above), pairs of columns,
+        // each batch's loads issued before its stores (which may alias them as far as the compiler knows)
+        constexpr int pairs = sh::BVW / 2, batch = 8;
+        const index_t rs = a.residual.str[3];
+        for (int x0 = tid; x0 < L * pairs; x0 += batch * sh::consumers) {
+          std::uint32_t w[batch];
+#pragma unroll
+          for (int i = 0; i < batch; ++i) {
+            const int x = x0 + i * sh::consumers, r = x / pairs, j = 2 * (x % pairs);
+            const T* p = cta.v0 + (c0 + r) * a.v.str[1] + j;  // 4-byte aligned: v's rows are 16-byte aligned here
+            w[i] = x >= L * pairs || j >= cta.Vw ? 0u
+                   : j + 1 < cta.Vw           ? *reinterpret_cast<const std::uint32_t*>(p)
+                                              : static_cast<std::uint32_t>(p[0].bits);
+          }
+#pragma unroll
+          for (int i = 0; i < batch; ++i) {
+            const int x = x0 + i * sh::consumers, r = x / pairs, j = 2 * (x % pairs);
+            if (x >= L * pairs || j >= cta.Vw) continue;
+            T* out = a.residual.row(seq.bt, c0 + r, cta.hv) + (cta.jt + j) * rs;
+            out[0] = T::from_bits(static_cast<std::uint16_t>(w[i]));
+            if (j + 1 < cta.Vw) out[rs] = T::from_bits(static_cast<std::uint16_t>(w[i] >> 16));
+          }
         }
       }
     } else {

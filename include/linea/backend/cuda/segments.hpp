@@ -8,8 +8,9 @@
 //
 // Scratch (states per piece, transitions, the pieces' index arrays) is carved from the call's workspace — the
 // caller's launch::workspace or the one linea keeps per (device, stream) — and counted in cuda::workspace_size;
-// index arrays travel as kernel parameters. Nothing waits for the device. (Context parallelism allocates its
-// scratch stream-ordered, cudaMallocAsync / cudaFreeAsync on the call's stream.)
+// index arrays travel as kernel parameters. Nothing waits for the device. Context parallelism carves its scratch
+// (the rank's summaries, the gathered ones, the pieces' states) the same way, counted by
+// cuda::context_parallel_workspace_size: nothing is allocated per call.
 #pragma once
 #include "call.hpp"
 #include "segment_kernels.hpp"
@@ -28,9 +29,10 @@ namespace linea::cuda_detail {
 template <class Rule, class Read, class T>
 bool run_segmented(const arguments<T, float>& a, const problem& p, const cuda::launch& l);
 
-// Where device_ops takes its scratch from: allocated stream-ordered and freed with the object (context
-// parallelism); carved from one buffer (the segmented forward's workspace); or only counted — nothing allocated,
-// written or launched — which sizes that buffer by running the same code (segment_scratch_bytes).
+// Where device_ops takes its scratch from: allocated stream-ordered and freed with the object; carved from one
+// buffer (the segmented forward's and context parallelism's workspace); or only counted — nothing allocated,
+// written or launched — which sizes that buffer by running the same code (segment_scratch_bytes,
+// context_parallel_scratch_bytes).
 enum class scratch_source { allocate, carve, count };
 
 // The segmented forward's and context parallelism's operations on the device, on one stream (host_ops.hpp has the
@@ -38,10 +40,13 @@ enum class scratch_source { allocate, carve, count };
 class device_ops {
  public:
   explicit device_ops(cudaStream_t s, std::int64_t segment_tokens = -1) : stream_(s), segment_tokens_(segment_tokens) {}
-  // Scratch carved from [base, base + bytes) (16-byte aligned), or (base null, count) only counted. Its passes are
-  // never cut again (segment_tokens 0): they use no workspace of their own, so the one this call holds is enough.
-  device_ops(cudaStream_t s, scratch_source src, void* base, std::size_t bytes)
-      : stream_(s), segment_tokens_(0), source_(src), base_(static_cast<unsigned char*>(base)), capacity_(bytes) {}
+  // Scratch carved from [base, base + bytes) (16-byte aligned), or (base null, count) only counted. Its chunkwise
+  // passes are never cut again, and the workspace each needs (a host cu_seqlens' device copy) is carved here too:
+  // no pass takes the cached workspace that this call may hold. `segment_tokens` steers only piece_for (context
+  // parallelism's cut of a long shard).
+  device_ops(cudaStream_t s, scratch_source src, void* base, std::size_t bytes, std::int64_t segment_tokens = 0)
+      : stream_(s), segment_tokens_(segment_tokens), source_(src), base_(static_cast<unsigned char*>(base)),
+        capacity_(bytes) {}
   device_ops(const device_ops&) = delete;
   device_ops& operator=(const device_ops&) = delete;
   ~device_ops() {
@@ -93,16 +98,17 @@ class device_ops {
   // cut again when that pays (a context-parallel rank's long shard).
   template <class Rule, class T>
   void forward(arguments<T, float> a, std::span<const std::int64_t> cu) {
-    if (counting()) {
-      if (!cu.empty()) upload(cu);
-      return;
-    }
     cuda::launch l{.stream = stream_};
-    l.segment_tokens = segment_tokens_;
+    l.segment_tokens = source_ == scratch_source::allocate ? segment_tokens_ : 0;
     if (!cu.empty()) {
       l.cu_seqlens = cuda::device_seqlens(upload(cu), cu.size());
       l.segment_tokens = 0;
     }
+    if (source_ != scratch_source::allocate) {  // the pass's own workspace, from this scratch
+      const std::size_t bytes = plan_workspace<read::identity>(a, l).bytes;
+      if (bytes) l.workspace = alloc<unsigned char>(bytes), l.workspace_bytes = bytes;
+    }
+    if (counting()) return;
     const index_t on_device = cu.empty() ? -1 : static_cast<index_t>(cu.size()) - 1;
     const problem p = validate_chunkwise<Rule, read::identity>(a, on_device);
     if (cu.empty() && run_segmented<Rule, read::identity>(a, p, l)) return;
@@ -233,6 +239,28 @@ std::size_t segment_scratch_bytes(const arguments<T, float>& a, const problem& p
   return counter.carved_bytes();
 }
 
+// A transport that only tells rank and size: context parallelism's scratch counted without exchanging anything.
+class counting_transport final : public cp::transport {
+ public:
+  explicit counting_transport(const cp::transport& t) : rank_(t.rank()), size_(t.size()) {}
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void allgather(const void*, void*, std::size_t) override {}
+
+ private:
+  int rank_, size_;
+};
+
+// The bytes of rank t.rank()'s context-parallel scratch: its forward run with device_ops that only count.
+template <class Rule, class T>
+std::size_t context_parallel_scratch_bytes(const arguments<T, float>& a, const problem& p, const cp::transport& t,
+                                           const cuda::launch& l) {
+  device_ops counter(nullptr, scratch_source::count, nullptr, 0, l.segment_tokens);
+  counting_transport ct(t);
+  cp::forward<Rule>(counter, a, p, ct);
+  return counter.carved_bytes();
+}
+
 // Runs the call segmented and returns true when it qualifies and cutting pays; false: run it whole. The scratch
 // is the caller's workspace (checked against segment_scratch_bytes) or the cached one of (device, stream).
 template <class Rule, class Read, class T>
@@ -265,7 +293,11 @@ void context_parallel(const arguments<T, float>& a, cp::transport& t, const cuda
   const problem p = validate_chunkwise<Rule, Read>(a);
   if (a.normalize) throw error("argument 'normalize' is not supported by context_parallel");
   if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is not produced by context_parallel");
-  cuda_detail::device_ops ops(l.stream, l.segment_tokens);
+  const int device = cuda_detail::current_device();
+  cuda_detail::workspace_layout w;
+  w.bytes = cuda_detail::context_parallel_scratch_bytes<Rule>(a, p, t, l);
+  const cuda_detail::call_workspace ws(w, l, device, "linea::cuda::context_parallel_workspace_size");  // too small: throws
+  cuda_detail::device_ops ops(l.stream, cuda_detail::scratch_source::carve, ws.base, w.bytes, l.segment_tokens);
   cp::forward<Rule>(ops, a, p, t);
 }
 
@@ -294,6 +326,18 @@ std::size_t workspace_size(const arguments<T, S>& a, const launch& l = {}) {
     }
   }
   return bytes;
+}
+
+
+// Bytes of workspace rank t.rank() of linea::context_parallel needs with these arguments (its shard) and launch
+// options: its summaries, every rank's gathered ones and, for a shard cut into pieces, the pieces' states. A
+// caller's launch::workspace must hold that many bytes; without one, the call carves them from the workspace linea
+// keeps per (device, stream) — so ranks run as threads of one process need a stream (or a workspace) each.
+template <class Rule, class Read = read::identity, class T>
+std::size_t context_parallel_workspace_size(const arguments<T, float>& a, const cp::transport& t, const launch& l = {}) {
+  static_assert(std::is_same_v<Read, read::identity>, "linea::context_parallel: the identity read only");
+  const problem p = validate_chunkwise<Rule, Read>(a);
+  return cuda_detail::context_parallel_scratch_bytes<Rule>(a, p, t, l);
 }
 
 }  // namespace linea::cuda

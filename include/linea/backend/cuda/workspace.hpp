@@ -135,12 +135,14 @@ struct call_workspace {
   workspace_cache::lease cached;
   unsigned char* base = nullptr;
 
-  call_workspace(const workspace_layout& w, const cuda::launch& l, int device) {
+  // `query`: the function that tells the caller the size, named in the error
+  call_workspace(const workspace_layout& w, const cuda::launch& l, int device,
+                 const char* query = "linea::cuda::workspace_size") {
     if (w.bytes == 0) return;
     if (l.workspace) {
       if (l.workspace_bytes < w.bytes)
         throw error("argument 'workspace' of cuda::launch has " + std::to_string(l.workspace_bytes) +
-                    " bytes; this call needs " + std::to_string(w.bytes) + " (linea::cuda::workspace_size)");
+                    " bytes; this call needs " + std::to_string(w.bytes) + " (" + query + ")");
       if (reinterpret_cast<std::uintptr_t>(l.workspace) % 16 != 0)
         throw error("argument 'workspace' of cuda::launch must be 16-byte aligned");
       base = static_cast<unsigned char*>(l.workspace);
