@@ -133,12 +133,20 @@ class backward_head {
 
   // Boundary slot c as a state view: every (n, hv) maps to it (stride 0), rows of Vp entries.
   view<R, 4> boundary_view(index_t c) {
-    return strided<4>(boundary_.data() + c * KV_, {p_.N, p_.HV, p_.K, p_.V}, {0, 0, Vp_, 1});
+    view<R, 4> v;
+    v.ptr = boundary_.data() + c * KV_;
+    const index_t ext[4] = {p_.N, p_.HV, p_.K, p_.V}, str[4] = {0, 0, Vp_, 1};
+    for (int r = 0; r < 4; ++r) v.ext[r] = ext[r], v.str[r] = str[r];
+    return v;
   }
   // An output view whose every row is one scratch row: the checkpoint pass's outputs are not needed.
   view<T, 4> discard_view() {
     discard_.assign(static_cast<std::size_t>(p_.V), T{});
-    return strided<4>(discard_.data(), {p_.B, p_.T, p_.HV, p_.V}, {0, 0, 0, 1});
+    view<T, 4> v;
+    v.ptr = discard_.data();
+    const index_t ext[4] = {p_.B, p_.T, p_.HV, p_.V}, str[4] = {0, 0, 0, 1};
+    for (int r = 0; r < 4; ++r) v.ext[r] = ext[r], v.str[r] = str[r];
+    return v;
   }
 
   // S_out = Diag(α) S_in + k uᵀ with u = w ⊙ v − (Diag(α) S_in)ᵀ(e ⊙ k); S_out may be S_in.
