@@ -174,12 +174,12 @@ def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup
               call after ~25: 2.5 µs a call of 10 charged to the Python call alone otherwise);
       bare    as before: the start event on an idle GPU.
 
-    The board's state is part of the measurement (bench/README.md, "linear_attn against bench/cuda"): sustained,
-    linear_attn's kernel holds the H200 at its power limit and the SM clock drops; bench/cuda's row is a burst of ~75
-    calls (~25 ms), too short for that. `warm_ms` runs each rule's public call that long before its measurements (as
-    bench/cuda's --warm-ms does before each row): both then measure the sustained state, which is a long run's.
-    `idle_ms` instead leaves the GPU idle that long before every measurement, which then starts after one call
-    (a burst, as bench/cuda's rows without --warm-ms). `variants`: the columns measured (torch and loop always)."""
+    The board's state is part of the measurement (bench/README.md, "linear_attn against bench/cuda"): a rule here
+    runs for a second or more, bench/cuda's row is a burst of ~75 calls (~25 ms), and one H200 was at its 700 W limit
+    and 1845–1965 MHz under linear_attn's rows here. `warm_ms` runs each rule's public call that long before its
+    measurements (as bench/cuda's --warm-ms does before each row): both then measure a long run's state. `idle_ms`
+    instead leaves the GPU idle that long before every measurement, which then starts after one call (a burst, as
+    bench/cuda's rows without --warm-ms). `variants`: the columns measured (torch and loop always)."""
     variants = tuple(dict.fromkeys(("torch", "loop") + tuple(variants)))
     ref = _cpp_chunk_ms(cpp) if cpp else {}
 

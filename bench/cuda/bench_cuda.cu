@@ -117,9 +117,10 @@ arguments<T, float> make_args(const inputs& x, index_t B, index_t T_, index_t H,
 // Median over `repeats` of the mean time of `calls` back-to-back calls of f(i), in ms. `host_us` receives the
 // host's own time per call (enqueueing, validation): when it exceeds the device time, the host is the limit.
 double host_us = 0;
-// --warm-ms N: the call runs for at least N ms before it is timed, so the board is at the power and clocks of a long
-// run. Without it a row is a burst of ~75 calls (~25 ms at 8×4096), too short for the power limit to act: the
-// H200 held 1980 MHz through linear_attn's burst and throttled under the same call sustained (bench/README.md).
+// --warm-ms N: the call runs for at least N ms before it is timed, so the board is in the state of a long run.
+// Without it a row is a burst of ~75 calls (~25 ms at 8×4096) after the previous row. A program that runs the call
+// longer (python_overhead.py's rows) can meet another clock: on 2026-12-02 one H200 reached its 700 W limit at
+// 1845–1965 MHz under linear_attn's sustained Python rows (bench/README.md, "linear_attn against bench/cuda").
 double warm_ms = 0;
 template <class F>
 double time_ms(F&& f, int calls = 10, int repeats = 7, int warmup = 3) {
