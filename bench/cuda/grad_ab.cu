@@ -2,7 +2,8 @@
 // call): for each rule, linea::backward fills a workspace of the caller's, then the library's phase-4 kernel
 // (chunk_grad_kernel.hpp / per_key_grad_kernel.hpp) and main 602ef26's (grad_ab_v0.hpp) run on that same workspace;
 // it prints both kernels' times, the relative distance ‖new − old‖ / ‖old‖ of every output, and the whole
-// backward's time through the library. Inputs as bench_cuda.cu's --backward (bf16, H = 16, K = V = 128).
+// backward's time through the library; and the library's kernel with the other choice of `Wide` (128-wide
+// products through block_gemm_wide) beside it. Inputs as bench_cuda.cu's --backward (bf16, H = 16, K = V = 128).
 //   nvcc -std=c++20 -O3 -DNDEBUG -lineinfo -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
 //        -Iinclude bench/cuda/grad_ab.cu -o grad_ab
 //   grad_ab            8×4096 and 1×32768, every rule with a CUDA backward but the CCQ read
@@ -169,6 +170,22 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     CK(cudaGetLastError());
   };
   const auto new_kernel = [&] { bwd::grad_phase<erases, decays, per_key, T, channels>(wk, gr.dv, 0, cg, cd); };
+  // the library's kernel with the other choice of 128-wide products (Wide: block_gemm_wide)
+  constexpr bool lib_wide = false;
+  const auto alt_kernel = [&] {
+    if constexpr (per_key) {
+      constexpr auto kern = bwd::per_key_grad_kernel<erases, T, channels, !lib_wide>;
+      constexpr std::size_t sh = bwd::per_key_grad_shape<erases>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk, gr.dv, cg, cd);
+    } else {
+      constexpr auto kern = bwd::chunk_grad_kernel<erases, decays, T, !lib_wide>;
+      constexpr std::size_t sh = bwd::grad_shape<erases>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk, gr.dv);
+    }
+    CK(cudaGetLastError());
+  };
   const std::size_t tokens = std::size_t(B * T_);
   const auto outputs = [&] {
     std::vector<std::vector<double>> o;
@@ -188,6 +205,11 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   new_kernel();
   CK(cudaDeviceSynchronize());
   const auto o_new = outputs();
+  CK(cudaMemset(wk.dq, 0, tokens * HV * K * sizeof(float)));
+  CK(cudaMemset(wk.dk, 0, tokens * HV * K * sizeof(float)));
+  alt_kernel();
+  CK(cudaDeviceSynchronize());
+  const auto o_alt = outputs();
   const char* names[] = {"dq", "dk", "dv", per_key ? "dlog_alpha_k" : "dlog_alpha", channels ? "db" : "derase", "dw"};
   std::printf("{\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"H\":%ld,\"HV\":%ld,\"K\":%ld,\"V\":%ld", rule_name<Rule>::value,
               long(B), long(T_), long(H), long(HV), long(K), long(V));
@@ -195,17 +217,21 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   for (std::size_t i = 0; i < o_old.size(); ++i) {
     const double d = distance(o_new[i], o_old[i]);
     worst = std::max(worst, std::isfinite(d) ? d : 1e30);
-    std::printf(",\"%s\":%.3g", names[i], d);
+    const double da = distance(o_alt[i], o_old[i]);
+    worst = std::max(worst, std::isfinite(da) ? da : 1e30);
+    std::printf(",\"%s\":%.3g,\"%s_alt\":%.3g", names[i], d, names[i], da);
   }
   std::printf(",\"worst\":%.3g,\"same\":%s", worst, worst <= 1e-4 ? "true" : "false");
   if (timed && !once) {
-    double t_old = 1e30, t_new = 1e30;
+    double t_old = 1e30, t_new = 1e30, t_alt = 1e30;
     for (int r = 0; r < 3; ++r) {  // interleaved: the spread between runs
       t_old = std::min(t_old, time_ms(old_kernel, 3, 3));
       t_new = std::min(t_new, time_ms(new_kernel, 3, 3));
+      t_alt = std::min(t_alt, time_ms(alt_kernel, 3, 3));
     }
-    std::printf(",\"grad_old_ms\":%.3f,\"grad_new_ms\":%.3f,\"speedup\":%.2f,\"bwd_ms\":%.3f,\"bwd_old_ms\":%.3f",
-                t_old, t_new, t_old / t_new, whole_ms, whole_ms - t_new + t_old);
+    std::printf(",\"grad_old_ms\":%.3f,\"grad_new_ms\":%.3f,\"grad_alt_ms\":%.3f,\"alt_wide\":%s,\"speedup\":%.2f,"
+                "\"bwd_ms\":%.3f,\"bwd_old_ms\":%.3f",
+                t_old, t_new, t_alt, lib_wide ? "false" : "true", t_old / t_new, whole_ms, whole_ms - t_new + t_old);
   }
   std::printf("}\n");
   std::fflush(stdout);

@@ -24,12 +24,16 @@
 // loads per thread at a time, P is staged (coalesced) for dP's decay sums, which all threads then add, and the
 // reverse cumulative sum of dG is a warp scan.
 #pragma once
+#include <algorithm>
+
 #include "wide_gemm.hpp"
 
 namespace linea::cuda_detail::bwd {
 
 inline constexpr int grad_tk = 32;  // slab depth of the global-operand products
-inline constexpr int grad_batch = 32;  // loads in flight per thread when staging a tile
+inline constexpr int grad_batch = 16;  // loads in flight per thread when staging a tile
+// block_gemm_wide's slabs, block_gemm's 32-deep ones, or dP's padded CL × CL tile
+inline constexpr int grad_scratch = std::max({wide_gemm_scratch, gemm_scratch_for<grad_tk>, CL * (CL + 1)});
 
 // Tiles in floats. An erasing update adds the UT transform's dW, dBk, dBv and M; dW's tile then holds dk and dBv's
 // holds dq once their contents die (dW after dBk = Tᵀ dW, dBv after M and dv), so the erasing CTA fits in the
@@ -42,14 +46,12 @@ struct grad_shape {
                        dq_at = Erases ? dbv_at : dk_at + kv, n_at = dq_at + kv, m_at = n_at + cc,
                        g_at = m_at + (Erases ? cc : 0), gam_at = g_at + CL, f_at = gam_at + CL, e_at = f_at + CL,
                        dg_at = e_at + CL, de_at = dg_at + CL, dwr_at = de_at + CL, scratch_at = dwr_at + CL,
-                       end = scratch_at + wide_gemm_scratch;
+                       end = scratch_at + grad_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
   static_assert(bytes <= 227 * 1024, "chunk_grad_kernel: more shared memory than one SM has");
-  static_assert(wide_gemm_scratch >= gemm_scratch_for<grad_tk> && wide_gemm_scratch >= CL * (CL + 1),
-                "chunk_grad_kernel: the scratch holds both gemms' slabs and dP's padded CL × CL tile");
 };
 
-template <bool Erases, bool Decays, class T>
+template <bool Erases, bool Decays, class T, bool Wide = false>
 __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, const view<T, 4> dv_out) {
   using sh = grad_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
@@ -96,7 +98,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     float *sdU = sK, *sT = sQ;  // dU and T stay in the k and q tiles until dBk (k and q come after)
     stage_tile<CL, max_kv, grad_batch>(sdU, ld_kv, [&](int r, int j) { return r < L && j < V ? dU[r * w.V + j] : 0.f; });
     stage_tile<CL, CL>(sT, ld_cc, [&](int s, int r) { return Tc[s * CL + r]; });  // sT[s][r] = T_sr
-    block_gemm_wide<walk::k, walk::k>(
+    gemm_128<Wide, grad_tk, walk::k, walk::k>(
         L, K, V, [&](int r, int j) { return sdU[r * ld_kv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
         [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, scratch);
     block_gemm_direct(
@@ -184,7 +186,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     if (i < L) atomicAdd(&sdG[i], x);  // (ordered before the row passes' plain updates by the next product's barrier)
   }
   // ---- dq = Γ s (dO hᵀ) + N K;  dG_r += q_r·(Γ s dO hᵀ)_r ----
-  block_gemm_wide<walk::k, walk::k>(
+  gemm_128<Wide, grad_tk, walk::k, walk::k>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; }, scratch);
   if constexpr (Decays)
@@ -195,7 +197,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
   // ---- dk = F ⊙ (U_new dhᵀ) + Nᵀ Q + the UT transform's terms ----
   // (with z_s = k_s·(F ⊙ U_new dhᵀ)_s: dG_s −= z_s, dG_L += z_s)
-  block_gemm_wide<walk::k, walk::k>(
+  gemm_128<Wide, grad_tk, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, scratch);
   if constexpr (Decays)

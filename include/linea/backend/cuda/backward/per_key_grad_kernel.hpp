@@ -32,11 +32,16 @@ struct per_key_grad_shape {
   static constexpr int dw_at = 0, dbk_at = dw_at + CL * max_kv, dbv_at = dbk_at + ut_kv,
                        n_at = dbv_at + ut_kv, m_at = n_at + CL * CL, g_at = m_at + ut_cc, k_at = g_at + CL * LK,
                        gl_at = k_at + ut_k, e_at = gl_at + max_kv, dwr_at = e_at + (Erases ? CL : 0),
-                       scratch_at = dwr_at + (Erases ? CL : 0), end = scratch_at + wide_gemm_scratch;
+                       scratch_at = dwr_at + (Erases ? CL : 0), end = scratch_at + grad_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
-template <bool Erases, class T, bool Channels = false>
+// The products: an erasing update (one CTA per SM) streams 32 deep (Wide: 128 wide, block_gemm_wide); gla's kernel
+// keeps 16-deep, 64-wide tiles, as its two CTAs per SM have 128 registers a thread.
+template <bool Erases>
+inline constexpr int pk_tk = Erases ? grad_tk : gemm_tk;
+
+template <bool Erases, class T, bool Channels = false, bool Wide = false>
 __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(const work w, const view<T, 4> dv_out,
                                                                                const channel_gates cg,
                                                                                const channel_grads<T> cd) {
@@ -85,29 +90,29 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   const auto ks = [&](int s, int d) { return Erases ? sK[s * LK + d] : k[s * ldq + d]; };
 
   if constexpr (Erases) {  // dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW, dA = −(dBv Uᵀ + dBk Wᵀ) (strictly lower)
-    block_gemm_wide<walk::k, walk::k>(
+    gemm_128<Wide, pk_tk<Erases>, walk::k, walk::k>(
         L, K, V, [&](int r, int j) { return dU[r * w.V + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
         [&](int r, int d, float acc) { sdW[r * max_kv + d] = -acc; }, scratch);
-    block_gemm_wide<walk::mn, walk::mn>(
+    gemm_128<Wide, pk_tk<Erases>, walk::mn, walk::mn>(
         L, V, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int j) { return dU[s * w.V + j]; },
         [&](int r, int j, float acc) { sdBv[r * max_kv + j] = acc; }, scratch);
-    block_gemm_wide<walk::mn, walk::mn>(
+    gemm_128<Wide, pk_tk<Erases>, walk::mn, walk::mn>(
         L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * max_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * max_kv + d] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k, grad_tk>(
+    block_gemm<64, walk::k, walk::k, pk_tk<Erases>>(
         L, L, V, [&](int r, int j) { return sdBv[r * max_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
         [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k, grad_tk>(
+    block_gemm<64, walk::k, walk::k, pk_tk<Erases>>(
         L, L, K, [&](int r, int d) { return sdBk[r * max_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
         [&](int r, int s, float acc) { sM[r * CL + s] = s < r ? -(sM[r * CL + s] + acc) : 0.f; }, scratch);
   }
   // dP = s dO U_newᵀ (causal, undecayed)
-  block_gemm<64, walk::k, walk::k, grad_tk>(
+  block_gemm<64, walk::k, walk::k, pk_tk<Erases>>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
       [&](int r, int s, float acc) { sN[r * CL + s] = s <= r ? scale * acc : 0.f; }, scratch);
   for (int e = tid; e < CL * max_kv; e += threads) sdG[e] = 0;  // (dW's tile is free: dBk is formed)
   // inter-chunk read: dq = s Γ ⊙ (dO hᵀ);  state write: dk = Kd-decay ⊙ (U_new dhᵀ)
-  block_gemm_wide<walk::k, walk::k>(
+  gemm_128<Wide, pk_tk<Erases>, walk::k, walk::k>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
       [&](int r, int d, float acc) {
         const float x = scale * __expf(sG[r * LK + d]) * acc;
@@ -115,7 +120,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
         sdG[r * max_kv + d] += q[r * ldq + d] * x;
       },
       scratch);
-  block_gemm_wide<walk::k, walk::k>(
+  gemm_128<Wide, pk_tk<Erases>, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) {
         const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc;
@@ -129,18 +134,20 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   if (tid < max_kv) sdGL[tid] = 0;
   __syncthreads();
   {
-    constexpr int half = CL / 2;
+    constexpr int half = CL / 2, batch = 16;
     const int d = tid % max_kv, s0 = tid / max_kv * half;
-    float x[half], y[half];
-#pragma unroll
-    for (int i = 0; i < half; ++i) {
-      const int s = s0 + i;
-      x[i] = d < K && s < L ? dk[s * ldg + d] : 0.f;
-      y[i] = d < K && s < L ? ks(s, d) : 0.f;
-    }
     float z = 0;
+    for (int b0 = s0; b0 < s0 + half; b0 += batch) {
+      float x[batch], y[batch];
 #pragma unroll
-    for (int i = 0; i < half; ++i) z = fmaf(y[i], x[i], z);
+      for (int i = 0; i < batch; ++i) {
+        const int s = b0 + i;
+        x[i] = d < K && s < L ? dk[s * ldg + d] : 0.f;
+        y[i] = d < K && s < L ? ks(s, d) : 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < batch; ++i) z = fmaf(y[i], x[i], z);
+    }
     if (d < K) atomicAdd(&sdGL[d], z);
   }
   __syncthreads();  // (the loop below adds to dk)

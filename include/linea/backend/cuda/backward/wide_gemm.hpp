@@ -78,4 +78,14 @@ __device__ __forceinline__ void block_gemm_wide(int M, int N, int Kd, A a, B b, 
   __syncthreads();
 }
 
+// A 64-row product whose output may be 128 wide: block_gemm_wide where Wide (fewer round trips, more registers),
+// else block_gemm's 64-wide tiles, NarrowTK deep.
+template <bool Wide, int NarrowTK, walk WalkA, walk WalkB, class A, class B, class Out>
+__device__ __forceinline__ void gemm_128(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
+  if constexpr (Wide)
+    block_gemm_wide<WalkA, WalkB>(M, N, Kd, a, b, out, scratch);
+  else
+    block_gemm<64, WalkA, WalkB, NarrowTK>(M, N, Kd, a, b, out, scratch);
+}
+
 }  // namespace linea::cuda_detail::bwd
