@@ -58,21 +58,48 @@ T* random_tensor(std::size_t n, std::uint32_t seed, fill kind) {
   return p;
 }
 
+// An output tensor copied on the device, as float32.
 template <class X>
-std::vector<double> host(const X* p, std::size_t n) {
-  std::vector<X> h(n);
-  CK(cudaMemcpy(h.data(), p, n * sizeof(X), cudaMemcpyDeviceToHost));
-  std::vector<double> d(n);
-  for (std::size_t i = 0; i < n; ++i) d[i] = double(static_cast<float>(h[i]));
-  return d;
+__global__ void to_float(const X* p, float* out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = static_cast<float>(p[i]);
 }
-double distance(const std::vector<double>& a, const std::vector<double>& b) {
-  double num = 0, den = 0;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    if (!std::isfinite(a[i])) return INFINITY;
-    num += (a[i] - b[i]) * (a[i] - b[i]), den += b[i] * b[i];
+struct copy {
+  float* p;
+  std::int64_t n;
+};
+template <class X>
+copy keep(const X* p, std::size_t n) {
+  float* c = nullptr;
+  CK(cudaMalloc(&c, n * sizeof(float)));
+  to_float<<<1024, 256>>>(p, c, std::int64_t(n));
+  return {c, std::int64_t(n)};
+}
+// sums[0] += Σ (a − b)², sums[1] += Σ b², sums[2] += non-finite entries of a
+__global__ void distance_kernel(const float* a, const float* b, std::int64_t n, double* sums) {
+  double x = 0, y = 0, bad = 0;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if (!isfinite(a[i])) bad += 1;
+    const double d = double(a[i]) - double(b[i]);
+    x += d * d, y += double(b[i]) * double(b[i]);
   }
-  return den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+  for (int o = 16; o; o >>= 1)
+    x += __shfl_xor_sync(0xffffffffu, x, o), y += __shfl_xor_sync(0xffffffffu, y, o),
+        bad += __shfl_xor_sync(0xffffffffu, bad, o);
+  if (threadIdx.x % 32 == 0) atomicAdd(&sums[0], x), atomicAdd(&sums[1], y), atomicAdd(&sums[2], bad);
+}
+double distance(const copy& a, const copy& b) {
+  double* s = nullptr;
+  CK(cudaMalloc(&s, 3 * sizeof(double)));
+  CK(cudaMemset(s, 0, 3 * sizeof(double)));
+  distance_kernel<<<1024, 256>>>(a.p, b.p, a.n, s);
+  double h[3];
+  CK(cudaMemcpy(h, s, sizeof h, cudaMemcpyDeviceToHost));
+  CK(cudaFree(s));
+  if (h[2] > 0) return INFINITY;
+  return h[1] > 0 ? std::sqrt(h[0] / h[1]) : std::sqrt(h[0]);
 }
 
 template <class F>
@@ -188,13 +215,13 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   };
   const std::size_t tokens = std::size_t(B * T_);
   const auto outputs = [&] {
-    std::vector<std::vector<double>> o;
-    o.push_back(host(wk.dq, tokens * HV * K));
-    o.push_back(host(wk.dk, tokens * HV * K));
-    o.push_back(host(dv, nv));
-    o.push_back(per_key ? host(wk.dlog_alpha_k, tokens * HV * K) : host(wk.dlog_alpha, tokens * HV));
-    if (erases && !channels) o.push_back(host(wk.derase, tokens * HV));
-    if (channels) o.push_back(host(db, nkv)), o.push_back(host(dw, nv));
+    std::vector<copy> o;
+    o.push_back(keep(wk.dq, tokens * HV * K));
+    o.push_back(keep(wk.dk, tokens * HV * K));
+    o.push_back(keep(dv, nv));
+    o.push_back(per_key ? keep(wk.dlog_alpha_k, tokens * HV * K) : keep(wk.dlog_alpha, tokens * HV));
+    if (erases && !channels) o.push_back(keep(wk.derase, tokens * HV));
+    if (channels) o.push_back(keep(db, nkv)), o.push_back(keep(dw, nv));
     return o;
   };
   old_kernel();
@@ -222,6 +249,8 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     std::printf(",\"%s\":%.3g,\"%s_alt\":%.3g", names[i], d, names[i], da);
   }
   std::printf(",\"worst\":%.3g,\"same\":%s", worst, worst <= 1e-4 ? "true" : "false");
+  for (const auto* o : {&o_old, &o_new, &o_alt})
+    for (const copy& c : *o) CK(cudaFree(c.p));
   if (timed && !once) {
     double t_old = 1e30, t_new = 1e30, t_alt = 1e30;
     for (int r = 0; r < 3; ++r) {  // interleaved: the spread between runs
