@@ -20,9 +20,10 @@
 // thousands of shared-memory atomics on 64 addresses (one of them, dG_L, hit by every element) serialized the
 // kernel. dP's row and column sums go through block_gemm's scratch, free in its epilogue (a single 64 × 64 tile).
 // The kernel is latency-bound (one CTA per SM, every global load behind a barrier), so global reads are batched:
-// the 128-wide products stream through block_gemm_wide (one 64 × 128 tile: half the slabs), tiles are staged 32
-// loads per thread at a time, P is staged (coalesced) for dP's decay sums, which all threads then add, and the
-// reverse cumulative sum of dG is a warp scan.
+// tiles are staged 16 loads per thread at a time, dv / dw issue every row's loads before the first store, P is
+// staged (coalesced) for dP's decay sums, which all threads then add, ⟨h, dh⟩ keeps 16 + 16 loads in flight, and
+// the reverse cumulative sum of dG is a warp scan. Wide sends the 128-wide products through block_gemm_wide (one
+// 64 × 128 tile: half the slabs); it is off, as it spills at 255 registers (the kernel had 246 without it).
 #pragma once
 #include <algorithm>
 
@@ -31,7 +32,7 @@
 namespace linea::cuda_detail::bwd {
 
 inline constexpr int grad_tk = 32;  // slab depth of the global-operand products
-inline constexpr int grad_batch = 16;  // loads in flight per thread when staging a tile
+inline constexpr int grad_batch = 16;  // loads in flight per thread when staging a tile (registers are nearly spent)
 // block_gemm_wide's slabs, block_gemm's 32-deep ones, or dP's padded CL × CL tile
 inline constexpr int grad_scratch = std::max({wide_gemm_scratch, gemm_scratch_for<grad_tk>, CL * (CL + 1)});
 

@@ -11,10 +11,10 @@
 //           γ_Ld ⟨h_d, dh_d⟩ at r = L;   then dgk_td = Σ_{r≥t} dG_rd.
 // With Channels (GDN-2, channel_gates.hpp) e_r is b_rd in every term above, and instead of de_r, dw_r (sums over
 // the row) the kernel writes db_rd = k_rd (rowA_rd + γ_rd dBk_rd) and dw_rj = v_rj dBv_rj; dv_rj = w_rj dBv_rj.
-// Latency-bound like chunk_grad_kernel: the 128-wide products stream 32-deep through block_gemm_wide, the others
-// 32 deep; for an erasing update dv, dw come first so that the q rows the intra-chunk loops read (four times) are
-// staged in dBv's tile, and the erase gates in a row of their own; the h·dh and Σ_s k dk reductions batch their
-// loads.
+// Latency-bound like chunk_grad_kernel: an erasing update's products stream 32 deep (Wide: 128-wide ones through
+// block_gemm_wide, off as it spills); dv, dw come first so that the q rows the intra-chunk loops read (four times)
+// are staged in dBv's tile, and the erase gates in a row of their own; the h·dh and Σ_s k dk reductions batch
+// their loads.
 #pragma once
 #include "channel_gates.hpp"
 #include "chunk_grad_kernel.hpp"
@@ -236,8 +236,8 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
     dk[r * ldg + d] += ddk;
     sdG[r * max_kv + d] += dG;
   }
-  // the state's decay across the chunk: dG_Ld += γ_Ld ⟨h_d, dh_d⟩ (one warp per key channel)
-  // (four channels per warp at a time, all their loads in flight)
+  // the state's decay across the chunk: dG_Ld += γ_Ld ⟨h_d, dh_d⟩ (a warp per channel, four channels per warp at a
+  // time with all their loads in flight)
   for (int d0 = tid / 32; d0 < K; d0 += 4 * (threads / 32)) {
     constexpr int chans = 4, cols = max_kv / 32;
     float x[chans][cols], y[chans][cols];
