@@ -9,6 +9,7 @@
 //   grad_ab            8×4096 and 1×32768, every rule with a CUDA backward but the CCQ read
 //   grad_ab --check    small odd shapes only (partial chunks, K, V < 128, a GVA group): distances, for a sanitizer
 //   GRAD_AB_ONLY=<rule>  one rule (at 8×4096 only with --once: one launch of each kernel, for ncu)
+//   GRAD_AB_WHOLE_ONLY=1 times only the whole backward (for a second build, e.g. -DLINEA_BWD_DIRECT_UNROLL=1)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -251,7 +252,9 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   std::printf(",\"worst\":%.3g,\"same\":%s", worst, worst <= 1e-4 ? "true" : "false");
   for (const auto* o : {&o_old, &o_new, &o_alt})
     for (const copy& c : *o) CK(cudaFree(c.p));
-  if (timed && !once) {
+  if (timed && !once && std::getenv("GRAD_AB_WHOLE_ONLY")) {  // the whole backward only (another build's A/B)
+    std::printf(",\"bwd_ms\":%.3f", whole_ms);
+  } else if (timed && !once) {
     double t_old = 1e30, t_new = 1e30, t_alt = 1e30;
     for (int r = 0; r < 3; ++r) {  // interleaved: the spread between runs
       t_old = std::min(t_old, time_ms(old_kernel, 3, 3));

@@ -173,6 +173,14 @@ __device__ __forceinline__ void row_sums(int rows, int cols, F f, Done done) {
   }
 }
 
+// block_gemm_direct's k loop is unrolled by this factor so that the next k-step's shared-memory fragment loads
+// overlap this step's mma (bwd6's untested-fast-gemm.patch). LINEA_BWD_DIRECT_UNROLL=1 restores the rolled loop: it
+// exists for bench/cuda/grad_ab.cu's A/B, not as a user option.
+#ifndef LINEA_BWD_DIRECT_UNROLL
+#define LINEA_BWD_DIRECT_UNROLL 2
+#endif
+inline constexpr int direct_k_unroll = LINEA_BWD_DIRECT_UNROLL;
+
 template <int TN = 64, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b, Out out) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm_direct: 256 threads, 64 × 16|32|64 tiles");
@@ -186,6 +194,7 @@ __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b
     for (int n0 = 0; n0 < N; n0 += TN) {
       float acc[NT][4] = {};
       const int ma = m0 + wm + g, mb = ma + 8;
+#pragma unroll (direct_k_unroll)
       for (int kk = 0; kk < Kd; kk += 8) {
         const int k0 = kk + t, k1 = k0 + 4;
         std::uint32_t ab[4], as[4];
