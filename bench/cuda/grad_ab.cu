@@ -198,8 +198,9 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     CK(cudaGetLastError());
   };
   const auto new_kernel = [&] { bwd::grad_phase<erases, decays, per_key, T, channels>(wk, gr.dv, 0, cg, cd); };
-  // the library's kernel with the other choice of 128-wide products (Wide: block_gemm_wide)
-  constexpr bool lib_wide = false;
+  // the library's kernel with the other choice of 128-wide products (Wide: block_gemm_wide; phases.hpp takes it
+  // for chunk_grad without an erasing update)
+  constexpr bool lib_wide = !erases && !per_key;
   const auto alt_kernel = [&] {
     if constexpr (per_key) {
       constexpr auto kern = bwd::per_key_grad_kernel<erases, T, channels, !lib_wide>;

@@ -57,5 +57,11 @@ if [ -e $B/built ]; then
   grep -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases|rc " $OUT/san.log
   el bench
   timeout 60 $B/bench --backward > $OUT/bench.jsonl 2>&1; echo "bench rc $?"; cat $OUT/bench.jsonl
+  el ncu
+  for rb in gated_delta_rule:8 kda:8; do
+    [ $(left) -gt 25 ] || break
+    LINEA_BENCH_BACKWARD=$rb timeout 25 ncu -k regex:"prep|states|grad" -c 4 --metrics gpu__time_duration.sum $B/bench --backward > /tmp/ncu.log 2>&1
+    echo "ncu $rb:"; grep -hE "^  [a-z_]+.*\\(|gpu__time" /tmp/ncu.log | sed -E "s/\\(linea::cuda_detail::bwd::work.*//" | cut -c1-110
+  done
 fi
 el done

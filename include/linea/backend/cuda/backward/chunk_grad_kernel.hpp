@@ -23,7 +23,8 @@
 // tiles are staged 16 loads per thread at a time, dv / dw issue every row's loads before the first store, P is
 // staged (coalesced) for dP's decay sums, which all threads then add, ⟨h, dh⟩ keeps 16 + 16 loads in flight, and
 // the reverse cumulative sum of dG is a warp scan. Wide sends the 128-wide products through block_gemm_wide (one
-// 64 × 128 tile: half the slabs); it is off, as it spills at 255 registers (the kernel had 246 without it).
+// 64 × 128 tile: half the slabs): phases.hpp takes it without an erasing update (linear_attn, simple_gla: 5 % off
+// this kernel on the H200, no spills); an erasing update's kernel spills with it at 255 registers, and is slower.
 #pragma once
 #include <algorithm>
 
@@ -102,10 +103,10 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     gemm_128<Wide, grad_tk, walk::k, walk::k>(
         L, K, V, [&](int r, int j) { return sdU[r * ld_kv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
         [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, scratch);
-    block_gemm_direct(
+    block_gemm_direct<64, direct_unroll<Erases, false>>(
         L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
         [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
-    block_gemm_direct(
+    block_gemm_direct<64, direct_unroll<Erases, false>>(
         L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
     block_gemm<64, walk::k, walk::k, grad_tk>(
@@ -193,7 +194,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   if constexpr (Decays)
     row_sums(L, K, [&](int r, int d) { return sQ[r * ld_kv + d] * sDQ[r * ld_kv + d]; },
              [&](int r, float x) { sdG[r] += x; });
-  block_gemm_direct(
+  block_gemm_direct<64, direct_unroll<Erases, false>>(
       L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
   // ---- dk = F ⊙ (U_new dhᵀ) + Nᵀ Q + the UT transform's terms ----
@@ -204,12 +205,12 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   if constexpr (Decays)
     row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sDK[s * ld_kv + d]; },
              [&](int s, float z) { atomicAdd(&sdG[s], -z), atomicAdd(&sdG[L - 1], z); });
-  block_gemm_direct(
+  block_gemm_direct<64, direct_unroll<Erases, false>>(
       L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
       [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; });
   if constexpr (Erases) {
     // x_s = γ_s dBk_s + (M K)_s (into dBk's tile): dk_s += e_s x_s;  de_s += k_s·x_s, and e_s times that into dG_s
-    block_gemm_direct(
+    block_gemm_direct<64, direct_unroll<Erases, false>>(
         L, K, L, [&](int s, int t) { return sM[s * ld_cc + t]; }, [&](int t, int d) { return sK[t * ld_kv + d]; },
         [&](int s, int d, float acc) {
           const float x = sGam[s] * sdBk[s * ld_kv + d] + acc;
@@ -221,7 +222,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
       if (Decays) sdG[s] += sE[s] * z;
     });
     // y_s = Σ_{r>s} M_rs e_r k_r (into dBk's tile): dk_s += y_s;  dG_s −= k_s·y_s
-    block_gemm_direct(
+    block_gemm_direct<64, direct_unroll<Erases, false>>(
         L, K, L, [&](int s, int r) { return sM[r * ld_cc + s]; }, [&](int r, int d) { return sE[r] * sK[r * ld_kv + d]; },
         [&](int s, int d, float acc) {
           sDK[s * ld_kv + d] += acc;
