@@ -86,12 +86,6 @@ __device__ __forceinline__ float round_to(float x) {
   return to_float(from_float<T>(x));
 }
 
-// The rows of a chunk are read a warp per token, `ccq_row_batch` tokens of a warp at a time with every load of the
-// batch issued before the first use (the loads of one token alone leave the kernel latency-bound: a CTA walked its
-// 16 tokens per warp one dependent round trip after another); the per-token scalars (c_t, λ_t) are read a thread
-// per token.
-constexpr int ccq_row_batch = 8;
-
 template <class Rule, class T, bool Final>
 __global__ void __launch_bounds__(ccq_chunk_threads) ccq_chunk_kernel(const ccq_chunk_args<T> c) {
   const kernel_args<T>& a = c.a;
@@ -103,119 +97,63 @@ __global__ void __launch_bounds__(ccq_chunk_threads) ccq_chunk_kernel(const ccq_
   const index_t t0 = seq.t0 + j * ccq_chunk_len;
   if (t0 >= seq.t1) return;
   const int L = static_cast<int>(seq.t1 - t0 < ccq_chunk_len ? seq.t1 - t0 : index_t(ccq_chunk_len));
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  constexpr int warps = ccq_chunk_threads / 32, per_lane = 4, B = ccq_row_batch, BQ = B / 2;  // K ≤ 128
-  using Decay = typename Rule::decay;
-  constexpr bool per_key = Decay::kind == decay_kind::per_key;
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = ccq_chunk_threads / 32;
+  constexpr int per_lane = 4;  // K ≤ 128
 
   extern __shared__ float Kc[];  // [64][K]: k̂_t, then (Final) m_t
   __shared__ float decay[ccq_chunk_len], logd[ccq_chunk_len], lam[ccq_chunk_len], zc[ccq_chunk_len];
-  __shared__ float key_mean[ccq_chunk_len];  // Σ_i log α_i of a token (per-key rules, the default c_t)
   auto at = [&](index_t t) { return ((seq.bt * a.T + t) * HV + hv) * K; };  // row of [B, T, HV, K]
-  // rows of k and q through their strides (this path never has q_tilde_in: call.hpp sets it on the general path)
-  const index_t ks = a.k.str[3], qs = a.q.str[3];
-  const auto k_at = [&](index_t t, index_t i) { return to_float(a.k.row(seq.bt, t, hv / a.G)[i * ks]); };
-  const auto q_at = [&](index_t t, index_t i) { return to_float(a.q.row(seq.bt, t, hv / a.G)[i * qs]); };
-  const auto warp_sum = [](float x) {
-    for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-    return x;
-  };
 
-  // ---- rows: k̂ (and the sum of the per-key log decays), a warp per token, B tokens of a warp at a time ----------
-  for (int r0 = warp; r0 < L; r0 += warps * B) {
-    float kv[B][per_lane], gs[B];
-#pragma unroll
-    for (int b = 0; b < B; ++b) {
-      const int r = r0 + warps * b;
-      const index_t t = t0 + r;
-      gs[b] = 0;
-      token_scalars ts{};
-      if constexpr (per_key && !Final)
-        if (r < L) ts = src.template scalars<Decay::inputs>(seq.bt, t, hv);
-#pragma unroll
-      for (int u = 0; u < per_lane; ++u) {
-        const index_t i = lane + 32 * u;
-        const bool in = r < L && i < K;
-        kv[b][u] = in ? k_at(t, i) : 0.f;
-        if constexpr (per_key && !Final)
-          if (in) gs[b] += src.template log_alpha<Rule>(ts, seq.bt, t, hv, i);
-      }
+  // ---- rows: k̂, c_t (and λ; q̂ per value head for the stats pass), a warp per token ------------------------------
+  for (int r = warp; r < L; r += warps) {
+    const index_t t = t0 + r;
+    using Decay = typename Rule::decay;
+    float kk = 0, gs = 0;
+    const token_scalars ts = src.template scalars<Decay::inputs>(seq.bt, t, hv);
+    for (index_t i = lane; i < K; i += 32) {
+      const float ki = src.k(seq.bt, t, hv, i);
+      Kc[r * K + i] = ki;
+      kk += ki * ki;
+      if constexpr (Decay::kind == decay_kind::per_key) gs += src.template log_alpha<Rule>(ts, seq.bt, t, hv, i);
     }
-#pragma unroll
-    for (int b = 0; b < B; ++b) {
-      const int r = r0 + warps * b;
-      if (r >= L) break;
-      float kk = 0;
-#pragma unroll
-      for (int u = 0; u < per_lane; ++u) kk += kv[b][u] * kv[b][u];
-      kk = warp_sum(kk);
-      if constexpr (per_key && !Final) {
-        const float g = warp_sum(gs[b]);
-        if (lane == 0) key_mean[r] = g / static_cast<float>(K);
-      }
-      const float kn = a.l2k ? rsqrtf(kk + 1e-6f) : 1.f;
-#pragma unroll
-      for (int u = 0; u < per_lane; ++u) {
-        const index_t i = lane + 32 * u;
-        if (i >= K) continue;
-        float x = kv[b][u] * kn;
-        if (c.kexp) {
-          if constexpr (!Final) c.kexp[at(t0 + r) + i] = from_float<T>(x);
-          x = round_to<T>(x);
-        }
-        Kc[r * K + i] = x;
-      }
+    for (int o = 16; o > 0; o >>= 1) {
+      kk += __shfl_xor_sync(0xffffffffu, kk, o);
+      gs += __shfl_xor_sync(0xffffffffu, gs, o);
     }
-  }
-  if constexpr (!Final) {
-    // q̂ per value head for the stats and main passes (grouped value heads, or the in-kernel L2 norm)
-    if (c.expand_q) {
-      for (int r0 = warp; r0 < L; r0 += warps * B) {
-        float qv[B][per_lane];
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const int r = r0 + warps * b;
-#pragma unroll
-          for (int u = 0; u < per_lane; ++u) {
-            const index_t i = lane + 32 * u;
-            qv[b][u] = r < L && i < K ? q_at(t0 + r, i) : 0.f;
-          }
-        }
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const int r = r0 + warps * b;
-          if (r >= L) break;
-          float qq = 0;
-#pragma unroll
-          for (int u = 0; u < per_lane; ++u) qq += qv[b][u] * qv[b][u];
-          const float qn = a.l2q ? rsqrtf(warp_sum(qq) + 1e-6f) : 1.f;
-#pragma unroll
-          for (int u = 0; u < per_lane; ++u) {
-            const index_t i = lane + 32 * u;
-            if (i < K) c.qt[at(t0 + r) + i] = from_float<T>(qv[b][u] * qn);
-          }
-        }
+    const float kn = a.l2k ? rsqrtf(kk + 1e-6f) : 1.f;
+    for (index_t i = lane; i < K; i += 32) {
+      float x = Kc[r * K + i] * kn;
+      if (c.kexp) {
+        if constexpr (!Final) c.kexp[at(t) + i] = from_float<T>(x);
+        x = round_to<T>(x);
       }
+      Kc[r * K + i] = x;
     }
-  }
-  __syncthreads();  // key_mean
-  // ---- per token: c_t (written by the first kernel, read back by the second), λ_t — a thread per token ----------
-  if (threadIdx.x < L) {
-    const int r = threadIdx.x;
-    const index_t t = t0 + r, ci = (seq.bt * a.T + t) * HV + hv;
-    float ct;
-    if constexpr (Final) {
-      ct = to_float(c.c[ci]);
-      lam[r] = to_float(c.lambda(seq.bt, t, hv));
-    } else {
+    if (lane == 0) {
       float rule = 0;  // the default c_t: the rule's log decay, its mean over key channels when per key (SPEC §3)
-      if constexpr (Decay::kind == decay_kind::scalar)
-        rule = src.template log_alpha<Rule>(src.template scalars<Decay::inputs>(seq.bt, t, hv), seq.bt, t, hv, 0);
-      if constexpr (per_key) rule = key_mean[r];
-      ct = round_to<T>(src.stats_log_decay(seq.bt, t, hv, rule));
-      c.c[ci] = from_float<T>(ct);
+      if constexpr (Decay::kind == decay_kind::scalar) rule = src.template log_alpha<Rule>(ts, seq.bt, t, hv, 0);
+      if constexpr (Decay::kind == decay_kind::per_key) rule = gs / static_cast<float>(K);
+      const float ct = round_to<T>(src.stats_log_decay(seq.bt, t, hv, rule));
+      if constexpr (!Final) c.c[(seq.bt * a.T + t) * HV + hv] = from_float<T>(ct);
+      if constexpr (Final) lam[r] = to_float(c.lambda(seq.bt, t, hv));
+      logd[r] = ct, decay[r] = expf(ct);
     }
-    logd[r] = ct, decay[r] = expf(ct);
+    if constexpr (!Final) {
+      if (c.expand_q) {
+        float qv[per_lane], qq = 0;
+        for (int u = 0; u < per_lane; ++u) {
+          const index_t i = lane + 32 * u;
+          qv[u] = i < K ? src.q(seq.bt, t, hv, i) : 0.f;
+          qq += qv[u] * qv[u];
+        }
+        for (int o = 16; o > 0; o >>= 1) qq += __shfl_xor_sync(0xffffffffu, qq, o);
+        const float qn = a.l2q ? rsqrtf(qq + 1e-6f) : 1.f;
+        for (int u = 0; u < per_lane; ++u) {
+          const index_t i = lane + 32 * u;
+          if (i < K) c.qt[at(t) + i] = from_float<T>(qv[u] * qn);
+        }
+      }
+    }
   }
   __syncthreads();
 
@@ -243,51 +181,34 @@ __global__ void __launch_bounds__(ccq_chunk_threads) ccq_chunk_kernel(const ccq_
     return;
   } else {
     __syncthreads();
-    // ---- q̃ = q̂ − λ (Y / z − m (mᵀ q̂) / z²), a warp per token, BQ tokens of a warp at a time ---------------------
-    for (int r0 = warp; r0 < L; r0 += warps * BQ) {
-      float qv[BQ][per_lane], yv[BQ][per_lane];
-#pragma unroll
-      for (int b = 0; b < BQ; ++b) {
-        const int r = r0 + warps * b;
-        const index_t t = t0 + r, row = at(t);
-#pragma unroll
-        for (int u = 0; u < per_lane; ++u) {
-          const index_t x = lane + 32 * u;
-          const bool in = r < L && x < K;
-          qv[b][u] = !in ? 0.f : c.expand_q ? to_float(c.qt[row + x]) : q_at(t, x);
-          yv[b][u] = in ? to_float(c.y[row + x]) : 0.f;
-        }
+    // ---- q̃ = q̂ − λ (Y / z − m (mᵀ q̂) / z²), a warp per token ---------------------------------------------------
+    for (int r = warp; r < L; r += warps) {
+      const index_t t = t0 + r, row = at(t);
+      float qv[per_lane], qq = 0;
+      for (int u = 0; u < per_lane; ++u) {
+        const index_t x = lane + 32 * u;
+        qv[u] = x >= K ? 0.f : c.expand_q ? to_float(c.qt[row + x]) : src.q(seq.bt, t, hv, x);
+        qq += qv[u] * qv[u];
       }
-#pragma unroll
-      for (int b = 0; b < BQ; ++b) {
-        const int r = r0 + warps * b;
-        if (r >= L) break;
-        const index_t t = t0 + r, row = at(t);
-        if (!c.expand_q && a.l2q) {
-          float qq = 0;
-#pragma unroll
-          for (int u = 0; u < per_lane; ++u) qq += qv[b][u] * qv[b][u];
-          const float qn = rsqrtf(warp_sum(qq) + 1e-6f);
-#pragma unroll
-          for (int u = 0; u < per_lane; ++u) qv[b][u] *= qn;
-        }
-        float mq = 0;
-#pragma unroll
-        for (int u = 0; u < per_lane; ++u) {
-          const index_t x = lane + 32 * u;
-          if (x < K) mq += Kc[r * K + x] * qv[b][u];
-        }
-        mq = warp_sum(mq);
-        const float iz = 1.f / zc[r];
-#pragma unroll
-        for (int u = 0; u < per_lane; ++u) {
-          const index_t x = lane + 32 * u;
-          if (x >= K) continue;
-          const float sq = yv[b][u] * iz - Kc[r * K + x] * mq * iz * iz;
-          const T q = from_float<T>(qv[b][u] - lam[r] * sq);
-          c.qt[row + x] = q;
-          if (c.q_tilde_out.ptr) c.q_tilde_out(seq.bt, t, hv, x) = q;
-        }
+      if (!c.expand_q && a.l2q) {
+        for (int o = 16; o > 0; o >>= 1) qq += __shfl_xor_sync(0xffffffffu, qq, o);
+        const float qn = rsqrtf(qq + 1e-6f);
+        for (int u = 0; u < per_lane; ++u) qv[u] *= qn;
+      }
+      float mq = 0;
+      for (int u = 0; u < per_lane; ++u) {
+        const index_t x = lane + 32 * u;
+        if (x < K) mq += Kc[r * K + x] * qv[u];
+      }
+      for (int o = 16; o > 0; o >>= 1) mq += __shfl_xor_sync(0xffffffffu, mq, o);
+      const float iz = 1.f / zc[r];
+      for (int u = 0; u < per_lane; ++u) {
+        const index_t x = lane + 32 * u;
+        if (x >= K) continue;
+        const float sq = to_float(c.y[row + x]) * iz - Kc[r * K + x] * mq * iz * iz;
+        const T q = from_float<T>(qv[u] - lam[r] * sq);
+        c.qt[row + x] = q;
+        if (c.q_tilde_out.ptr) c.q_tilde_out(seq.bt, t, hv, x) = q;
       }
     }
   }

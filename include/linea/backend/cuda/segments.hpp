@@ -179,7 +179,8 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
   const bool no_pass_m = KM == 0;  // the additive rule: M = I
   if (fast && erases<Rule>) {
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
-    m.am_passes = 2, m.link = 400, m.fixed = 800;
+    // a link of the combine: ~37 µs at K = V = 128, H = 16 (ncu, fwd7 2026-12-02; 77 µs before its float4 rows)
+    m.am_passes = 2, m.link = 320, m.fixed = 800;
   } else if (fast && per_key) {
     // pass M (the decay alone) runs the general kernel with V = 1, ~0.7 of this kernel's pass A (an estimate)
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
