@@ -7,6 +7,12 @@
 //   cp     gated_delta and simple_gla at T = 262144 and 1048576: one GPU whole and automatic, and the work of one
 //          rank of R = 2, 4, 8 (rank R-2 when R > 2: passes A and M, the combine over R-2 links, pass C) through a
 //          loopback transport — what each GPU of R would do, without NCCL's time; bytes sent per rank.
+//   sweep  every rule but gdn2 at 1×32768 and 2×16384 over segment_tokens 0, 512, 1024, 2048, 4096, 8192 and the
+//          automatic choice (the piece it takes printed);
+//   ccq    every rule at 8×4096, the identity read and CCQ (uniform weighting, C, m, z written): ms and the ratio;
+//   once   one call of each configuration ncu is asked to split into kernels (after one warm-up call each; the
+//          configurations are named on stderr): linear_attn and gated_delta 8×4096 identity and CCQ, gated_delta,
+//          linear_attn and gla 1×32768 in pieces of 4096 and 2048.
 //
 // Prints one JSON object per line. Figures: median over repeats of the mean of back-to-back calls, after warm-up.
 #include <cuda_runtime.h>
@@ -16,6 +22,7 @@
 #include <cstdio>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <linea/cuda.hpp>
@@ -63,14 +70,14 @@ constexpr index_t H = 16, K = 128, V = 128;
 // One pool of inputs for `tokens` tokens; a call views its first B·T of them.
 struct pool {
   index_t tokens;
-  T *q, *k, *v, *g, *gk, *beta, *b, *w, *o;
+  T *q, *k, *v, *g, *gk, *beta, *b, *w, *o, *lam;
   float* state;
   explicit pool(index_t n) : tokens(n) {
     q = random_tensor(n * H * K, 1, fill::normal), k = random_tensor(n * H * K, 2, fill::unit, K);
     v = random_tensor(n * H * V, 3, fill::normal), g = random_tensor(n * H, 4, fill::logsigmoid);
     gk = random_tensor(n * H * K, 5, fill::logsigmoid), beta = random_tensor(n * H, 6, fill::sigmoid);
     b = random_tensor(n * H * K, 7, fill::sigmoid), w = random_tensor(n * H * V, 8, fill::sigmoid);
-    o = dalloc<T>(n * H * V);
+    o = dalloc<T>(n * H * V), lam = random_tensor(n * H, 9, fill::sigmoid);
     state = dalloc<float>(64 * H * K * V);
     CK(cudaDeviceSynchronize());
   }
@@ -152,6 +159,76 @@ void long_shapes(const pool& x) {
   }
 }
 
+// The CCQ read's arguments on top of make_args: λ in (0, 1), the statistics C, m, z written (uniform weighting).
+struct ccq_outputs {
+  float *C, *m, *z;
+  explicit ccq_outputs(index_t B) : C(dalloc<float>(B * H * K * K)), m(dalloc<float>(B * H * K)), z(dalloc<float>(B * H)) {}
+};
+template <class Rule>
+arguments<T, float> make_ccq_args(const pool& x, const ccq_outputs& s, index_t B, index_t T_) {
+  arguments<T, float> a = make_args<Rule>(x, B, T_);
+  a.ccq.lambda = contiguous<3>(static_cast<const T*>(x.lam), {B, T_, H});
+  a.ccq.C = contiguous<4>(s.C, {B, H, K, K});
+  a.ccq.m = contiguous<3>(s.m, {B, H, K});
+  a.ccq.z = contiguous<2>(s.z, {B, H});
+  return a;
+}
+
+// 8×4096: the identity read and CCQ on the same inputs.
+template <class Rule>
+void ccq_shapes(const pool& x, const ccq_outputs& s) {
+  constexpr index_t B = 8, T_ = 4096;
+  const arguments<T, float> a = make_args<Rule>(x, B, T_), c = make_ccq_args<Rule>(x, s, B, T_);
+  const double id = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a); }, 10, 7, 3);
+  const double cq = time_ms([&] { linea::chunkwise<Rule, read::ccq<read::uniform>, backend::cuda>(c); }, 10, 7, 3);
+  std::printf("{\"kind\":\"ccq\",\"rule\":\"%s\",\"shape\":\"8x4096\",\"identity_ms\":%.4f,\"ccq_ms\":%.4f,\"ratio\":%.3f,"
+              "\"ccq_minus_identity_ms\":%.4f}\n",
+              rule_name<Rule>::value, id, cq, cq / id, cq - id);
+  std::fflush(stdout);
+}
+
+// segment_tokens swept at one long sequence and two half-long ones.
+template <class Rule>
+void sweep_shapes(const pool& x) {
+  for (const auto [B, T_] : {std::pair<index_t, index_t>{1, 32768}, std::pair<index_t, index_t>{2, 16384}}) {
+    const arguments<T, float> a = make_args<Rule>(x, B, T_);
+    const problem p = validate<Rule, read::identity>(a);
+    const index_t automatic = cuda_detail::piece_length<Rule>(a, segments::sequence_starts(a, p), p, cuda::launch{},
+                                                              cuda_detail::current_device());
+    for (const std::int64_t piece : {0, 512, 1024, 2048, 4096, 8192, -1}) {
+      const cuda::launch l{.segment_tokens = piece};
+      const double ms = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, l); });
+      std::printf("{\"kind\":\"sweep\",\"rule\":\"%s\",\"shape\":\"%ldx%ld\",\"segment_tokens\":%ld,\"piece\":%ld,"
+                  "\"ms\":%.4f,\"ns_per_token\":%.3f}\n",
+                  rule_name<Rule>::value, long(B), long(T_), long(piece), long(piece < 0 ? automatic : piece), ms,
+                  ms * 1e6 / double(B * T_));
+      std::fflush(stdout);
+    }
+  }
+}
+
+// One call of a configuration after one warm-up call, synchronised, named on stderr (ncu's per-kernel split).
+template <class F>
+void once(const char* name, F&& f) {
+  f();
+  CK(cudaDeviceSynchronize());
+  std::fprintf(stderr, "once: %s\n", name);
+  f();
+  CK(cudaDeviceSynchronize());
+}
+template <class Rule>
+void once_ccq(const pool& x, const ccq_outputs& s) {
+  const arguments<T, float> a = make_args<Rule>(x, 8, 4096), c = make_ccq_args<Rule>(x, s, 8, 4096);
+  once(rule_name<Rule>::value, [&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a); });
+  once(rule_name<Rule>::value, [&] { linea::chunkwise<Rule, read::ccq<read::uniform>, backend::cuda>(c); });
+}
+template <class Rule>
+void once_long(const pool& x) {
+  const arguments<T, float> a = make_args<Rule>(x, 1, 32768);
+  for (const std::int64_t piece : {4096, 2048})
+    once(rule_name<Rule>::value, [&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {.segment_tokens = piece}); });
+}
+
 void device_copy(void* dst, const void* src, std::size_t n) { CK(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, nullptr)); }
 
 template <class Rule>
@@ -185,8 +262,11 @@ void context_parallel_shapes(const pool& x) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool long_only = false, cp_only = false;
+  bool long_only = false, cp_only = false, sweep = false, ccq = false, one = false;
   for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--sweep")) sweep = true;
+    if (!std::strcmp(argv[i], "--ccq")) ccq = true;
+    if (!std::strcmp(argv[i], "--once")) one = true;
     if (!std::strcmp(argv[i], "--long")) long_only = true;
     if (!std::strcmp(argv[i], "--cp")) cp_only = true;
   }
@@ -194,6 +274,23 @@ int main(int argc, char** argv) {
     cudaDeviceProp prop{};
     CK(cudaGetDeviceProperties(&prop, 0));
     std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d}\n", prop.name, prop.multiProcessorCount);
+    if (sweep || ccq || one) {
+      const pool x(65536);
+      const ccq_outputs s(8);
+      if (one) {
+        once_ccq<additive>(x, s), once_ccq<gated_delta>(x, s);
+        once_long<gated_delta>(x), once_long<additive>(x), once_long<gla>(x);
+      }
+      if (ccq) {
+        ccq_shapes<additive>(x, s), ccq_shapes<simple_gla>(x, s), ccq_shapes<gla>(x, s), ccq_shapes<delta>(x, s);
+        ccq_shapes<gated_delta>(x, s), ccq_shapes<kda>(x, s), ccq_shapes<gdn2>(x, s);
+      }
+      if (sweep) {
+        sweep_shapes<gated_delta>(x), sweep_shapes<delta>(x), sweep_shapes<simple_gla>(x);
+        sweep_shapes<additive>(x), sweep_shapes<gla>(x), sweep_shapes<kda>(x);
+      }
+      return 0;
+    }
     if (!cp_only) {
       const pool x(65536);
       long_shapes<gated_delta>(x);

@@ -101,6 +101,8 @@ inline plan make_plan(const std::vector<std::int64_t>& starts, index_t piece) {
 // A segmented call costs `am_passes` launches over the cut sequences (pass A, and pass M relative to it), one over
 // every piece (pass C), `link` steps per link of the longest chain (the combine is sequential along a sequence) and
 // `fixed` steps (scratch, copies, small launches — and, for bandwidth-bound kernels, what the serial model misses).
+// A pass M that runs on a kernel of its own with fewer CTAs per piece (`m_units`, e.g. the decay alone with V = 1)
+// is one more launch over the cut sequences, `m_passes` times pass A's cost per step, instead of part of am_passes.
 // The backend calibrates these (backend/cuda/segments.hpp); cutting is chosen when it saves at least 15%, with
 // pieces that are multiples of 64 tokens and at least `min_piece` long.
 struct cost_model {
@@ -109,6 +111,8 @@ struct cost_model {
   double am_passes = 2;   // pass A + pass M, in launches over the cut sequences
   double link = 0;        // steps per link of the combine's longest chain
   double fixed = 0;       // steps per segmented call
+  double m_passes = 0;    // pass M on a kernel of its own: its cost per step, in pass A's (0: none)
+  double m_units = 0;     // pass M's CTAs per piece
   index_t min_piece = 512;
   double overhead = 64;   // per piece, in tokens (a CTA's start)
 };
@@ -150,8 +154,13 @@ inline index_t choose_piece(const std::vector<std::int64_t>& starts, const cost_
       }
       links = std::max(links, parts - 1);
     }
-    const double cost = m.am_passes * detail::launch_cost(cut, m) + detail::launch_cost(all, m) +
-                        static_cast<double>(links) * m.link + m.fixed;
+    double cost = m.am_passes * detail::launch_cost(cut, m) + detail::launch_cost(all, m) +
+                  static_cast<double>(links) * m.link + m.fixed;
+    if (m.m_passes > 0) {
+      cost_model pass_m = m;
+      pass_m.units = m.m_units;
+      cost += m.m_passes * detail::launch_cost(cut, pass_m);
+    }
     if (cost < best_cost) best_cost = cost, best = piece;
   }
   return best;

@@ -104,6 +104,8 @@ TEST_CASE_TEMPLATE("CUDA segmented chunkwise equals the reference", Rule, LINEA_
   check_segmented<Rule, bf16>({.B = 2, .T = 700, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true}, 128);
   // float32 (the general kernel), K ≠ V (a transition scratch of its own), GVA.
   check_segmented<Rule, float>({.B = 1, .T = 600, .H = 1, .HV = 2, .K = 32, .V = 16}, 128);
+  // K not a multiple of 4 (the combine reads M element by element), V not a multiple of its 16 columns per CTA.
+  check_segmented<Rule, float>({.B = 1, .T = 400, .H = 1, .HV = 2, .K = 18, .V = 20}, 128);
   // Packed: one long sequence among short ones, the automatic choice too (the long one is cut or not, same result).
   const case_shape packed{.H = 2, .HV = 4, .K = 64, .V = 64, .seqlens = {3000, 64, 0, 100, 1500, 33}, .initial_state = true};
   check_segmented<Rule, bf16>(packed, 256);

@@ -179,15 +179,20 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
   const bool no_pass_m = KM == 0;  // the additive rule: M = I
   if (fast && erases<Rule>) {
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
-    m.am_passes = 2, m.link = 400, m.fixed = 800;
+    // a link of the combine: ~37 µs at K = V = 128, H = 16 (ncu, fwd7 2026-12-02; 77 µs before its float4 rows)
+    m.am_passes = 2, m.link = 320, m.fixed = 800;
   } else if (fast && per_key) {
     // pass M (the decay alone) runs the general kernel with V = 1, ~0.7 of this kernel's pass A (an estimate)
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
     m.am_passes = 1.7, m.link = 20, m.fixed = 300;
   } else if (fast) {
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
-    // simple_gla's pass M (general kernel, V = 1) measured ~2.7 times its pass A: 1.656 ms against linear_attn's 0.709
-    m.am_passes = no_pass_m ? 1 : 3.7, m.link = 70, m.fixed = 6000;
+    // simple_gla's pass M (the general kernel with V = 1: one CTA per piece and head) costs ~2.7 times its pass A
+    // per step (1.657 ms against linear_attn's 0.724 at 1×32768 in pieces of 4096), but with half the CTAs per
+    // piece it fills the device with shorter pieces: 2048 measured 1.412 ms against 1.646 for 4096 (fwd7,
+    // 2026-12-02), where the model that counted pass M as 2.7 more launches of pass A chose 4096.
+    m.am_passes = 1, m.link = 70, m.fixed = 6000;
+    if (!no_pass_m) m.m_passes = 2.7, m.m_units = static_cast<double>(p.HV);
   } else {
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
     m.am_passes = erases<Rule> ? 2 : (no_pass_m ? 1 : 1.5), m.link = erases<Rule> ? 150 : 20, m.fixed = 300;
