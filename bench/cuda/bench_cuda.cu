@@ -253,10 +253,10 @@ void bench_decode(const inputs* sets, double copy, indices mode) {
   CK(cudaFree(device_idx));
 }
 
-// The decode kernel's variants, launched directly (CPL value columns per lane, NW warps per block, Lean: key
-// vectors by shuffles; the library's choice is in launch.hpp), row b = state b or through a device-side permutation.
-template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1, int Ahead = 0>
-void bench_decode_variant(const inputs* sets, double copy, indices mode) {
+// The decode kernels, launched directly (`launch(k, rows)`; the library's choice is in launch.hpp), row b = state b
+// or through a device-side permutation.
+template <class Rule, class Launch>
+void bench_decode_variant(const char* variant, const inputs* sets, double copy, indices mode, Launch&& launch) {
   const index_t B = 256, H = 16, K = 128, V = 128;
   T* o = dalloc<T>(B * H * V);
   float* pool = dalloc<float>(B * H * K * V);
@@ -274,30 +274,33 @@ void bench_decode_variant(const inputs* sets, double copy, indices mode) {
     k[s] = cuda_detail::make_kernel_args(a, p);
     if (mode != indices::none) k[s].state_indices = device_idx;
   }
-  const cuda_detail::exec x{};
-  const double ms = time_ms([&](int i) { cuda_detail::launch_decode_k<Rule, T, 128, CPL, NW, Lean, MinBlocks, Ahead>(k[i & 1], B, x); }, 20, 9, 5);
+  const double ms = time_ms([&](int i) { launch(k[i & 1], B); }, 20, 9, 5);
   const double bytes = 2.0 * B * H * K * V * 4;
-  std::printf("{\"kind\":\"decode_variant\",\"rule\":\"%s\",\"cpl\":%d,\"warps\":%d,\"lean\":%d,\"min_blocks\":%d,"
-              "\"ahead\":%d,\"indices\":\"%s\",\"ms\":%.4f,\"copy_frac\":%.3f}\n",
-              rule_name<Rule>::value, CPL, NW, int(Lean), MinBlocks, Ahead, indices_name(mode), ms,
-              bytes / (ms * 1e-3) / 1e12 / copy);
+  std::printf("{\"kind\":\"decode_variant\",\"rule\":\"%s\",\"variant\":\"%s\",\"indices\":\"%s\",\"ms\":%.4f,"
+              "\"copy_frac\":%.3f}\n",
+              rule_name<Rule>::value, variant, indices_name(mode), ms, bytes / (ms * 1e-3) / 1e12 / copy);
   std::fflush(stdout);
   CK(cudaFree(o));
   CK(cudaFree(pool));
   CK(cudaFree(device_idx));
 }
-template <int CPL, int NW, bool Lean = false>
-void decode_variant(const inputs* sets, double copy) {
+// Every rule, row b = state b and through the permuted pool (device-side indices: issue #13's case): decode_kernel
+// (one block a tile, the library's before the pipelined kernel), the pipelined kernel with as many blocks as fit
+// (`resident` a device), with twice that, and with 4 tiles a block; the library's step (linea::step) beside them.
+void decode_variants(const inputs* sets, double copy, int resident) {
+  const cuda_detail::exec x{};
   for (indices m : {indices::none, indices::device}) {
-    bench_decode_variant<gated_delta, CPL, NW, Lean>(sets, copy, m);
-    bench_decode_variant<additive, CPL, NW, Lean>(sets, copy, m);
+    all_rules::for_each([&]<class Rule>() {
+      using cuda_detail::launch_decode_k, cuda_detail::launch_decode_pipelined;
+      bench_decode_variant<Rule>("decode_kernel", sets, copy, m, [&](const auto& k, index_t B) { launch_decode_k<Rule, T, 128>(k, B, x); });
+      bench_decode_variant<Rule>("pipelined", sets, copy, m, [&](const auto& k, index_t B) { launch_decode_pipelined<Rule, T, 128>(k, B, x); });
+      bench_decode_variant<Rule>("pipelined_2x", sets, copy, m,
+                                 [&](const auto& k, index_t B) { launch_decode_pipelined<Rule, T, 128>(k, B, x, 2 * resident); });
+      bench_decode_variant<Rule>("pipelined_4_tiles", sets, copy, m,
+                                 [&](const auto& k, index_t B) { launch_decode_pipelined<Rule, T, 128>(k, B, x, int(B * 16 / 4)); });
+      if (m == indices::device) bench_decode<Rule>(sets, copy, indices::device);
+    });
   }
-}
-// Every rule through the permuted pool (device-side indices): issue #13's case.
-template <int CPL, int NW, bool Lean, int MinBlocks = 1, int Ahead = 0>
-void decode_variant_rules(const inputs* sets, double copy, indices mode = indices::device) {
-  all_rules::for_each(
-      [&]<class Rule>() { bench_decode_variant<Rule, CPL, NW, Lean, MinBlocks, Ahead>(sets, copy, mode); });
 }
 
 // Forward (chunkwise) then backward (dq, dk, dv and the gate gradients, from dL/do) at one shape.
@@ -381,16 +384,15 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     if (variants) {
       const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};
-      // The library's kernel against the same with the tile of the block Ahead rows later prefetched into L2
-      // (decode_kernel.hpp's prefetch_later_tile; ~25 rows of 16 heads are resident at three blocks an SM on 132
-      // SMs). Earlier sessions' variants (unbounded, lean, 2 columns a lane): bench/cuda/README.md.
-      for (int rep = 0; rep < 2; ++rep) {  // twice, interleaved: the spread between runs
-        decode_variant_rules<4, 4, false, 3>(sets, copy);  // the library's
-        decode_variant_rules<4, 4, false, 3, 24>(sets, copy);
-        decode_variant_rules<4, 4, false, 3, 32>(sets, copy);
-        decode_variant_rules<4, 4, false, 3, 48>(sets, copy);
-        decode_variant_rules<4, 4, false, 3>(sets, copy, indices::none);  // row b = state b
-        decode_variant_rules<4, 4, false, 3, 32>(sets, copy, indices::none);
+      constexpr auto pipelined = cuda_detail::decode_pipelined_kernel<gated_delta, T, 128, 4, 3>;  // blocks at once
+      cuda_detail::allow_dynamic_shared<pipelined>(cuda_detail::decode_staged_bytes<128, 4>, 0);
+      int resident = cuda_detail::resident_blocks<pipelined>(128, cuda_detail::decode_staged_bytes<128, 4>, 0);
+      std::printf("{\"kind\":\"decode_pipelined_blocks_per_sm\",\"value\":%d}\n", resident);
+      resident *= prop.multiProcessorCount;
+      for (int round = 0; round < 3; ++round) {  // three rounds, interleaved: the spread between runs; copy each round
+        const double c = round == 0 ? copy : copy_tbps();
+        std::printf("{\"kind\":\"round\",\"round\":%d,\"copy_tbps\":%.3f}\n", round, c);
+        decode_variants(sets, c, resident);
       }
       return 0;
     }

@@ -73,12 +73,27 @@ void launch_recurrent(const kernel_args<T>& k, index_t rows, const exec& x) {
 // at <= 168 registers, which ptxas does not aim for by itself (184 without the bound: two blocks, ~14% slower;
 // bench/cuda/README.md, 2026-12-02). Other shapes: no bound unless asked.
 template <class Rule, class T, int KMAX, int CPL = 4, int NW = decode_threads / 32, bool Lean = false,
-          int MinBlocks = (CPL == 4 && NW == 4 ? 3 : 1), int Ahead = 0>
+          int MinBlocks = (CPL == 4 && NW == 4 ? 3 : 1)>
 void launch_decode_k(const kernel_args<T>& k, index_t rows, const exec& x) {
   constexpr int cols = 32 * CPL;
   const dim3 grid(static_cast<unsigned>((k.V + cols - 1) / cols), static_cast<unsigned>(k.HV), static_cast<unsigned>(rows));
-  decode_kernel<Rule, T, KMAX, CPL, NW, Lean, MinBlocks, Ahead><<<grid, 32 * NW, 0, x.stream>>>(k);
+  decode_kernel<Rule, T, KMAX, CPL, NW, Lean, MinBlocks><<<grid, 32 * NW, 0, x.stream>>>(k);
   check_launch("decode_kernel");
+}
+
+// The pipelined decode kernel (decode_kernel.hpp): as many blocks as fit on the device at once (`blocks` > 0: that
+// many instead), each taking tiles gridDim.x apart with the next tile's copies in flight. Its shared memory (the
+// staged tile, 64 KB at K <= 128, three blocks an SM) is set once per device, and so is the count of blocks that fit.
+template <class Rule, class T, int KMAX, int NW = decode_threads / 32, int MinBlocks = 3>
+void launch_decode_pipelined(const kernel_args<T>& k, index_t rows, const exec& x, int blocks = 0) {
+  constexpr auto kernel = decode_pipelined_kernel<Rule, T, KMAX, NW, MinBlocks>;
+  constexpr std::size_t bytes = decode_staged_bytes<KMAX, NW>;
+  allow_dynamic_shared<kernel>(bytes, x.device);
+  if (blocks <= 0) blocks = resident_blocks<kernel>(32 * NW, bytes, x.device) * multiprocessor_count(x.device);
+  const index_t items = (k.V + 127) / 128 * k.HV * rows;
+  const unsigned grid = static_cast<unsigned>(items < blocks ? items : blocks);
+  kernel<<<grid, 32 * NW, bytes, x.stream>>>(k, static_cast<unsigned>(items));
+  check_launch("decode_pipelined_kernel");
 }
 
 template <class Rule, class T, pass P>
