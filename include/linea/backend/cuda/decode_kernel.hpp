@@ -8,6 +8,9 @@
 // owns key rows w, w+4, w+8, ...: each load instruction of a warp reads 32·CPL·4 contiguous bytes, and every
 // state load of the thread is issued before the first one is used. The two sums over key rows (Sᵀe and Sᵀq)
 // cross warps through shared memory. Strided or unaligned states take the same path with scalar loads.
+// decode_pipelined_kernel (the library's, launch.hpp) runs the same token work over tiles whose state a block
+// copied into shared memory while it worked on the previous tile; decode_kernel (one block a tile) and its layout
+// variants are measured against it (bench_cuda.cu --decode-variants).
 #pragma once
 #include "source.hpp"
 

@@ -66,7 +66,10 @@ void launch_recurrent(const kernel_args<T>& k, index_t rows, const exec& x) {
 }
 
 // ---- decode step (main pass, K <= 128); the stats pass and larger K use the token-by-token kernel -----------------
-// Four columns per lane (16-byte loads): closer to copy bandwidth on the H200 than two (bench/cuda/README.md).
+// The library's is the pipelined kernel (launch_decode_pipelined, below): decode_kernel's layout with the next tile
+// in flight during this one's work, which takes the dependent load of a state index off the critical path
+// (bench/cuda/README.md, 2026-12-02, fourth session). decode_kernel stays for its variants:
+// four columns per lane (16-byte loads): closer to copy bandwidth on the H200 than two (bench/cuda/README.md).
 // (CPL, NW, Lean, MinBlocks: columns per lane, warps per block, key vectors by shuffles, blocks per SM;
 // bench_cuda.cu --decode-variants measures the others.)
 // MinBlocks = 3 for the library's shape: the 128-thread block with its 32×4 state registers fits three to an SM only
@@ -100,9 +103,9 @@ template <class Rule, class T, pass P>
 void launch_step(const kernel_args<T>& k, index_t rows, const exec& x) {
   if (rows == 0 || k.HV == 0) return;
   if constexpr (P == pass::main) {
-    if (k.K <= 32) return launch_decode_k<Rule, T, 32>(k, rows, x);
-    if (k.K <= 64) return launch_decode_k<Rule, T, 64>(k, rows, x);
-    if (k.K <= 128) return launch_decode_k<Rule, T, 128>(k, rows, x);
+    if (k.K <= 32) return launch_decode_pipelined<Rule, T, 32>(k, rows, x);
+    if (k.K <= 64) return launch_decode_pipelined<Rule, T, 64>(k, rows, x);
+    if (k.K <= 128) return launch_decode_pipelined<Rule, T, 128>(k, rows, x);
   }
   launch_recurrent<Rule, T, P>(k, rows, x);
 }
