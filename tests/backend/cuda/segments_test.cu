@@ -184,7 +184,7 @@ TEST_CASE("CUDA context parallel: the scratch in a caller's workspace") {
 // lease; in use: another rank on the same stream, which then waits in the exchange for this one), the call throws
 // at once, naming the way out, before anything is written — instead of waiting for ever. Once it is free, the same
 // call runs.
-TEST_CASE("CUDA context parallel: the cached workspace held by another call is an error, not a wait") {
+TEST_CASE("CUDA context parallel: the cached workspace held by another call is an error (no wait)") {
   using Rule = gated_delta;
   const case_shape shape{.B = 1, .T = 300, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true};
   auto c = random_case<Rule, bf16>::make(shape);
