@@ -254,150 +254,6 @@ void bench_decode(const inputs* sets, double copy, indices mode) {
   CK(cudaFree(device_idx));
 }
 
-}  // namespace
-// main's decode_kernel before this session's refactor into decode_token (a5f0e85..5f6d3f9, less hyg4's prefetch
-// option), verbatim: the A/B of the refactored kernel against it (bench/cuda/README.md, 2026-12-02, dec5).
-namespace linea::cuda_detail {
-template <class Rule, class T, int KMAX, int CPL, int NW, bool Lean, int MinBlocks>
-__global__ void __launch_bounds__(32 * NW, MinBlocks) main_decode_kernel(const kernel_args<T> a) {
-  using traits = pass_traits<Rule, pass::main>;
-  static_assert(KMAX % NW == 0, "decode_kernel: every warp owns the same number of key rows");
-  constexpr int threads = 32 * NW, RW = KMAX / NW, cols = 32 * CPL;
-  static_assert(!Lean || RW <= 32, "decode_kernel: a lean warp's lanes hold its key rows");
-  const source<T> src{a};
-  const int K = static_cast<int>(a.K), V = static_cast<int>(a.V);
-  const index_t hv = blockIdx.y, n = blockIdx.z;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int jb = static_cast<int>(blockIdx.x) * cols, j0 = jb + CPL * lane;
-  const int nj = V - j0;  // this lane's columns that exist (≥ CPL: all)
-  const seq_range seq = sequence_of(a, n);
-  const index_t bt = seq.bt;
-  if (seq.row < 0) return skip_row<cols, threads>(a, bt, hv, jb, tid);
-
-  __shared__ float qs[Lean ? 1 : KMAX], ks[Lean ? 1 : KMAX], es[Lean ? 1 : KMAX], al[Lean ? 1 : KMAX];
-  __shared__ __align__(16) float part_r[NW][cols], part_o[NW][cols];
-  __shared__ float red[2][NW];
-
-  // ---- 1. the state tile: all loads in flight before any is used -------------------------------------------------
-  float s[RW][CPL];
-  load_state_tile<KMAX, CPL, NW>(a, seq.row, hv, warp, j0, nj, s);
-
-  // ---- 2. the token: q, k, gates (shared memory, or a lane per key row); this lane's v (and w) in registers ---------
-  // Row pointers once: a view's index costs a 64-bit multiply-add per dimension.
-  const T* qrow = a.q.row(bt, 0, hv / a.G);
-  const T* krow = a.k.row(bt, 0, hv / a.G);
-  const float* qtrow = a.q_tilde_in.ptr ? a.q_tilde_in.row(bt, 0, hv) : nullptr;
-  // The token's scalar inputs (g, β): every thread loads them (one broadcast load per warp), so each lane's hooks
-  // have them without a barrier.
-  const token_scalars ts = src.template scalars<Rule::inputs>(bt, 0, hv);
-  auto key_row = [&](int i, float& qi, float& ki, float& li, float& bi) {  // key row i < K of the token
-    qi = qtrow ? qtrow[i * a.q_tilde_in.str[3]] : to_float(qrow[i * a.q.str[3]]);
-    ki = to_float(krow[i * a.k.str[3]]);
-    if constexpr (traits::per_key) li = src.template log_alpha<Rule>(ts, bt, 0, hv, i);
-    if constexpr (traits::erases) bi = src.template erase_gate<Rule>(ts, bt, 0, hv, i);
-  };
-  float qq = 0, kk = 0;
-  float lq = 0, lk = 0, la = 1, le = 0;  // Lean: this lane's key row lane·NW + warp (q, k, α_i, b_i k_i)
-  if constexpr (Lean) {
-    const int i = lane * NW + warp;
-    if (lane < RW && i < K) {
-      float li = 0, bi = 0;
-      key_row(i, lq, lk, li, bi);
-      la = traits::per_key ? expf(li) : 1.f, le = bi * lk;
-    }
-    qq = lq * lq, kk = lk * lk;
-  } else {
-    for (int i = tid; i < KMAX; i += threads) {
-      float qi = 0, ki = 0, li = 0, bi = 0;
-      if (i < K) key_row(i, qi, ki, li, bi);
-      qs[i] = qi, ks[i] = ki, al[i] = traits::per_key ? expf(li) : 1.f, es[i] = bi;  // es: the erase gate b_i
-      qq += qi * qi, kk += ki * ki;
-    }
-  }
-  float vv[CPL], ww[CPL];
-  load_values<Rule, CPL>(a, ts, bt, hv, j0, nj, vv, ww);
-#pragma unroll
-  for (int o = 16; o > 0; o >>= 1) {
-    qq += __shfl_xor_sync(0xffffffffu, qq, o);
-    kk += __shfl_xor_sync(0xffffffffu, kk, o);
-  }
-  if (lane == 0) red[0][warp] = qq, red[1][warp] = kk;
-  const float alpha = traits::scalar ? expf(src.template log_alpha<Rule>(ts, bt, 0, hv, 0)) : 1.f;
-  auto norms = [&](float& qn, float& kn) {  // after a barrier: ‖q‖⁻¹, ‖k‖⁻¹ where asked for, else 1
-    float qsum = 0, ksum = 0;
-#pragma unroll
-    for (int w = 0; w < NW; ++w) qsum += red[0][w], ksum += red[1][w];
-    qn = src.q_normalised() ? rsqrtf(qsum + 1e-6f) : 1.f, kn = a.l2k ? rsqrtf(ksum + 1e-6f) : 1.f;
-  };
-  float qn = 1, kn = 1;
-  if constexpr (!Lean) {
-    __syncthreads();
-    norms(qn, kn);
-  }
-
-  // ---- 3. decay, then r = Sᵀ e (partial over this warp's rows, summed across warps) ---------------------------------
-  float rp[CPL] = {};
-#pragma unroll
-  for (int r = 0; r < RW; ++r) {
-    const int i = r * NW + warp;
-    float d = alpha, e = 0;
-    if constexpr (Lean) {
-      if constexpr (traits::per_key) d = __shfl_sync(0xffffffffu, la, r);
-      if constexpr (traits::erases) e = __shfl_sync(0xffffffffu, le, r);  // b_i k_i; ‖k‖⁻¹ after the barrier
-    } else {
-      if constexpr (traits::per_key) d = al[i];
-      if constexpr (traits::erases) e = es[i] * ks[i] * kn;  // b_i k̂_i
-    }
-#pragma unroll
-    for (int c = 0; c < CPL; ++c) {
-      if constexpr (traits::per_key || traits::scalar) s[r][c] *= d;
-      if constexpr (traits::erases) rp[c] = fmaf(e, s[r][c], rp[c]);
-    }
-  }
-  float u[CPL];
-  if constexpr (traits::erases) {
-#pragma unroll
-    for (int c = 0; c < CPL; ++c) part_r[warp][CPL * lane + c] = rp[c];
-  }
-  if (Lean || traits::erases) __syncthreads();
-  if constexpr (Lean) norms(qn, kn);
-#pragma unroll
-  for (int c = 0; c < CPL; ++c) {
-    float rr = 0;
-    if constexpr (traits::erases) {
-#pragma unroll
-      for (int w = 0; w < NW; ++w) rr += part_r[w][CPL * lane + c];
-      if constexpr (Lean) rr *= kn;
-    }
-    u[c] = ww[c] * vv[c] - rr;
-  }
-
-  // ---- 4. S ← S + k uᵀ, o = Sᵀ q; the state goes back as soon as it is final ---------------------------------------
-  float op[CPL] = {};
-  float* s1 = a.final_state.ptr ? a.final_state.row(seq.row, hv, 0) : nullptr;
-  const index_t rs1 = a.final_state.str[2], cs1 = a.final_state.str[3];
-  const bool vec1 = cs1 == 1 && rs1 % CPL == 0 && (reinterpret_cast<std::uintptr_t>(s1) & (4 * CPL - 1)) == 0;
-#pragma unroll
-  for (int r = 0; r < RW; ++r) {
-    const int i = r * NW + warp;
-    float k, q;
-    if constexpr (Lean) k = __shfl_sync(0xffffffffu, lk, r) * kn, q = __shfl_sync(0xffffffffu, lq, r);
-    else k = ks[i] * kn, q = qs[i] * qn;
-#pragma unroll
-    for (int c = 0; c < CPL; ++c) {
-      s[r][c] = fmaf(k, u[c], s[r][c]);
-      op[c] = fmaf(q, s[r][c], op[c]);
-    }
-    if (s1 && i < K && nj > 0) store_cols<CPL>(s1 + i * rs1 + j0 * cs1, cs1, vec1, nj, s[r]);
-  }
-#pragma unroll
-  for (int c = 0; c < CPL; ++c) part_o[warp][CPL * lane + c] = op[c];
-  __syncthreads();
-  if (warp == 0) write_outputs<CPL, NW, cols>(a, bt, hv, lane, j0, nj, part_o, u, a.scale * (Lean ? qn : 1.f));
-}
-
-}  // namespace linea::cuda_detail
-namespace {
 // The decode kernels, launched directly (`launch(k, rows)`; the library's choice is in launch.hpp), row b = state b
 // or through a device-side permutation.
 template <class Rule, class Launch>
@@ -431,19 +287,16 @@ void bench_decode_variant(const char* variant, const inputs* sets, double copy, 
   CK(cudaFree(device_idx));
 }
 // Every rule, row b = state b, through the permuted pool (device-side indices: issue #13's case), in order and with
-// neighbours swapped: decode_kernel (the library's), main's decode_kernel before the refactor, the pipelined kernel
-// (as many blocks as fit, `resident` a device); the library's step (linea::step) beside them.
-void decode_variants(const inputs* sets, double copy, int resident) {
+// neighbours swapped: the library's decode kernel launched directly, and the library's step (linea::step) beside it
+// through the permuted pool. (The fourth session's pipelined kernel — the next tile staged in shared memory while a
+// persistent block works on the current one — and a refactored copy of decode_kernel were measured here at dec5's
+// commit 362d0c4: bench/cuda/README.md, 2026-12-02, dec5.)
+void decode_variants(const inputs* sets, double copy) {
   const cuda_detail::exec x{};
   for (indices m : {indices::none, indices::device, indices::device_in_order, indices::device_swap}) {
     all_rules::for_each([&]<class Rule>() {
-      using cuda_detail::launch_decode_k, cuda_detail::launch_decode_pipelined;
-      bench_decode_variant<Rule>("decode_kernel", sets, copy, m, [&](const auto& k, index_t B) { launch_decode_k<Rule, T, 128>(k, B, x); });
-      bench_decode_variant<Rule>("main_decode_kernel", sets, copy, m, [&](const auto& k, index_t B) {
-        cuda_detail::main_decode_kernel<Rule, T, 128, 4, 4, false, 3><<<dim3(1, 16, unsigned(B)), 128, 0, x.stream>>>(k);
-      });
-      bench_decode_variant<Rule>("pipelined", sets, copy, m,
-                                 [&](const auto& k, index_t B) { launch_decode_pipelined<Rule, T, 128>(k, B, x, resident); });
+      bench_decode_variant<Rule>("decode_kernel", sets, copy, m,
+                                 [&](const auto& k, index_t B) { cuda_detail::launch_decode_k<Rule, T, 128>(k, B, x); });
       if (m == indices::device) bench_decode<Rule>(sets, copy, indices::device);
     });
   }
@@ -517,7 +370,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--decode-only")) chunk = false;
     if (!std::strcmp(argv[i], "--chunk-only")) decode = false;
     if (!std::strcmp(argv[i], "--profile")) once = true;
-    if (!std::strcmp(argv[i], "--decode-variants")) variants = true;  // the decode kernel's variants only
+    if (!std::strcmp(argv[i], "--decode-variants")) variants = true;  // the decode kernel through four index modes only
     if (!std::strcmp(argv[i], "--v128-only")) narrow = true;  // chunkwise: V = 128 only (no V = 64, no qk_l2norm rows)
     if (!std::strcmp(argv[i], "--backward")) backward_only = true;  // forward + backward only  // one gated_delta chunkwise call and one decode step, for ncu
   }
@@ -530,15 +383,10 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     if (variants) {
       const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};
-      constexpr auto pipelined = cuda_detail::decode_pipelined_kernel<gated_delta, T, 128, 4, 3>;  // blocks at once
-      cuda_detail::allow_dynamic_shared<pipelined>(cuda_detail::decode_staged_bytes<128, 4>, 0);
-      int resident = cuda_detail::resident_blocks<pipelined>(128, cuda_detail::decode_staged_bytes<128, 4>, 0);
-      std::printf("{\"kind\":\"decode_pipelined_blocks_per_sm\",\"value\":%d}\n", resident);
-      resident *= prop.multiProcessorCount;
       for (int round = 0; round < 3; ++round) {  // three rounds, interleaved: the spread between runs; copy each round
         const double c = round == 0 ? copy : copy_tbps();
         std::printf("{\"kind\":\"round\",\"round\":%d,\"copy_tbps\":%.3f}\n", round, c);
-        decode_variants(sets, c, resident);
+        decode_variants(sets, c);
       }
       return 0;
     }

@@ -120,16 +120,14 @@ TEST_CASE("cuda: per-key rules' chunk kernels with in-kernel gates (A_log, per-k
 }
 }  // namespace linea::testing
 
-// The decode kernels launched directly — decode_kernel's variants (CPL value columns per lane, NW warps per block,
-// Lean: key vectors by shuffles, MinBlocks per SM) and the pipelined kernel with a few blocks each taking several
-// tiles (launch.hpp has the library's choice, bench_cuda.cu --decode-variants measures them) — give the library's
-// results through a permuted pool with a skipped row, with and without qk_l2norm (the library's result is checked
-// against the float64 reference in rules_test.cu). K = V = 128, or K = 72 (key rows past K) with V = 128 or V = 130
-// (a second column tile of 2; rows of 130 floats take no 16-byte copies: the pipelined kernel's direct loads).
+// The decode kernel's variants (CPL value columns per lane, NW warps per block, Lean: key vectors by shuffles,
+// MinBlocks per SM; launch.hpp has the library's choice, bench_cuda.cu --decode-variants measures the others) give
+// the library's results through a permuted pool with a skipped row, K = V = 128, with and without qk_l2norm (the
+// library's result is checked against the float64 reference in rules_test.cu).
 namespace linea::testing {
-template <class Rule, class Launch>
-void decode_launch_matches(const char* what, Launch&& launch, bool l2norm = false, index_t K = 128, index_t V = 128) {
-  const index_t B = 6, HV = 2;
+template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1>
+void decode_variant_matches(bool l2norm = false) {
+  const index_t B = 6, HV = 2, K = 128, V = 128;
   auto c = random_case<Rule, bf16>::make({.B = B, .T = 1, .H = 2, .HV = HV, .K = K, .V = V, .initial_state = true, .seed = 41});
   const std::vector<std::int32_t> idx = {3, -1, 0, 5, 1, 2};
   tensor<float, 4> pools[2] = {tensor<float, 4>(c.h0.extents()), tensor<float, 4>(c.h0.extents())};
@@ -150,52 +148,28 @@ void decode_launch_matches(const char* what, Launch&& launch, bool l2norm = fals
       std::copy(idx.begin(), idx.end(), it.data());
       auto k = cuda_detail::make_kernel_args(a, p);
       k.state_indices = d.pool.copy(it);
-      launch(k, B);
+      cuda_detail::launch_decode_k<Rule, bf16, 128, CPL, NW, Lean, MinBlocks>(k, B, cuda_detail::exec{});
     }
     cuda_ok(cudaDeviceSynchronize());
     copy_back(pools[variant], pool);
     copy_back(outs[variant], d.o);
   }
-  INFO(rule_name<Rule>::value << " decode " << what << ", qk_l2norm " << l2norm << ", K = " << K << ", V = " << V);
+  INFO(rule_name<Rule>::value << " decode CPL = " << CPL << ", NW = " << NW << ", lean " << Lean << ", min blocks "
+                              << MinBlocks << ", qk_l2norm " << l2norm);
   CHECK(relative_error(outs[1], outs[0]) <= tolerance_for<bf16>());
   CHECK(relative_error(pools[1], pools[0]) <= tolerance_for<float>());
   CHECK(all_finite(pools[1]));
 }
-template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1>
-void decode_variant_matches(bool l2norm = false) {
-  const std::string what = "CPL = " + std::to_string(CPL) + ", NW = " + std::to_string(NW) + ", lean " +
-                           std::to_string(Lean) + ", min blocks " + std::to_string(MinBlocks);
-  decode_launch_matches<Rule>(what.c_str(), [](const auto& k, index_t B) {
-    cuda_detail::launch_decode_k<Rule, bf16, 128, CPL, NW, Lean, MinBlocks>(k, B, cuda_detail::exec{});
-  }, l2norm);
-}
-// The pipelined kernel with `blocks` blocks (0: as many as fit, here one tile each); 12 tiles at V = 128, 24 at 130.
-template <class Rule>
-void decode_pipelined_matches(int blocks, bool l2norm = false, index_t K = 128, index_t V = 128) {
-  const std::string what = "pipelined, " + std::to_string(blocks) + " blocks";
-  decode_launch_matches<Rule>(what.c_str(), [&](const auto& k, index_t B) {
-    cuda_detail::launch_decode_pipelined<Rule, bf16, 128>(k, B, cuda_detail::exec{}, blocks);
-  }, l2norm, K, V);
-}
 TEST_CASE("cuda: the decode kernel's variants give the library's results") {
   decode_variant_matches<gated_delta, 2, 4>();
   decode_variant_matches<gated_delta, 4, 8>();
+  decode_variant_matches<gated_delta, 2, 8>();
+  decode_variant_matches<additive, 2, 8>();
   decode_variant_matches<gated_delta, 2, 4, true>(true);
   decode_variant_matches<gated_delta, 2, 4, true, 6>();
   decode_variant_matches<kda, 2, 4, true>(true);
   decode_variant_matches<gdn2, 2, 4, true, 6>();
   decode_variant_matches<additive, 2, 4, true, 6>(true);
-}
-TEST_CASE("cuda: the pipelined decode kernel gives the library's results") {
-  for (int blocks : {1, 5, 0}) {  // every tile in one block, 5 blocks of 2–3 tiles, a block a tile
-    decode_pipelined_matches<gated_delta>(blocks);
-    decode_pipelined_matches<kda>(blocks, true);
-    decode_pipelined_matches<additive>(blocks);
-  }
-  decode_pipelined_matches<gdn2>(3, true);
-  decode_pipelined_matches<additive>(7, false, 72, 128);
-  decode_pipelined_matches<additive>(7, false, 72, 130);
-  decode_pipelined_matches<gated_delta>(5, true, 72, 130);
 }
 }  // namespace linea::testing
 

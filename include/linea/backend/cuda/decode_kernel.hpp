@@ -8,9 +8,6 @@
 // owns key rows w, w+4, w+8, ...: each load instruction of a warp reads 32·CPL·4 contiguous bytes, and every
 // state load of the thread is issued before the first one is used. The two sums over key rows (Sᵀe and Sᵀq)
 // cross warps through shared memory. Strided or unaligned states take the same path with scalar loads.
-// decode_pipelined_kernel (the library's, launch.hpp) runs the same token work over tiles whose state a block
-// copied into shared memory while it worked on the previous tile; decode_kernel (one block a tile) and its layout
-// variants are measured against it (bench_cuda.cu --decode-variants).
 #pragma once
 #include "source.hpp"
 
@@ -113,43 +110,35 @@ __device__ __forceinline__ void write_outputs(const kernel_args<T>& a, index_t b
   }
 }
 
-// A block's shared memory for one token's work (decode_token): the key vectors (unless Lean), the warps' partial
-// sums of Sᵀe and of the output, the norms' sums.
-template <int KMAX, int CPL, int NW, bool Lean>
-struct decode_shared {
-  static constexpr int keys = Lean ? 1 : KMAX, cols = 32 * CPL;
-  float qs[keys], ks[keys], es[keys], al[keys];
-  __align__(16) float part_r[NW][cols], part_o[NW][cols];
-  float red[2][NW];
-};
-
-// One token of state row `row` (≥ 0), value head hv, value columns jb .. jb + 32·CPL − 1, with this thread's state
-// tile s already loaded (load_state_tile, or staged by decode_pipelined_kernel). Every thread of the block calls
-// it (it has barriers); a block may call it again for its next tile: each shared array is written only after a
-// barrier that every reader of the previous call has passed.
-//
 // Lean (one barrier fewer for the erasing rules): the token's key vectors are not staged in shared memory; lane r
 // of warp w holds key row r·NW + w (q, k, the erase gate, the per-key decay) and the warp broadcasts them by
 // shuffles. The erase sum Sᵀ(b ⊙ k) is formed with the unnormalised k and scaled by ‖k‖⁻¹ after the one barrier
 // that also crosses the norms' sums; the q norm scales the output sum. So a block has two barriers, the erase
-// sum's and the output's, whatever the rule (three before for the erasing rules).
-template <class Rule, class T, int KMAX, int CPL, int NW, bool Lean>
-__device__ __forceinline__ void decode_token(const kernel_args<T>& a, decode_shared<KMAX, CPL, NW, Lean>& sh,
-                                             index_t bt, index_t hv, index_t row, int jb, float (&s)[KMAX / NW][CPL]) {
+// sum's and the output's, whatever the rule (three before for the erasing rules). MinBlocks: blocks an SM must hold
+// (registers capped to fit them; the more bytes in flight, the closer to copy bandwidth).
+template <class Rule, class T, int KMAX, int CPL, int NW = decode_threads / 32, bool Lean = false, int MinBlocks = 1>
+__global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel_args<T> a) {
   using traits = pass_traits<Rule, pass::main>;
+  static_assert(KMAX % NW == 0, "decode_kernel: every warp owns the same number of key rows");
   constexpr int threads = 32 * NW, RW = KMAX / NW, cols = 32 * CPL;
   static_assert(!Lean || RW <= 32, "decode_kernel: a lean warp's lanes hold its key rows");
   const source<T> src{a};
   const int K = static_cast<int>(a.K), V = static_cast<int>(a.V);
+  const index_t hv = blockIdx.y, n = blockIdx.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int j0 = jb + CPL * lane, nj = V - j0;  // this lane's columns that exist (≥ CPL: all)
-  auto& qs = sh.qs;
-  auto& ks = sh.ks;
-  auto& es = sh.es;
-  auto& al = sh.al;
-  auto& part_r = sh.part_r;
-  auto& part_o = sh.part_o;
-  auto& red = sh.red;
+  const int jb = static_cast<int>(blockIdx.x) * cols, j0 = jb + CPL * lane;
+  const int nj = V - j0;  // this lane's columns that exist (≥ CPL: all)
+  const seq_range seq = sequence_of(a, n);
+  const index_t bt = seq.bt;
+  if (seq.row < 0) return skip_row<cols, threads>(a, bt, hv, jb, tid);
+
+  __shared__ float qs[Lean ? 1 : KMAX], ks[Lean ? 1 : KMAX], es[Lean ? 1 : KMAX], al[Lean ? 1 : KMAX];
+  __shared__ __align__(16) float part_r[NW][cols], part_o[NW][cols];
+  __shared__ float red[2][NW];
+
+  // ---- 1. the state tile: all loads in flight before any is used -------------------------------------------------
+  float s[RW][CPL];
+  load_state_tile<KMAX, CPL, NW>(a, seq.row, hv, warp, j0, nj, s);
 
   // ---- 2. the token: q, k, gates (shared memory, or a lane per key row); this lane's v (and w) in registers ---------
   // Row pointers once: a view's index costs a 64-bit multiply-add per dimension.
@@ -243,7 +232,7 @@ __device__ __forceinline__ void decode_token(const kernel_args<T>& a, decode_sha
 
   // ---- 4. S ← S + k uᵀ, o = Sᵀ q; the state goes back as soon as it is final ---------------------------------------
   float op[CPL] = {};
-  float* s1 = a.final_state.ptr ? a.final_state.row(row, hv, 0) : nullptr;
+  float* s1 = a.final_state.ptr ? a.final_state.row(seq.row, hv, 0) : nullptr;
   const index_t rs1 = a.final_state.str[2], cs1 = a.final_state.str[3];
   const bool vec1 = cs1 == 1 && rs1 % CPL == 0 && (reinterpret_cast<std::uintptr_t>(s1) & (4 * CPL - 1)) == 0;
 #pragma unroll
@@ -263,120 +252,6 @@ __device__ __forceinline__ void decode_token(const kernel_args<T>& a, decode_sha
   for (int c = 0; c < CPL; ++c) part_o[warp][CPL * lane + c] = op[c];
   __syncthreads();
   if (warp == 0) write_outputs<CPL, NW, cols>(a, bt, hv, lane, j0, nj, part_o, u, a.scale * (Lean ? qn : 1.f));
-}
-
-// One block per (state row, value head, tile of 32·CPL value columns): the tile's loads, then the token's work.
-// MinBlocks: blocks an SM must hold (registers capped to fit them; the more bytes in flight, the closer to copy
-// bandwidth).
-template <class Rule, class T, int KMAX, int CPL, int NW = decode_threads / 32, bool Lean = false, int MinBlocks = 1>
-__global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel_args<T> a) {
-  static_assert(KMAX % NW == 0, "decode_kernel: every warp owns the same number of key rows");
-  constexpr int threads = 32 * NW, cols = 32 * CPL;
-  const index_t hv = blockIdx.y, n = blockIdx.z;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int jb = static_cast<int>(blockIdx.x) * cols, j0 = jb + CPL * lane;
-  const seq_range seq = sequence_of(a, n);
-  if (seq.row < 0) return skip_row<cols, threads>(a, seq.bt, hv, jb, tid);
-  __shared__ decode_shared<KMAX, CPL, NW, Lean> sh;
-  // ---- 1. the state tile: all loads in flight before any is used -------------------------------------------------
-  float s[KMAX / NW][CPL];
-  load_state_tile<KMAX, CPL, NW>(a, seq.row, hv, warp, j0, static_cast<int>(a.V) - j0, s);
-  decode_token<Rule, T, KMAX, CPL, NW, Lean>(a, sh, seq.bt, hv, seq.row, jb, s);
-}
-
-// ---- the pipelined kernel: the next tile's loads in flight during this tile's work ---------------------------------
-// decode_kernel's block reads its state row's index, then its tile, then works on it: between its last load and
-// the next block's first, an SM has only its other blocks' loads in flight, and each block's loads wait on the
-// dependent load of its index first (through a permuted pool, 0.83 of copy for the delta rules against 0.855 with
-// row b = state b). Here a block takes tiles gridDim.x apart (as many blocks as fit on the device) and copies its
-// next tile into shared memory (cp.async, 16 bytes a slot) while it works on the current one; the index of the tile
-// after that is loaded in the same shadow. A thread's slots hold only its own columns, so the copies need no
-// barrier — each thread waits for its own (cp.async.wait_all) and reads its slots into registers before it issues
-// the next copies into them. The tile layout and the token's work are decode_kernel's (4 columns a lane). Where a
-// lane's columns cannot take 16-byte copies (strided or unaligned state, a partial last tile) it loads them
-// directly, as decode_kernel does.
-template <int KMAX, int NW>
-inline constexpr std::size_t decode_staged_bytes = std::size_t(KMAX) * 32 * 4 * sizeof(float);  // the tile, 4 columns a lane
-
-__device__ __forceinline__ void decode_stage16(float4* smem, const float* gmem) {
-  const std::uint32_t d = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(d), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void decode_wait_staged() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-
-// Where tile `item` of the pipelined grid is: (slot n · HV + value head) · tiles + column tile, decode_kernel's order.
-struct decode_item {
-  index_t n, hv;
-  int jb;
-};
-template <class T>
-__device__ __forceinline__ decode_item decode_item_at(const kernel_args<T>& a, unsigned item, unsigned tiles) {
-  const unsigned head = item / tiles, hv = head % static_cast<unsigned>(a.HV);
-  return {static_cast<index_t>(head / static_cast<unsigned>(a.HV)), static_cast<index_t>(hv),
-          static_cast<int>(item - head * tiles) * 128};
-}
-
-template <class Rule, class T, int KMAX, int NW = decode_threads / 32, int MinBlocks = 1>
-__global__ void __launch_bounds__(32 * NW, MinBlocks) decode_pipelined_kernel(const kernel_args<T> a, unsigned items) {
-  constexpr int CPL = 4, threads = 32 * NW, RW = KMAX / NW, cols = 32 * CPL;
-  static_assert(KMAX % NW == 0, "decode_pipelined_kernel: every warp owns the same number of key rows");
-  extern __shared__ float4 staged[];  // [RW][threads]: thread tid's slots at [r][tid] (16 consecutive bytes a lane)
-  __shared__ decode_shared<KMAX, CPL, NW, false> sh;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const int K = static_cast<int>(a.K), V = static_cast<int>(a.V);
-  const unsigned tiles = static_cast<unsigned>((V + cols - 1) / cols);
-  const index_t rs0 = a.initial_state.str[2], cs0 = a.initial_state.str[3];
-  // This lane's first state element of a tile, when its columns take 16-byte copies; else null.
-  auto staged_source = [&](const decode_item& w, int row) -> const float* {
-    const int j0 = w.jb + CPL * lane;
-    if (row < 0 || !a.initial_state.ptr || V - j0 < CPL || cs0 != 1 || rs0 % CPL != 0) return nullptr;
-    const float* p = a.initial_state.row(row, w.hv, 0) + j0;
-    return (reinterpret_cast<std::uintptr_t>(p) & 15) == 0 ? p : nullptr;
-  };
-  auto stage = [&](unsigned item, int row) {  // this thread's copies of tile `item` (row: its state row)
-    if (const float* p = staged_source(decode_item_at(a, item, tiles), row)) {
-#pragma unroll
-      for (int r = 0; r < RW; ++r)
-        if (r * NW + warp < K) decode_stage16(&staged[r * threads + tid], p + (r * NW + warp) * rs0);
-    }
-  };
-  // (a state row is an int32 state index, or a slot: 32 bits, one register across the loop)
-  auto row_of = [&](unsigned item) { return static_cast<int>(sequence_of(a, decode_item_at(a, item, tiles).n).row); };
-
-  unsigned item = blockIdx.x;
-  if (item >= items) return;
-  int row = row_of(item);
-  stage(item, row);
-  unsigned next = item + gridDim.x;
-  int next_row = next < items ? row_of(next) : -1;
-  for (; item < items; item += gridDim.x) {
-    const decode_item w = decode_item_at(a, item, tiles);
-    const index_t bt = sequence_of(a, w.n).bt;
-    float s[RW][CPL];
-    decode_wait_staged();
-    if (row >= 0) {
-      const float* p = staged_source(w, row);
-      const int j0 = w.jb + CPL * lane;
-      if (p) {
-#pragma unroll
-        for (int r = 0; r < RW; ++r) {
-          const float4 x = r * NW + warp < K ? staged[r * threads + tid] : make_float4(0.f, 0.f, 0.f, 0.f);
-          s[r][0] = x.x, s[r][1] = x.y, s[r][2] = x.z, s[r][3] = x.w;
-        }
-      } else {
-        load_state_tile<KMAX, CPL, NW>(a, row, w.hv, warp, j0, V - j0, s);
-      }
-    }
-    // The next tile's copies go into the slots just read, its index load after them: both in flight during this
-    // tile's work.
-    if (next < items) stage(next, next_row);
-    const int this_row = row;
-    row = next_row;
-    next += gridDim.x;
-    next_row = next < items ? row_of(next) : -1;
-    if (this_row < 0) skip_row<cols, threads>(a, bt, w.hv, w.jb, tid);
-    else decode_token<Rule, T, KMAX, CPL, NW, false>(a, sh, bt, w.hv, this_row, w.jb, s);
-  }
 }
 
 }  // namespace linea::cuda_detail

@@ -42,24 +42,6 @@ inline int multiprocessor_count(int device) {
   return n;
 }
 
-// How many blocks of a kernel fit on one SM of a device at once (threads and dynamic shared memory per block as
-// given, shared memory carveout at its maximum), asked once per device; a persistent grid is this times the SM count.
-template <auto Kernel>
-int resident_blocks(int threads, std::size_t dynamic_shared, int device) {
-  constexpr int remembered_devices = 64;
-  static std::atomic<int> counts[remembered_devices] = {};
-  const bool remembered = device >= 0 && device < remembered_devices;
-  if (remembered) {
-    if (const int n = counts[device].load(std::memory_order_acquire)) return n;
-  }
-  LINEA_CUDA_CHECK(cudaFuncSetAttribute(Kernel, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared));
-  int n = 0;
-  LINEA_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, Kernel, threads, dynamic_shared));
-  n = n > 0 ? n : 1;
-  if (remembered) counts[device].store(n, std::memory_order_release);
-  return n;
-}
-
 // The same on the current device, for a size fixed at compile time.
 template <auto Kernel, std::size_t Bytes>
 void allow_dynamic_shared() {

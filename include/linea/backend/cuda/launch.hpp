@@ -66,10 +66,7 @@ void launch_recurrent(const kernel_args<T>& k, index_t rows, const exec& x) {
 }
 
 // ---- decode step (main pass, K <= 128); the stats pass and larger K use the token-by-token kernel -----------------
-// The library's is the pipelined kernel (launch_decode_pipelined, below): decode_kernel's layout with the next tile
-// in flight during this one's work, which takes the dependent load of a state index off the critical path
-// (bench/cuda/README.md, 2026-12-02, fourth session). decode_kernel stays for its variants:
-// four columns per lane (16-byte loads): closer to copy bandwidth on the H200 than two (bench/cuda/README.md).
+// Four columns per lane (16-byte loads): closer to copy bandwidth on the H200 than two (bench/cuda/README.md).
 // (CPL, NW, Lean, MinBlocks: columns per lane, warps per block, key vectors by shuffles, blocks per SM;
 // bench_cuda.cu --decode-variants measures the others.)
 // MinBlocks = 3 for the library's shape: the 128-thread block with its 32×4 state registers fits three to an SM only
@@ -84,28 +81,13 @@ void launch_decode_k(const kernel_args<T>& k, index_t rows, const exec& x) {
   check_launch("decode_kernel");
 }
 
-// The pipelined decode kernel (decode_kernel.hpp): as many blocks as fit on the device at once (`blocks` > 0: that
-// many instead), each taking tiles gridDim.x apart with the next tile's copies in flight. Its shared memory (the
-// staged tile, 64 KB at K <= 128, three blocks an SM) is set once per device, and so is the count of blocks that fit.
-template <class Rule, class T, int KMAX, int NW = decode_threads / 32, int MinBlocks = 3>
-void launch_decode_pipelined(const kernel_args<T>& k, index_t rows, const exec& x, int blocks = 0) {
-  constexpr auto kernel = decode_pipelined_kernel<Rule, T, KMAX, NW, MinBlocks>;
-  constexpr std::size_t bytes = decode_staged_bytes<KMAX, NW>;
-  allow_dynamic_shared<kernel>(bytes, x.device);
-  if (blocks <= 0) blocks = resident_blocks<kernel>(32 * NW, bytes, x.device) * multiprocessor_count(x.device);
-  const index_t items = (k.V + 127) / 128 * k.HV * rows;
-  const unsigned grid = static_cast<unsigned>(items < blocks ? items : blocks);
-  kernel<<<grid, 32 * NW, bytes, x.stream>>>(k, static_cast<unsigned>(items));
-  check_launch("decode_pipelined_kernel");
-}
-
 template <class Rule, class T, pass P>
 void launch_step(const kernel_args<T>& k, index_t rows, const exec& x) {
   if (rows == 0 || k.HV == 0) return;
   if constexpr (P == pass::main) {
-    if (k.K <= 32) return launch_decode_pipelined<Rule, T, 32>(k, rows, x);
-    if (k.K <= 64) return launch_decode_pipelined<Rule, T, 64>(k, rows, x);
-    if (k.K <= 128) return launch_decode_pipelined<Rule, T, 128>(k, rows, x);
+    if (k.K <= 32) return launch_decode_k<Rule, T, 32>(k, rows, x);
+    if (k.K <= 64) return launch_decode_k<Rule, T, 64>(k, rows, x);
+    if (k.K <= 128) return launch_decode_k<Rule, T, 128>(k, rows, x);
   }
   launch_recurrent<Rule, T, P>(k, rows, x);
 }
