@@ -215,10 +215,12 @@ void bench_chunkwise(const inputs* sets, double copy, index_t V = 128, bool l2no
 // How the decode step gets its state rows: row b = state b, or a permutation given as a host span (copied into
 // the workspace every call) or as a device array (cuda::launch::state_indices: nothing copied); device_in_order:
 // indices b -> b on the device, which separates the cost of the indices from that of a permuted pool.
-// device_swap: rows b and b ^ 1 swap states (a permutation that keeps the rows of neighbouring blocks neighbours)
-enum class indices { none, host, device, device_in_order, device_swap };
+// device_swap: rows b and b ^ 1 swap states (a permutation that keeps the rows of neighbouring blocks neighbours);
+// device_pairs: pairs of rows permuted as `device` permutes rows, the two rows of a pair kept in order (at B = 256,
+// H = 16, K = V = 128 a row is 1 MB: each pair of rows fills one 2 MB page of cudaMalloc's).
+enum class indices { none, host, device, device_in_order, device_swap, device_pairs };
 const char* indices_name(indices i) {
-  const char* names[] = {"none", "host", "device", "device_in_order", "device_swap"};
+  const char* names[] = {"none", "host", "device", "device_in_order", "device_swap", "device_pairs"};
   return names[static_cast<int>(i)];
 }
 
@@ -264,7 +266,10 @@ void bench_decode_variant(const char* variant, const inputs* sets, double copy, 
   CK(cudaMemset(pool, 0, B * H * K * V * sizeof(float)));
   std::vector<std::int32_t> idx(B);
   for (index_t b = 0; b < B; ++b)
-    idx[b] = static_cast<std::int32_t>(mode == indices::device ? (b * 37) % B : mode == indices::device_swap ? b ^ 1 : b);
+    idx[b] = static_cast<std::int32_t>(mode == indices::device        ? (b * 37) % B
+                                       : mode == indices::device_swap  ? b ^ 1
+                                       : mode == indices::device_pairs ? (b / 2 * 37) % (B / 2) * 2 + b % 2
+                                                                       : b);
   std::int32_t* device_idx = dalloc<std::int32_t>(B);
   CK(cudaMemcpy(device_idx, idx.data(), B * sizeof(std::int32_t), cudaMemcpyHostToDevice));
   problem p;
@@ -286,14 +291,14 @@ void bench_decode_variant(const char* variant, const inputs* sets, double copy, 
   CK(cudaFree(pool));
   CK(cudaFree(device_idx));
 }
-// Every rule, row b = state b, through the permuted pool (device-side indices: issue #13's case), in order and with
-// neighbours swapped: the library's decode kernel launched directly, and the library's step (linea::step) beside it
+// Every rule, row b = state b, through the permuted pool (device-side indices: issue #13's case), in order, with
+// neighbours swapped and with pairs of rows permuted: the library's decode kernel launched directly, and the library's step (linea::step) beside it
 // through the permuted pool. (The fourth session's pipelined kernel — the next tile staged in shared memory while a
 // persistent block works on the current one — and a refactored copy of decode_kernel were measured here at dec5's
 // commit 362d0c4: bench/cuda/README.md, 2026-12-02, dec5.)
 void decode_variants(const inputs* sets, double copy) {
   const cuda_detail::exec x{};
-  for (indices m : {indices::none, indices::device, indices::device_in_order, indices::device_swap}) {
+  for (indices m : {indices::none, indices::device, indices::device_in_order, indices::device_swap, indices::device_pairs}) {
     all_rules::for_each([&]<class Rule>() {
       bench_decode_variant<Rule>("decode_kernel", sets, copy, m,
                                  [&](const auto& k, index_t B) { cuda_detail::launch_decode_k<Rule, T, 128>(k, B, x); });
@@ -370,7 +375,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--decode-only")) chunk = false;
     if (!std::strcmp(argv[i], "--chunk-only")) decode = false;
     if (!std::strcmp(argv[i], "--profile")) once = true;
-    if (!std::strcmp(argv[i], "--decode-variants")) variants = true;  // the decode kernel through four index modes only
+    if (!std::strcmp(argv[i], "--decode-variants")) variants = true;  // the decode kernel through five index modes only
     if (!std::strcmp(argv[i], "--v128-only")) narrow = true;  // chunkwise: V = 128 only (no V = 64, no qk_l2norm rows)
     if (!std::strcmp(argv[i], "--backward")) backward_only = true;  // forward + backward only  // one gated_delta chunkwise call and one decode step, for ncu
   }
