@@ -226,9 +226,12 @@ void bench_chunkwise(const inputs* sets, double copy, index_t V = 128, bool l2no
 // How the decode step gets its state rows: row b = state b, or a permutation given as a host span (copied into
 // the workspace every call) or as a device array (cuda::launch::state_indices: nothing copied); device_in_order:
 // indices b -> b on the device, which separates the cost of the indices from that of a permuted pool.
-enum class indices { none, host, device, device_in_order };
+// device_swap: rows b and b ^ 1 swap states (a permutation that keeps the rows of neighbouring blocks neighbours);
+// device_pairs: pairs of rows permuted as `device` permutes rows, the two rows of a pair kept in order (at B = 256,
+// H = 16, K = V = 128 a row is 1 MB: each pair of rows fills one 2 MB page of cudaMalloc's).
+enum class indices { none, host, device, device_in_order, device_swap, device_pairs };
 const char* indices_name(indices i) {
-  const char* names[] = {"none", "host", "device", "device_in_order"};
+  const char* names[] = {"none", "host", "device", "device_in_order", "device_swap", "device_pairs"};
   return names[static_cast<int>(i)];
 }
 
@@ -264,16 +267,20 @@ void bench_decode(const inputs* sets, double copy, indices mode) {
   CK(cudaFree(device_idx));
 }
 
-// The decode kernel's variants, launched directly (CPL value columns per lane, NW warps per block, Lean: key
-// vectors by shuffles; the library's choice is in launch.hpp), row b = state b or through a device-side permutation.
-template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1, int Ahead = 0>
-void bench_decode_variant(const inputs* sets, double copy, indices mode) {
+// The decode kernels, launched directly (`launch(k, rows)`; the library's choice is in launch.hpp), row b = state b
+// or through a device-side permutation.
+template <class Rule, class Launch>
+void bench_decode_variant(const char* variant, const inputs* sets, double copy, indices mode, Launch&& launch) {
   const index_t B = 256, H = 16, K = 128, V = 128;
   T* o = dalloc<T>(B * H * V);
   float* pool = dalloc<float>(B * H * K * V);
   CK(cudaMemset(pool, 0, B * H * K * V * sizeof(float)));
   std::vector<std::int32_t> idx(B);
-  for (index_t b = 0; b < B; ++b) idx[b] = static_cast<std::int32_t>(mode == indices::device ? (b * 37) % B : b);
+  for (index_t b = 0; b < B; ++b)
+    idx[b] = static_cast<std::int32_t>(mode == indices::device        ? (b * 37) % B
+                                       : mode == indices::device_swap  ? b ^ 1
+                                       : mode == indices::device_pairs ? (b / 2 * 37) % (B / 2) * 2 + b % 2
+                                                                       : b);
   std::int32_t* device_idx = dalloc<std::int32_t>(B);
   CK(cudaMemcpy(device_idx, idx.data(), B * sizeof(std::int32_t), cudaMemcpyHostToDevice));
   problem p;
@@ -285,30 +292,30 @@ void bench_decode_variant(const inputs* sets, double copy, indices mode) {
     k[s] = cuda_detail::make_kernel_args(a, p);
     if (mode != indices::none) k[s].state_indices = device_idx;
   }
-  const cuda_detail::exec x{};
-  const double ms = time_ms([&](int i) { cuda_detail::launch_decode_k<Rule, T, 128, CPL, NW, Lean, MinBlocks, Ahead>(k[i & 1], B, x); }, 20, 9, 5);
+  const double ms = time_ms([&](int i) { launch(k[i & 1], B); }, 20, 9, 5);
   const double bytes = 2.0 * B * H * K * V * 4;
-  std::printf("{\"kind\":\"decode_variant\",\"rule\":\"%s\",\"cpl\":%d,\"warps\":%d,\"lean\":%d,\"min_blocks\":%d,"
-              "\"ahead\":%d,\"indices\":\"%s\",\"ms\":%.4f,\"copy_frac\":%.3f}\n",
-              rule_name<Rule>::value, CPL, NW, int(Lean), MinBlocks, Ahead, indices_name(mode), ms,
-              bytes / (ms * 1e-3) / 1e12 / copy);
+  std::printf("{\"kind\":\"decode_variant\",\"rule\":\"%s\",\"variant\":\"%s\",\"indices\":\"%s\",\"ms\":%.4f,"
+              "\"copy_frac\":%.3f}\n",
+              rule_name<Rule>::value, variant, indices_name(mode), ms, bytes / (ms * 1e-3) / 1e12 / copy);
   std::fflush(stdout);
   CK(cudaFree(o));
   CK(cudaFree(pool));
   CK(cudaFree(device_idx));
 }
-template <int CPL, int NW, bool Lean = false>
-void decode_variant(const inputs* sets, double copy) {
-  for (indices m : {indices::none, indices::device}) {
-    bench_decode_variant<gated_delta, CPL, NW, Lean>(sets, copy, m);
-    bench_decode_variant<additive, CPL, NW, Lean>(sets, copy, m);
+// Every rule, row b = state b, through the permuted pool (device-side indices: issue #13's case), in order, with
+// neighbours swapped and with pairs of rows permuted: the library's decode kernel launched directly, and the library's step (linea::step) beside it
+// through the permuted pool. (The fourth session's pipelined kernel — the next tile staged in shared memory while a
+// persistent block works on the current one — and a refactored copy of decode_kernel were measured here at dec5's
+// commit 362d0c4: bench/cuda/README.md, 2026-12-02, dec5.)
+void decode_variants(const inputs* sets, double copy) {
+  const cuda_detail::exec x{};
+  for (indices m : {indices::none, indices::device, indices::device_in_order, indices::device_swap, indices::device_pairs}) {
+    all_rules::for_each([&]<class Rule>() {
+      bench_decode_variant<Rule>("decode_kernel", sets, copy, m,
+                                 [&](const auto& k, index_t B) { cuda_detail::launch_decode_k<Rule, T, 128>(k, B, x); });
+      if (m == indices::device) bench_decode<Rule>(sets, copy, indices::device);
+    });
   }
-}
-// Every rule through the permuted pool (device-side indices): issue #13's case.
-template <int CPL, int NW, bool Lean, int MinBlocks = 1, int Ahead = 0>
-void decode_variant_rules(const inputs* sets, double copy, indices mode = indices::device) {
-  all_rules::for_each(
-      [&]<class Rule>() { bench_decode_variant<Rule, CPL, NW, Lean, MinBlocks, Ahead>(sets, copy, mode); });
 }
 
 // Forward (chunkwise) then backward (dq, dk, dv and the gate gradients, from dL/do) at one shape.
@@ -379,7 +386,7 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--decode-only")) chunk = false;
     if (!std::strcmp(argv[i], "--chunk-only")) decode = false;
     if (!std::strcmp(argv[i], "--profile")) once = true;
-    if (!std::strcmp(argv[i], "--decode-variants")) variants = true;  // the decode kernel's variants only
+    if (!std::strcmp(argv[i], "--decode-variants")) variants = true;  // the decode kernel through five index modes only
     if (!std::strcmp(argv[i], "--v128-only")) narrow = true;  // chunkwise: V = 128 only (no V = 64, no qk_l2norm rows)
     if (!std::strcmp(argv[i], "--warm-ms") && i + 1 < argc) warm_ms = std::atof(argv[++i]);  // time_ms above
     if (!std::strcmp(argv[i], "--backward")) backward_only = true;  // forward + backward only  // one gated_delta chunkwise call and one decode step, for ncu
@@ -393,16 +400,10 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
     if (variants) {
       const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};
-      // The library's kernel against the same with the tile of the block Ahead rows later prefetched into L2
-      // (decode_kernel.hpp's prefetch_later_tile; ~25 rows of 16 heads are resident at three blocks an SM on 132
-      // SMs). Earlier sessions' variants (unbounded, lean, 2 columns a lane): bench/cuda/README.md.
-      for (int rep = 0; rep < 2; ++rep) {  // twice, interleaved: the spread between runs
-        decode_variant_rules<4, 4, false, 3>(sets, copy);  // the library's
-        decode_variant_rules<4, 4, false, 3, 24>(sets, copy);
-        decode_variant_rules<4, 4, false, 3, 32>(sets, copy);
-        decode_variant_rules<4, 4, false, 3, 48>(sets, copy);
-        decode_variant_rules<4, 4, false, 3>(sets, copy, indices::none);  // row b = state b
-        decode_variant_rules<4, 4, false, 3, 32>(sets, copy, indices::none);
+      for (int round = 0; round < 3; ++round) {  // three rounds, interleaved: the spread between runs; copy each round
+        const double c = round == 0 ? copy : copy_tbps();
+        std::printf("{\"kind\":\"round\",\"round\":%d,\"copy_tbps\":%.3f}\n", round, c);
+        decode_variants(sets, c);
       }
       return 0;
     }

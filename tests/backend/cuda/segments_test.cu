@@ -181,6 +181,47 @@ TEST_CASE("CUDA context parallel: the scratch in a caller's workspace") {
   CHECK(segments_poisoned(c.ht));
 }
 
+// Without a caller's workspace, context parallelism carves its scratch from the workspace linea keeps per (device,
+// stream) and holds it for the whole call, exchange included. While another call holds it (here: this thread's
+// lease; in use: another rank on the same stream, which then waits in the exchange for this one), the call throws
+// at once, naming the way out, before anything is written — instead of waiting for ever. Once it is free, the same
+// call runs.
+TEST_CASE("CUDA context parallel: the cached workspace held by another call is an error (no wait)") {
+  using Rule = gated_delta;
+  const case_shape shape{.B = 1, .T = 300, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true};
+  auto c = random_case<Rule, bf16>::make(shape);
+  cudaStream_t stream = nullptr;
+  cuda_ok(cudaStreamCreate(&stream));
+  {
+    device_case<Rule, bf16> d{c};
+    const auto a = d.args(c.args());
+    cp::loopback t(0, 1, [](void* dst, const void* src, std::size_t n) { cuda_ok(cudaMemcpy(dst, src, n, cudaMemcpyDefault)); });
+    int device = 0;
+    cuda_ok(cudaGetDevice(&device));
+    {
+      const auto held = cuda_detail::workspace_cache::instance().get(device, stream, 1);  // "another call"
+      std::thread rank([&] {
+        expect_error([&] { context_parallel<Rule, read::identity, backend::cuda>(a, t, {.stream = stream}); },
+                     {"held by another call", "launch.workspace", "context_parallel_workspace_size"});
+      });
+      rank.join();
+    }
+    cuda_ok(cudaStreamSynchronize(stream));
+    const auto poisoned = [](const auto& x) {
+      const auto* p = reinterpret_cast<const unsigned char*>(x.data());
+      return std::all_of(p, p + x.size() * sizeof(*x.data()), [](unsigned char b) { return b == 0xFF; });
+    };
+    tensor<bf16, 4> o(c.o.extents());
+    copy_back(o, d.o);
+    CHECK(poisoned(o));  // nothing written
+    context_parallel<Rule, read::identity, backend::cuda>(a, t, {.stream = stream});  // the entry is free again
+    cuda_ok(cudaStreamSynchronize(stream));
+    d.back();
+  }
+  cuda_ok(cudaStreamDestroy(stream));
+  check_against_reference(c, "context parallel, one rank, after the rejected call");
+}
+
 #if LINEA_HAS_NCCL && defined(LINEA_TEST_NCCL)
 TEST_CASE("CUDA context parallel through NCCL, one rank") {
   auto c = random_case<gated_delta, bf16>::make({.B = 1, .T = 500, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true});

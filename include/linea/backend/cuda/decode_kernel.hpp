@@ -64,27 +64,6 @@ __device__ __forceinline__ void load_state_tile(const kernel_args<T>& a, index_t
   }
 }
 
-// Ahead > 0: the block also asks L2 for the state tile of the block Ahead rows later (the same value head and
-// columns; through state_indices when given), so that the load of a later block, whose row index is itself a load,
-// finds its tile in L2 or on its way. Prefetches only: no result depends on them.
-template <int KMAX, int CPL, int NW, int Ahead, class T>
-__device__ __forceinline__ void prefetch_later_tile(const kernel_args<T>& a, index_t later, index_t hv, int warp, int j0,
-                                                    int nj) {
-  if constexpr (Ahead > 0) {
-    if (later >= static_cast<index_t>(gridDim.z) || !a.initial_state.ptr || nj <= 0) return;
-    const index_t row = sequence_of(a, later).row;
-    if (row < 0) return;
-    const float* s0 = a.initial_state.row(row, hv, 0) + j0 * a.initial_state.str[3];
-    const index_t rs0 = a.initial_state.str[2];
-    const int K = static_cast<int>(a.K);
-#pragma unroll
-    for (int r = 0; r < KMAX / NW; ++r) {
-      const int i = r * NW + warp;
-      if (i < K) asm volatile("prefetch.global.L2 [%0];" ::"l"(s0 + i * rs0));
-    }
-  }
-}
-
 // This lane's values v_j and write gates w_j (1 where the column does not exist).
 template <class Rule, int CPL, class T>
 __device__ __forceinline__ void load_values(const kernel_args<T>& a, const token_scalars& ts, index_t bt, index_t hv,
@@ -136,9 +115,8 @@ __device__ __forceinline__ void write_outputs(const kernel_args<T>& a, index_t b
 // shuffles. The erase sum Sᵀ(b ⊙ k) is formed with the unnormalised k and scaled by ‖k‖⁻¹ after the one barrier
 // that also crosses the norms' sums; the q norm scales the output sum. So a block has two barriers, the erase
 // sum's and the output's, whatever the rule (three before for the erasing rules). MinBlocks: blocks an SM must hold
-// (registers capped to fit them; the more bytes in flight, the closer to copy bandwidth). Ahead: prefetch_later_tile.
-template <class Rule, class T, int KMAX, int CPL, int NW = decode_threads / 32, bool Lean = false, int MinBlocks = 1,
-          int Ahead = 0>
+// (registers capped to fit them; the more bytes in flight, the closer to copy bandwidth).
+template <class Rule, class T, int KMAX, int CPL, int NW = decode_threads / 32, bool Lean = false, int MinBlocks = 1>
 __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel_args<T> a) {
   using traits = pass_traits<Rule, pass::main>;
   static_assert(KMAX % NW == 0, "decode_kernel: every warp owns the same number of key rows");
@@ -196,7 +174,6 @@ __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel
   }
   float vv[CPL], ww[CPL];
   load_values<Rule, CPL>(a, ts, bt, hv, j0, nj, vv, ww);
-  prefetch_later_tile<KMAX, CPL, NW, Ahead>(a, n + Ahead, hv, warp, j0, nj);  // (every load of this block issued)
 #pragma unroll
   for (int o = 16; o > 0; o >>= 1) {
     qq += __shfl_xor_sync(0xffffffffu, qq, o);

@@ -73,11 +73,11 @@ void launch_recurrent(const kernel_args<T>& k, index_t rows, const exec& x) {
 // at <= 168 registers, which ptxas does not aim for by itself (184 without the bound: two blocks, ~14% slower;
 // bench/cuda/README.md, 2026-12-02). Other shapes: no bound unless asked.
 template <class Rule, class T, int KMAX, int CPL = 4, int NW = decode_threads / 32, bool Lean = false,
-          int MinBlocks = (CPL == 4 && NW == 4 ? 3 : 1), int Ahead = 0>
+          int MinBlocks = (CPL == 4 && NW == 4 ? 3 : 1)>
 void launch_decode_k(const kernel_args<T>& k, index_t rows, const exec& x) {
   constexpr int cols = 32 * CPL;
   const dim3 grid(static_cast<unsigned>((k.V + cols - 1) / cols), static_cast<unsigned>(k.HV), static_cast<unsigned>(rows));
-  decode_kernel<Rule, T, KMAX, CPL, NW, Lean, MinBlocks, Ahead><<<grid, 32 * NW, 0, x.stream>>>(k);
+  decode_kernel<Rule, T, KMAX, CPL, NW, Lean, MinBlocks><<<grid, 32 * NW, 0, x.stream>>>(k);
   check_launch("decode_kernel");
 }
 

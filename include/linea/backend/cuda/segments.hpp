@@ -301,7 +301,14 @@ void context_parallel(const arguments<T, float>& a, cp::transport& t, const cuda
   const int device = cuda_detail::current_device();
   cuda_detail::workspace_layout w;
   w.bytes = cuda_detail::context_parallel_scratch_bytes<Rule>(a, p, t, l);
-  const cuda_detail::call_workspace ws(w, l, device, "linea::cuda::context_parallel_workspace_size");  // too small: throws
+  // Too small a caller's workspace throws; so does the cached one of (device, stream) while another call holds it
+  // (two ranks as threads on one stream would otherwise wait on each other: this one for the lock, that one for
+  // this rank's transport steps).
+  const cuda_detail::call_workspace ws(
+      w, l, device, "linea::cuda::context_parallel_workspace_size",
+      "linea::context_parallel: the workspace linea keeps for this (device, stream) is held by another call (ranks "
+      "run as threads on one stream?); give each rank its own stream, or its own launch.workspace of "
+      "linea::cuda::context_parallel_workspace_size bytes");
   cuda_detail::device_ops ops(l.stream, cuda_detail::scratch_source::carve, ws.base, w.bytes, l.segment_tokens);
   cp::forward<Rule>(ops, a, p, t);
 }
@@ -337,7 +344,8 @@ std::size_t workspace_size(const arguments<T, S>& a, const launch& l = {}) {
 // Bytes of workspace rank t.rank() of linea::context_parallel needs with these arguments (its shard) and launch
 // options: its summaries, every rank's gathered ones and, for a shard cut into pieces, the pieces' states. A
 // caller's launch::workspace must hold that many bytes; without one, the call carves them from the workspace linea
-// keeps per (device, stream) — so ranks run as threads of one process need a stream (or a workspace) each.
+// keeps per (device, stream) — so ranks run as threads of one process need a stream (or a workspace) each: a rank
+// that finds that workspace held by another call throws rather than wait.
 template <class Rule, class Read = read::identity, class T>
 std::size_t context_parallel_workspace_size(const arguments<T, float>& a, const cp::transport& t, const launch& l = {}) {
   static_assert(std::is_same_v<Read, read::identity>, "linea::context_parallel: the identity read only");

@@ -67,9 +67,14 @@ class workspace_cache {
     void* ptr = nullptr;
   };
 
-  lease get(int device, cudaStream_t stream, std::size_t bytes) {
+  // `busy`: null — wait while another call holds the entry; else throw linea::error(busy) at once. A call that
+  // itself waits for other host threads while it holds the entry (context parallelism: ranks as threads on one
+  // stream) would otherwise wait forever.
+  lease get(int device, cudaStream_t stream, std::size_t bytes, const char* busy = nullptr) {
     entry& e = find(device, stream);
-    lease l{std::unique_lock<std::mutex>(e.mutex), nullptr};
+    lease l{std::unique_lock<std::mutex>(e.mutex, std::defer_lock), nullptr};
+    if (!busy) l.lock.lock();
+    else if (!l.lock.try_lock()) throw error(busy);
     if (e.bytes < bytes) {
       // cudaFree waits for the device, so no queued work still uses the old buffer. Grows geometrically so a
       // caller with slowly increasing shapes does not reallocate every call.
@@ -135,9 +140,9 @@ struct call_workspace {
   workspace_cache::lease cached;
   unsigned char* base = nullptr;
 
-  // `query`: the function that tells the caller the size, named in the error
+  // `query`: the function that tells the caller the size, named in the error; `busy`: workspace_cache::get's
   call_workspace(const workspace_layout& w, const cuda::launch& l, int device,
-                 const char* query = "linea::cuda::workspace_size") {
+                 const char* query = "linea::cuda::workspace_size", const char* busy = nullptr) {
     if (w.bytes == 0) return;
     if (l.workspace) {
       if (l.workspace_bytes < w.bytes)
@@ -148,7 +153,7 @@ struct call_workspace {
       base = static_cast<unsigned char*>(l.workspace);
       return;
     }
-    cached = workspace_cache::instance().get(device, l.stream, w.bytes);
+    cached = workspace_cache::instance().get(device, l.stream, w.bytes, busy);
     base = static_cast<unsigned char*>(cached.ptr);
   }
   template <class X>
