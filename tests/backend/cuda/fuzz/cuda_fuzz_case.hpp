@@ -126,6 +126,11 @@ struct fuzz_inputs {
     if (p.read != read_kind::identity) {
       s = ccq_tensors<T>::make(c.shape, c.N, p.ccq);
       sref = s.template cast<double>();
+      if (c.shape.T == 0) {  // cast() leaves tensors of no elements unmade (not given); T = 0 still gives them
+        const index_t B = c.shape.B;
+        sref.lambda = tensor<double, 3>({B, 0, HV}), sref.q_tilde = tensor<double, 4>({B, 0, HV, K});
+        if (p.ccq.explicit_log_decay) sref.log_decay = tensor<double, 3>({B, 0, HV});
+      }
     }
   }
 
@@ -149,13 +154,58 @@ struct fuzz_inputs {
 };
 
 template <class Rule, class Read, class T>
-void call_form(form_kind f, const arguments<T, float>& a) {
+void call_form(form_kind f, const arguments<T, float>& a, const cuda::launch& l) {
   switch (f) {
-    case form_kind::recurrent: linea::recurrent<Rule, Read, backend::cuda>(a); break;
-    case form_kind::chunkwise: linea::chunkwise<Rule, Read, backend::cuda>(a); break;
-    default: linea::step<Rule, Read, backend::cuda>(a); break;
+    case form_kind::recurrent: linea::recurrent<Rule, Read, backend::cuda>(a, l); break;
+    case form_kind::chunkwise: linea::chunkwise<Rule, Read, backend::cuda>(a, l); break;
+    default: linea::step<Rule, Read, backend::cuda>(a, l); break;
   }
 }
+
+// cuda::launch of plan p over device arguments `a` (whose host index spans it moves to the device): device memory
+// the case owns, freed at its end.
+struct launch_setup {
+  cuda::launch l;
+  std::vector<void*> owned;
+  cudaStream_t stream = nullptr;
+  ~launch_setup() {
+    if (stream) cudaStreamSynchronize(stream), cudaStreamDestroy(stream);
+    for (void* x : owned) cudaFree(x);
+  }
+  template <class X>
+  const X* copy(const std::vector<X>& h) {
+    void* d = nullptr;
+    LINEA_CUDA_CHECK(cudaMalloc(&d, std::max<std::size_t>(1, h.size()) * sizeof(X)));
+    owned.push_back(d);
+    LINEA_CUDA_CHECK(cudaMemcpy(d, h.data(), h.size() * sizeof(X), cudaMemcpyHostToDevice));
+    return static_cast<const X*>(d);
+  }
+  template <class Rule, class Read, class T>
+  void make(const plan& p, arguments<T, float>& a) {
+    if (p.device_indices && !a.cu_seqlens.empty()) {
+      std::vector<std::int64_t> cu;
+      for (std::size_t i = 0; i < a.cu_seqlens.size(); ++i) cu.push_back(a.cu_seqlens[i]);
+      if (p.seqlens32) l.cu_seqlens = {copy(std::vector<std::int32_t>(cu.begin(), cu.end())), cu.size()};
+      else l.cu_seqlens = {copy(cu), cu.size()};
+      a.cu_seqlens = {};
+    }
+    if (p.device_indices && !a.state_indices.empty()) {
+      l.state_indices = {copy(std::vector<std::int32_t>(a.state_indices.begin(), a.state_indices.end())), a.state_indices.size()};
+      a.state_indices = {};
+    }
+    if (p.own_stream) {
+      LINEA_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+      l.stream = stream;
+      const std::size_t bytes = cuda::workspace_size<Rule, Read>(a, l);
+      if (bytes) {
+        void* w = nullptr;
+        LINEA_CUDA_CHECK(cudaMalloc(&w, bytes));
+        owned.push_back(w);
+        l.workspace = w, l.workspace_bytes = bytes;
+      }
+    }
+  }
+};
 
 // Runs the call; a linea::error becomes the verdict's rejection, anything else a failure.
 template <class F>
@@ -209,13 +259,14 @@ verdict run_forward(const plan& p) {
 
   // ---- reference ----
   bool reference_rejects = false;
+  std::string reference_error;
   {
     auto ra = in.ref.args();
     in.apply(p, ra, in.sref, in.gamma_ref);
     try {
       reference::recurrent<Rule, Read>(ra);
-    } catch (const linea::error&) {
-      reference_rejects = true;
+    } catch (const linea::error& e) {
+      reference_rejects = true, reference_error = e.what();
     }
   }
 
@@ -231,7 +282,11 @@ verdict run_forward(const plan& p) {
   cuda::mirror<T, float> m(ha);
   if (p.step_pool)  // in place: the pool is both the initial and the final states
     m.device.final_state = strided<4>(const_cast<float*>(m.device.initial_state.ptr), {P, HV, K, V}, {HV * KV, KV, V, 1});
-  guarded(v, [&] { call_form<Rule, Read, T>(p.form, m.device); });
+  launch_setup ls;
+  guarded(v, [&] {
+    ls.template make<Rule, Read>(p, m.device);
+    call_form<Rule, Read, T>(p.form, m.device, ls.l);
+  });
   check_device(v);
   if (v.sticky) return v;
   m.copy_back();
@@ -251,7 +306,7 @@ verdict run_forward(const plan& p) {
     return v;
   }
   if (!v.failure.empty()) return v;
-  if (reference_rejects) return v.failure = "accepted a case the reference rejects", v;
+  if (reference_rejects) return v.failure = "accepted a case the reference rejects: " + reference_error, v;
   if (!p.expect.empty()) v.failure = "accepted a case the documentation rejects (" + p.expect + "); ";
 
   // ---- compare ----
@@ -362,6 +417,7 @@ verdict run_backward(const plan& p) {
 
   // ---- reference ----
   bool reference_rejects = false;
+  std::string reference_error;
   grad_buffers<double, double> want;
   {
     auto ra = in.ref.args();
@@ -369,8 +425,8 @@ verdict run_backward(const plan& p) {
     auto gr = want.make(p, ra, contiguous<4>(static_cast<const double*>(d_o64.data()), d_o64.extents()), dht64_view, c.N, c.shape);
     try {
       reference::backward<Rule, Read>(ra, gr);
-    } catch (const linea::error&) {
-      reference_rejects = true;
+    } catch (const linea::error& e) {
+      reference_rejects = true, reference_error = e.what();
     }
   }
 
@@ -396,7 +452,7 @@ verdict run_backward(const plan& p) {
     return v;
   }
   if (!v.failure.empty()) return v;
-  if (reference_rejects) return v.failure = "accepted a case the reference backward rejects", v;
+  if (reference_rejects) return v.failure = "accepted a case the reference backward rejects: " + reference_error, v;
   const std::string prefix = p.expect.empty() ? "" : "accepted a case the documentation rejects (" + p.expect + "); ";
 
   const double tol = testing::gradient_tolerance_for<T>();

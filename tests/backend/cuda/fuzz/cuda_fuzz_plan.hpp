@@ -54,6 +54,9 @@ struct plan {
   ccq_options ccq;
   bool ht = false, residual = false, l2 = false, normalize = false, g_gamma = false, neg_inf = false;
   bool gate = false, lower_bound = false, step_pool = false;
+  // cuda::launch: cu_seqlens / state_indices on the device (int32 or int64 offsets), a stream of the case's own
+  // with a caller workspace of exactly workspace_size bytes
+  bool device_indices = false, seqlens32 = false, own_stream = false;
   beta_activation beta_act = beta_activation::none;
   double scale = 0;     // 0: the default K^-1/2
   index_t chunk = 64;   // validated by the CUDA chunkwise form, not used
@@ -73,6 +76,8 @@ struct plan {
     if (beta_act == beta_activation::two_sigmoid) d += " beta_act=2sigmoid";
     if (scale) d += " scale=" + std::to_string(scale);
     if (step_pool) d += " pool+indices";
+    if (device_indices) d += seqlens32 ? " device-indices(int32)" : " device-indices";
+    if (own_stream) d += " stream+workspace";
     if (ccq.initial_stats) d += " C0";
     if (ccq.explicit_log_decay) d += " c_t";
     if (form == form_kind::chunkwise) d += " chunk_size=" + std::to_string(chunk);
@@ -146,17 +151,21 @@ inline plan make_plan(long seed, long index) {
 
   p.ht = coin(70);
   p.residual = coin(40);
-  p.l2 = coin(25);
+  p.l2 = s.K > 1 && coin(25);  // (at K = 1 the L2 norm's Jacobian is ~1e-6: dq, dk are pure rounding)
   p.scale = coin(25) ? std::uniform_real_distribution<double>(0.1, 2.0)(rng) : 0;
   p.chunk = index_t(16) << pick(0, 3);
   const bool decays = rule_scalar_gate[p.rule] || rule_key_gate[p.rule];
   p.neg_inf = decays && p.form != form_kind::backward && coin(15);
-  p.g_gamma = rule_scalar_gate[p.rule] && coin(15);
+  p.g_gamma = rule_scalar_gate[p.rule] && s.T > 0 && coin(15);  // (T = 0: a view of no elements over host memory)
   p.gate = decays && !p.neg_inf && coin(15);
   p.lower_bound = p.gate && coin(40);
   if (rule_beta[p.rule] && coin(15)) p.beta_act = coin(50) ? beta_activation::sigmoid : beta_activation::two_sigmoid;
   p.normalize = p.rule == 0 && coin(30);
   p.step_pool = p.form == form_kind::step && p.read == read_kind::identity && coin(50);
+  p.device_indices = ((p.form == form_kind::recurrent || p.form == form_kind::chunkwise) && !s.seqlens.empty()) ||
+                     p.step_pool ? coin(50) : false;
+  p.seqlens32 = p.device_indices && coin(50);
+  p.own_stream = p.form != form_kind::backward && coin(30);
   if (p.read != read_kind::identity) {
     p.ccq.initial_stats = coin(50);
     p.ccq.explicit_log_decay = p.read == read_kind::decayed && coin(40);
@@ -172,6 +181,7 @@ inline plan make_plan(long seed, long index) {
     else if (p.g_gamma) p.expect = "backward: stride-0 dg (g_gamma) unsupported";
   }
   if (p.read != read_kind::identity && p.normalize) p.expect = "CCQ with normalize unsupported";
+  if (p.form == form_kind::step && p.normalize) p.expect = "decode step: normalize unsupported";
   return p;
 }
 
