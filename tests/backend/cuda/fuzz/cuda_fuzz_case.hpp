@@ -285,6 +285,10 @@ verdict run_forward(const plan& p) {
   launch_setup ls;
   guarded(v, [&] {
     ls.template make<Rule, Read>(p, m.device);
+    // cudaMemcpy from pageable memory may return before its DMA lands, and a non-blocking stream does not wait for
+    // the legacy default stream: without this, a call on the case's own stream could read inputs or device-side
+    // cu_seqlens still in flight (the second H200 run's CCQ + device-indices + stream failures may be that race)
+    LINEA_CUDA_CHECK(cudaDeviceSynchronize());
     call_form<Rule, Read, T>(p.form, m.device, ls.l);
   });
   check_device(v);

@@ -128,6 +128,10 @@ inline plan make_plan(long seed, long index) {
     s.B = one_of({1, 3, 5, 8});
   } else {
     s.T = one_of({1, 63, 64, 65, 127, 129, 1000, 2, 31, 200, 0});
+    if (coin(8)) {  // long single sequences: the chunkwise form cuts them into pieces (segments.hpp)
+      s.T = one_of({1500, 2049, 4100, 6000});
+      s.B = 1, s.HV = s.H;
+    }
   }
   if (p.form != form_kind::step && coin(30)) {  // packed sequences, with empty and one-token ones
     const long n = pick(1, 5);

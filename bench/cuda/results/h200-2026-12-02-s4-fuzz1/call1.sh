@@ -2,9 +2,9 @@
 # fuzz1's H200 call (2026-12-02, session 4): the CUDA fuzz driver (tests/backend/cuda/fuzz/), built off-device
 # (tests/backend/cuda/fuzz/build_fuzz.sh, sm_90a, linked with the instance library of the merged tree's CI build),
 # run as 12 processes for ~75 s, and beside it a subset of small cases under compute-sanitizer memcheck.
-# Run from .gpu/fuzz1 (a copy of the fuzz1 worktree plus bin/cuda_fuzz.xz).
+# Run as bash .gpu/fuzz1/bench/cuda/results/h200-2026-12-02-s4-fuzz1/call1.sh (.gpu/fuzz1: a copy of the fuzz1 worktree plus bin/cuda_fuzz.xz).
 set -u
-cd "$(dirname "$0")/../../.."   # the worktree copy's root
+cd "$(dirname "$0")/../../../.."   # the worktree copy's root
 export PATH=/usr/local/cuda/bin:$PATH
 START=$(date +%s)
 el() { echo "== $1 at $(( $(date +%s) - START )) s"; }
