@@ -106,7 +106,7 @@ struct fuzz_inputs {
       for (auto& x : c.g.values()) x = T(normal(rng));
       for (auto& x : c.gk.values()) x = T(normal(rng));
       for (index_t hv = 0; hv < HV; ++hv) A_log.push_back(float(0.5 * normal(rng)));
-      for (index_t i = 0; i < (c.gk.size() ? HV * K : HV); ++i) dt_bias.push_back(float(0.5 * normal(rng)));
+      for (index_t i = 0; i < (testing::allocated(c.gk) ? HV * K : HV); ++i) dt_bias.push_back(float(0.5 * normal(rng)));
     }
     if (p.beta_act != beta_activation::none)
       for (auto& x : c.beta.values()) x = T(normal(rng));
