@@ -144,7 +144,23 @@ def _cpp_chunk_ms(path):
     return out
 
 
-def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup=20, rounds=4, rules=_RULES):
+_VARIANTS = ("torch", "bare", "bind", "loop", "slow", "fresh")
+
+
+def _sustain(g, ms, per=1):
+    """Runs g() for at least `ms` milliseconds of device work (synchronising every ~8 kernels, so the host's clock
+    follows the device's)."""
+    t0, i = time.perf_counter(), 0
+    while (time.perf_counter() - t0) * 1e3 < ms:
+        g()
+        i += per
+        if i % 8 < per:
+            torch.cuda.synchronize()
+    torch.cuda.synchronize()
+
+
+def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup=20, rounds=4, rules=_RULES,
+          warm_ms=0.0, idle_ms=0.0, variants=_VARIANTS):
     """The torch CUDA path (linea.chunk_<rule>, bf16) against the kernel at bench/cuda's shape, timed as bench/cuda
     times (bench/cuda/bench_cuda.cu, time_ms): CUDA events around `calls` back-to-back calls, the median of
     `repeats`. With `cpp` (bench/cuda's JSON lines from the same machine), also the ratio to bench/cuda's figure.
@@ -156,11 +172,23 @@ def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup
       queued  a ~50 µs GPU sleep is queued before the start event, so the host's time to issue the first call is
               hidden, as behind a model's queue of work (the C++ loop issues its first kernel after ~5 µs; a Python
               call after ~25: 2.5 µs a call of 10 charged to the Python call alone otherwise);
-      bare    as before: the start event on an idle GPU."""
+      bare    as before: the start event on an idle GPU.
+
+    The board's state is part of the measurement (bench/README.md, "linear_attn against bench/cuda"): a rule here
+    runs for a second or more, bench/cuda's row is a burst of ~75 calls (~25 ms), and one H200 was at its 700 W limit
+    and 1845–1965 MHz under linear_attn's rows here. `warm_ms` runs each rule's public call that long before its
+    measurements (as bench/cuda's --warm-ms does before each row): both then measure a long run's state. `idle_ms`
+    instead leaves the GPU idle that long before every measurement, which then starts after one call (a burst, as
+    bench/cuda's rows without --warm-ms). `variants`: the columns measured (torch and loop always)."""
+    variants = tuple(dict.fromkeys(("torch", "loop") + tuple(variants)))
     ref = _cpp_chunk_ms(cpp) if cpp else {}
 
     def median_ms(g, queued=True, per=1):
         """g() runs `per` kernels: `calls` kernels in all between the events."""
+        if idle_ms:  # a burst after an idle GPU
+            torch.cuda.synchronize()
+            time.sleep(idle_ms / 1e3)
+            g()
         times = []
         for _ in range(repeats):
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
@@ -174,8 +202,11 @@ def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup
             times.append(a.elapsed_time(b) / calls)
         return sorted(times)[len(times) // 2]
 
+    state = f"each rule's call run {warm_ms:g} ms first" if warm_ms else \
+        (f"every measurement after {idle_ms:g} ms idle" if idle_ms else "no sustained warm-up")
     print(f"\nchunk_* at B={B} T={T} H={H} K=V={K}, bf16, final state written (CUDA events, median of {repeats} x "
-          f"{calls} calls; each column the median of {rounds} rounds in rotated order, [min-max] of the rounds)\n")
+          f"{calls} calls; each column the median of {rounds} rounds in rotated order, [min-max] of the rounds; "
+          f"{state})\n")
     print("| rule | linea.chunk_* (torch) queued ms | bare ms | _linea.forward ms | "
           "its outputs allocated per call ms | C++ loop in the module ms | bench/cuda ms | torch / bench/cuda | "
           "torch / C++ loop | host µs a call | Python path ms |")
@@ -213,7 +244,7 @@ def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup
                 given = dict(arrays, o=_core.A.for_kernel(o), final_state=_core.A.for_kernel(h))  # noqa: B023
                 _linea.forward(rule, given, native)  # noqa: B023
 
-            variants = {
+            measured = {
                 "torch": (lambda: f(*args, **kw), True, 1),  # noqa: B023
                 "bare": (lambda: f(*args, **kw), False, 1),  # noqa: B023
                 "bind": (lambda: _linea.forward(rule, arrays, native), True, 1),  # noqa: B023
@@ -221,15 +252,18 @@ def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup
                 "slow": (slow, True, 1),
                 "fresh": (fresh, True, 1),
             }
-            for g, _, _ in variants.values():
+            measured = {name: measured[name] for name in variants}
+            for g, _, _ in measured.values():
                 for _ in range(warmup):
                     g()
             torch.cuda.synchronize()
-            got = {name: [] for name in variants}
-            names = list(variants)
+            if warm_ms:
+                _sustain(measured["torch"][0], warm_ms)
+            got = {name: [] for name in measured}
+            names = list(measured)
             for r in range(rounds):
                 for name in names[r % len(names):] + names[:r % len(names)]:
-                    g, queued, per = variants[name]
+                    g, queued, per = measured[name]
                     got[name].append(median_ms(g, queued, per))
             # The host's time to issue one call (no synchronisation inside the loop): far below the kernel's, the
             # calls queue and the host's work is hidden; near it, something in the call waits for the device.
@@ -241,7 +275,7 @@ def large(cpp=None, B=8, T=4096, H=16, K=128, V=128, calls=10, repeats=7, warmup
             torch.cuda.synchronize()
             del outs
         med = {n: sorted(v)[len(v) // 2] for n, v in got.items()}
-        cell = lambda n: f"{med[n]:.4f} [{min(got[n]):.4f}-{max(got[n]):.4f}]"  # noqa: E731
+        cell = lambda n: f"{med[n]:.4f} [{min(got[n]):.4f}-{max(got[n]):.4f}]" if n in got else "-"  # noqa: E731
         cpp_ms = ref.get(rule)
         ratio = f"{med['torch'] / cpp_ms:.3f}" if cpp_ms else "-"
         print(f"| {rule} | {cell('torch')} | {cell('bare')} | {cell('bind')} | {cell('fresh')} | {cell('loop')} | "
@@ -258,6 +292,12 @@ def main():
     p.add_argument("--rules", default=",".join(_RULES), help="the rules of the --large table")
     p.add_argument("--rounds", type=int, default=4, help="rounds of the --large table (rotated order)")
     p.add_argument("--large-only", action="store_true", help="only the --large table")
+    p.add_argument("--warm-ms", type=float, default=0.0,
+                   help="--large: run each rule's call this long before measuring it (bench/cuda's --warm-ms)")
+    p.add_argument("--idle-ms", type=float, default=0.0,
+                   help="--large: leave the GPU idle this long before every measurement (a burst, as bench/cuda's rows)")
+    p.add_argument("--variants", default=",".join(_VARIANTS),
+                   help="--large: the columns to measure (torch and loop always)")
     p.add_argument("--kinds", help="the overhead table's kinds of arrays, e.g. torch-cuda (default: every one here)")
     args = p.parse_args()
     linea.set_num_threads(1)
@@ -267,7 +307,8 @@ def main():
     if args.kinds:
         kinds = [k for k in kinds if k in args.kinds.split(",")]
     if args.large_only:
-        large(args.cpp, rounds=args.rounds, rules=tuple(args.rules.split(",")))
+        large(args.cpp, rounds=args.rounds, rules=tuple(args.rules.split(",")), warm_ms=args.warm_ms,
+              idle_ms=args.idle_ms, variants=tuple(args.variants.split(",")))
         return
     best = {}
     for _ in range(max(1, args.runs)):
@@ -287,7 +328,8 @@ def main():
     for label, kind, tk, tb, tp, ts in rows:
         print(f"| {label} | {kind} | {tk:.1f} | {tb:.1f} | {tp:.1f} | {tp - tk:.1f} | {ts:.1f} | {ts - tk:.1f} |")
     if args.large and "torch-cuda" in kinds:
-        large(args.cpp, rounds=args.rounds, rules=tuple(args.rules.split(",")))
+        large(args.cpp, rounds=args.rounds, rules=tuple(args.rules.split(",")), warm_ms=args.warm_ms,
+              idle_ms=args.idle_ms, variants=tuple(args.variants.split(",")))
 
 
 if __name__ == "__main__":

@@ -117,9 +117,20 @@ arguments<T, float> make_args(const inputs& x, index_t B, index_t T_, index_t H,
 // Median over `repeats` of the mean time of `calls` back-to-back calls of f(i), in ms. `host_us` receives the
 // host's own time per call (enqueueing, validation): when it exceeds the device time, the host is the limit.
 double host_us = 0;
+// --warm-ms N: the call runs for at least N ms before it is timed, so the board is in the state of a long run.
+// Without it a row is a burst of ~75 calls (~25 ms at 8×4096) after the previous row. A program that runs the call
+// longer (python_overhead.py's rows) can meet another clock: on 2026-12-02 one H200 reached its 700 W limit at
+// 1845–1965 MHz under linear_attn's sustained Python rows (bench/README.md, "linear_attn against bench/cuda").
+double warm_ms = 0;
 template <class F>
 double time_ms(F&& f, int calls = 10, int repeats = 7, int warmup = 3) {
   for (int i = 0; i < warmup; ++i) f(i);
+  const auto w0 = std::chrono::steady_clock::now();
+  for (int i = 0; std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count() < warm_ms;
+       ++i) {
+    f(i);
+    if (i % 8 == 7) CK(cudaDeviceSynchronize());  // the host's clock kept in step with the device's work
+  }
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
@@ -370,14 +381,15 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--profile")) once = true;
     if (!std::strcmp(argv[i], "--decode-variants")) variants = true;  // the decode kernel's variants only
     if (!std::strcmp(argv[i], "--v128-only")) narrow = true;  // chunkwise: V = 128 only (no V = 64, no qk_l2norm rows)
+    if (!std::strcmp(argv[i], "--warm-ms") && i + 1 < argc) warm_ms = std::atof(argv[++i]);  // time_ms above
     if (!std::strcmp(argv[i], "--backward")) backward_only = true;  // forward + backward only  // one gated_delta chunkwise call and one decode step, for ncu
   }
   try {
     cudaDeviceProp prop{};
     CK(cudaGetDeviceProperties(&prop, 0));
     const double copy = copy_tbps();
-    std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d,\"copy_tbps\":%.3f}\n", prop.name,
-                prop.multiProcessorCount, copy);
+    std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d,\"copy_tbps\":%.3f,\"warm_ms\":%g}\n", prop.name,
+                prop.multiProcessorCount, copy, warm_ms);
     std::fflush(stdout);
     if (variants) {
       const inputs sets[2] = {make_inputs(256, 1, 16, 128, 128, 300), make_inputs(256, 1, 16, 128, 128, 400)};

@@ -3,7 +3,8 @@
 # path against bench/cuda, python/tests with CUDA tensors, and fla's own op tests with linea in place of fla's.
 #
 #   BENCH_CUDA=/path/to/linea_cuda_bench bash bench/python/h200.sh          # from the repository root
-#   CPP_JSONL=<bench_cuda --chunk-only output> bash bench/python/h200.sh   # rows measured earlier in the same call
+#   CPP_JSONL=<bench_cuda --chunk-only --warm-ms 1000 output> bash bench/python/h200.sh   # rows measured earlier
+#   (WARM_MS: how long each rule's call runs before the 8x4096 rows are timed, in both programs; default 1000)
 #   (REST_CAP, FLA_CAP: the caps in seconds of the non-CUDA pytest run and of each fla test file)
 #
 # Expects: linea importable (the module built for the device's Python, e.g. by .gpu/fin2/device_build.sh, its
@@ -23,17 +24,22 @@ python3 -c "import linea, torch; print('linea', linea.__file__, 'cuda', linea._l
 
 # (c) bench/cuda's chunkwise rows (the C++ figure the torch path is held to), then (b) + (c) the Python timings in
 # one process: the call overhead for numpy / torch CPU / torch CUDA and the 8x4096 comparison for all 7 rules.
+# Both programs run each rule's call WARM_MS before timing it, so both time the board in a long run's state
+# (bench/README.md, "linear_attn against bench/cuda": bench/cuda's rows are ~25 ms bursts otherwise).
+WARM_MS=${WARM_MS:-1000}
 el cpp-bench
 if [ -n "${CPP_JSONL:-}" ]; then
   CPP=(--cpp "$CPP_JSONL")                    # bench/cuda rows measured earlier in the same device call
 elif [ -n "${BENCH_CUDA:-}" ]; then
-  timeout 40 "$BENCH_CUDA" --chunk-only --no-ccq > "$OUT/cpp_chunk.jsonl" 2>&1; echo "cpp bench rc $?"
+  timeout 40 "$BENCH_CUDA" --chunk-only --no-ccq --v128-only --warm-ms "$WARM_MS" > "$OUT/cpp_chunk.jsonl" 2>&1
+  echo "cpp bench rc $?"
   CPP=(--cpp "$OUT/cpp_chunk.jsonl")
 else
   echo "BENCH_CUDA not set: the 8x4096 table has no bench/cuda column"; CPP=()
 fi
 el python-speed
-timeout 150 python3 bench/python_overhead.py -n 1000 --runs 3 --large "${CPP[@]}" > "$OUT/python_speed.md" 2>&1
+timeout 160 python3 bench/python_overhead.py -n 1000 --runs 3 --large --warm-ms "$WARM_MS" "${CPP[@]}" \
+  > "$OUT/python_speed.md" 2>&1
 echo "python_overhead rc $?"; cat "$OUT/python_speed.md"
 
 # (a) python/tests with CUDA tensors (test_cuda.py first: it is the CUDA suite), (d) fla's tests, in parallel.

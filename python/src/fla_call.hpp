@@ -22,6 +22,7 @@
 #include <linea/rules/list.hpp>
 
 #include "call.hpp"
+#include "errors.hpp"
 #include "tensors.hpp"
 
 namespace linea::python::fla {
@@ -380,8 +381,8 @@ inline nb::object forward(const char* op, int form, nb::handle q, nb::handle k, 
 
 // The Python entry point of forward(): a METH_FASTCALL function taking its 19 arguments positionally, as
 // python/linea/_ops.py passes them. nanobind's dispatch of this signature (named arguments that may be None) cost
-// ~0.15 µs a call more than a plain C function (measured here); the exceptions nanobind would translate are
-// translated here the same way (linea::error: ValueError; nanobind's type_error / value_error; a Python error as set).
+// ~0.15 µs a call more than a plain C function (measured here); its exceptions become Python errors as nanobind's
+// dispatch raises them, by the one translation both use (errors.hpp).
 inline PyObject* forward_fastcall(PyObject*, PyObject* const* args, Py_ssize_t n) {
   if (n != 19) {
     PyErr_Format(PyExc_TypeError, "fla_forward() takes 19 positional arguments (%zd given)", n);
@@ -396,21 +397,8 @@ inline PyObject* forward_fastcall(PyObject*, PyObject* const* args, Py_ssize_t n
                    beta_act, h(16), threads, h(18))
         .release()
         .ptr();
-  } catch (nb::python_error& e) {
-    e.restore();
-  } catch (const nb::builtin_exception& e) {
-    PyErr_SetString(e.type() == nb::exception_type::type_error    ? PyExc_TypeError
-                    : e.type() == nb::exception_type::value_error ? PyExc_ValueError
-                                                                  : PyExc_RuntimeError,
-                    e.what());
-  } catch (const linea::error& e) {
-    PyErr_SetString(PyExc_ValueError, e.what());
-  } catch (const std::bad_alloc&) {
-    PyErr_NoMemory();
-  } catch (const std::exception& e) {
-    PyErr_SetString(PyExc_RuntimeError, e.what());
   } catch (...) {
-    PyErr_SetString(PyExc_RuntimeError, "linea: an unknown C++ exception in fla_forward");
+    set_python_error();
   }
   return nullptr;
 }

@@ -6,11 +6,11 @@
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
 
-#include <linea/core/error.hpp>
 #include <linea/rules/list.hpp>
 
 #include "call.hpp"
 #include "cuda_entry.hpp"
+#include "errors.hpp"
 #include "fla_call.hpp"
 
 namespace nb = nanobind;
@@ -67,12 +67,6 @@ NB_MODULE(_linea, m) {
       "(python/src/fla_call.hpp): (o, ht), or None when the Python path must take the call."};
   m.attr("fla_forward") = nb::steal(PyCFunction_NewEx(&fla_forward_def, nullptr, m.attr("__name__").ptr()));
 
-  // Every bad argument is linea::error (a std::runtime_error): a ValueError carrying linea's message.
-  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
-    try {
-      std::rethrow_exception(p);
-    } catch (const linea::error& e) {
-      PyErr_SetString(PyExc_ValueError, e.what());
-    }
-  });
+  // Every bad argument is linea::error (a std::runtime_error): a ValueError carrying linea's message (errors.hpp).
+  nb::register_exception_translator(translate_linea_error);
 }

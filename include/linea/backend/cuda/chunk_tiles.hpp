@@ -43,9 +43,11 @@ __device__ __forceinline__ float ex2(float x) {  // 2^x; the approximate unit is
 }
 
 // 16 bytes global → shared, asynchronously; the first `bytes` are read, the rest of the 16 filled with zeros.
+// (Also the backward's 16-byte copy, backward/async_copy.hpp. The "memory" clobber keeps the compiler from moving
+// shared-memory accesses across the copy's issue.)
 __device__ __forceinline__ void cp_async16_fill(void* smem, const void* gmem, int bytes) {
   const std::uint32_t s = static_cast<std::uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(gmem), "r"(bytes) : "memory");
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::); }
 

@@ -8,18 +8,16 @@
 //                         every thread's copies visible)
 //
 // 16-byte pieces where every row starts 16-byte aligned and cols % 4 == 0 (K, V multiples of 4), else 4-byte ones.
-// Every thread of the CTA calls async_tile with the same arguments.
+// Every thread of the CTA calls async_tile with the same arguments. The 16-byte copy is the forward's
+// (chunk_tiles.hpp's tiles::cp_async16_fill).
 #pragma once
 #include <cstdint>
 
+#include "../chunk_tiles.hpp"
 #include "work.hpp"
 
 namespace linea::cuda_detail::bwd {
 
-__device__ __forceinline__ void cp_async_f4(float* dst, const float* src, int bytes) {
-  const std::uint32_t s = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes) : "memory");
-}
 __device__ __forceinline__ void cp_async_f1(float* dst, const float* src, int bytes) {
   const std::uint32_t s = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(s), "l"(src), "r"(bytes) : "memory");
@@ -39,7 +37,7 @@ __device__ __forceinline__ void async_tile(float* dst, int ld, const float* src,
       const int r = e / P, c = 4 * (e % P);
       if (c >= cols) continue;
       const bool in = r < rows;
-      cp_async_f4(dst + r * ld + c, in ? src + r * stride + c : src, in ? 16 : 0);
+      tiles::cp_async16_fill(dst + r * ld + c, in ? src + r * stride + c : src, in ? 16 : 0);
     }
   } else {
     for (int e = threadIdx.x; e < Rows * Cols; e += threads) {

@@ -15,7 +15,7 @@
 // scratch: gemm_scratch floats of shared memory (gemm_scratch_for<TK> with a TK-deep slab: a deeper slab halves the
 // global round trips, each behind a barrier, at twice the prefetch registers).
 //
-//   block_gemm_direct<TN>(M, N, Kd, a, b, out):   the same product with no slab and no barrier inside
+//   block_gemm_direct<TN, Unroll>(M, N, Kd, a, b, out):   the same product with no slab and no barrier inside
 //
 // for operands already in shared memory: each warp reads its mma fragments straight through the accessors (rows
 // of a padded tile, leading dimension ≡ 4 mod 32, read without bank conflicts). Elements past M, N or Kd are read
@@ -173,7 +173,22 @@ __device__ __forceinline__ void row_sums(int rows, int cols, F f, Done done) {
   }
 }
 
-template <int TN = 64, class A, class B, class Out>
+// How far block_gemm_direct unrolls its k loop in each backward kernel: by two, the next k-step's shared-memory
+// fragment loads overlap this step's mma (bwd6's patch). Measured on the H200 over the whole backward (bwd7,
+// bench/cuda/README.md, both loop forms alternated, 8×4096 and 1×32768): faster for linear_attn and simple_gla
+// (no erase, scalar decay) and for kda and gdn2 (erase, per-key decay), slower for delta and gated_delta (erase,
+// scalar decay) and gla (per-key decay, no erase). Every backward kernel serves one (Erases, PerKey) pair, so the
+// choice is made per pair. LINEA_BWD_DIRECT_UNROLL forces one factor on every kernel (bench/cuda/grad_ab.cu's A/B
+// builds), not a user option.
+#ifdef LINEA_BWD_DIRECT_UNROLL
+template <bool Erases, bool PerKey>
+inline constexpr int direct_unroll = LINEA_BWD_DIRECT_UNROLL;
+#else
+template <bool Erases, bool PerKey>
+inline constexpr int direct_unroll = Erases == PerKey ? 2 : 1;
+#endif
+
+template <int TN = 64, int Unroll = 1, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b, Out out) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm_direct: 256 threads, 64 × 16|32|64 tiles");
   constexpr int NT = TN / 16;
@@ -186,6 +201,7 @@ __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b
     for (int n0 = 0; n0 < N; n0 += TN) {
       float acc[NT][4] = {};
       const int ma = m0 + wm + g, mb = ma + 8;
+#pragma unroll (Unroll)
       for (int kk = 0; kk < Kd; kk += 8) {
         const int k0 = kk + t, k1 = k0 + 4;
         std::uint32_t ab[4], as[4];

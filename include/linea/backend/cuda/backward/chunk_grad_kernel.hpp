@@ -19,12 +19,23 @@
 // warp reductions over tiles a product leaves in shared memory (row_sums), not atomics from every element: tens of
 // thousands of shared-memory atomics on 64 addresses (one of them, dG_L, hit by every element) serialized the
 // kernel. dP's row and column sums go through block_gemm's scratch, free in its epilogue (a single 64 × 64 tile).
+// The kernel is latency-bound (one CTA per SM, every global load behind a barrier), so global reads are batched:
+// tiles are staged 16 loads per thread at a time, dv / dw issue every row's loads before the first store, P is
+// staged (coalesced) for dP's decay sums, which all threads then add, ⟨h, dh⟩ keeps 16 + 16 loads in flight, and
+// the reverse cumulative sum of dG is a warp scan. Wide sends the 128-wide products through block_gemm_wide (one
+// 64 × 128 tile: half the slabs): phases.hpp takes it without an erasing update (linear_attn, simple_gla: 5 % off
+// this kernel on the H200, no spills); an erasing update's kernel spills with it at 255 registers, and is slower.
 #pragma once
-#include "block_gemm.hpp"
+#include <algorithm>
+
+#include "wide_gemm.hpp"
 
 namespace linea::cuda_detail::bwd {
 
 inline constexpr int grad_tk = 32;  // slab depth of the global-operand products
+inline constexpr int grad_batch = 16;  // loads in flight per thread when staging a tile (registers are nearly spent)
+// block_gemm_wide's slabs, block_gemm's 32-deep ones, or dP's padded CL × CL tile
+inline constexpr int grad_scratch = std::max({wide_gemm_scratch, gemm_scratch_for<grad_tk>, CL * (CL + 1)});
 
 // Tiles in floats. An erasing update adds the UT transform's dW, dBk, dBv and M; dW's tile then holds dk and dBv's
 // holds dq once their contents die (dW after dBk = Tᵀ dW, dBv after M and dv), so the erasing CTA fits in the
@@ -37,13 +48,12 @@ struct grad_shape {
                        dq_at = Erases ? dbv_at : dk_at + kv, n_at = dq_at + kv, m_at = n_at + cc,
                        g_at = m_at + (Erases ? cc : 0), gam_at = g_at + CL, f_at = gam_at + CL, e_at = f_at + CL,
                        dg_at = e_at + CL, de_at = dg_at + CL, dwr_at = de_at + CL, scratch_at = dwr_at + CL,
-                       end = scratch_at + gemm_scratch_for<grad_tk>;
+                       end = scratch_at + grad_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
   static_assert(bytes <= 227 * 1024, "chunk_grad_kernel: more shared memory than one SM has");
-  static_assert(gemm_scratch_for<grad_tk> >= CL * (CL + 1), "chunk_grad_kernel: dP's sums need a padded CL × CL tile");
 };
 
-template <bool Erases, bool Decays, class T>
+template <bool Erases, bool Decays, class T, bool Wide = false>
 __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, const view<T, 4> dv_out) {
   using sh = grad_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
@@ -88,15 +98,15 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   // ---- the UT transform's adjoints: dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW; dA = −(dBv Uᵀ + dBk Wᵀ), M = dA ⊙ D ----
   if constexpr (Erases) {
     float *sdU = sK, *sT = sQ;  // dU and T stay in the k and q tiles until dBk (k and q come after)
-    stage_tile<CL, max_kv>(sdU, ld_kv, [&](int r, int j) { return r < L && j < V ? dU[r * w.V + j] : 0.f; });
+    stage_tile<CL, max_kv, grad_batch>(sdU, ld_kv, [&](int r, int j) { return r < L && j < V ? dU[r * w.V + j] : 0.f; });
     stage_tile<CL, CL>(sT, ld_cc, [&](int s, int r) { return Tc[s * CL + r]; });  // sT[s][r] = T_sr
-    block_gemm<64, walk::k, walk::k, grad_tk>(
+    gemm_128<Wide, grad_tk, walk::k, walk::k>(
         L, K, V, [&](int r, int j) { return sdU[r * ld_kv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
         [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, scratch);
-    block_gemm_direct(
+    block_gemm_direct<64, direct_unroll<Erases, false>>(
         L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
         [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
-    block_gemm_direct(
+    block_gemm_direct<64, direct_unroll<Erases, false>>(
         L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
     block_gemm<64, walk::k, walk::k, grad_tk>(
@@ -108,27 +118,36 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
         scratch);
     // dv_r = w_r dBv_r, dw_r = v_r·dBv_r: dBv's last reads, before its tile holds dq (a row per warp; the row's v
     // loaded before its dv is stored)
+    // (every row's loads are issued before the first store: one round trip, not one per row)
     const int warp = tid >> 5, lane = tid & 31;
-    for (int r = warp; r < L; r += threads / 32) {
-      float vr[max_kv / 32];
+    constexpr int rows = CL / (threads / 32), cols = max_kv / 32;
+    float vr[rows][cols], wr[rows];
 #pragma unroll
-      for (int i = 0; i < max_kv / 32; ++i) vr[i] = lane + 32 * i < V ? v[r * ldv + lane + 32 * i] : 0.f;
-      const float wr = gate_w[r * HV];
+    for (int i = 0; i < rows; ++i) {
+      const int r = warp + i * (threads / 32);
+      wr[i] = r < L ? gate_w[r * HV] : 0.f;
+#pragma unroll
+      for (int c = 0; c < cols; ++c) vr[i][c] = r < L && lane + 32 * c < V ? v[r * ldv + lane + 32 * c] : 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < rows; ++i) {
+      const int r = warp + i * (threads / 32);
+      if (r >= L) break;  // (warp-uniform)
       float x = 0;
 #pragma unroll
-      for (int i = 0; i < max_kv / 32; ++i) {
-        const int j = lane + 32 * i;
+      for (int c = 0; c < cols; ++c) {
+        const int j = lane + 32 * c;
         if (j >= V) continue;
         const float dbv = sdBv[r * ld_kv + j];
-        x = fmaf(vr[i], dbv, x);
-        if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(wr * dbv);
+        x = fmaf(vr[i][c], dbv, x);
+        if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(wr[i] * dbv);
       }
 #pragma unroll
       for (int o = 16; o; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
       if (lane == 0) sdWr[r] = x;
     }
   } else if (dv_out.ptr) {  // dv = dU, through registers in batches (see stage_tile)
-    constexpr int per = CL * max_kv / threads, batch = 16;
+    constexpr int per = CL * max_kv / threads, batch = grad_batch;
     for (int b0 = 0; b0 < per; b0 += batch) {
       float x[batch];
 #pragma unroll
@@ -144,52 +163,54 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     }
   }
   // The chunk's k and q rows (zeros past L and K), read by every product below.
-  stage_tile<CL, max_kv>(sK, ld_kv, [&](int r, int d) { return r < L && d < K ? k[r * ldq + d] : 0.f; });
-  stage_tile<CL, max_kv>(sQ, ld_kv, [&](int r, int d) { return r < L && d < K ? q[r * ldq + d] : 0.f; });
+  stage_tile<CL, max_kv, grad_batch>(sK, ld_kv, [&](int r, int d) { return r < L && d < K ? k[r * ldq + d] : 0.f; });
+  stage_tile<CL, max_kv, grad_batch>(sQ, ld_kv, [&](int r, int d) { return r < L && d < K ? q[r * ldq + d] : 0.f; });
+  // P, for dP's decay terms, in dk's tile (free until dk's first product; dW's contents died with dBk)
+  float* sP = sDK;
+  if constexpr (Decays) stage_tile<CL, CL>(sP, ld_cc, [&](int r, int s) { return r < L && s < L ? Pc[r * CL + s] : 0.f; });
   // ---- dP = s dO U_newᵀ (causal), N = dP ⊙ D; its decay terms dG_r += Σ_s dP_rs P_rs, dG_s −= Σ_r dP_rs P_rs ----
   float* sdP = scratch;  // [CL][CL + 1]: block_gemm's slabs are dead in its epilogue (one 64 × 64 tile)
   block_gemm<64, walk::k, walk::k, grad_tk>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
       [&](int r, int s, float acc) {
         const float dp = s <= r ? scale * acc : 0.f;
-        if (Decays) sdP[r * (CL + 1) + s] = s < r ? dp : 0.f;
+        if (Decays) sdP[r * (CL + 1) + s] = s < r ? dp * sP[r * ld_cc + s] : 0.f;
         sN[r * ld_cc + s] = s <= r ? dp * D(r, s) : 0.f;  // (D past the diagonal may overflow)
       },
       scratch);
-  if constexpr (Decays)
-    if (tid < L) {
-      const int i = tid;
-      float row = 0, col = 0;
-      for (int t = 0; t < L; ++t) {
-        row = fmaf(sdP[i * (CL + 1) + t], Pc[i * CL + t], row);
-        col = fmaf(sdP[t * (CL + 1) + i], Pc[t * CL + i], col);
-      }
-      sdG[i] += row - col;
-    }
+  if constexpr (Decays) {  // dG_i += Σ_t X_it − Σ_t X_ti, X = dP ⊙ P: four threads per i, a quarter of t each
+    constexpr int parts = threads / CL, span = CL / parts;
+    const int i = tid % CL, t0 = tid / CL * span;
+    float x = 0;
+#pragma unroll
+    for (int t = t0; t < t0 + span; ++t)
+      if (t < L) x += sdP[i * (CL + 1) + t] - sdP[t * (CL + 1) + i];
+    if (i < L) atomicAdd(&sdG[i], x);  // (ordered before the row passes' plain updates by the next product's barrier)
+  }
   // ---- dq = Γ s (dO hᵀ) + N K;  dG_r += q_r·(Γ s dO hᵀ)_r ----
-  block_gemm<64, walk::k, walk::k, grad_tk>(
+  gemm_128<Wide, grad_tk, walk::k, walk::k>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; }, scratch);
   if constexpr (Decays)
     row_sums(L, K, [&](int r, int d) { return sQ[r * ld_kv + d] * sDQ[r * ld_kv + d]; },
              [&](int r, float x) { sdG[r] += x; });
-  block_gemm_direct(
+  block_gemm_direct<64, direct_unroll<Erases, false>>(
       L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
   // ---- dk = F ⊙ (U_new dhᵀ) + Nᵀ Q + the UT transform's terms ----
   // (with z_s = k_s·(F ⊙ U_new dhᵀ)_s: dG_s −= z_s, dG_L += z_s)
-  block_gemm<64, walk::k, walk::k, grad_tk>(
+  gemm_128<Wide, grad_tk, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, scratch);
   if constexpr (Decays)
     row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sDK[s * ld_kv + d]; },
              [&](int s, float z) { atomicAdd(&sdG[s], -z), atomicAdd(&sdG[L - 1], z); });
-  block_gemm_direct(
+  block_gemm_direct<64, direct_unroll<Erases, false>>(
       L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
       [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; });
   if constexpr (Erases) {
     // x_s = γ_s dBk_s + (M K)_s (into dBk's tile): dk_s += e_s x_s;  de_s += k_s·x_s, and e_s times that into dG_s
-    block_gemm_direct(
+    block_gemm_direct<64, direct_unroll<Erases, false>>(
         L, K, L, [&](int s, int t) { return sM[s * ld_cc + t]; }, [&](int t, int d) { return sK[t * ld_kv + d]; },
         [&](int s, int d, float acc) {
           const float x = sGam[s] * sdBk[s * ld_kv + d] + acc;
@@ -201,7 +222,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
       if (Decays) sdG[s] += sE[s] * z;
     });
     // y_s = Σ_{r>s} M_rs e_r k_r (into dBk's tile): dk_s += y_s;  dG_s −= k_s·y_s
-    block_gemm_direct(
+    block_gemm_direct<64, direct_unroll<Erases, false>>(
         L, K, L, [&](int s, int r) { return sM[r * ld_cc + s]; }, [&](int r, int d) { return sE[r] * sK[r * ld_kv + d]; },
         [&](int s, int d, float acc) {
           sDK[s * ld_kv + d] += acc;
@@ -218,21 +239,38 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     dq[r * ldg + d] = sDQ[r * ld_kv + d];
     dk[r * ldg + d] = sDK[r * ld_kv + d];
   }
-  if constexpr (Decays) {
+  if constexpr (Decays) {  // (grad_batch loads of h and of dh in flight per thread)
     float hdh = 0;
-    for (int e = tid; e < K * V; e += threads) hdh = fmaf(hc[e], dhc[e], hdh);
+    for (int e0 = 0; e0 < K * V; e0 += grad_batch * threads) {
+      float x[grad_batch], y[grad_batch];
+#pragma unroll
+      for (int i = 0; i < grad_batch; ++i) {
+        const int e = e0 + tid + i * threads;
+        x[i] = e < K * V ? hc[e] : 0.f, y[i] = e < K * V ? dhc[e] : 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < grad_batch; ++i) hdh = fmaf(x[i], y[i], hdh);
+    }
 #pragma unroll
     for (int o = 16; o; o >>= 1) hdh += __shfl_xor_sync(0xffffffffu, hdh, o);
     if ((tid & 31) == 0) atomicAdd(&sdG[L - 1], sGam[L - 1] * hdh);
   }
   __syncthreads();
-  if (tid == 0) {
-    float acc = 0;  // dg_t = Σ_{r≥t} dG_r
-    for (int r = L - 1; r >= 0; --r) {
-      acc += sdG[r];
-      w.dlog_alpha[(tok0 + r) * w.HV + hv] = acc;
-      if (Erases) w.derase[(tok0 + r) * w.HV + hv] = sdE[r] + sdWr[r];
+  // dg_t = Σ_{r≥t} dG_r: a suffix scan in each of two warps, then warp 0 adds warp 1's total
+  float dg = tid < L ? sdG[tid] : 0.f;
+  if (tid < CL) {
+    const int lane = tid & 31;
+#pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+      const float y = __shfl_down_sync(0xffffffffu, dg, o);
+      if (lane + o < 32) dg += y;
     }
+    if (lane == 0) scratch[tid >> 5] = dg;  // (scratch is free: the last product ended with a barrier)
+  }
+  __syncthreads();
+  if (tid < L) {
+    w.dlog_alpha[(tok0 + tid) * w.HV + hv] = dg + (tid < 32 ? scratch[1] : 0.f);
+    if (Erases) w.derase[(tok0 + tid) * w.HV + hv] = sdE[tid] + sdWr[tid];
   }
 }
 

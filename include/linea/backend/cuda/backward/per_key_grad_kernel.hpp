@@ -11,9 +11,14 @@
 //           γ_Ld ⟨h_d, dh_d⟩ at r = L;   then dgk_td = Σ_{r≥t} dG_rd.
 // With Channels (GDN-2, channel_gates.hpp) e_r is b_rd in every term above, and instead of de_r, dw_r (sums over
 // the row) the kernel writes db_rd = k_rd (rowA_rd + γ_rd dBk_rd) and dw_rj = v_rj dBv_rj; dv_rj = w_rj dBv_rj.
+// Latency-bound like chunk_grad_kernel: an erasing update's products stream 32 deep (Wide: 128-wide ones through
+// block_gemm_wide, off as it spills); dv, dw come first so that the q rows the intra-chunk loops read (four times)
+// are staged in dBv's tile, and the erase gates in a row of their own; the h·dh and Σ_s k dk reductions batch
+// their loads.
 #pragma once
 #include "channel_gates.hpp"
 #include "chunk_grad_kernel.hpp"
+#include "wide_gemm.hpp"
 #include "inputs_kernel.hpp"
 #include "per_key_prep_kernel.hpp"
 
@@ -26,11 +31,17 @@ struct per_key_grad_shape {
   static constexpr int ut_kv = Erases ? CL * max_kv : 0, ut_cc = Erases ? CL * CL : 0, ut_k = Erases ? CL * LK : 0;
   static constexpr int dw_at = 0, dbk_at = dw_at + CL * max_kv, dbv_at = dbk_at + ut_kv,
                        n_at = dbv_at + ut_kv, m_at = n_at + CL * CL, g_at = m_at + ut_cc, k_at = g_at + CL * LK,
-                       gl_at = k_at + ut_k, scratch_at = gl_at + max_kv, end = scratch_at + gemm_scratch;
+                       gl_at = k_at + ut_k, e_at = gl_at + max_kv, dwr_at = e_at + (Erases ? CL : 0),
+                       scratch_at = dwr_at + (Erases ? CL : 0), end = scratch_at + grad_scratch;
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
-template <bool Erases, class T, bool Channels = false>
+// The products: an erasing update (one CTA per SM) streams 32 deep (Wide: 128 wide, block_gemm_wide); gla's kernel
+// keeps 16-deep, 64-wide tiles, as its two CTAs per SM have 128 registers a thread.
+template <bool Erases>
+inline constexpr int pk_tk = Erases ? grad_tk : gemm_tk;
+
+template <bool Erases, class T, bool Channels = false, bool Wide = false>
 __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(const work w, const view<T, 4> dv_out,
                                                                                const channel_gates cg,
                                                                                const channel_grads<T> cd) {
@@ -43,7 +54,8 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   extern __shared__ __align__(16) float sm[];
   float *sdW = sm + sh::dw_at, *sdBk = sm + sh::dbk_at, *sdBv = sm + sh::dbv_at, *sN = sm + sh::n_at,
         *sM = sm + sh::m_at, *sG = sm + sh::g_at, *sK = sm + sh::k_at, *sdGL = sm + sh::gl_at,
-        *scratch = sm + sh::scratch_at;
+        *sE = sm + sh::e_at, *sdWr = sm + sh::dwr_at, *scratch = sm + sh::scratch_at;
+  float* sQ = sdBv;  // (erasing update) the chunk's q rows [CL][max_kv], once dv and dw have read dBv
   float* sdG = sdW;  // dG [CL][max_kv] reuses dW's tile once dBk has been formed
 
   const std::size_t cv = w.ch(c, hv);
@@ -60,7 +72,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   const float* b_ch = Channels ? cg.b + (tok0 * w.HV + hv) * w.K : nullptr;  // row r at r·ldg
   const float* w_ch = Channels ? cg.w + (tok0 * w.HV + hv) * w.V : nullptr;  // row r at r·ldv
   // the erase gate of token r, key channel d
-  const auto erase = [&](int r, int d) { return Channels ? b_ch[r * ldg + d] : gate_e[r * HV]; };
+  const auto erase = [&](int r, int d) { return Channels ? b_ch[r * ldg + d] : sE[r]; };
   float* dq = w.dq + (tok0 * w.HV + hv) * w.K;  // row r at r·ldg
   float* dk = w.dk + (tok0 * w.HV + hv) * w.K;
   const float* Un = Erases ? w.U_new + cv * CL * w.V : v;
@@ -68,37 +80,39 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   const float scale = w.scale;
 
   stage_tile<CL, max_kv>(sG, LK, [&](int r, int d) { return r < L && d < K ? Gk[r * K + d] : 0.f; });
-  if constexpr (Erases)
-    stage_tile<CL, max_kv>(sK, LK, [&](int r, int d) { return r < L && d < K ? k[r * ldq + d] : 0.f; });
+  if constexpr (Erases) {
+    stage_tile<CL, max_kv, grad_batch>(sK, LK, [&](int r, int d) { return r < L && d < K ? k[r * ldq + d] : 0.f; });
+    if (tid < CL) sE[tid] = tid < L ? gate_e[tid * HV] : 0.f;
+  }
   __syncthreads();
   const auto D = [&](int r, int s, int d) { return __expf(sG[r * LK + d] - sG[s * LK + d]); };
   // k_sd: the staged rows for an erasing update (its intra-chunk loops read them four times), global rows otherwise
   const auto ks = [&](int s, int d) { return Erases ? sK[s * LK + d] : k[s * ldq + d]; };
 
   if constexpr (Erases) {  // dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW, dA = −(dBv Uᵀ + dBk Wᵀ) (strictly lower)
-    block_gemm<64, walk::k, walk::k>(
+    gemm_128<Wide, pk_tk<Erases>, walk::k, walk::k>(
         L, K, V, [&](int r, int j) { return dU[r * w.V + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
         [&](int r, int d, float acc) { sdW[r * max_kv + d] = -acc; }, scratch);
-    block_gemm<64, walk::mn, walk::mn>(
+    gemm_128<Wide, pk_tk<Erases>, walk::mn, walk::mn>(
         L, V, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int j) { return dU[s * w.V + j]; },
         [&](int r, int j, float acc) { sdBv[r * max_kv + j] = acc; }, scratch);
-    block_gemm<64, walk::mn, walk::mn>(
+    gemm_128<Wide, pk_tk<Erases>, walk::mn, walk::mn>(
         L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * max_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * max_kv + d] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k>(
+    block_gemm<64, walk::k, walk::k, pk_tk<Erases>>(
         L, L, V, [&](int r, int j) { return sdBv[r * max_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
         [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k>(
+    block_gemm<64, walk::k, walk::k, pk_tk<Erases>>(
         L, L, K, [&](int r, int d) { return sdBk[r * max_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
         [&](int r, int s, float acc) { sM[r * CL + s] = s < r ? -(sM[r * CL + s] + acc) : 0.f; }, scratch);
   }
   // dP = s dO U_newᵀ (causal, undecayed)
-  block_gemm<64, walk::k, walk::k>(
+  block_gemm<64, walk::k, walk::k, pk_tk<Erases>>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
       [&](int r, int s, float acc) { sN[r * CL + s] = s <= r ? scale * acc : 0.f; }, scratch);
   for (int e = tid; e < CL * max_kv; e += threads) sdG[e] = 0;  // (dW's tile is free: dBk is formed)
   // inter-chunk read: dq = s Γ ⊙ (dO hᵀ);  state write: dk = Kd-decay ⊙ (U_new dhᵀ)
-  block_gemm<64, walk::k, walk::k>(
+  gemm_128<Wide, pk_tk<Erases>, walk::k, walk::k>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
       [&](int r, int d, float acc) {
         const float x = scale * __expf(sG[r * LK + d]) * acc;
@@ -106,7 +120,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
         sdG[r * max_kv + d] += q[r * ldq + d] * x;
       },
       scratch);
-  block_gemm<64, walk::k, walk::k>(
+  gemm_128<Wide, pk_tk<Erases>, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) {
         const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc;
@@ -116,17 +130,80 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
       scratch);
   // dG_Ld's share of the state write, Σ_s k_sd dk_sd, one channel per thread over dk as the product left it (this
   // CTA's own global writes, visible after block_gemm's closing barrier) in place of an atomic from every element
-  for (int d = tid; d < K; d += threads) {
-    float x = 0;
-#pragma unroll 8
-    for (int s = 0; s < L; ++s) x = fmaf(ks(s, d), dk[s * ldg + d], x);
-    sdGL[d] = x;
+  // (two threads per channel, each over half the rows with all its loads in flight; sdGL zeroed first)
+  if (tid < max_kv) sdGL[tid] = 0;
+  __syncthreads();
+  {
+    constexpr int half = CL / 2, batch = 16;
+    const int d = tid % max_kv, s0 = tid / max_kv * half;
+    float z = 0;
+    for (int b0 = s0; b0 < s0 + half; b0 += batch) {
+      float x[batch], y[batch];
+#pragma unroll
+      for (int i = 0; i < batch; ++i) {
+        const int s = b0 + i;
+        x[i] = d < K && s < L ? dk[s * ldg + d] : 0.f;
+        y[i] = d < K && s < L ? ks(s, d) : 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < batch; ++i) z = fmaf(y[i], x[i], z);
+    }
+    if (d < K) atomicAdd(&sdGL[d], z);
   }
   __syncthreads();  // (the loop below adds to dk)
+  // dv, dw (an erasing update: dw_r = Σ_j v_rj dBv_rj by warp reductions into sdWr, then q's rows into dBv's tile)
+  if constexpr (Erases && !Channels) {
+    const int warp = tid >> 5, lane = tid & 31;
+    constexpr int rows = CL / (threads / 32), cols = max_kv / 32;
+    float vr[rows][cols], wr[rows];
+#pragma unroll
+    for (int i = 0; i < rows; ++i) {
+      const int r = warp + i * (threads / 32);
+      wr[i] = r < L ? gate_w[r * HV] : 0.f;
+#pragma unroll
+      for (int c = 0; c < cols; ++c) vr[i][c] = r < L && lane + 32 * c < V ? v[r * ldv + lane + 32 * c] : 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < rows; ++i) {
+      const int r = warp + i * (threads / 32);
+      float x = 0;
+#pragma unroll
+      for (int c = 0; c < cols; ++c) {
+        const int j = lane + 32 * c;
+        if (r >= L || j >= V) continue;
+        const float dbv = sdBv[r * max_kv + j];
+        x = fmaf(vr[i][c], dbv, x);
+        if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(wr[i] * dbv);
+      }
+      x = warp_sum(x);
+      if (lane == 0 && r < L) sdWr[r] = x;
+    }
+  } else {
+    for (int e = tid; e < CL * V; e += threads) {
+      const int r = e / V, j = e % V;
+      if (r >= L) continue;
+      float x;
+      if constexpr (Erases) {  // (channel gates)
+        const float dbv = sdBv[r * max_kv + j];
+        x = w_ch[r * ldv + j] * dbv;
+        if (cd.dw.ptr) cd.dw(ci.bt, ci.t0 + r, hv, j) = from_float<T>(v[r * ldv + j] * dbv);
+      } else {
+        x = dU[r * w.V + j];
+      }
+      if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x);
+    }
+  }
+  if constexpr (Erases) {
+    __syncthreads();  // (dBv's last reads)
+    stage_tile<CL, max_kv, grad_batch>(sQ, max_kv, [&](int r, int d) { return r < L && d < K ? q[r * ldq + d] : 0.f; });
+    __syncthreads();
+  }
+  // q_td: the staged rows for an erasing update, global rows otherwise
+  const auto qs = [&](int t, int d) { return Erases ? sQ[t * max_kv + d] : q[t * ldq + d]; };
   // the decayed intra-chunk products, per (token, channel)
   for (int e = tid; e < L * K; e += threads) {
     const int r = e / K, d = e % K;
-    const float qr = q[r * ldq + d], kr = ks(r, d);
+    const float qr = qs(r, d), kr = ks(r, d);
     float dqP = 0, dkP = 0, ddk, dG;
     if constexpr (Erases) {  // rowA shares dq's decays and k_s, colA dk's decays (each accumulator in the same order)
       const float er = erase(r, d), bk = __expf(sG[r * LK + d]) * sdBk[r * max_kv + d];
@@ -140,7 +217,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
       dkP = fmaf(sN[r * CL + r] * qr, D(r, r, d), dkP);
       for (int t = r + 1; t < L; ++t) {
         const float decay = D(t, r, d);
-        dkP = fmaf(sN[t * CL + r] * q[t * ldq + d], decay, dkP);
+        dkP = fmaf(sN[t * CL + r] * qs(t, d), decay, dkP);
         colA = fmaf(sM[t * CL + r] * erase(t, d) * ks(t, d), decay, colA);
       }
       ddk = dkP + (er * (rowA + bk) + colA);
@@ -152,38 +229,34 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
       }
     } else {
       for (int s = 0; s <= r; ++s) dqP = fmaf(sN[r * CL + s] * ks(s, d), D(r, s, d), dqP);
-      for (int t = r; t < L; ++t) dkP = fmaf(sN[t * CL + r] * q[t * ldq + d], D(t, r, d), dkP);
+      for (int t = r; t < L; ++t) dkP = fmaf(sN[t * CL + r] * qs(t, d), D(t, r, d), dkP);
       ddk = dkP, dG = qr * dqP - kr * dkP;
     }
     dq[r * ldg + d] += dqP;
     dk[r * ldg + d] += ddk;
     sdG[r * max_kv + d] += dG;
   }
-  // dv, dw
-  for (int e = tid; e < CL * V; e += threads) {
-    const int r = e / V, j = e % V;
-    if (r >= L) continue;
-    float x;
-    if constexpr (Erases) {
-      const float dbv = sdBv[r * max_kv + j];
-      if constexpr (Channels) {
-        x = w_ch[r * ldv + j] * dbv;
-        if (cd.dw.ptr) cd.dw(ci.bt, ci.t0 + r, hv, j) = from_float<T>(v[r * ldv + j] * dbv);
-      } else {
-        x = gate_w[r * HV] * dbv;
-        sdBv[r * max_kv + j] = v[r * ldv + j] * dbv;  // dw_r's term (read only here, by this thread)
+  // the state's decay across the chunk: dG_Ld += γ_Ld ⟨h_d, dh_d⟩ (a warp per channel, four channels per warp at a
+  // time with all their loads in flight)
+  for (int d0 = tid / 32; d0 < K; d0 += 4 * (threads / 32)) {
+    constexpr int chans = 4, cols = max_kv / 32;
+    float x[chans][cols], y[chans][cols];
+#pragma unroll
+    for (int c = 0; c < chans; ++c)
+#pragma unroll
+      for (int i = 0; i < cols; ++i) {
+        const int d = d0 + c * (threads / 32), j = tid % 32 + 32 * i;
+        x[c][i] = d < K && j < V ? hc[d * w.V + j] : 0.f, y[c][i] = d < K && j < V ? dhc[d * w.V + j] : 0.f;
       }
-    } else {
-      x = dU[r * w.V + j];
+#pragma unroll
+    for (int c = 0; c < chans; ++c) {
+      const int d = d0 + c * (threads / 32);
+      float z = 0;
+#pragma unroll
+      for (int i = 0; i < cols; ++i) z = fmaf(x[c][i], y[c][i], z);
+      z = warp_sum(z);
+      if (tid % 32 == 0 && d < K) atomicAdd(&sdGL[d], __expf(sG[(L - 1) * LK + d]) * z);
     }
-    if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x);
-  }
-  // the state's decay across the chunk: dG_Ld += γ_Ld ⟨h_d, dh_d⟩ (one warp per key channel)
-  for (int d = tid / 32; d < K; d += threads / 32) {
-    float x = 0;
-    for (int j = tid % 32; j < V; j += 32) x = fmaf(hc[d * w.V + j], dhc[d * w.V + j], x);
-    x = warp_sum(x);
-    if (tid % 32 == 0) atomicAdd(&sdGL[d], __expf(sG[(L - 1) * LK + d]) * x);
   }
   __syncthreads();
   for (int d = tid; d < K; d += threads) {  // dgk_td = Σ_{r≥t} dG_rd
@@ -193,11 +266,10 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
       w.dlog_alpha_k[((tok0 + r) * w.HV + hv) * w.K + d] = acc;
     }
   }
-  if constexpr (Erases && !Channels)  // de_r + dw_r = Σ_d of dBk's tile + Σ_j of dBv's (the terms left there above)
+  if constexpr (Erases && !Channels)  // de_r + dw_r = Σ_d of dBk's tile (the terms left there above) + sdWr
     row_sums(
-        L, max_kv,
-        [&](int r, int c) { return (c < K ? sdBk[r * max_kv + c] : 0.f) + (c < V ? sdBv[r * max_kv + c] : 0.f); },
-        [&](int r, float x) { w.derase[(tok0 + r) * w.HV + hv] = x; });
+        L, K, [&](int r, int c) { return sdBk[r * max_kv + c]; },
+        [&](int r, float x) { w.derase[(tok0 + r) * w.HV + hv] = x + sdWr[r]; });
 }
 
 }  // namespace linea::cuda_detail::bwd

@@ -122,10 +122,10 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
   float* dUg = w.dU + w.ch(c, hv) * CL * w.V;
   float* dhg = w.dh + w.ch(c, hv) * w.K * w.V;
   const float scale = w.scale;
-  block_gemm_direct(
+  block_gemm_direct<64, direct_unroll<Erases, true>>(
       L, V, L, [&](int s, int r) { return sP[r * CL + s]; }, [&](int r, int j) { return sO[r * LK + j]; },
       [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; });
-  block_gemm_direct(
+  block_gemm_direct<64, direct_unroll<Erases, true>>(
       K, V, L, [&](int d, int r) { return sQ[r * LK + d]; }, [&](int r, int j) { return sO[r * LK + j]; },
       [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; });
 }

@@ -1,0 +1,312 @@
+// bench/cuda/grad_ab.cu — phase 4 of the CUDA backward, A/B in one process (not built by CMake; for a short device
+// call): for each rule, linea::backward fills a workspace of the caller's, then the library's phase-4 kernel
+// (chunk_grad_kernel.hpp / per_key_grad_kernel.hpp) and main 602ef26's (grad_ab_v0.hpp) run on that same workspace;
+// it prints both kernels' times, the relative distance ‖new − old‖ / ‖old‖ of every output, and the whole
+// backward's time through the library; and the library's kernel with the other choice of `Wide` (128-wide
+// products through block_gemm_wide) beside it. Inputs as bench_cuda.cu's --backward (bf16, H = 16, K = V = 128).
+//   nvcc -std=c++20 -O3 -DNDEBUG -lineinfo -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
+//        -Iinclude bench/cuda/grad_ab.cu -o grad_ab
+//   grad_ab            8×4096 and 1×32768, every rule with a CUDA backward but the CCQ read
+//   grad_ab --check    small odd shapes only (partial chunks, K, V < 128, a GVA group): distances, for a sanitizer
+//   GRAD_AB_ONLY=<rule>  one rule (at 8×4096 only with --once: one launch of each kernel, for ncu)
+//   GRAD_AB_WHOLE_ONLY=1 times only the whole backward (for a second build, e.g. -DLINEA_BWD_DIRECT_UNROLL=1)
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <linea/cuda.hpp>
+
+#include "grad_ab_v0.hpp"
+
+using namespace linea;
+using T = bf16;
+#define CK(x) linea::cuda_detail::check((x), #x)
+namespace bwd = linea::cuda_detail::bwd;
+
+namespace {
+
+__device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
+  std::uint64_t x = i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
+  return static_cast<float>(x >> 40) / static_cast<float>(1ull << 24);
+}
+enum class fill { normal, logsigmoid, sigmoid };
+__global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const float u1 = fmaxf(hash_uniform(i, seed), 1e-7f), u2 = hash_uniform(i, seed + 77);
+    const float z = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+    float x = z;
+    if (kind == fill::logsigmoid) x = -log1pf(expf(-z));
+    if (kind == fill::sigmoid) x = 1.f / (1.f + expf(-z));
+    p[i] = linea::cuda_detail::from_float<T>(x);
+  }
+}
+template <class X>
+X* dalloc(std::size_t n) {
+  X* p = nullptr;
+  CK(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(X)));
+  CK(cudaMemset(p, 0, std::max<std::size_t>(n, 1) * sizeof(X)));
+  return p;
+}
+T* random_tensor(std::size_t n, std::uint32_t seed, fill kind) {
+  T* p = dalloc<T>(n);
+  fill_kernel<<<1024, 256>>>(p, std::int64_t(n), seed, kind);
+  return p;
+}
+
+// An output tensor copied on the device, as float32.
+template <class X>
+__global__ void to_float(const X* p, float* out, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    out[i] = static_cast<float>(p[i]);
+}
+struct copy {
+  float* p;
+  std::int64_t n;
+};
+template <class X>
+copy keep(const X* p, std::size_t n) {
+  float* c = nullptr;
+  CK(cudaMalloc(&c, n * sizeof(float)));
+  to_float<<<1024, 256>>>(p, c, std::int64_t(n));
+  return {c, std::int64_t(n)};
+}
+// sums[0] += Σ (a − b)², sums[1] += Σ b², sums[2] += non-finite entries of a
+__global__ void distance_kernel(const float* a, const float* b, std::int64_t n, double* sums) {
+  double x = 0, y = 0, bad = 0;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    if (!isfinite(a[i])) bad += 1;
+    const double d = double(a[i]) - double(b[i]);
+    x += d * d, y += double(b[i]) * double(b[i]);
+  }
+  for (int o = 16; o; o >>= 1)
+    x += __shfl_xor_sync(0xffffffffu, x, o), y += __shfl_xor_sync(0xffffffffu, y, o),
+        bad += __shfl_xor_sync(0xffffffffu, bad, o);
+  if (threadIdx.x % 32 == 0) atomicAdd(&sums[0], x), atomicAdd(&sums[1], y), atomicAdd(&sums[2], bad);
+}
+double distance(const copy& a, const copy& b) {
+  double* s = nullptr;
+  CK(cudaMalloc(&s, 3 * sizeof(double)));
+  CK(cudaMemset(s, 0, 3 * sizeof(double)));
+  distance_kernel<<<1024, 256>>>(a.p, b.p, a.n, s);
+  double h[3];
+  CK(cudaMemcpy(h, s, sizeof h, cudaMemcpyDeviceToHost));
+  CK(cudaFree(s));
+  if (h[2] > 0) return INFINITY;
+  return h[1] > 0 ? std::sqrt(h[0] / h[1]) : std::sqrt(h[0]);
+}
+
+template <class F>
+double time_ms(F&& f, int calls, int repeats) {
+  f();
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  std::vector<double> t;
+  for (int r = 0; r < repeats; ++r) {
+    CK(cudaEventRecord(e0));
+    for (int i = 0; i < calls; ++i) f();
+    CK(cudaEventRecord(e1));
+    CK(cudaEventSynchronize(e1));
+    float ms = 0;
+    CK(cudaEventElapsedTime(&ms, e0, e1));
+    t.push_back(ms / calls);
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+template <class Rule>
+void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool timed, bool once) {
+  constexpr bool erases = Rule::update::kind == update_kind::erase;
+  constexpr bool decays = Rule::decay::kind == decay_kind::scalar;
+  constexpr bool per_key = Rule::decay::kind == decay_kind::per_key;
+  constexpr bool channels = bwd::channel_gated<Rule>;
+  const std::size_t nk = B * T_ * H * K, nv = B * T_ * HV * V, ns = B * T_ * HV, nkv = B * T_ * HV * K;
+  T *q = random_tensor(nk, 1, fill::normal), *k = random_tensor(nk, 2, fill::normal),
+    *v = random_tensor(nv, 3, fill::normal), *g = random_tensor(ns, 4, fill::logsigmoid),
+    *gk = random_tensor(nkv, 5, fill::logsigmoid), *beta = random_tensor(ns, 6, fill::sigmoid),
+    *b = random_tensor(nkv, 7, fill::sigmoid), *w = random_tensor(nv, 8, fill::sigmoid),
+    *d_o = random_tensor(nv, 9, fill::normal);
+  arguments<T, float> a;
+  a.q = contiguous<4>(static_cast<const T*>(q), {B, T_, H, K});
+  a.k = contiguous<4>(static_cast<const T*>(k), {B, T_, H, K});
+  a.v = contiguous<4>(static_cast<const T*>(v), {B, T_, HV, V});
+  a.qk_l2norm = true;
+  if constexpr (reads(Rule::inputs, input::g)) a.g = contiguous<3>(static_cast<const T*>(g), {B, T_, HV});
+  if constexpr (reads(Rule::inputs, input::gk)) a.gk = contiguous<4>(static_cast<const T*>(gk), {B, T_, HV, K});
+  if constexpr (reads(Rule::inputs, input::beta)) a.beta = contiguous<3>(static_cast<const T*>(beta), {B, T_, HV});
+  if constexpr (reads(Rule::inputs, input::b | input::w)) {
+    a.b = contiguous<4>(static_cast<const T*>(b), {B, T_, HV, K});
+    a.w = contiguous<4>(static_cast<const T*>(w), {B, T_, HV, V});
+  }
+  T *dq = dalloc<T>(nk), *dk = dalloc<T>(nk), *dv = dalloc<T>(nv), *dg = dalloc<T>(ns), *dgk = dalloc<T>(nkv),
+    *dbeta = dalloc<T>(ns), *db = dalloc<T>(nkv), *dw = dalloc<T>(nv);
+  gradients<T, float> gr{.d_o = contiguous<4>(static_cast<const T*>(d_o), {B, T_, HV, V}),
+                         .dq = contiguous<4>(dq, {B, T_, H, K}),
+                         .dk = contiguous<4>(dk, {B, T_, H, K}),
+                         .dv = contiguous<4>(dv, {B, T_, HV, V})};
+  if (a.g.ptr) gr.dg = contiguous<3>(dg, {B, T_, HV});
+  if (a.gk.ptr) gr.dgk = contiguous<4>(dgk, {B, T_, HV, K});
+  if (a.beta.ptr) gr.dbeta = contiguous<3>(dbeta, {B, T_, HV});
+  if (a.b.ptr) gr.db = contiguous<4>(db, {B, T_, HV, K}), gr.dw = contiguous<4>(dw, {B, T_, HV, V});
+
+  const std::size_t bytes = cuda::backward_workspace_size<Rule>(a);
+  unsigned char* ws = dalloc<unsigned char>(bytes);
+  cuda::launch l;
+  l.workspace = ws, l.workspace_bytes = bytes;
+  const auto whole = [&] { linea::backward<Rule, read::identity, backend::cuda>(a, gr, l); };
+  whole();
+  CK(cudaDeviceSynchronize());
+  const double whole_ms = timed && !once ? time_ms(whole, 2, 3) : 0;
+
+  // The workspace as the library's call left it (backward.hpp's run).
+  const problem p = reference::validate_backward<Rule, read::identity>(a, gr);
+  const bwd::scratch_layout lay = bwd::layout_scratch<Rule, read::identity>(a);
+  bwd::work wk;
+  wk.T = p.T, wk.H = p.H, wk.HV = p.HV, wk.K = p.K, wk.V = p.V, wk.G = p.group, wk.N = p.N;
+  wk.chunks = index_t(lay.plan.chunks.size()), wk.scale = float(p.scale);
+  wk.chunk = reinterpret_cast<bwd::chunk_info*>(ws + lay.plan.chunk_at);
+  wk.seqs = reinterpret_cast<bwd::seq_chunks*>(ws + lay.plan.seq_at);
+  bwd::carve(wk, lay.plan, ws);
+  bwd::channel_gates cg;
+  if constexpr (channels) {
+    cg.b = reinterpret_cast<float*>(ws + lay.gates_at);
+    cg.w = cg.b + std::size_t(p.B * p.T) * std::size_t(p.HV) * std::size_t(p.K);
+  }
+  const bwd::channel_grads<T> cd{gr.db, gr.dw};
+  const dim3 grid{unsigned(wk.chunks), unsigned(wk.HV)};
+  const auto old_kernel = [&] {
+    if constexpr (per_key) {
+      constexpr auto kern = bwd::v0::per_key_grad_kernel<erases, T, channels>;
+      constexpr std::size_t sh = bwd::v0::per_key_grad_shape<erases>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk, gr.dv, cg, cd);
+    } else {
+      constexpr auto kern = bwd::v0::chunk_grad_kernel<erases, decays, T>;
+      constexpr std::size_t sh = bwd::v0::grad_shape<erases>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk, gr.dv);
+    }
+    CK(cudaGetLastError());
+  };
+  const auto new_kernel = [&] { bwd::grad_phase<erases, decays, per_key, T, channels>(wk, gr.dv, 0, cg, cd); };
+  // the library's kernel with the other choice of 128-wide products (Wide: block_gemm_wide; phases.hpp takes it
+  // for chunk_grad without an erasing update)
+  constexpr bool lib_wide = !erases && !per_key;
+  const auto alt_kernel = [&] {
+    if constexpr (per_key) {
+      constexpr auto kern = bwd::per_key_grad_kernel<erases, T, channels, !lib_wide>;
+      constexpr std::size_t sh = bwd::per_key_grad_shape<erases>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk, gr.dv, cg, cd);
+    } else {
+      constexpr auto kern = bwd::chunk_grad_kernel<erases, decays, T, !lib_wide>;
+      constexpr std::size_t sh = bwd::grad_shape<erases>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk, gr.dv);
+    }
+    CK(cudaGetLastError());
+  };
+  const std::size_t tokens = std::size_t(B * T_);
+  const auto outputs = [&] {
+    std::vector<copy> o;
+    o.push_back(keep(wk.dq, tokens * HV * K));
+    o.push_back(keep(wk.dk, tokens * HV * K));
+    o.push_back(keep(dv, nv));
+    o.push_back(per_key ? keep(wk.dlog_alpha_k, tokens * HV * K) : keep(wk.dlog_alpha, tokens * HV));
+    if (erases && !channels) o.push_back(keep(wk.derase, tokens * HV));
+    if (channels) o.push_back(keep(db, nkv)), o.push_back(keep(dw, nv));
+    return o;
+  };
+  old_kernel();
+  CK(cudaDeviceSynchronize());
+  const auto o_old = outputs();
+  CK(cudaMemset(wk.dq, 0, tokens * HV * K * sizeof(float)));  // (so that a skipped write shows)
+  CK(cudaMemset(wk.dk, 0, tokens * HV * K * sizeof(float)));
+  new_kernel();
+  CK(cudaDeviceSynchronize());
+  const auto o_new = outputs();
+  CK(cudaMemset(wk.dq, 0, tokens * HV * K * sizeof(float)));
+  CK(cudaMemset(wk.dk, 0, tokens * HV * K * sizeof(float)));
+  alt_kernel();
+  CK(cudaDeviceSynchronize());
+  const auto o_alt = outputs();
+  const char* names[] = {"dq", "dk", "dv", per_key ? "dlog_alpha_k" : "dlog_alpha", channels ? "db" : "derase", "dw"};
+  std::printf("{\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"H\":%ld,\"HV\":%ld,\"K\":%ld,\"V\":%ld", rule_name<Rule>::value,
+              long(B), long(T_), long(H), long(HV), long(K), long(V));
+  double worst = 0;
+  for (std::size_t i = 0; i < o_old.size(); ++i) {
+    const double d = distance(o_new[i], o_old[i]);
+    worst = std::max(worst, std::isfinite(d) ? d : 1e30);
+    const double da = distance(o_alt[i], o_old[i]);
+    worst = std::max(worst, std::isfinite(da) ? da : 1e30);
+    std::printf(",\"%s\":%.3g,\"%s_alt\":%.3g", names[i], d, names[i], da);
+  }
+  std::printf(",\"worst\":%.3g,\"same\":%s", worst, worst <= 1e-4 ? "true" : "false");
+  for (const auto* o : {&o_old, &o_new, &o_alt})
+    for (const copy& c : *o) CK(cudaFree(c.p));
+  if (timed && !once && std::getenv("GRAD_AB_WHOLE_ONLY")) {  // the whole backward only (another build's A/B)
+    std::printf(",\"bwd_ms\":%.3f", whole_ms);
+  } else if (timed && !once) {
+    double t_old = 1e30, t_new = 1e30, t_alt = 1e30;
+    for (int r = 0; r < 3; ++r) {  // interleaved: the spread between runs
+      t_old = std::min(t_old, time_ms(old_kernel, 3, 3));
+      t_new = std::min(t_new, time_ms(new_kernel, 3, 3));
+      t_alt = std::min(t_alt, time_ms(alt_kernel, 3, 3));
+    }
+    std::printf(",\"grad_old_ms\":%.3f,\"grad_new_ms\":%.3f,\"grad_alt_ms\":%.3f,\"alt_wide\":%s,\"speedup\":%.2f,"
+                "\"bwd_ms\":%.3f,\"bwd_old_ms\":%.3f",
+                t_old, t_new, t_alt, lib_wide ? "false" : "true", t_old / t_new, whole_ms, whole_ms - t_new + t_old);
+  }
+  std::printf("}\n");
+  std::fflush(stdout);
+  for (void* x : {(void*)q, (void*)k, (void*)v, (void*)g, (void*)gk, (void*)beta, (void*)b, (void*)w, (void*)d_o,
+                  (void*)dq, (void*)dk, (void*)dv, (void*)dg, (void*)dgk, (void*)dbeta, (void*)db, (void*)dw, (void*)ws})
+    CK(cudaFree(x));
+}
+
+template <class F>
+void each_rule(F&& f) {
+  f.template operator()<gated_delta>();
+  f.template operator()<delta>();
+  f.template operator()<simple_gla>();
+  f.template operator()<additive>();
+  f.template operator()<kda>();
+  f.template operator()<gla>();
+  f.template operator()<gdn2>();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool check = false, once = false;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--check")) check = true;
+    if (!std::strcmp(argv[i], "--once")) once = true;
+  }
+  const char* only = std::getenv("GRAD_AB_ONLY");
+  try {
+    each_rule([&]<class Rule>() {
+      if (only && std::string(rule_name<Rule>::value) != only) return;
+      if (check) {
+        ab<Rule>(2, 150, 2, 4, 64, 96, false, false);   // partial last chunk, K, V < 128, GVA (2 value heads a key head)
+        ab<Rule>(1, 130, 1, 1, 128, 128, false, false);  // a 2-token last chunk
+        return;
+      }
+      ab<Rule>(8, 4096, 16, 16, 128, 128, true, once);
+      if (!once) ab<Rule>(1, 32768, 16, 16, 128, 128, true, false);
+    });
+  } catch (const std::exception& e) {
+    std::printf("error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
