@@ -344,6 +344,13 @@ TEST_CASE("CUDA backward: in-kernel options (L2 norm, gates, beta activation)") 
   check_backward<gla, float>(s, {.gate = true});
 }
 
+// T = 0: the gradients of the initial state are d_final_state's, and a contiguous dg [B, 0, HV] (stride 0 over B)
+// is no g_gamma broadcast (found by tests/backend/cuda/fuzz, seed 20261202 case 9: it was rejected as one).
+TEST_CASE("CUDA backward: T = 0") {
+  check_backward<gated_delta, float>({.B = 2, .T = 0, .H = 2, .HV = 4, .K = 32, .V = 48, .initial_state = true, .seed = 8});
+  check_backward<simple_gla, bf16>({.B = 1, .T = 0, .H = 1, .HV = 2, .K = 64, .V = 32, .seed = 9});
+}
+
 TEST_CASE("CUDA backward: cuda::launch with a stream and a caller workspace") {
   check_backward<gated_delta, float>({.B = 2, .T = 100, .H = 2, .HV = 4, .K = 32, .V = 48, .initial_state = true, .seed = 6},
                                      {.own_stream = true});

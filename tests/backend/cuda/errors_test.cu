@@ -135,3 +135,23 @@ TEST_CASE("cuda: an argument in another GPU's memory is rejected (two GPUs)") {
   CHECK(poisoned(c.o));
   CHECK(poisoned(c.ht));
 }
+
+// The chunkwise form's K, V limit is checked before the first launch: the 16-bit CCQ path (ccq_chunked.hpp) once
+// wrote the final statistics before its main pass met the limit (found by tests/backend/cuda/fuzz, seed 20261202
+// case 441: gdn2, bf16, K = 48, V = 129).
+TEST_CASE("cuda: the chunkwise V limit rejects a 16-bit CCQ call before its statistics are written") {
+  auto c = random_case<gated_delta, bf16>::make({.B = 1, .T = 70, .H = 1, .HV = 1, .K = 48, .V = 160});
+  auto s = ccq_tensors<bf16>::make(c.shape, c.N, {.initial_stats = true});
+  device_case<gated_delta, bf16> d{c, &s};
+  auto host = c.args();
+  s.attach(host);
+  const auto a = d.args(host);
+  expect_error([&] { linea::chunkwise<gated_delta, read::ccq<read::decayed>, backend::cuda>(a); }, {"K, V <= 128", "V = 160"});
+  d.back();
+  CHECK(poisoned(c.o));
+  CHECK(poisoned(c.ht));
+  CHECK(poisoned(s.C));
+  CHECK(poisoned(s.m));
+  CHECK(poisoned(s.z));
+  CHECK(poisoned(s.q_tilde));
+}

@@ -199,7 +199,9 @@ struct backward_impl<backend::cuda> {
     if (p.K > cuda_detail::bwd::max_kv || p.V > cuda_detail::bwd::max_kv)
       throw error("the CUDA backward supports K, V <= 128, but K = " + std::to_string(p.K) + ", V = " + std::to_string(p.V));
     if (a.normalize) throw error("argument 'normalize' is not supported by the CUDA backward yet");
-    if (!g.dg.empty() && (g.dg.stride(0) == 0 || g.dg.stride(1) == 0))
+    // (a stride 0 over an extent of 1, or in a view of no elements, broadcasts nothing: contiguous views at B = 1
+    // or T = 0 have one)
+    if (g.dg.size() > 0 && ((g.dg.stride(0) == 0 && g.dg.extent(0) > 1) || (g.dg.stride(1) == 0 && g.dg.extent(1) > 1)))
       throw error("gradient 'dg' with stride 0 over batch or time (g_gamma) is not supported by the CUDA backward yet");
     cuda_detail::bwd::run<Rule, Read>(a, g, p, l);
   }

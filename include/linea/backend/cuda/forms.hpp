@@ -66,6 +66,11 @@ struct chunkwise_impl<backend::cuda> {
   static void run(const arguments<T, S>& a, const cuda::launch& l = {}) {
     const problem p = validate_chunkwise<Rule, Read>(a, device_sequences(a, l));
     expect_no_device_indices(l, "chunkwise");
+    // Before any launch: the 16-bit CCQ path (ccq_chunked.hpp) writes the statistics before its main pass would
+    // meet the kernels' limit (launch_chunk).
+    if (p.K > cuda_detail::chunk_kp || p.V > cuda_detail::chunk_vp)
+      throw error("the CUDA chunkwise form supports K, V <= 128, but K = " + std::to_string(p.K) +
+                  ", V = " + std::to_string(p.V) + " (use the recurrent form)");
     if (cuda_detail::run_segmented<Rule, Read>(a, p, l)) return;  // long sequences cut into pieces (segments.hpp)
     cuda_detail::run<Rule, Read, cuda_detail::form::chunkwise>(a, p, l);
   }
