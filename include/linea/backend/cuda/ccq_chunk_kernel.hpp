@@ -11,8 +11,8 @@
 // Y_t = C_t q̂_t comes from the stats pass between the two (a simple_gla read with values := keys, log decay c_t,
 // on the 64-token kernel). Every (chunk, value head) is one CTA of 128 threads, block slot · HV + hv: a warp per
 // token for the row sums, a thread per key channel for the 64-step scan. Chunks are numbered per sequence; with
-// cu_seqlens their offsets come from ccq_chunk_starts_kernel. With l2 norms, c_t and k̂ are rounded to the input type as the stats pass reads
-// them, so the statistics and Y weigh the same keys with the same decays.
+// cu_seqlens their offsets come from ccq_chunk_starts_kernel. With l2 norms, c_t and k̂ are rounded to the input
+// type as the stats pass reads them, so the statistics and Y weigh the same keys with the same decays.
 #pragma once
 #include "source.hpp"
 
