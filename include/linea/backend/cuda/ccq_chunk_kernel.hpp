@@ -9,10 +9,10 @@
 //                                    q̃_t = q̂_t − λ_t (Y_t / z_t − m_t (m_tᵀ q̂_t) / z_t²), in the input type
 //
 // Y_t = C_t q̂_t comes from the stats pass between the two (a simple_gla read with values := keys, log decay c_t,
-// on the 64-token kernel). Every (chunk, value head) is one CTA of 128 threads: a warp per token for the row sums,
-// a thread per key channel for the 64-step scan. Chunks are numbered per sequence; with cu_seqlens their offsets
-// come from ccq_chunk_starts_kernel. With l2 norms, c_t and k̂ are rounded to the input type as the stats pass reads
-// them, so the statistics and Y weigh the same keys with the same decays.
+// on the 64-token kernel). Every (chunk, value head) is one CTA of 128 threads, block slot · HV + hv: a warp per
+// token for the row sums, a thread per key channel for the 64-step scan. Chunks are numbered per sequence; with
+// cu_seqlens their offsets come from ccq_chunk_starts_kernel. With l2 norms, c_t and k̂ are rounded to the input
+// type as the stats pass reads them, so the statistics and Y weigh the same keys with the same decays.
 #pragma once
 #include "source.hpp"
 
@@ -90,7 +90,11 @@ template <class Rule, class T, bool Final>
 __global__ void __launch_bounds__(ccq_chunk_threads) ccq_chunk_kernel(const ccq_chunk_args<T> c) {
   const kernel_args<T>& a = c.a;
   const source<T> src{a};
-  const index_t K = a.K, HV = a.HV, hv = blockIdx.y, slot = blockIdx.x;
+  // One linear grid, value heads fastest: the CTAs in flight read whole token rows [HV][K] of neighbouring chunks.
+  // With chunks fastest they read one head's 256-byte slice of every 4 KB row, and both kernels moved data at
+  // ~0.5 TB/s (steps 1 and 4 of the read, ncu 2026-12-02) however their loads were scheduled.
+  const unsigned heads = static_cast<unsigned>(a.HV);
+  const index_t K = a.K, HV = a.HV, hv = blockIdx.x % heads, slot = blockIdx.x / heads;
   index_t n, j;
   if (slot >= c.slots || !ccq_chunk_of(c, slot, n, j)) return;
   const seq_range seq = sequence_of(a, n);

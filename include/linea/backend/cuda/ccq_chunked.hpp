@@ -70,7 +70,8 @@ bool run_ccq_chunked(const arguments<T, float>& a, const problem& p, const kerne
     if (p.group > 1) m.k = tensor(c.kexp), m.l2k = false, m.G = 1, m.H = p.HV;
     if (!tiles::inputs_fit(s)) return false;
 
-    const dim3 chunks(static_cast<unsigned>(slots), static_cast<unsigned>(p.HV));
+    if (slots * p.HV > 0x7fffffff) return false;  // one linear grid (ccq_chunk_kernel)
+    const dim3 chunks(static_cast<unsigned>(slots * p.HV));
     const std::size_t smem = sizeof(float) * ccq_chunk_len * static_cast<std::size_t>(p.K);
     if (varlen) {
       ccq_chunk_starts_kernel<T><<<1, 32, 0, x.stream>>>(k, c.starts);
