@@ -103,8 +103,8 @@ inline plan make_plan(const std::vector<std::int64_t>& starts, index_t piece) {
 // `fixed` steps (scratch, copies, small launches — and, for bandwidth-bound kernels, what the serial model misses).
 // A pass M that runs on a kernel of its own with fewer CTAs per piece (`m_units`, e.g. the decay alone with V = 1)
 // is one more launch over the cut sequences, `m_passes` times pass A's cost per step, instead of part of am_passes.
-// The backend calibrates these (backend/cuda/segments.hpp); cutting is chosen when it saves at least 15%, with
-// pieces that are multiples of 64 tokens and at least `min_piece` long.
+// The backend calibrates these (backend/cuda/segments.hpp); cutting is chosen when it saves at least `min_saving`
+// of the whole call's modelled cost, with pieces that are multiples of 64 tokens and at least `min_piece` long.
 struct cost_model {
   double slots = 132;     // CTAs the device runs at once
   double units = 1;       // CTAs per piece (value heads × value tiles)
@@ -115,6 +115,7 @@ struct cost_model {
   double m_units = 0;     // pass M's CTAs per piece
   index_t min_piece = 512;
   double overhead = 64;   // per piece, in tokens (a CTA's start)
+  double min_saving = 0.15;  // the backend lowers it where the H200 measured cutting paying at a smaller margin
 };
 
 namespace detail {
@@ -138,7 +139,7 @@ inline index_t choose_piece(const std::vector<std::int64_t>& starts, const cost_
   index_t longest = 0;
   for (index_t n = 0; n < N; ++n) lengths[n] = starts[n + 1] - starts[n], longest = std::max(longest, lengths[n]);
   index_t best = 0;
-  double best_cost = 0.85 * detail::launch_cost(lengths, m);
+  double best_cost = (1 - m.min_saving) * detail::launch_cost(lengths, m);
   std::vector<index_t> cut, all;
   for (index_t R = 2; R <= 256; ++R) {
     const index_t piece = ((longest + R - 1) / R + 63) / 64 * 64;

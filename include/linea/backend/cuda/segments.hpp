@@ -181,6 +181,10 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
     // a link of the combine: ~37 µs at K = V = 128, H = 16 (ncu, fwd7 2026-12-02; 77 µs before its float4 rows)
     m.am_passes = 2, m.link = 320, m.fixed = 800;
+    // Cut at a 10 % modelled saving: at 2×16384 the model gives pieces of 4096 0.866 of the whole call and the H200
+    // measured 0.907 (gated_delta 1.614 against 1.779 ms, delta 1.330 / 1.424; linear_attn on the additive model
+    // 0.668 / 0.719; lead's final call, 2026-12-02 fourth session); the default 15 % kept them whole.
+    m.min_saving = 0.10;
   } else if (fast && per_key) {
     // pass M (the decay alone) runs the general kernel with V = 1, ~0.7 of this kernel's pass A (an estimate)
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
@@ -192,7 +196,9 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
     // piece it fills the device with shorter pieces: 2048 measured 1.412 ms against 1.646 for 4096 (fwd7,
     // 2026-12-02), where the model that counted pass M as 2.7 more launches of pass A chose 4096.
     m.am_passes = 1, m.link = 70, m.fixed = 6000;
+    // Its pass-M model has one calibration point (1×32768): it keeps the default 15 % margin (1×16384 stays whole).
     if (!no_pass_m) m.m_passes = 2.7, m.m_units = static_cast<double>(p.HV);
+    else m.min_saving = 0.10;  // the additive rule: as the delta kernel above
   } else {
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
     m.am_passes = erases<Rule> ? 2 : (no_pass_m ? 1 : 1.5), m.link = erases<Rule> ? 150 : 20, m.fixed = 300;
