@@ -15,6 +15,7 @@
 
 #include "read/ccq_inputs.hpp"
 #include "support/compare.hpp"
+#include "support/gradient_buffers.hpp"
 #include "support/inputs.hpp"
 #include "support/tolerance.hpp"
 
@@ -31,18 +32,6 @@ struct backward_options {
   index_t chunk_size = 16;
   int threads = 1;
   ccq_options ccq;
-};
-
-// Every gradient buffer of one call, NaN-filled so that a gradient left unwritten fails.
-template <class T, class S = accumulate_t<T>>
-struct gradient_buffers {
-  tensor<T, 4> dq, dk, dv, dgk, db, dw;
-  tensor<T, 3> dg, dbeta, dlambda, dccq_log_decay;
-  tensor<T, 1> dgamma;
-  tensor<S, 4> dh0, dC0;
-  tensor<S, 3> dm0;
-  tensor<S, 2> dz0;
-  tensor<S, 1> dA_log, ddt_bias;
 };
 
 template <class Rule, class Read, class T>
@@ -141,40 +130,15 @@ class backward_case {
     return a;
   }
 
+  // Every gradient buffer NaN-filled, so that a gradient left unwritten fails.
   template <class U, class SU>
   gradients<U, SU> make_grads(const arguments<U, SU>& a, gradient_buffers<U, SU>& b, tensor<U, 4>& d_o,
                               tensor<SU, 4>& dht) {
     const auto& sh = low_.shape;
-    const index_t N = low_.N, B = sh.B, T_ = sh.T, H = sh.H, HV = sh.HV, K = sh.K, V = sh.V;
-    const U nan_u = U(std::nan(""));
-    const SU nan_s = SU(std::nan(""));
-    gradients<U, SU> g{.d_o = d_o, .d_final_state = dht};
-    b.dq = tensor<U, 4>({B, T_, H, K}, nan_u), g.dq = b.dq;
-    b.dk = tensor<U, 4>({B, T_, H, K}, nan_u), g.dk = b.dk;
-    b.dv = tensor<U, 4>({B, T_, HV, V}, nan_u), g.dv = b.dv;
-    if (opt_.g_gamma) {
-      b.dgamma = tensor<U, 1>({HV}, nan_u);
-      g.dg = strided<3>(b.dgamma.data(), {B, T_, HV}, {0, 0, 1});
-    } else if (!a.g.empty()) {
-      b.dg = tensor<U, 3>({B, T_, HV}, nan_u), g.dg = b.dg;
-    }
-    if (!a.gk.empty()) b.dgk = tensor<U, 4>({B, T_, HV, K}, nan_u), g.dgk = b.dgk;
-    if (!a.beta.empty()) b.dbeta = tensor<U, 3>({B, T_, HV}, nan_u), g.dbeta = b.dbeta;
-    if (!a.b.empty()) b.db = tensor<U, 4>({B, T_, HV, K}, nan_u), g.db = b.db;
-    if (!a.w.empty()) b.dw = tensor<U, 4>({B, T_, HV, V}, nan_u), g.dw = b.dw;
-    b.dh0 = tensor<SU, 4>({N, HV, K, V}, nan_s), g.d_initial_state = b.dh0;
-    if (a.gate.active()) {
-      b.dA_log = tensor<SU, 1>({HV}, nan_s), g.dA_log = b.dA_log;
-      b.ddt_bias = tensor<SU, 1>({a.gate.dt_bias.extent(0)}, nan_s), g.ddt_bias = b.ddt_bias;
-    }
-    if constexpr (is_ccq) {
-      b.dlambda = tensor<U, 3>({B, T_, HV}, nan_u), g.dlambda = b.dlambda;
-      if (!a.ccq.log_decay.empty()) b.dccq_log_decay = tensor<U, 3>({B, T_, HV}, nan_u), g.dccq_log_decay = b.dccq_log_decay;
-      b.dC0 = tensor<SU, 4>({N, HV, K, K}, nan_s), g.dC0 = b.dC0;
-      b.dm0 = tensor<SU, 3>({N, HV, K}, nan_s), g.dm0 = b.dm0;
-      b.dz0 = tensor<SU, 2>({N, HV}, nan_s), g.dz0 = b.dz0;
-    }
-    return g;
+    const auto nan_fill = [](auto& t) {
+      for (auto& x : t.values()) x = std::remove_reference_t<decltype(x)>(std::nan(""));
+    };
+    return b.make(a, d_o, dht, {low_.N, sh.B, sh.T, sh.H, sh.HV, sh.K, sh.V}, opt_.g_gamma, is_ccq, nan_fill);
   }
 
   template <class X, class Y, int Rank>

@@ -19,6 +19,7 @@
 #include <linea/cuda.hpp>
 
 #include "backend/cuda/fuzz/cuda_fuzz_plan.hpp"
+#include "support/gradient_buffers.hpp"
 #include "support/tolerance.hpp"
 
 namespace linea::cuda_fuzz {
@@ -345,59 +346,12 @@ verdict run_forward(const plan& p) {
 
 // Gradient buffers of one call in U (gradients) and SU (states), 0xFF-filled.
 template <class U, class SU>
-struct grad_buffers {
-  tensor<U, 4> dq, dk, dv, dgk, db, dw;
-  tensor<U, 3> dg, dbeta, dlambda, dccq_log_decay;
-  tensor<U, 1> dgamma;
-  tensor<SU, 4> dh0, dC0;
-  tensor<SU, 3> dm0;
-  tensor<SU, 2> dz0;
-  tensor<SU, 1> dA_log, ddt_bias;
-
+struct grad_buffers : testing::gradient_buffers<U, SU> {
   template <class A>
   gradients<U, SU> make(const plan& p, const A& a, const view<const U, 4>& d_o, const view<const SU, 4>& dht, index_t N,
                         const case_shape& sh) {
-    const index_t B = sh.B, T_ = sh.T, H = sh.H, HV = sh.HV, K = sh.K, V = sh.V;
-    gradients<U, SU> g{.d_o = d_o, .d_final_state = dht};
-    auto mk = [](auto& t, auto ext) {
-      t = std::remove_reference_t<decltype(t)>(ext);
-      poison(t);
-    };
-    mk(dq, std::array<index_t, 4>{B, T_, H, K}), g.dq = dq;
-    mk(dk, std::array<index_t, 4>{B, T_, H, K}), g.dk = dk;
-    mk(dv, std::array<index_t, 4>{B, T_, HV, V}), g.dv = dv;
-    if (p.g_gamma) {
-      mk(dgamma, std::array<index_t, 1>{HV});
-      g.dg = strided<3>(dgamma.data(), {B, T_, HV}, {0, 0, 1});
-    } else if (!a.g.empty()) {
-      mk(dg, std::array<index_t, 3>{B, T_, HV}), g.dg = dg;
-    }
-    if (!a.gk.empty()) mk(dgk, std::array<index_t, 4>{B, T_, HV, K}), g.dgk = dgk;
-    if (!a.beta.empty()) mk(dbeta, std::array<index_t, 3>{B, T_, HV}), g.dbeta = dbeta;
-    if (!a.b.empty()) mk(db, std::array<index_t, 4>{B, T_, HV, K}), g.db = db;
-    if (!a.w.empty()) mk(dw, std::array<index_t, 4>{B, T_, HV, V}), g.dw = dw;
-    mk(dh0, std::array<index_t, 4>{N, HV, K, V}), g.d_initial_state = dh0;
-    if (a.gate.active()) {
-      mk(dA_log, std::array<index_t, 1>{HV}), g.dA_log = dA_log;
-      mk(ddt_bias, std::array<index_t, 1>{a.gate.dt_bias.extent(0)}), g.ddt_bias = ddt_bias;
-    }
-    if (p.read != read_kind::identity) {
-      mk(dlambda, std::array<index_t, 3>{B, T_, HV}), g.dlambda = dlambda;
-      if (!a.ccq.log_decay.empty()) mk(dccq_log_decay, std::array<index_t, 3>{B, T_, HV}), g.dccq_log_decay = dccq_log_decay;
-      mk(dC0, std::array<index_t, 4>{N, HV, K, K}), g.dC0 = dC0;
-      mk(dm0, std::array<index_t, 3>{N, HV, K}), g.dm0 = dm0;
-      mk(dz0, std::array<index_t, 2>{N, HV}), g.dz0 = dz0;
-    }
-    return g;
-  }
-  // f(name, mine, other's) for every gradient (other: the same buffers of another type)
-  template <class O, class F>
-  void for_each(O& o, F&& f) {
-    f("dq", dq, o.dq), f("dk", dk, o.dk), f("dv", dv, o.dv), f("dgk", dgk, o.dgk), f("db", db, o.db), f("dw", dw, o.dw);
-    f("dg", dg, o.dg), f("dbeta", dbeta, o.dbeta), f("dlambda", dlambda, o.dlambda);
-    f("dccq_log_decay", dccq_log_decay, o.dccq_log_decay), f("dg_gamma", dgamma, o.dgamma);
-    f("d_initial_state", dh0, o.dh0), f("dC0", dC0, o.dC0), f("dm0", dm0, o.dm0), f("dz0", dz0, o.dz0);
-    f("dA_log", dA_log, o.dA_log), f("ddt_bias", ddt_bias, o.ddt_bias);
+    return testing::gradient_buffers<U, SU>::make(a, d_o, dht, {N, sh.B, sh.T, sh.H, sh.HV, sh.K, sh.V}, p.g_gamma,
+                                                  p.read != read_kind::identity, [](auto& t) { poison(t); });
   }
 };
 
