@@ -6,9 +6,10 @@
 // this subfolder). Build and run with run_fuzz.sh beside it; one process:
 //
 //   cuda_fuzz [--seed S] [--from I] [--to J] [--shard R/P] [--budget SECONDS] [--case-timeout SECONDS]
-//             [--max-work W] [--list]
+//             [--max-work W] [--form NAME] [--read PREFIX] [--list]
 //
-// runs cases I <= i < J with i % P == R (and B·T·HV·K·V <= W: small cases for compute-sanitizer) (the seed and index name a case: the same pair is the same case), prints a
+// runs cases I <= i < J with i % P == R (and B·T·HV·K·V <= W: small cases for compute-sanitizer; --form backward
+// --read ccq: only the cases of that form and of a read whose name starts so, e.g. the CCQ backward's) (the seed and index name a case: the same pair is the same case), prints a
 // `BEGIN i` line before each case and a `RESULT` line after it:
 //   RESULT i PASS|REJECT|FAIL rule form dtype read worst=<error/tolerance> | <case> | <detail>
 // A case past --case-timeout prints a FAIL (hang) and exits 3; a CUDA error that poisons the context prints a FAIL
@@ -107,13 +108,20 @@ int main(int argc, char** argv) {
   };
   long shard = 0, shards = 1;
   bool list = false;
+  const char *form = nullptr, *read = nullptr;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--shard") && i + 1 < argc) std::sscanf(argv[i + 1], "%ld/%ld", &shard, &shards);
     if (!std::strcmp(argv[i], "--list")) list = true;
+    if (!std::strcmp(argv[i], "--form") && i + 1 < argc) form = argv[i + 1];
+    if (!std::strcmp(argv[i], "--read") && i + 1 < argc) read = argv[i + 1];
   }
+  const auto chosen = [&](const plan& p) {
+    return small(p) && (!form || !std::strcmp(form, name_of(p.form))) &&
+           (!read || !std::strncmp(read, name_of(p.read), std::strlen(read)));
+  };
   if (list) {
     for (long i = from; i < to; ++i)
-      if (i % shards == shard && small(make_plan(seed, i))) std::printf("%ld %s\n", i, make_plan(seed, i).describe().c_str());
+      if (i % shards == shard && chosen(make_plan(seed, i))) std::printf("%ld %s\n", i, make_plan(seed, i).describe().c_str());
     return 0;
   }
   const long long start = now_ms();
@@ -135,7 +143,7 @@ int main(int argc, char** argv) {
       break;
     }
     const plan p = make_plan(seed, i);
-    if (!small(p)) continue;
+    if (!chosen(p)) continue;
     std::printf("BEGIN %ld\n", i);
     std::fflush(stdout);
     case_started_ms = now_ms();

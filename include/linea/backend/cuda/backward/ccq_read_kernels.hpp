@@ -1,14 +1,25 @@
 // linea/backend/cuda/backward/ccq_read_kernels.hpp — the CCQ read's own kernels in the CUDA backward (ccq_read.hpp
-// runs them around the rule's backward and the statistics pass's). The forward's launch 2 (ccq_kernel.hpp),
-//     m_t = a_t m_{t-1} + k̂_t,   z_t = a_t z_{t-1} + 1,   q̃_t = q̂_t − λ_t (Y_t/z_t − m_t (m_tᵀq̂_t)/z_t²),
-// is recomputed (scan, tilde) and then run backward (direct, reverse, finish; docs/math/backward.md §4):
-//   with dy = −λ dq̃:   dλ = −dq̃·(Y/z − m (m·q̂)/z²),   dY = dy / z  (the statistics pass's d_o),
-//                      dq̂ = dq̃ − m (m·dy)/z²  (+ C dY from the statistics pass),
-//                      dm_t = −(dy (m·q̂) + (m·dy) q̂)/z²,   dz_t = −dy·Y/z² + 2 (m·dy)(m·q̂)/z³,
-//   carried backward:  dL/dm_t = dm_t + a_{t+1} dL/dm_{t+1} (the same for z),  dk̂_t += dL/dm_t,
-//                      dc_t = a_t (dL/dz_t z_{t-1} + dL/dm_t·m_{t-1}) + the statistics pass's d log α_t,
-//   and dm_0, dz_0 what is carried past the first token.
-// Per (chunk, value head) kernels take a warp per token; the two scans take a thread per key channel.
+// runs them around the rule's backward and the statistics pass's). The statistics are kept centred (Welford):
+//     z_t = a_t z_{t-1} + 1,   δ_t = k̂_t − μ_{t-1},   w_t = a_t z_{t-1} / z_t,   μ_t = μ_{t-1} + δ_t / z_t,
+//     M_t = a_t M_{t-1} + w_t δ_t δ_tᵀ   (= C_t − m_t m_tᵀ / z_t = z_t Σ_t;  μ_0 = m_0/z_0, M_0 = C_0 − m_0 m_0ᵀ/z_0),
+//     q̃_t = q̂_t − λ_t Y_t / z_t   with Y_t = M_t q̂_t
+// (docs/math/backward.md §4). Why centred: the forward's uncentred form Y/z − μ(μ·q̂) subtracts two terms of size
+// |k̂|²|q̂| whose difference Σ q̂ is small whenever the weights are lopsided (a_t ≈ e^-20, or a T = 2 sequence): in
+// float32 dλ = −dq̃·Σq̂ and dc_t, which are proportional to that difference, then lose most of their digits
+// (issue #14: up to 1.7e-2 relative). M_t is a sum of nonnegative terms: no cancellation.
+// M_t is an additive decayed linear attention with keys u_t = w_t δ_t, values δ_t, log decay c_t and initial state
+// M_0 — the statistics pass (ccq_read.hpp); z_t, μ_t are per-token scans. Backward:
+//   direct:    dλ = −dq̃·Y/z,   dY = −λ dq̃ / z  (the pass's d_o),   dz_t = λ (dq̃·Y) / z²,   dq̂ = dq̃ (+ M dY)
+//   the pass:  dk_pass (of u), dv_pass (of δ), d log α (the a_t M_{t-1} part of dc_t), dM_0
+//   μ, reverse:  e_t = w_t dk_pass + dv_pass + Gμ_t / z_t  (dL/dδ_t = dk̂_t's read part),  Gμ_{t-1} = Gμ_t − e_t
+//   z, reverse:  with dw_t = dk_pass·δ_t, s_t = Gμ_t·δ_t and Gz_t = dz_t + (carried),
+//                Ḡ_t = Gz_t − dw_t w_t / z_t − s_t / z_t²,   dc_t += a_t z_{t-1} Ḡ_t + dw_t w_t,
+//                carried Gz_{t-1} = a_t Ḡ_t + dw_t a_t / z_t
+//   initial statistics, through the uncentred first step m_1 = a m_0 + k̂, z_1 = a z_0 + 1, C_1 = a C_0 + k̂k̂ᵀ
+//   (exact for every z_0, also z_0 = 0):  dC_0 = dM_0,  dm_0 = a_1 Gμ_1 / z_1 − (dM_0 + dM_0ᵀ) μ_1,
+//                dz_0 = a_1 Gz_1 − a_1 (Gμ_1·μ_1) / z_1 + μ_1ᵀ dM_0 μ_1.
+// (z_0 = 0 with m_0 ≠ 0 is no set of keys; the centred form reads its m_0 as 0.)
+// Per (chunk, value head) kernels take a warp per token; the scans take a thread per key channel.
 #pragma once
 #include "inputs_kernel.hpp"
 
@@ -17,28 +28,36 @@ namespace linea::cuda_detail::bwd {
 // Where c_t (the statistics' log decay) comes from.
 enum class ccq_decay_source : int { none, given, rule_scalar, rule_key_mean };
 
-// The CCQ read's float32 tensors ("token" as in work.hpp). The statistics pass's own work holds kv (its values),
-// y (its d_o) and c (its log decay); the rest lies past both works in the workspace.
+// The CCQ read's float32 tensors ("token" as in work.hpp; rows = tokens·HV). The statistics pass's own work holds
+// delta (its values), y (its d_o) and c (its log decay); the rest lies past both works in the workspace.
 struct ccq_work {
   index_t T = 0, H = 0, HV = 0, K = 0, G = 1;
   const chunk_info* chunk = nullptr;
   const seq_chunks* seqs = nullptr;
   const float *qhat = nullptr, *khat = nullptr;  // [tokens, H, K] (the rule's work: q̂, k̂)
-  float* kv;   // [tokens, HV, K]  k̂ per value head: the statistics' values and the rule's keys with q̃
-  float* c;    // [tokens, HV]     c_t
-  float* y;    // [tokens, HV, K]  Y_t = C_t q̂_t, then dL/dY_t
-  float* qt;   // [tokens, HV, K]  q̃_t
-  float* m;    // [tokens, HV, K]  m_t
-  float* z;    // [tokens, HV]     z_t
-  float* dm;   // [tokens, HV, K]  dm_t, then dL/dm_t
-  float* dz;   // [tokens, HV]     dz_t, then dL/dz_t
-  float* dkv;  // [tokens, HV, K]  the statistics pass's dv (k̂ as its value)
+  float* kv;     // [rows, K]  k̂ per value head: the rule's keys with q̃
+  float* qv;     // [rows, K]  q̂ per value head: the statistics pass's queries
+  float* u;      // [rows, K]  w_t δ_t: the statistics pass's keys
+  float* delta;  // [rows, K]  δ_t: its values
+  float* c;      // [rows]     c_t
+  float* y;      // [rows, K]  Y_t = M_t q̂_t, then dL/dY_t
+  float* qt;     // [rows, K]  q̃_t
+  float* mu;     // [rows, K]  μ_t
+  float* z;      // [rows]     z_t
+  float* az;     // [rows]     a_t z_{t-1} (= z_t − 1, kept exact when a_t is tiny)
+  float* dz;     // [rows]     dL/dz_t's direct part, then the read's part of dc_t
+  float* dkv;    // [rows, K]  the statistics pass's dv (of δ)
+  float* e;      // [rows, K]  dL/dδ_t: the read's part of dk̂
+  float* gmu;    // [rows, K]  Gμ_t, the adjoint of μ_t carried from later tokens
+  float* dw;     // [rows]     dk_pass·δ_t
+  float* sg;     // [rows]     Gμ_t·δ_t
+  float *M0, *dM0;  // [N, HV, K, K]  M_0, and the statistics pass's dL/dM_0
 
   __host__ __device__ index_t token(index_t bt, index_t t) const { return bt * T + t; }
   __host__ __device__ std::size_t row(index_t tok, index_t hv) const { return std::size_t(tok * HV + hv); }
 };
 
-// c_t per token and value head; k̂ copied per value head.
+// c_t per token and value head; k̂ and q̂ copied per value head.
 template <class T>
 __global__ void __launch_bounds__(threads) ccq_setup_kernel(const ccq_work cw, const float* log_alpha,
                                                             const float* log_alpha_k, const view<const T, 3> given,
@@ -49,55 +68,80 @@ __global__ void __launch_bounds__(threads) ccq_setup_kernel(const ccq_work cw, c
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int r = warp; r < ci.len; r += threads / 32) {
     const index_t tok = tok0 + r;
-    const float* k = cw.khat + (tok * cw.H + h) * K;
-    float* kv = cw.kv + cw.row(tok, hv) * K;
+    const std::size_t at = cw.row(tok, hv);
+    const float *k = cw.khat + (tok * cw.H + h) * K, *q = cw.qhat + (tok * cw.H + h) * K;
     float sum = 0;
     for (index_t i = lane; i < K; i += 32) {
-      kv[i] = k[i];
-      if (from == ccq_decay_source::rule_key_mean) sum += log_alpha_k[cw.row(tok, hv) * K + i];
+      cw.kv[at * K + i] = k[i], cw.qv[at * K + i] = q[i];
+      if (from == ccq_decay_source::rule_key_mean) sum += log_alpha_k[at * K + i];
     }
     sum = warp_sum(sum);
     if (lane == 0) {
       float x = 0;
       if (from == ccq_decay_source::given) x = to_float(given(ci.bt, ci.t0 + r, hv));
-      if (from == ccq_decay_source::rule_scalar) x = log_alpha[cw.row(tok, hv)];
+      if (from == ccq_decay_source::rule_scalar) x = log_alpha[at];
       if (from == ccq_decay_source::rule_key_mean) x = sum / float(K);  // as the forward: the mean over K
-      cw.c[cw.row(tok, hv)] = x;
+      cw.c[at] = x;
     }
   }
 }
 
-// m_t, z_t of every token: one CTA per (value head, sequence), a thread per key channel.
+// μ_0 of sequence n, value head hv, channel i (0 without initial statistics or with z_0 = 0).
+__device__ inline float ccq_mu0(const view<const float, 3> m0, const view<const float, 2> z0, index_t n, index_t hv,
+                                index_t i) {
+  const float z = z0.ptr ? z0(n, hv) : 0.f;
+  return m0.ptr && z > 0.f ? m0(n, hv, i) / z : 0.f;
+}
+
+// M_0 = C_0 − m_0 m_0ᵀ / z_0 (C_0 alone when z_0 = 0; 0 without initial statistics), per (value head, sequence).
+template <class = void>
+__global__ void __launch_bounds__(max_kv) ccq_initial_kernel(const ccq_work cw, const view<const float, 4> C0,
+                                                             const view<const float, 3> m0,
+                                                             const view<const float, 2> z0) {
+  const index_t hv = blockIdx.x, n = blockIdx.y, K = cw.K;
+  const float z = z0.ptr ? z0(n, hv) : 0.f;
+  float* M = cw.M0 + (std::size_t(n) * cw.HV + hv) * K * K;
+  for (index_t e = threadIdx.x; e < K * K; e += max_kv) {
+    const index_t i = e / K, j = e % K;
+    float x = C0.ptr ? C0(n, hv, i, j) : 0.f;
+    if (m0.ptr && z > 0.f) x -= m0(n, hv, i) * m0(n, hv, j) / z;
+    M[e] = x;
+  }
+}
+
+// z_t, μ_t and the statistics pass's keys u_t = w_t δ_t and values δ_t: one CTA per (value head, sequence), a
+// thread per key channel.
 template <class = void>
 __global__ void __launch_bounds__(max_kv) ccq_scan_kernel(const ccq_work cw, const view<const float, 3> m0,
                                                           const view<const float, 2> z0) {
-  const index_t hv = blockIdx.x, n = blockIdx.y, h = hv / cw.G, K = cw.K, i = threadIdx.x;
+  const index_t hv = blockIdx.x, n = blockIdx.y, K = cw.K, i = threadIdx.x;
   const bool on = i < K;
-  float m = on && m0.ptr ? m0(n, hv, i) : 0.f;
+  float mu = on ? ccq_mu0(m0, z0, n, hv, i) : 0.f;
   float z = z0.ptr ? z0(n, hv) : 0.f;
   const seq_chunks sc = cw.seqs[n];
   for (index_t c = sc.first; c < sc.first + sc.count; ++c) {
     const chunk_info ci = cw.chunk[c];
     const index_t tok0 = cw.token(ci.bt, ci.t0);
     for (int r = 0; r < ci.len; ++r) {
-      const index_t tok = tok0 + r;
-      const float a = expf(cw.c[cw.row(tok, hv)]);
-      z = a * z + 1.f;
+      const std::size_t at = cw.row(tok0 + r, hv);
+      const float az = expf(cw.c[at]) * z;
+      z = az + 1.f;
       if (on) {
-        m = a * m + cw.khat[(tok * cw.H + h) * K + i];
-        cw.m[cw.row(tok, hv) * K + i] = m;
+        const float d = cw.kv[at * K + i] - mu;
+        mu += d / z;
+        cw.delta[at * K + i] = d, cw.u[at * K + i] = az / z * d, cw.mu[at * K + i] = mu;
       }
-      if (i == 0) cw.z[cw.row(tok, hv)] = z;
+      if (i == 0) cw.z[at] = z, cw.az[at] = az;
     }
   }
 }
 
-// Y = C q̂ from the statistics pass's states (h_c: C before the chunk) and factors (G, P), then q̃.
-//   Y_r = exp(G_r) h_cᵀ q̂_r + Σ_{s≤r} P_rs k̂_s      (C symmetric: Y = C q̂)
+// Y = M q̂ from the statistics pass's states (h_c: M before the chunk) and factors (G, P), then q̃.
+//   Y_r = exp(G_r) h_cᵀ q̂_r + Σ_{s≤r} P_rs δ_s      (P_rs = exp(G_r − G_s) q̂_r·u_s)
 template <class T>
 __global__ void __launch_bounds__(threads) ccq_tilde_kernel(const ccq_work cw, const work ws, const view<const T, 3> lambda) {
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / cw.G;
-  const int K = int(cw.K), tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const int K = int(cw.K), tid = threadIdx.x;
   const chunk_info ci = cw.chunk[c];
   const int L = ci.len;
   const index_t tok0 = cw.token(ci.bt, ci.t0);
@@ -115,108 +159,157 @@ __global__ void __launch_bounds__(threads) ccq_tilde_kernel(const ccq_work cw, c
     float acc = 0;
     for (int d = 0; d < K; ++d) acc = fmaf(sQ[r * K + d], sH[d * K + j], acc);
     acc *= sGam[r];
-    for (int s = 0; s <= r; ++s) acc = fmaf(P[r * CL + s], cw.kv[cw.row(tok0 + s, hv) * K + j], acc);
+    for (int s = 0; s <= r; ++s) acc = fmaf(P[r * CL + s], cw.delta[cw.row(tok0 + s, hv) * K + j], acc);
     cw.y[cw.row(tok0 + r, hv) * K + j] = acc;
   }
   __syncthreads();  // (y of this chunk, written above, is read back by other threads)
-  for (int r = warp; r < L; r += threads / 32) {
+  for (int e = tid; e < L * K; e += threads) {
+    const int r = e / K, i = e % K;
     const std::size_t at = cw.row(tok0 + r, hv);
-    const float* m = cw.m + at * K;
-    float mq = 0;
-    for (int i = lane; i < K; i += 32) mq += m[i] * sQ[r * K + i];
-    mq = warp_sum(mq);
-    const float iz = 1.f / cw.z[at], lam = to_float(lambda(ci.bt, ci.t0 + r, hv));
-    for (int i = lane; i < K; i += 32)
-      cw.qt[at * K + i] = sQ[r * K + i] - lam * (cw.y[at * K + i] * iz - m[i] * mq * iz * iz);
+    const float lam = to_float(lambda(ci.bt, ci.t0 + r, hv));
+    cw.qt[at * K + i] = sQ[r * K + i] - lam * cw.y[at * K + i] / cw.z[at];
   }
 }
 
-// The direct adjoints of q̃_t (header formulas): dλ; dY over y; dq̂'s direct part over dq (which holds dq̃); dm_t, dz_t.
+// The direct adjoints of q̃_t (header formulas): dλ; dY over y; dL/dz_t's direct part. dq (which holds dq̃) is
+// already dq̂'s direct part.
 template <class T>
-__global__ void __launch_bounds__(threads) ccq_direct_kernel(const ccq_work cw, float* dq, const view<const T, 3> lambda,
+__global__ void __launch_bounds__(threads) ccq_direct_kernel(const ccq_work cw, const float* dq, const view<const T, 3> lambda,
                                                              const view<T, 3> dlambda) {
-  const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / cw.G, K = cw.K;
+  const index_t c = blockIdx.x, hv = blockIdx.y, K = cw.K;
   const chunk_info ci = cw.chunk[c];
   const index_t tok0 = cw.token(ci.bt, ci.t0);
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int r = warp; r < ci.len; r += threads / 32) {
-    const index_t tok = tok0 + r;
-    const std::size_t at = cw.row(tok, hv);
-    const float *q = cw.qhat + (tok * cw.H + h) * K, *m = cw.m + at * K;
-    float *y = cw.y + at * K, *dqt = dq + at * K, *dm = cw.dm + at * K;
-    float mq = 0, mdq = 0, ydq = 0;  // m·q̂, m·dq̃, Y·dq̃
-    for (index_t i = lane; i < K; i += 32) mq += m[i] * q[i], mdq += m[i] * dqt[i], ydq += y[i] * dqt[i];
-    mq = warp_sum(mq), mdq = warp_sum(mdq), ydq = warp_sum(ydq);
-    const float iz = 1.f / cw.z[at], lam = to_float(lambda(ci.bt, ci.t0 + r, hv)), iz2 = iz * iz;
+    const std::size_t at = cw.row(tok0 + r, hv);
+    float* y = cw.y + at * K;
+    const float* dqt = dq + at * K;
+    float ydq = 0;  // Y·dq̃
+    for (index_t i = lane; i < K; i += 32) ydq += y[i] * dqt[i];
+    ydq = warp_sum(ydq);
+    const float iz = 1.f / cw.z[at], lam = to_float(lambda(ci.bt, ci.t0 + r, hv));
     if (lane == 0) {
-      if (dlambda.ptr) dlambda(ci.bt, ci.t0 + r, hv) = from_float<T>(-(ydq * iz - mdq * mq * iz2));
-      cw.dz[at] = lam * ydq * iz2 - 2.f * lam * mdq * mq * iz2 * iz;
+      if (dlambda.ptr) dlambda(ci.bt, ci.t0 + r, hv) = from_float<T>(-ydq * iz);
+      cw.dz[at] = lam * ydq * iz * iz;
     }
-    for (index_t i = lane; i < K; i += 32) {
-      const float d = dqt[i];
-      y[i] = -lam * d * iz;
-      dqt[i] = d + lam * mdq * m[i] * iz2;
-      dm[i] = lam * (d * mq + mdq * q[i]) * iz2;
-    }
+    __syncwarp();  // (every lane has read y before it is overwritten)
+    for (index_t i = lane; i < K; i += 32) y[i] = -lam * dqt[i] * iz;
   }
 }
 
-// dL/dm_t and dL/dz_t carried backward over each sequence (in place), and dm_0, dz_0.
+// The adjoint of μ carried backward over each sequence: Gμ_t (kept) and e_t = dL/dδ_t.
 template <class = void>
-__global__ void __launch_bounds__(max_kv) ccq_reverse_kernel(const ccq_work cw, const view<float, 3> dm0,
-                                                             const view<float, 2> dz0) {
+__global__ void __launch_bounds__(max_kv) ccq_mean_adjoint_kernel(const ccq_work cw, const float* dk_pass) {
   const index_t hv = blockIdx.x, n = blockIdx.y, K = cw.K, i = threadIdx.x;
-  const bool on = i < K;
-  float dm = 0, dz = 0;
+  if (i >= K) return;
+  float g = 0;
   const seq_chunks sc = cw.seqs[n];
   for (index_t c = sc.first + sc.count - 1; c >= sc.first; --c) {
     const chunk_info ci = cw.chunk[c];
     const index_t tok0 = cw.token(ci.bt, ci.t0);
     for (int r = ci.len - 1; r >= 0; --r) {
       const std::size_t at = cw.row(tok0 + r, hv);
-      const float a = expf(cw.c[at]);
-      if (on) {
-        dm += cw.dm[at * K + i];
-        cw.dm[at * K + i] = dm;
-        dm *= a;
-      }
-      if (i == 0) {
-        dz += cw.dz[at];
-        cw.dz[at] = dz;
-      }
-      dz *= a;
+      const float z = cw.z[at], w = cw.az[at] / z;
+      const float e = fmaf(w, dk_pass[at * K + i], cw.dkv[at * K + i]) + g / z;
+      cw.gmu[at * K + i] = g, cw.e[at * K + i] = e;
+      g -= e;
     }
   }
-  if (on && dm0.ptr) dm0(n, hv, i) = dm;
-  if (i == 0 && dz0.ptr) dz0(n, hv) = dz;
 }
 
-// The sums into the rule's work: dq̂ += the statistics pass's dq (C dY); dk̂ += its dk and dv (k̂ as key and as
-// value) and dL/dm_t; dc_t to ccq.log_decay's gradient or to the rule's log decay (its default).
+// Per token: dw_t = dk_pass·δ_t and s_t = Gμ_t·δ_t.
+template <class = void>
+__global__ void __launch_bounds__(threads) ccq_dots_kernel(const ccq_work cw, const float* dk_pass) {
+  const index_t c = blockIdx.x, hv = blockIdx.y, K = cw.K;
+  const chunk_info ci = cw.chunk[c];
+  const index_t tok0 = cw.token(ci.bt, ci.t0);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  for (int r = warp; r < ci.len; r += threads / 32) {
+    const std::size_t at = cw.row(tok0 + r, hv);
+    float dw = 0, sg = 0;
+    for (index_t i = lane; i < K; i += 32) {
+      const float d = cw.delta[at * K + i];
+      dw = fmaf(dk_pass[at * K + i], d, dw), sg = fmaf(cw.gmu[at * K + i], d, sg);
+    }
+    dw = warp_sum(dw), sg = warp_sum(sg);
+    if (lane == 0) cw.dw[at] = dw, cw.sg[at] = sg;
+  }
+}
+
+// The adjoint of z carried backward (one thread: a scalar recurrence), the read's part of dc_t (over dz), and the
+// initial statistics' gradients dC_0, dm_0, dz_0 (header formulas), per (value head, sequence).
+template <class = void>
+__global__ void __launch_bounds__(max_kv) ccq_count_adjoint_kernel(const ccq_work cw, const view<float, 4> dC0,
+                                                                   const view<float, 3> dm0, const view<float, 2> dz0) {
+  const index_t hv = blockIdx.x, n = blockIdx.y, K = cw.K, i = threadIdx.x;
+  const seq_chunks sc = cw.seqs[n];
+  __shared__ float sGz1;  // Gz_1: the adjoint of z_1 with μ_1, M_1 held
+  if (i == 0) {
+    float gz = 0;
+    for (index_t c = sc.first + sc.count - 1; c >= sc.first; --c) {
+      const chunk_info ci = cw.chunk[c];
+      const index_t tok0 = cw.token(ci.bt, ci.t0);
+      for (int r = ci.len - 1; r >= 0; --r) {
+        const std::size_t at = cw.row(tok0 + r, hv);
+        const float z = cw.z[at], az = cw.az[at], a = expf(cw.c[at]), w = az / z, dw = cw.dw[at];
+        gz += cw.dz[at];
+        sGz1 = gz;
+        const float gbar = gz - dw * w / z - cw.sg[at] / (z * z);
+        cw.dz[at] = az * gbar + dw * w;
+        gz = a * gbar + dw * a / z;
+      }
+    }
+  }
+  __syncthreads();
+  const float* dM = cw.dM0 + (std::size_t(n) * cw.HV + hv) * K * K;
+  if (dC0.ptr)
+    for (index_t e = i; e < K * K; e += max_kv) dC0(n, hv, e / K, e % K) = sc.count ? dM[e] : 0.f;
+  if (sc.count == 0) {  // no tokens: the initial statistics reach nothing
+    if (i < K && dm0.ptr) dm0(n, hv, i) = 0.f;
+    if (i == 0 && dz0.ptr) dz0(n, hv) = 0.f;
+    return;
+  }
+  const chunk_info c1 = cw.chunk[sc.first];
+  const std::size_t at1 = cw.row(cw.token(c1.bt, c1.t0), hv);
+  const float a1 = expf(cw.c[at1]), z1 = cw.z[at1];
+  const float *mu1 = cw.mu + at1 * K, *g1 = cw.gmu + at1 * K;
+  float sym = 0, quad = 0, gm = 0;  // ((dM + dMᵀ) μ_1)_i;  μ_1ᵀ dM μ_1, Gμ_1·μ_1 (summed below)
+  if (i < K) {
+    for (index_t j = 0; j < K; ++j) {
+      const float row = dM[i * K + j];
+      sym = fmaf(row + dM[j * K + i], mu1[j], sym);
+      quad = fmaf(row, mu1[j], quad);
+    }
+    quad *= mu1[i], gm = g1[i] * mu1[i];
+    if (dm0.ptr) dm0(n, hv, i) = a1 * g1[i] / z1 - sym;
+  }
+  __shared__ float sQuad[max_kv / 32], sGm[max_kv / 32];
+  quad = warp_sum(quad), gm = warp_sum(gm);
+  if ((i & 31) == 0) sQuad[i >> 5] = quad, sGm[i >> 5] = gm;
+  __syncthreads();
+  if (i == 0 && dz0.ptr) {
+    float q = 0, g = 0;
+    for (int w = 0; w < max_kv / 32; ++w) q += sQuad[w], g += sGm[w];
+    dz0(n, hv) = a1 * sGz1 - a1 * g / z1 + q;
+  }
+}
+
+// The sums into the rule's work: dq̂ += the statistics pass's dq (M dY); dk̂ += e_t; dc_t (the pass's d log α plus
+// the read's part) to ccq.log_decay's gradient or to the rule's log decay (its default).
 template <class T>
 __global__ void __launch_bounds__(threads) ccq_finish_kernel(const ccq_work cw, const work wm, const work ws,
-                                                             const view<const float, 3> m0, const view<const float, 2> z0,
                                                              const ccq_decay_source from, const view<T, 3> dgiven) {
   const index_t c = blockIdx.x, hv = blockIdx.y, K = cw.K;
   const chunk_info ci = cw.chunk[c];
   const index_t tok0 = cw.token(ci.bt, ci.t0);
-  const bool first_chunk = c == cw.seqs[ci.seq].first;
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
   for (int r = warp; r < ci.len; r += threads / 32) {
-    const index_t tok = tok0 + r;
-    const std::size_t at = cw.row(tok, hv);
-    const bool first = first_chunk && r == 0;  // m_{t-1}, z_{t-1}: the initial statistics
-    const float* m_prev = first ? nullptr : cw.m + cw.row(tok - 1, hv) * K;
-    const float z_prev = first ? (z0.ptr ? z0(ci.seq, hv) : 0.f) : cw.z[cw.row(tok - 1, hv)];
-    float dm_m = 0;
+    const std::size_t at = cw.row(tok0 + r, hv);
     for (index_t i = lane; i < K; i += 32) {
-      const float dm = cw.dm[at * K + i];
-      dm_m += dm * (first ? (m0.ptr ? m0(ci.seq, hv, i) : 0.f) : m_prev[i]);
       wm.dq[at * K + i] += ws.dq[at * K + i];
-      wm.dk[at * K + i] += ws.dk[at * K + i] + cw.dkv[at * K + i] + dm;
+      wm.dk[at * K + i] += cw.e[at * K + i];
     }
-    dm_m = warp_sum(dm_m);
-    const float dc = ws.dlog_alpha[at] + expf(cw.c[at]) * (cw.dz[at] * z_prev + dm_m);
+    const float dc = ws.dlog_alpha[at] + cw.dz[at];
     if (from == ccq_decay_source::given && lane == 0 && dgiven.ptr) dgiven(ci.bt, ci.t0 + r, hv) = from_float<T>(dc);
     if (from == ccq_decay_source::rule_scalar && lane == 0) wm.dlog_alpha[at] += dc;
     if (from == ccq_decay_source::rule_key_mean)  // c_t = (1/K) Σ_i log α_i
