@@ -110,24 +110,30 @@ __global__ void __launch_bounds__(max_kv) ccq_initial_kernel(const ccq_work cw, 
 }
 
 // z_t, μ_t and the statistics pass's keys u_t = w_t δ_t and values δ_t: one CTA per (value head, sequence), a
-// thread per key channel.
+// thread per key channel. Each chunk's inputs are staged in shared memory first, so that the sequential loop waits
+// on no global load (a scan's time is then per chunk, not per token).
 template <class = void>
 __global__ void __launch_bounds__(max_kv) ccq_scan_kernel(const ccq_work cw, const view<const float, 3> m0,
                                                           const view<const float, 2> z0) {
   const index_t hv = blockIdx.x, n = blockIdx.y, K = cw.K, i = threadIdx.x;
   const bool on = i < K;
+  __shared__ float sK[CL * max_kv], sA[CL];
   float mu = on ? ccq_mu0(m0, z0, n, hv, i) : 0.f;
   float z = z0.ptr ? z0(n, hv) : 0.f;
   const seq_chunks sc = cw.seqs[n];
   for (index_t c = sc.first; c < sc.first + sc.count; ++c) {
     const chunk_info ci = cw.chunk[c];
     const index_t tok0 = cw.token(ci.bt, ci.t0);
+    __syncthreads();  // (the previous chunk's loop has read sK, sA)
+    for (index_t e = i; e < ci.len * K; e += max_kv) sK[e] = cw.kv[cw.row(tok0 + e / K, hv) * K + e % K];
+    for (index_t r = i; r < ci.len; r += max_kv) sA[r] = expf(cw.c[cw.row(tok0 + r, hv)]);
+    __syncthreads();
     for (int r = 0; r < ci.len; ++r) {
       const std::size_t at = cw.row(tok0 + r, hv);
-      const float az = expf(cw.c[at]) * z;
+      const float az = sA[r] * z;
       z = az + 1.f;
       if (on) {
-        const float d = cw.kv[at * K + i] - mu;
+        const float d = sK[r * K + i] - mu;
         mu += d / z;
         cw.delta[at * K + i] = d, cw.u[at * K + i] = az / z * d, cw.mu[at * K + i] = mu;
       }
@@ -197,23 +203,31 @@ __global__ void __launch_bounds__(threads) ccq_direct_kernel(const ccq_work cw, 
   }
 }
 
-// The adjoint of μ carried backward over each sequence: Gμ_t (kept) and e_t = dL/dδ_t.
+// The adjoint of μ carried backward over each sequence: Gμ_t (kept) and e_t = dL/dδ_t (chunks staged as in
+// ccq_scan_kernel).
 template <class = void>
 __global__ void __launch_bounds__(max_kv) ccq_mean_adjoint_kernel(const ccq_work cw, const float* dk_pass) {
   const index_t hv = blockIdx.x, n = blockIdx.y, K = cw.K, i = threadIdx.x;
-  if (i >= K) return;
+  __shared__ float sE[CL * max_kv], sIz[CL];  // w_t dk_pass + dv_pass;  1/z_t
   float g = 0;
   const seq_chunks sc = cw.seqs[n];
   for (index_t c = sc.first + sc.count - 1; c >= sc.first; --c) {
     const chunk_info ci = cw.chunk[c];
     const index_t tok0 = cw.token(ci.bt, ci.t0);
-    for (int r = ci.len - 1; r >= 0; --r) {
-      const std::size_t at = cw.row(tok0 + r, hv);
-      const float z = cw.z[at], w = cw.az[at] / z;
-      const float e = fmaf(w, dk_pass[at * K + i], cw.dkv[at * K + i]) + g / z;
-      cw.gmu[at * K + i] = g, cw.e[at * K + i] = e;
-      g -= e;
+    __syncthreads();
+    for (index_t e = i; e < ci.len * K; e += max_kv) {
+      const std::size_t at = cw.row(tok0 + e / K, hv);
+      sE[e] = fmaf(cw.az[at] / cw.z[at], dk_pass[at * K + e % K], cw.dkv[at * K + e % K]);
     }
+    for (index_t r = i; r < ci.len; r += max_kv) sIz[r] = 1.f / cw.z[cw.row(tok0 + r, hv)];
+    __syncthreads();
+    if (i < K)
+      for (int r = ci.len - 1; r >= 0; --r) {
+        const std::size_t at = cw.row(tok0 + r, hv);
+        const float e = fmaf(g, sIz[r], sE[r * K + i]);
+        cw.gmu[at * K + i] = g, cw.e[at * K + i] = e;
+        g -= e;
+      }
   }
 }
 
@@ -244,21 +258,29 @@ __global__ void __launch_bounds__(max_kv) ccq_count_adjoint_kernel(const ccq_wor
   const index_t hv = blockIdx.x, n = blockIdx.y, K = cw.K, i = threadIdx.x;
   const seq_chunks sc = cw.seqs[n];
   __shared__ float sGz1;  // Gz_1: the adjoint of z_1 with μ_1, M_1 held
-  if (i == 0) {
-    float gz = 0;
-    for (index_t c = sc.first + sc.count - 1; c >= sc.first; --c) {
-      const chunk_info ci = cw.chunk[c];
-      const index_t tok0 = cw.token(ci.bt, ci.t0);
+  __shared__ float sZ[CL], sAz[CL], sA[CL], sDw[CL], sSg[CL], sDz[CL];  // a chunk's scalars, staged
+  float gz = 0;
+  for (index_t c = sc.first + sc.count - 1; c >= sc.first; --c) {
+    const chunk_info ci = cw.chunk[c];
+    const index_t tok0 = cw.token(ci.bt, ci.t0);
+    __syncthreads();
+    for (index_t r = i; r < ci.len; r += max_kv) {
+      const std::size_t at = cw.row(tok0 + r, hv);
+      sZ[r] = cw.z[at], sAz[r] = cw.az[at], sA[r] = expf(cw.c[at]), sDw[r] = cw.dw[at], sSg[r] = cw.sg[at];
+      sDz[r] = cw.dz[at];
+    }
+    __syncthreads();
+    if (i == 0)
       for (int r = ci.len - 1; r >= 0; --r) {
-        const std::size_t at = cw.row(tok0 + r, hv);
-        const float z = cw.z[at], az = cw.az[at], a = expf(cw.c[at]), w = az / z, dw = cw.dw[at];
-        gz += cw.dz[at];
+        const float z = sZ[r], a = sA[r], w = sAz[r] / z, dw = sDw[r];
+        gz += sDz[r];
         sGz1 = gz;
-        const float gbar = gz - dw * w / z - cw.sg[at] / (z * z);
-        cw.dz[at] = az * gbar + dw * w;
+        const float gbar = gz - dw * w / z - sSg[r] / (z * z);
+        sDz[r] = sAz[r] * gbar + dw * w;
         gz = a * gbar + dw * a / z;
       }
-    }
+    __syncthreads();
+    for (index_t r = i; r < ci.len; r += max_kv) cw.dz[cw.row(tok0 + r, hv)] = sDz[r];
   }
   __syncthreads();
   const float* dM = cw.dM0 + (std::size_t(n) * cw.HV + hv) * K * K;
