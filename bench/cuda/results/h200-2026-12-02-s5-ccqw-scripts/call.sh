@@ -35,22 +35,24 @@ echo "== timing (before = main's headers, after = this branch)"
 [ -x $B/time_old ] && timeout 40 $B/time_old | sed 's/^/before /'
 timeout 40 $B/time_new | sed 's/^/after  /'
 el "timed"
+echo "== issue #14's failing cases re-run (seed 20261206: 770 822 1041 1256 1680 2054 2717 77 212; seed 20261204: 2735 4117)"
+for i in 770 822 1041 1256 1680 2054 2717 77 212; do timeout 30 $B/cuda_fuzz --seed 20261206 --from $i --to $((i + 1)) > $B/known_a$i.log 2>&1 & done
+for i in 2735 4117; do timeout 30 $B/cuda_fuzz --seed 20261204 --from $i --to $((i + 1)) > $B/known_b$i.log 2>&1 & done
+wait
+cat $B/known_*.log | grep '^RESULT' | cut -c1-300 | tee $B/known.log
+el "known cases"
 ( timeout 60 $B/tests -tc='*CCQ*,*gdn2*' > $B/tests.log 2>&1; echo "tests rc $?" >> $B/tests.log ) &
 TESTS=$!
-( cd $B && for s in 20261206 20261204; do
-    SEED=$s N=4200 P=6 BUDGET=${FUZZ_BUDGET:-45} CASE_TIMEOUT=20 LOG=$B/fz$s timeout 75 bash $R/tests/backend/cuda/fuzz/run_fuzz.sh $B/cuda_fuzz --form backward --read ccq > $B/fuzz_$s.log 2>&1 &
-  done; wait )
-el "fuzz done"
-wait $TESTS
-el "tests done"
-grep -E "test cases|assertions|tests rc|ERROR|err :=|gradient :=|SUBCASE" $B/tests.log | head -40
-for s in 20261206 20261204; do echo "== fuzz seed $s"; grep -E "^== seed|total:|FAIL" $B/fuzz_$s.log | cut -c1-300 | head -20; sed -n '/== per (rule/,$p' $B/fuzz_$s.log | head -20; done
-echo "== previous failures re-run (seed 20261206: 770 822 1041 1256 1680 2054 2717 77 212; seed 20261204: 2735 4117)"
-for i in 770 822 1041 1256 1680 2054 2717 77 212; do grep -h "^RESULT $i " $B/fz20261206.all 2>/dev/null | cut -c1-260 || true; done
-for i in 2735 4117; do grep -h "^RESULT $i " $B/fz20261204.all 2>/dev/null | cut -c1-260 || true; done
+for s in 20261206 20261204; do
+  SEED=$s N=4200 P=7 BUDGET=${FUZZ_BUDGET:-30} CASE_TIMEOUT=20 LOG=$B/fz$s timeout 60 bash $R/tests/backend/cuda/fuzz/run_fuzz.sh $B/cuda_fuzz --form backward --read ccq > $B/fuzz_$s.log 2>&1 &
+done
+wait
+el "fuzz and tests done"
+grep -E "test cases|assertions|tests rc|ERROR|err :=|gradient :=" $B/tests.log | head -40
+for s in 20261206 20261204; do echo "== fuzz seed $s"; grep -E "^== seed|total:" $B/fuzz_$s.log; grep 'RESULT [-0-9]* FAIL' $B/fuzz_$s.log | cut -c1-300 | head -20; sed -n '/== per (rule/,$p' $B/fuzz_$s.log | head -20; done
 if [ $(( $(date +%s) - start )) -lt ${LIMIT:-150} ]; then
   ( timeout 20 compute-sanitizer --tool memcheck --print-limit 5 $B/cuda_fuzz --seed 20261206 --from 0 --to 800 --form backward --read ccq --max-work 300000 --budget 12 2>&1 | grep -E "RESULT|ERROR SUMMARY|Invalid" | cut -c1-160 | tail -12 ) || true
   ( timeout 15 compute-sanitizer --tool racecheck --print-limit 5 $B/cuda_fuzz --seed 20261204 --from 0 --to 800 --form backward --read ccq --max-work 100000 --budget 6 2>&1 | grep -E "RESULT|ERROR SUMMARY|hazard" | cut -c1-160 | tail -8 ) || true
 fi
 el "end"
-mkdir -p $OUT; cp $B/tests.log $OUT/ 2>/dev/null; for s in 20261206 20261204; do cp $B/fuzz_$s.log $OUT/; xz -c $B/fz$s.all > $OUT/fz$s.all.xz; done
+mkdir -p $OUT; cp $B/tests.log $B/known.log $OUT/ 2>/dev/null; for s in 20261206 20261204; do cp $B/fuzz_$s.log $OUT/; xz -c $B/fz$s.all > $OUT/fz$s.all.xz; done
