@@ -7,8 +7,12 @@
 # 2. times the CCQ backward before/after (GPU alone); 3. the CUDA suite's CCQ backward cases and the fuzz driver's
 #    CCQ backward cases of seeds 20261206 and 20261204 (where issue #14's failures were found) side by side;
 # 4. compute-sanitizer memcheck / racecheck over a few small CCQ backward fuzz cases.
+# Its one run (2026-12-02) hit the 140 s limit inside the build (22 TUs on 16 cores) and, its output piped through
+# `tail`, returned nothing: the script now writes its log under $OUT as it goes (a killed call still returns $OUT).
+# On a device call, prefer lead_check.sh over a tree built by build_nvcc.sh.
+OUT=${OUT:-/tmp/cw_out}; mkdir -p $OUT; exec > >(tee -a $OUT/call.log) 2>&1
 set -x
-R=$(pwd)/.gpu/ccqw; D=$(pwd)/.gpu/deps; B=/tmp/cw; mkdir -p $B/obj $B/src; OUT=${OUT:-/tmp/cw_out}
+R=$(pwd)/.gpu/ccqw; D=$(pwd)/.gpu/deps; B=/tmp/cw; mkdir -p $B/obj $B/src
 start=$(date +%s); el() { echo "== $1 at $(( $(date +%s) - start )) s"; }
 G="-gencode=arch=compute_90a,code=sm_90a"
 COMMON="-std=c++20 -O3 -DNDEBUG $G --expt-relaxed-constexpr -diag-suppress=20012,20013,20015,68,186"
