@@ -31,7 +31,7 @@ struct ccq_plan {
   std::size_t stats_at = 0, extra_at = 0, bytes = 0;
 };
 
-// ccq_work's tensors each start 256-byte aligned (the statistics pass reads its queries and keys with 16-byte copies).
+// ccq_work's tensors each start 256-byte aligned (some of them are the passes' queries and keys, read in 16-byte copies).
 inline std::size_t ccq_aligned(std::size_t floats) { return (floats + 63) / 64 * 64; }
 
 template <class T, class S>
