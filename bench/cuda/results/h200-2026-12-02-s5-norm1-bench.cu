@@ -1,6 +1,7 @@
 // bench/cuda/results/h200-2026-12-02-s5-norm1-bench.cu — the timing norm1 ran on the H200 (2026-12-02, session 5):
 // linear_attn (additive) at B=8, T=4096, H=HV=16, K=V=128, bf16 in, fp32 state: the chunkwise forward and the
-// CUDA backward, each with and without `normalize`. A record of what ran, not a CI target:
+// CUDA backward, each with and without `normalize`; and the forward with `normalize` on the general kernel (q read one
+// element past a 16-byte boundary, so the 64-token kernels' cp.async rows do not fit: chunk_tiles.hpp inputs_fit). A record of what ran, not a CI target:
 //   nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude -I<eigen3> <this> -o b
 // Median over 7 repeats of CUDA-event times (forward: 10 calls each, backward: 3), after warm-up.
 #include <cuda_runtime.h>
@@ -53,7 +54,7 @@ int main() {
   const index_t B = 8, L = 4096, H = 16, K = 128, V = 128;
   const std::size_t nk = std::size_t(B * L * H * K), nv = std::size_t(B * L * H * V);
   // positive q, k (a feature map's, as normalize expects: the denominators stay away from 0)
-  T *q = dev_tensor(nk, 1, 0.05f, 1.f), *k = dev_tensor(nk, 2, 0.05f, 1.f), *v = dev_tensor(nv, 3, -1.f, 2.f);
+  T *q = dev_tensor(nk + 8, 1, 0.05f, 1.f), *k = dev_tensor(nk, 2, 0.05f, 1.f), *v = dev_tensor(nv, 3, -1.f, 2.f);
   T *d_o = dev_tensor(nv, 4, -1.f, 2.f), *o = dev_tensor(nv, 5, 0.f, 0.f);
   T *dq = dev_tensor(nk, 6, 0.f, 0.f), *dk = dev_tensor(nk, 7, 0.f, 0.f), *dv = dev_tensor(nv, 8, 0.f, 0.f);
   float* state = nullptr;
@@ -81,5 +82,11 @@ int main() {
                 norm ? "true" : "false", fwd, bwd, double(cuda::backward_workspace_size<additive>(b)) / 1048576.0);
     std::fflush(stdout);
   }
+  arguments<T, float> u = a;  // normalize, general kernel
+  u.normalize = true;
+  u.q = contiguous<4>(static_cast<const T*>(q) + 1, {B, L, H, K});
+  const double general = time_ms([&] { linea::chunkwise<additive, read::identity, backend::cuda>(u); }, 10);
+  std::printf("{\"kind\":\"normalize\",\"rule\":\"linear_attn\",\"B\":8,\"T\":4096,\"normalize\":true,"
+              "\"kernel\":\"general\",\"fwd_ms\":%.4f}\n", general);
   return 0;
 }

@@ -14,7 +14,7 @@ grep -oE "o error [0-9.e+-]+ state error [0-9.e+-]+|(bf16|fp16) [^\n]*l2" $OUT/f
 echo "== timing (8x4096, H=16, K=V=128, bf16)"
 timeout 60 ./norm_bench 2>&1 | tee $OUT/bench.jsonl
 echo "== compute-sanitizer memcheck: the normalize backward cases"
-timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 ./bwd_tests -tc="CUDA backward: normalize*" > $OUT/memcheck.log 2>&1; echo "memcheck rc=$?"
+timeout 45 compute-sanitizer --tool memcheck --error-exitcode 9 ./bwd_tests -tc="CUDA backward: normalize*" > $OUT/memcheck.log 2>&1; echo "memcheck rc=$?"
 tail -6 $OUT/memcheck.log
 echo "== all backward tests"
-timeout 60 ./bwd_tests > $OUT/bwd_all.log 2>&1; echo "rc=$?"; tail -4 $OUT/bwd_all.log
+timeout 40 ./bwd_tests > $OUT/bwd_all.log 2>&1; echo "rc=$?"; tail -4 $OUT/bwd_all.log
