@@ -58,7 +58,7 @@ TEST_CASE("cuda: additive rule with the normaliser on the 64-token kernel (bf16,
     a.normalize = true, a.qk_l2norm = nc.l2;
     linea::chunkwise<additive, read::identity, backend::cuda>(a);
     d.back();
-    INFO(type_name<T>() << " " << describe_shape(nc.shape) << (nc.l2 ? " l2" : "") << " o error "
+    INFO(std::string(type_name<T>()) << " " << describe_shape(nc.shape) << std::string(nc.l2 ? " l2" : "") << " o error "
                         << relative_error(c.o, ref.o) << " state error " << relative_error(c.ht, ref.ht));
     CHECK(relative_error(c.o, ref.o) <= tolerance_for<T>(c.shape.T));
     CHECK(relative_error(c.ht, ref.ht) <= tolerance_for<T>(c.shape.T));
