@@ -24,12 +24,9 @@ def needs_grad(x: dict) -> bool:
 
 
 def expect_cuda_backward(op: str, x: dict, opts: Options) -> None:
-    """What the CUDA backward does not do yet is an error at the forward, before any work (the extension checks
-    the same at the backward)."""
-    missing = "normalize=True" if opts.normalize else None
-    if missing:
-        raise ValueError(f"linea: {missing} has no CUDA backward yet; for gradients run it on CPU tensors, or call "
-                         "it under torch.no_grad()")
+    """What the CUDA backward cannot do is an error at the forward, before any work. (Every rule, both reads and
+    every option the CUDA forward takes have a CUDA backward, normalize=True included: only a build without CUDA
+    is left to refuse here.)"""
     if _linea.has_cuda is False:
         raise ValueError("linea: a CUDA tensor, but this build of linea has no CUDA backend (built without nvcc)")
 

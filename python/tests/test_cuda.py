@@ -164,9 +164,17 @@ def test_cuda_backward_matches_the_cpu_backward(rule, read):
         assert relative_error(gpu, cpu) <= GRADIENT_TOLERANCE["float32"]
 
 
-def test_normalize_has_no_cuda_backward_and_says_so():
+def test_normalize_gradients_on_cuda_equal_the_cpu_ones():
+    # linear_attn with normalize=True (fla's default in chunk_linear_attn) has a CUDA backward
+    # (backend/cuda/normalize_backward.hpp); positive q, k keep the denominators away from 0.
     args, kw = random_call("linear_attn", "chunk", np.float32, seed=10)
-    xs = [on_gpu(a).requires_grad_() for a in args]
-    with pytest.raises(ValueError, match="has no CUDA backward yet"):
-        linea.chunk_linear_attn(*xs, **dict({k: (on_gpu(v) if isinstance(v, np.ndarray) else v) for k, v in kw.items()},
-                                           normalize=True))
+    args = [(np.abs(a) + 0.1).astype(a.dtype) if i < 2 else a for i, a in enumerate(args)]
+    grads = []
+    for dev in ("cpu", "cuda"):
+        xs = [torch.from_numpy(a).to(dev).requires_grad_() for a in args]
+        kx = {k: (torch.from_numpy(v).to(dev) if isinstance(v, np.ndarray) else v) for k, v in kw.items()}
+        o = linea.chunk_linear_attn(*xs, **dict(kx, normalize=True))[0]
+        (o.double() ** 2).sum().backward()
+        grads.append([t.grad.double().cpu().numpy() for t in xs])
+    for cpu, gpu in zip(*grads):
+        assert relative_error(gpu, cpu) <= GRADIENT_TOLERANCE["float32"]

@@ -172,6 +172,8 @@ TEST_CASE("backward: normalize (additive)") {
   check<additive, read::ccq<read::uniform>, backend::cpu, double>(small, {.normalize = true});
   case_shape packed{.H = 1, .HV = 2, .K = 8, .V = 6, .seqlens = {9, 14}, .seed = 5};
   check<additive, read::identity, backend::generic, float>(packed, {.normalize = true, .chunk_size = 4});
+  // the CPU backward over packed sequences (z restarts per sequence), GVA, the L2 norm (raw vs normalised q, k)
+  check<additive, read::identity, backend::cpu, float>(packed, {.qk_l2norm = true, .normalize = true});
 }
 
 TEST_CASE("backward: g_gamma (a stride-0 gate and its stride-0 gradient)") {

@@ -2,7 +2,8 @@
 // backward (SPEC §6 tolerances for the input type): every rule the CUDA backward has, fixed-length batches with
 // T not a multiple of the 64-token chunk, packed sequences (one empty), GVA, scale, initial state, and the
 // in-kernel options (L2 norm, gates with A_log / dt_bias / lower bound, β activation); and the CCQ read
-// (uniform and decayed weighting, c_t given or the rule's, initial statistics, packed sequences, GVA, L2 norm).
+// (uniform and decayed weighting, c_t given or the rule's, initial statistics, packed sequences, GVA, L2 norm);
+// the additive rule's `normalize`.
 #include <doctest/doctest.h>
 
 #include <cstdio>
@@ -203,7 +204,8 @@ void check_case(const case_shape& shape, const backward_options& opt) {
   gm.copy_back();
   INFO(rule_name<Rule>::value << (Read::is_identity ? "" : " ccq") << " " << type_name<T>() << " "
                               << describe_shape(shape) << (opt.qk_l2norm ? " l2" : "")
-                              << (opt.ccq.explicit_log_decay ? " c_t given" : "") << (opt.gate ? " gate" : ""));
+                              << (opt.ccq.explicit_log_decay ? " c_t given" : "") << (opt.gate ? " gate" : "")
+                              << (opt.normalize ? " normalize" : ""));
   c.check_against_reference();
   CHECK(c.compared >= (Read::is_identity ? 4 : 8));  // dq, dk, dv, dh0 (+ dλ, dC0, dm0, dz0) at least
 }
@@ -391,6 +393,60 @@ TEST_CASE("CUDA backward: in-kernel options (L2 norm, gates, beta activation)") 
 TEST_CASE("CUDA backward: T = 0") {
   check_backward<gated_delta, float>({.B = 2, .T = 0, .H = 2, .HV = 4, .K = 32, .V = 48, .initial_state = true, .seed = 8});
   check_backward<simple_gla, bf16>({.B = 1, .T = 0, .H = 1, .HV = 2, .K = 64, .V = 32, .seed = 9});
+}
+
+// `normalize` (the additive rule, identity read; backend/cuda/normalize_backward.hpp): positive q, k (backward_case),
+// the normaliser's key sums per sequence (z_0 = 0) across chunk boundaries, tail chunks, GVA, scale, L2 norm.
+TEST_CASE("CUDA backward: normalize (additive)") {
+  const backward_options norm{.normalize = true};
+  SUBCASE("float32, batch, T = 150 (a tail chunk), h0, GVA, scale") {
+    check_case<additive, read::identity, float>(
+        {.B = 2, .T = 150, .H = 2, .HV = 4, .K = 64, .V = 32, .initial_state = true, .seed = 41},
+        {.normalize = true, .scale = 0.5});
+  }
+  SUBCASE("float32, packed sequences {70, 0, 5, 130}, GVA, L2 norm") {
+    check_case<additive, read::identity, float>({.H = 2, .HV = 4, .K = 32, .V = 48, .seqlens = {70, 0, 5, 130}, .seed = 42},
+                                                {.qk_l2norm = true, .normalize = true});
+  }
+  SUBCASE("float32, T = 300, K = V = 128") {
+    check_case<additive, read::identity, float>({.B = 1, .T = 300, .H = 1, .HV = 1, .K = 128, .V = 128, .seed = 43}, norm);
+  }
+  SUBCASE("bf16, packed sequences {130, 0, 70}, GVA, L2 norm, h0") {
+    check_case<additive, read::identity, bf16>(
+        {.H = 1, .HV = 2, .K = 64, .V = 64, .seqlens = {130, 0, 70}, .initial_state = true, .seed = 44},
+        {.qk_l2norm = true, .normalize = true});
+  }
+  SUBCASE("bf16, batch, T = 200") {
+    check_case<additive, read::identity, bf16>({.B = 2, .T = 200, .H = 2, .HV = 2, .K = 128, .V = 64, .seed = 45}, norm);
+  }
+  SUBCASE("caller workspace of the queried size (the normaliser's scratch counted)") {
+    backward_case<additive, read::identity, float> c({.H = 1, .HV = 2, .K = 32, .V = 48, .seqlens = {70, 0, 5, 130}, .seed = 46},
+                                                     norm);
+    cuda::mirror<float, float> m(c.args());
+    cuda::gradient_mirror<float, float> gm(c.grads());
+    auto plain = m.device;
+    plain.normalize = false;
+    const std::size_t bytes = cuda::backward_workspace_size<additive>(m.device);
+    REQUIRE(bytes > cuda::backward_workspace_size<additive>(plain));
+    void* ws = nullptr;
+    cuda_ok(cudaMalloc(&ws, bytes));
+    CHECK_THROWS_AS((linea::backward<additive, read::identity, backend::cuda>(
+                        m.device, gm.device, cuda::launch{.workspace = ws, .workspace_bytes = bytes - 1})),
+                    linea::error);
+    linea::backward<additive, read::identity, backend::cuda>(m.device, gm.device,
+                                                             cuda::launch{.workspace = ws, .workspace_bytes = bytes});
+    gm.copy_back();
+    cuda_ok(cudaFree(ws));
+    c.check_against_reference();
+  }
+  SUBCASE("with the CCQ read: rejected, naming normalize") {
+    using ccq = read::ccq<read::decayed>;
+    backward_case<additive, ccq, float> c({.B = 1, .T = 20, .H = 1, .HV = 1, .K = 32, .V = 16, .seed = 47}, norm);
+    cuda::mirror<float, float> m(c.args());
+    cuda::gradient_mirror<float, float> gm(c.grads());
+    CHECK_THROWS_WITH_AS((linea::backward<additive, ccq, backend::cuda>(m.device, gm.device)),
+                         doctest::Contains("'normalize'"), linea::error);
+  }
 }
 
 TEST_CASE("CUDA backward: cuda::launch with a stream and a caller workspace") {

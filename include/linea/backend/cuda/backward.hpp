@@ -19,8 +19,8 @@
 // kernels of its own (backward/ccq_read.hpp); its workspace adds the statistics pass's and O(tokens · HV · K).
 // GDN-2's channel gates b, w go through the per-key kernels (backward/channel_gates.hpp).
 // Supported: the identity and CCQ reads; rules whose update is additive or erases with β, any decay kind (additive,
-// simple_gla, gla, delta, gated_delta, kda), and gdn2; every forward option but `normalize` and g_gamma's
-// stride-0 dg.
+// simple_gla, gla, delta, gated_delta, kda), and gdn2; every forward option but g_gamma's stride-0 dg, and
+// `normalize` with the CCQ read (with the identity read: normalize_backward.hpp, around phases 1–4).
 // Other rules fail to compile (static_assert), never at run time.
 #pragma once
 #include <algorithm>
@@ -36,6 +36,7 @@
 #include "backward/phases.hpp"
 #include "backward/plan.hpp"
 #include "launch.hpp"
+#include "normalize_backward.hpp"
 #include "workspace.hpp"
 
 namespace linea {
@@ -95,7 +96,7 @@ struct backward_scratch {
 struct scratch_layout {
   backward_plan plan;
   ccq_plan ccq;
-  std::size_t gates_at = 0, bytes = 0;
+  std::size_t gates_at = 0, norm_at = 0, bytes = 0;
 };
 
 template <class Rule, class Read, class T, class S>
@@ -109,6 +110,8 @@ scratch_layout layout_scratch(const arguments<T, S>& a) {
     s.gates_at = (s.bytes + 255) / 256 * 256;
     if (rows) s.bytes = s.gates_at + sizeof(float) * rows * std::size_t(s.plan.K + s.plan.V);
   }
+  if (a.normalize)
+    s.norm_at = (s.bytes + 255) / 256 * 256, s.bytes = s.norm_at + sizeof(float) * normalizer_floats(s.plan);
   return s;
 }
 
@@ -150,6 +153,8 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
     inputs_kernel<Rule, T><<<unsigned(tokens), threads, 0, st>>>(k, g.d_o, w);
     check_launch("backward inputs_kernel");
   }
+  normalizer_work nw;
+  if (a.normalize) nw = normalize_before(w, plan, scratch.base + layout.norm_at, st);  // d_o ← d_o / den
   constexpr bool channels = channel_gated<Rule>;
   channel_gates cg;
   const channel_grads<T> cd{g.db, g.dw};
@@ -166,6 +171,7 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
                                                     cg, cd);
   else
     ccq_phases<Rule, Read>(a, g, w, layout.ccq, scratch.base, st, cg, cd);
+  if (a.normalize) normalize_after(w, plan, nw, st);  // the normaliser's dq̂, dk̂ terms
   const input_grads<T> o{g.dq, g.dk, g.dg, g.dbeta, g.dA_log, g.ddt_bias, g.dgk};
   const view<float, 1> sums[] = {o.dA_log, o.ddt_bias};  // added into over tokens: zeroed first
   for (const view<float, 1>& x : sums)
@@ -198,7 +204,8 @@ struct backward_impl<backend::cuda> {
     const problem p = reference::validate_backward<Rule, Read>(a, g);
     if (p.K > cuda_detail::bwd::max_kv || p.V > cuda_detail::bwd::max_kv)
       throw error("the CUDA backward supports K, V <= 128, but K = " + std::to_string(p.K) + ", V = " + std::to_string(p.V));
-    if (a.normalize) throw error("argument 'normalize' is not supported by the CUDA backward yet");
+    if (a.normalize && !std::is_same_v<Read, read::identity>)
+      throw error("argument 'normalize' is not supported with the CCQ read by the CUDA backward");
     // (a stride 0 over an extent of 1, or in a view of no elements, broadcasts nothing: contiguous views at B = 1
     // or T = 0 have one)
     if (g.dg.size() > 0 && ((g.dg.stride(0) == 0 && g.dg.extent(0) > 1) || (g.dg.stride(1) == 0 && g.dg.extent(1) > 1)))

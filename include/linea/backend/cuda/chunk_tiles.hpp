@@ -20,8 +20,8 @@ constexpr float log2_zero = -64.f;
 __device__ __forceinline__ float clamped_log2_decay(float x) { return x < log2_zero ? log2_zero : x; }
 
 // Whether a 64-token chunk kernel can read this call's q, k, v: 16-bit, contiguous rows 16-byte aligned
-// (cp.async), K ≤ 128, no normalize, not the CCQ main pass. (The in-kernel L2 norm is applied to their tiles:
-// l2norm_rows below.)
+// (cp.async), K ≤ 128, not the CCQ main pass. (The in-kernel L2 norm is applied to their tiles: l2norm_rows
+// below. `normalize` is the additive rule's only, whose kernel, scalar_chunk_kernel.hpp, applies it.)
 template <class T>
 bool inputs_fit(const kernel_args<T>& k) {
   if constexpr (sizeof(T) != 2) {
@@ -31,7 +31,7 @@ bool inputs_fit(const kernel_args<T>& k) {
       return v.str[3] == 1 && v.str[2] % 8 == 0 && v.str[1] % 8 == 0 && v.str[0] % 8 == 0 &&
              reinterpret_cast<std::uintptr_t>(v.ptr) % 16 == 0;
     };
-    return k.K <= KP && !k.normalize && !k.q_tilde_in.ptr && rows16(k.q) && rows16(k.k) &&
+    return k.K <= KP && !k.q_tilde_in.ptr && rows16(k.q) && rows16(k.k) &&
            rows16(k.v);
   }
 }

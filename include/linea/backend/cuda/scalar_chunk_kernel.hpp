@@ -14,9 +14,14 @@
 // read token-major through ldmatrix .trans, so no tile is rewritten or transposed on the way.
 //
 // It takes what tiles::inputs_fit accepts (16-bit inputs, aligned rows, K ≤ 128; in-kernel L2 norms on the q, k
-// tiles in place); everything else (float inputs, other strides, normalize, the CCQ passes) runs the general chunk
-// kernel (chunk_kernel.hpp).
+// tiles in place); everything else (float inputs, other strides, the CCQ passes) runs the general chunk kernel
+// (chunk_kernel.hpp).
+// `normalize` (additive only; a run-time flag, no instance of its own): o_r ← o_r / (s q_r·z_r + 1e-10) with
+// z_r = z_c + Σ_{s≤r} k_s, z_c the key sum before the chunk, kept in shared memory like Sᵀ. So q_r·z_r =
+// q_r·z_c + Σ_s P_rs: P's row sums (float32, before P is rounded) plus one dot per row, both formed in X; z_c
+// grows by the chunk's Σ k in Y.
 #pragma once
+#include "../../core/epilogue.hpp"
 #include "causal_strip.hpp"
 #include "chunk_tiles.hpp"
 
@@ -39,7 +44,9 @@ struct scalar_chunk_shape {
       p_at = s_at + BV * LDK,                      // P            [CL][LDP]
       vd_at = p_at + CL * LDP,                     // V_d          [CL][LDV]
       end = vd_at + CL * LDV;
-  static constexpr std::size_t bytes = 2 * std::size_t(end) + sizeof(float) * 2 * CL;  // + G, 2 buffers
+  // + G (2 buffers); normalize's z_c [KP], q·z_c [CL] and P's row sums per half of the columns [2][CL]
+  static constexpr int zs_at = 2 * CL, qz_at = zs_at + tiles::KP, rows_at = qz_at + CL, floats = rows_at + 2 * CL;
+  static constexpr std::size_t bytes = 2 * std::size_t(end) + sizeof(float) * floats;
   static_assert(bytes <= 113 * 1024, "two CTAs per SM");
 };
 
@@ -60,6 +67,10 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
   E* base = reinterpret_cast<E*>(smem_raw);
   E *Qs = base + sh::q_at, *ST = base + sh::s_at, *Pe = base + sh::p_at, *Vd = base + sh::vd_at;
   float* Gbuf = reinterpret_cast<float*>(base + sh::end);  // [2][CL]
+  float *Zs = Gbuf + sh::zs_at, *QZ = Gbuf + sh::qz_at, *Prow = Gbuf + sh::rows_at;  // normalize
+  const bool norm = !decays && a.normalize;
+  if (norm)
+    for (int i = tid; i < KP; i += tiles::threads) Zs[i] = 0.f;  // z_0 = 0 per sequence (before the first barrier)
   auto Kbuf = [&](int b) { return base + sh::k_at + b * CL * LDK; };
   auto Vbuf = [&](int b) { return base + sh::v_at + b * CL * LDV; };
 
@@ -100,6 +111,7 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
     // ---- X: Q S and P; V_d -------------------------------------------------------------------------------------
     float o[4][4] = {};
     mma_strip<E, 4, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
+    float prow[2] = {0.f, 0.f};  // normalize: this thread's part of P's row sums (rows r0 + acc_row(0 | 2))
     if (c0w <= r0 + 15) {  // P strips with entries on or below the diagonal (the others are never read)
       float p[4][4] = {};
       mma_strip<E, 4, false, false>(p, Qs + r0 * LDK, LDK, Ks + c0w * LDK, LDK, KP / 16);
@@ -114,8 +126,23 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
           if constexpr (decays) x0 *= ex2(gr - Gc[s]), x1 *= ex2(gr - Gc[s + 1]);
           x0 = s <= r ? x0 : 0.f, x1 = s + 1 <= r ? x1 : 0.f;  // a select: what is masked may be inf
           *reinterpret_cast<std::uint32_t*>(Pe + r * LDP + s) = pack2<E>(x0, x1);
+          prow[h] += x0 + x1;
         }
       }
+    }
+    if (norm) {  // P's row sums over this warp's 32 columns (zero above the diagonal); q_r·z_c for every row
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float x = prow[h];
+        x += __shfl_xor_sync(0xffffffffu, x, 1), x += __shfl_xor_sync(0xffffffffu, x, 2);
+        if ((lane & 3) == 0) Prow[(warp & 1) * CL + r0 + acc_row(2 * h)] = x;
+      }
+      const int r = tid >> 2, c = 32 * (tid & 3);
+      float x = 0;
+#pragma unroll 8
+      for (int i = 0; i < 32; ++i) x += to_float(Qs[r * LDK + c + i]) * Zs[c + i];
+      x += __shfl_xor_sync(0xffffffffu, x, 1), x += __shfl_xor_sync(0xffffffffu, x, 2);
+      if ((tid & 3) == 0) QZ[r] = x;
     }
     {  // thread: 16 values of row tid / 4 — V_d = 2^(G_C − G_r) v_r, and the residual u_r = v_r when asked for
       const int r = tid >> 2, c = 16 * (tid & 3);
@@ -152,6 +179,21 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
       }
     }
     causal_strip<E, 4, true>(o, Pe + r0 * LDP, LDP, Vs + c0w, LDV, r0 / 16 + 1);  // P is zero past the diagonal
+    if (norm) {  // o_r / (s q_r·z_r + 1e-10); then z_c += Σ k of the chunk (rows past L are zero-filled)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = r0 + acc_row(2 * h);
+        const float f = 1.f / normaliser_divisor(a.scale * (QZ[r] + Prow[r] + Prow[CL + r]));
+#pragma unroll
+        for (int t = 0; t < 4; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
+      }
+      if (tid < KP) {
+        float z = 0;
+#pragma unroll 8
+        for (int r = 0; r < CL; ++r) z += to_float(Ks[r * LDK + tid]);
+        Zs[tid] += z;  // read again only after the next chunk's first barrier
+      }
+    }
     tiles::store_strip(a.o, seq.bt, c0, hv, jt, r0, c0w, L, Vw, o, a.scale);
     if constexpr (decays) {
       const float f = ex2(Gc[CL - 1]);

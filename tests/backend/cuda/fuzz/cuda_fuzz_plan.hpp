@@ -181,7 +181,6 @@ inline plan make_plan(long seed, long index) {
   if ((p.form == form_kind::recurrent || p.form == form_kind::step) && s.K > 256) p.expect = "recurrent/step K <= 256";
   if (p.form == form_kind::backward) {
     if (s.K > 128 || s.V > 128) p.expect = "backward K, V <= 128";
-    else if (p.normalize) p.expect = "backward: normalize unsupported";
     else if (p.g_gamma) p.expect = "backward: stride-0 dg (g_gamma) unsupported";
   }
   if (p.read != read_kind::identity && p.normalize) p.expect = "CCQ with normalize unsupported";
