@@ -41,7 +41,8 @@ struct gradient_sums {
   static void put(const tensor<Real, Rank>& sum, const view<X, Rank>& out) {
     if (out.empty()) return;
     for_each_index(out, [&](const auto&... i) { out(i...) = X(0); });
-    for_each_index(out, [&](const auto&... i) { out(i...) += static_cast<X>(sum(i...)); });
+    // (the addition in Real: bf16 and fp16 have no arithmetic of their own)
+    for_each_index(out, [&](const auto&... i) { out(i...) = static_cast<X>(static_cast<Real>(out(i...)) + sum(i...)); });
   }
 
   template <class X, int Rank, class F>
