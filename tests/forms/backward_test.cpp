@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "forms/backward_case.hpp"
 #include "support/rejection.hpp"
@@ -175,6 +177,11 @@ TEST_CASE("backward rejects bad arguments before writing anything") {
   SUBCASE("generic") { rejects_bad_arguments<backend::generic>(); }
 }
 
+// The reference backend stores 16-bit gradients too (it added into them in the 16-bit type, which did not compile).
+TEST_CASE("backward: the reference backend with bf16 arguments") {
+  check<gated_delta, read::identity, backend::reference, bf16>(small, {.g_gamma = true});
+}
+
 TEST_CASE("backward: in-kernel L2 norm of q and k") {
   check<gated_delta, read::identity, backend::cpu, float>(small, {.qk_l2norm = true});
   check<kda, read::ccq<read::decayed>, backend::cpu, float>(small, {.qk_l2norm = true});
@@ -251,7 +258,8 @@ void in_place_equals_separate(const backward_options& opt) {
     if (out.empty()) return;
     REQUIRE(!in.empty());
     out.ptr = const_cast<std::remove_const_t<std::remove_pointer_t<decltype(in.ptr)>>*>(in.ptr);
-    out.ext = in.ext, out.str = in.str;
+    std::copy(std::begin(in.ext), std::end(in.ext), std::begin(out.ext));
+    std::copy(std::begin(in.str), std::end(in.str), std::begin(out.str));
     ++pairs;
   };
   put(g.dq, a.q), put(g.dk, a.k), put(g.dv, a.v), put(g.dg, a.g), put(g.dgk, a.gk), put(g.dbeta, a.beta);
@@ -270,7 +278,9 @@ void in_place_equals_separate(const backward_options& opt) {
     ++compared;
   };
   same("dq", sep.dq, g.dq), same("dk", sep.dk, g.dk), same("dv", sep.dv, g.dv), same("dgk", sep.dgk, g.dgk);
-  same("dg", opt.g_gamma ? sep.dgamma : sep.dg, g.dg), same("dbeta", sep.dbeta, g.dbeta), same("db", sep.db, g.db);
+  if (opt.g_gamma) same("dg (g_gamma)", sep.dgamma, g.dg);
+  else same("dg", sep.dg, g.dg);
+  same("dbeta", sep.dbeta, g.dbeta), same("db", sep.db, g.db);
   same("dw", sep.dw, g.dw), same("d_initial_state", sep.dh0, g.d_initial_state), same("dA_log", sep.dA_log, g.dA_log);
   same("ddt_bias", sep.ddt_bias, g.ddt_bias), same("dlambda", sep.dlambda, g.dlambda);
   same("dccq_log_decay", sep.dccq_log_decay, g.dccq_log_decay), same("dC0", sep.dC0, g.dC0);
@@ -286,8 +296,39 @@ TEST_CASE("backward: every gradient may overwrite its own input exactly") {
     in_place_equals_separate<gated_delta, read::identity, backend::generic>({.g_gamma = true});
   }
   SUBCASE("gated_delta, in-kernel gate, L2 norm, cpu") {
-    in_place_equals_separate<gated_delta, decayed, backend::cpu>({.qk_l2norm = true, .gate = true, .threads = 2});
+    in_place_equals_separate<gated_delta, decayed, backend::cpu>(
+        {.qk_l2norm = true, .gate = true, .threads = 2, .ccq = {.initial_stats = true}});
   }
+}
+
+// A NaN or Inf in dL/do or dL/dS_T poisons exactly the gradient entries the reference's recurrence poisons (dq of
+// that token, the tokens before it of that head, S_0's gradient); every other entry stays finite and accurate.
+template <class Rule, class Read>
+void poisons_like_the_reference(bool final_state) {
+  backward_case<Rule, Read, float> c(small, {.chunk_size = 8});
+  if (final_state) c.set_d_final_state(1, 1, 3, 2, std::nan(""));
+  else c.set_d_o(0, 10, 0, 2, std::numeric_limits<double>::infinity());
+  linea::backward<Rule, Read>(c.args(), c.grads());
+  auto& ref = c.reference_out();
+  int poisoned = 0;
+  const_cast<gradient_buffers<float>&>(c.out()).for_each(ref, [&](const char* name, const auto& x, const auto& r) {
+    INFO("gradient ", name);
+    REQUIRE(x.size() == r.size());
+    double err = 0, norm = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double xi = double(x.data()[i]), ri = r.data()[i];
+      CHECK(std::isfinite(xi) == std::isfinite(ri));
+      if (!std::isfinite(ri)) ++poisoned;
+      if (std::isfinite(xi) && std::isfinite(ri)) err += (xi - ri) * (xi - ri), norm += ri * ri;
+    }
+    CHECK(std::sqrt(err) <= gradient_tolerance_for<float>() * std::sqrt(norm));
+  });
+  CHECK(poisoned > 0);
+}
+
+TEST_CASE("backward: a non-finite dL/do or dL/dS_T poisons only what the recurrence poisons") {
+  SUBCASE("Inf in d_o, gated_delta") { poisons_like_the_reference<gated_delta, read::identity>(false); }
+  SUBCASE("NaN in d_final_state, kda, CCQ") { poisons_like_the_reference<kda, read::ccq<read::decayed>>(true); }
 }
 
 TEST_CASE("backward: a gradient may overwrite its own input (dq over q, dk over k, dv over v, dgk over gk)") {
