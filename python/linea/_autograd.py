@@ -46,7 +46,8 @@ class LineaFunction(torch.autograd.Function):
         return tuple(outs)
 
     @staticmethod
-    def backward(ctx, d_o, *d_rest):
+    @torch.autograd.function.once_differentiable  # linea's backward has no backward: a second-order gradient
+    def backward(ctx, d_o, *d_rest):              # (create_graph=True) is an error, not a silently dropped term
         op, opts, backend, storage, want_final, want_ccq, names, extra = ctx.spec
         tensors = ctx.saved_tensors
         d_final = d_rest[0] if want_final else None

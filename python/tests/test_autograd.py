@@ -114,6 +114,18 @@ def test_gradcheck_gate_in_kernel():
     assert torch.autograd.gradcheck(lambda *xs: fn(*xs, A_log, dt_bias), inputs, eps=1e-6, atol=1e-6, rtol=1e-4)
 
 
+def test_second_order_gradient_is_an_error():
+    """linea's backward is not itself differentiable: a gradient penalty (create_graph=True) raises rather than
+    silently losing its second-order term."""
+    torch = pytest.importorskip("torch")
+    args, kw = random_call("gated_delta_rule", "chunk", np.float64, B=1, T=5, H=1, K=4, V=3, seed=3)
+    xs = [t.clone().requires_grad_() for t in to_torch(args, kw)[0]]
+    o, _ = linea.chunk_gated_delta_rule(*xs)
+    dq = torch.autograd.grad((o ** 2).sum(), xs[0], create_graph=True)[0]
+    with pytest.raises(RuntimeError, match="once_differentiable"):
+        (dq ** 2).sum().backward()
+
+
 @pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
 def test_training_step_in_low_precision(dtype):
     """A 16-bit (or float32) forward and backward: gradients in the input dtype, close to float64's."""

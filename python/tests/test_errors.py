@@ -147,3 +147,23 @@ def test_unknown_array_name():
 
     with pytest.raises(ValueError, match="no argument is named 'qq'"):
         _linea.forward("gated_delta_rule", {"qq": np.zeros(1, np.float32)}, _linea.options())
+
+
+def test_backward_gradient_overlapping_an_input():
+    """The extension's backward (numpy arrays, as autograd calls it): a gradient over another array than its own
+    input, or over its own input shifted by a token, is refused before anything is written."""
+    from linea import _linea
+
+    args, _ = random_call("gated_delta_rule", "chunk", np.float64, B=1, T=12)
+    arrays = dict(zip(["q", "k", "v", "g", "beta"], args))
+    arrays["d_o"] = np.ones(arrays["v"].shape)
+    values = np.zeros((1, 13) + arrays["v"].shape[2:])
+    values[:, :12] = arrays["v"]
+    o = _linea.options()
+    o.dtype = "float64"
+    shifted = dict(arrays, v=values[:, :12], dv=values[:, 1:])
+    with pytest.raises(ValueError, match="argument 'dv'.*overlaps argument 'v'"):
+        _linea.backward("gated_delta_rule", shifted, o)
+    assert np.all(values[:, :12] == arrays["v"])
+    with pytest.raises(ValueError, match="argument 'dv'.*overlaps argument 'd_o'"):
+        _linea.backward("gated_delta_rule", dict(arrays, dv=arrays["d_o"]), o)

@@ -123,6 +123,12 @@ TEST_CASE("validate: in-kernel gate arguments (gate.A_log, gate.dt_bias, gate.lo
        .words = {"'gate.dt_bias'", "A_log"}},
       {.what = "gate.lower_bound without gate.A_log", .check = recurrent_rejects<kda>,
        .breaks = [](auto& a) { a.gate.lower_bound = -5.f; }, .words = {"'gate.lower_bound'", "A_log"}},
+      {.what = "gate.lower_bound NaN (every gate would be NaN)", .check = recurrent_rejects<kda>,
+       .breaks = [&](auto& a) {
+         a.gate.A_log = contiguous<1>(A4.data(), {4});
+         a.gate.lower_bound = std::nanf("");
+       },
+       .words = {"'gate.lower_bound'", "not finite"}},
   };
   check_rejected(table);
 }

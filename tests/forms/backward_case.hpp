@@ -93,9 +93,21 @@ class backward_case {
 
   const gradient_buffers<T>& out() const { return out_; }
 
+  // The float64 reference backward on the twin (into fresh NaN-filled buffers), for checks other than the norm.
+  gradient_buffers<double>& reference_out() {
+    reference::backward<Rule, Read>(ref_args(), ref_grads());
+    return ref_out_;
+  }
+
+  // Sets one entry of dL/do, or of dL/dS_T, in both twins (a NaN or Inf upstream gradient).
+  void set_d_o(index_t b, index_t t, index_t hv, index_t j, double x) { d_o_(b, t, hv, j) = T(x), d_o_ref_(b, t, hv, j) = x; }
+  void set_d_final_state(index_t n, index_t hv, index_t i, index_t j, double x) {
+    dht_(n, hv, i, j) = S(x), dht_ref_(n, hv, i, j) = x;
+  }
+
   // The reference backward on the float64 twin, then every gradient of `out()` against it (SPEC §6 for T).
   void check_against_reference(double bound = gradient_tolerance_for<T>()) {
-    reference::backward<Rule, Read>(ref_args(), ref_grads());
+    reference_out();
     compare("dq", out_.dq, ref_out_.dq, bound), compare("dk", out_.dk, ref_out_.dk, bound);
     compare("dv", out_.dv, ref_out_.dv, bound), compare("dg", out_.dg, ref_out_.dg, bound);
     compare("dg_gamma", out_.dgamma, ref_out_.dgamma, bound), compare("dgk", out_.dgk, ref_out_.dgk, bound);

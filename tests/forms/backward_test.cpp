@@ -5,6 +5,8 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 
 #include "forms/backward_case.hpp"
 #include "support/rejection.hpp"
@@ -104,6 +106,37 @@ void rejects_bad_arguments() {
     g.dg = dg;
     expect_rejected<kda, Backend>(c, c.args(), g, {"'dg'", "no scalar gate"});
   }
+  // Aliasing (docs/usage.md): a gradient may overwrite only its own input, exactly. These overlaps gave wrong
+  // gradients on the CPU before they were refused (dv over v one token on: 0.96 relative error; dq over k with
+  // qk_l2norm: 6.5).
+  {
+    auto g = c.grads();
+    g.dq = strided<4>(const_cast<float*>(c.args().k.ptr), {2, 6, 2, 8}, {96, 16, 8, 1});
+    expect_rejected<kda, Backend>(c, c.args(), g, {"'dq'", "'k'", "overlaps"});
+  }
+  {
+    tensor<float, 4> both({2, 7, 2, 8});  // q over tokens 0..5, dq over tokens 1..6 of one buffer
+    auto a = c.args();
+    a.q = strided<4>(static_cast<const float*>(both.data()), {2, 6, 2, 8}, {112, 16, 8, 1});
+    auto g = c.grads();
+    g.dq = strided<4>(both.data() + 16, {2, 6, 2, 8}, {112, 16, 8, 1});
+    expect_rejected<kda, Backend>(c, a, g, {"'dq'", "'q'", "overlaps"});
+  }
+  {
+    auto g = c.grads();
+    g.dv = strided<4>(const_cast<float*>(g.d_o.ptr), {2, 6, 4, 4}, {96, 16, 4, 1});
+    expect_rejected<kda, Backend>(c, c.args(), g, {"'dv'", "'d_o'"});
+  }
+  {
+    auto g = c.grads();
+    g.d_initial_state = strided<4>(const_cast<float*>(g.d_final_state.ptr), {2, 4, 8, 4}, {128, 32, 4, 1});
+    expect_rejected<kda, Backend>(c, c.args(), g, {"'d_initial_state'", "'d_final_state'"});
+  }
+  {
+    auto g = c.grads();
+    g.dq.str[1] = 0;  // written token by token: the sum over T would be lost (only dg, dbeta, ... may broadcast)
+    expect_rejected<kda, Backend>(c, c.args(), g, {"'dq'", "stride 0"});
+  }
   {
     auto a = c.args();
     a.chunk_size = 0;
@@ -142,6 +175,11 @@ TEST_CASE("backward rejects bad arguments before writing anything") {
     expect_rejected<kda, backend::cpu>(c, c.args(), c.grads(), {"'threads'", "-1"});
   }
   SUBCASE("generic") { rejects_bad_arguments<backend::generic>(); }
+}
+
+// The reference backend stores 16-bit gradients too (it added into them in the 16-bit type, which did not compile).
+TEST_CASE("backward: the reference backend with bf16 arguments") {
+  check<gated_delta, read::identity, backend::reference, bf16>(small, {.g_gamma = true});
 }
 
 TEST_CASE("backward: in-kernel L2 norm of q and k") {
@@ -207,6 +245,92 @@ TEST_CASE("backward: no NaN or Inf from the SPEC §5 ranges (log decays in [−2
   check<kda, read::ccq<read::decayed>, backend::cpu, float>(extreme, {.chunk_size = 128});
   check<gdn2, read::identity, backend::cpu, bf16>(extreme, {.chunk_size = 64});
   check<gla, read::identity, backend::cpu, float>(extreme, {.chunk_size = 32});
+}
+
+// Every gradient view over its own input (same pointer, extents, strides): the result equals separate buffers'.
+template <class Rule, class Read, class Backend>
+void in_place_equals_separate(const backward_options& opt) {
+  const case_shape shape{.B = 2, .T = 20, .H = 1, .HV = 2, .K = 8, .V = 6, .initial_state = true, .seed = 31};
+  backward_case<Rule, Read, float> apart(shape, opt), over(shape, opt);
+  linea::backward<Rule, Read, Backend>(apart.args(), apart.grads());
+  const auto a = over.args();
+  auto g = over.grads();
+  int pairs = 0;
+  auto put = [&](auto& out, const auto& in) {
+    if (out.empty()) return;
+    REQUIRE(!in.empty());
+    out.ptr = const_cast<std::remove_const_t<std::remove_pointer_t<decltype(in.ptr)>>*>(in.ptr);
+    std::copy(std::begin(in.ext), std::end(in.ext), std::begin(out.ext));
+    std::copy(std::begin(in.str), std::end(in.str), std::begin(out.str));
+    ++pairs;
+  };
+  put(g.dq, a.q), put(g.dk, a.k), put(g.dv, a.v), put(g.dg, a.g), put(g.dgk, a.gk), put(g.dbeta, a.beta);
+  put(g.db, a.b), put(g.dw, a.w), put(g.d_initial_state, a.initial_state), put(g.dA_log, a.gate.A_log);
+  put(g.ddt_bias, a.gate.dt_bias), put(g.dlambda, a.ccq.lambda), put(g.dccq_log_decay, a.ccq.log_decay);
+  put(g.dC0, a.ccq.C0), put(g.dm0, a.ccq.m0), put(g.dz0, a.ccq.z0);
+  linea::backward<Rule, Read, Backend>(a, g);
+  // The inputs now hold the gradients; their buffers have the gradient buffers' layout (contiguous; g_gamma's
+  // [HV] under its stride-0 view).
+  const auto& sep = apart.out();
+  int compared = 0;
+  const auto same = [&](const char* name, const auto& buffer, const auto& view) {
+    if (buffer.size() == 0 || view.empty()) return;
+    INFO("gradient ", name);
+    CHECK(std::equal(buffer.values().begin(), buffer.values().end(), view.ptr));
+    ++compared;
+  };
+  same("dq", sep.dq, g.dq), same("dk", sep.dk, g.dk), same("dv", sep.dv, g.dv), same("dgk", sep.dgk, g.dgk);
+  if (opt.g_gamma) same("dg (g_gamma)", sep.dgamma, g.dg);
+  else same("dg", sep.dg, g.dg);
+  same("dbeta", sep.dbeta, g.dbeta), same("db", sep.db, g.db);
+  same("dw", sep.dw, g.dw), same("d_initial_state", sep.dh0, g.d_initial_state), same("dA_log", sep.dA_log, g.dA_log);
+  same("ddt_bias", sep.ddt_bias, g.ddt_bias), same("dlambda", sep.dlambda, g.dlambda);
+  same("dccq_log_decay", sep.dccq_log_decay, g.dccq_log_decay), same("dC0", sep.dC0, g.dC0);
+  same("dm0", sep.dm0, g.dm0), same("dz0", sep.dz0, g.dz0);
+  CHECK(compared == pairs);
+}
+
+TEST_CASE("backward: every gradient may overwrite its own input exactly") {
+  const backward_options ccq{.gate = true, .threads = 2, .ccq = {.initial_stats = true, .explicit_log_decay = true}};
+  using decayed = read::ccq<read::decayed>;
+  SUBCASE("gdn2, CCQ, in-kernel gates, cpu") { in_place_equals_separate<gdn2, decayed, backend::cpu>(ccq); }
+  SUBCASE("gated_delta, g_gamma, generic") {
+    in_place_equals_separate<gated_delta, read::identity, backend::generic>({.g_gamma = true});
+  }
+  SUBCASE("gated_delta, in-kernel gate, L2 norm, cpu") {
+    in_place_equals_separate<gated_delta, decayed, backend::cpu>(
+        {.qk_l2norm = true, .gate = true, .threads = 2, .ccq = {.initial_stats = true}});
+  }
+}
+
+// A NaN or Inf in dL/do or dL/dS_T poisons exactly the gradient entries the reference's recurrence poisons (dq of
+// that token, the tokens before it of that head, S_0's gradient); every other entry stays finite and accurate.
+template <class Rule, class Read>
+void poisons_like_the_reference(bool final_state) {
+  backward_case<Rule, Read, float> c(small, {.chunk_size = 8});
+  if (final_state) c.set_d_final_state(1, 1, 3, 2, std::nan(""));
+  else c.set_d_o(0, 10, 0, 2, std::numeric_limits<double>::infinity());
+  linea::backward<Rule, Read>(c.args(), c.grads());
+  auto& ref = c.reference_out();
+  int poisoned = 0;
+  const_cast<gradient_buffers<float>&>(c.out()).for_each(ref, [&](const char* name, const auto& x, const auto& r) {
+    INFO("gradient ", name);
+    REQUIRE(x.size() == r.size());
+    double err = 0, norm = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      const double xi = double(x.data()[i]), ri = r.data()[i];
+      CHECK(std::isfinite(xi) == std::isfinite(ri));
+      if (!std::isfinite(ri)) ++poisoned;
+      if (std::isfinite(xi) && std::isfinite(ri)) err += (xi - ri) * (xi - ri), norm += ri * ri;
+    }
+    CHECK(std::sqrt(err) <= gradient_tolerance_for<float>() * std::sqrt(norm));
+  });
+  CHECK(poisoned > 0);
+}
+
+TEST_CASE("backward: a non-finite dL/do or dL/dS_T poisons only what the recurrence poisons") {
+  SUBCASE("Inf in d_o, gated_delta") { poisons_like_the_reference<gated_delta, read::identity>(false); }
+  SUBCASE("NaN in d_final_state, kda, CCQ") { poisons_like_the_reference<kda, read::ccq<read::decayed>>(true); }
 }
 
 TEST_CASE("backward: a gradient may overwrite its own input (dq over q, dk over k, dv over v, dgk over gk)") {

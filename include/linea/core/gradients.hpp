@@ -7,12 +7,13 @@
 // The loss is L = ⟨o, d_o⟩ + ⟨S_T, d_final_state⟩ (SPEC §6). Inputs: d_o (required) and d_final_state
 // (optional: zero). Every output view that is given receives dL/d(that input of the forward) — of the raw
 // stored input under the in-kernel options (q, k before the L2 norm; gate logits; β logits). An output left
-// empty is not computed. Outputs are overwritten (set, not added to); a gradient view with stride 0 (dg of
-// g_gamma) receives the sum over the positions it covers. validate_gradients() checks all of it before
-// anything is written. The reference writes every gradient after it has read every input, so a gradient may
-// share memory with an input (dq over q); two gradient views must not overlap (checked on their byte ranges).
+// empty is not computed. Outputs are overwritten (set, not added to); a per-token sum's view with stride 0 (dg
+// of g_gamma) receives the sum over the positions it covers. validate_gradients() checks all of it before
+// anything is written: a gradient may share memory with an input only exactly in place over its own input (dq
+// over q), never with d_o or d_final_state; two gradient views must not overlap (checked on their byte ranges).
 #pragma once
 #include <string>
+#include <string_view>
 
 #include "arguments.hpp"
 #include "error.hpp"
@@ -79,6 +80,50 @@ void expect_disjoint_gradients(const gradients<T, S>& g) {
   others(g.d_initial_state, "d_initial_state", 8), others(g.dA_log, "dA_log", 9), others(g.ddt_bias, "ddt_bias", 10);
   others(g.dlambda, "dlambda", 11), others(g.dccq_log_decay, "dccq_log_decay", 12), others(g.dC0, "dC0", 13);
   others(g.dm0, "dm0", 14), others(g.dz0, "dz0", 15);
+}
+
+// A gradient output may share memory with an input of the backward only exactly in place over the input it is
+// the gradient of (dq == q, dgk == gk, d_initial_state == initial_state, ...: the same pointer, element size,
+// extents and strides). The CPU backward writes dv, dgk, db, dw token by token while earlier tokens' inputs are
+// still to be read, and reads the raw q, k again after every value head has written its gradients (the L2 norm's
+// adjoint), so dv over v shifted by a token, or dv over q, would read a gradient as an input. d_o and
+// d_final_state are never overwritten.
+inline constexpr const char* gradient_aliasing_rule =
+    "a gradient output may share memory with no input of the backward (the forward's inputs, d_o, d_final_state) "
+    "except exactly in place over its own input (dq == q, dv == v, ...: the same pointer, extents and strides)";
+
+template <class T, class S>
+void expect_gradients_apart_from_inputs(const arguments<T, S>& a, const gradients<T, S>& g) {
+  const auto& c = a.ccq;
+  auto against_inputs = [&](const auto& out, const char* name, std::string_view own) {
+    auto in = [&](const auto& x, const char* x_name) {
+      expect_disjoint(out, name, x, x_name, own == x_name, gradient_aliasing_rule);
+    };
+    in(a.q, "q"), in(a.k, "k"), in(a.v, "v"), in(a.g, "g"), in(a.gk, "gk"), in(a.beta, "beta"), in(a.b, "b");
+    in(a.w, "w"), in(a.initial_state, "initial_state"), in(a.gate.A_log, "gate.A_log");
+    in(a.gate.dt_bias, "gate.dt_bias"), in(c.lambda, "ccq.lambda"), in(c.log_decay, "ccq.log_decay");
+    in(c.C0, "ccq.C0"), in(c.m0, "ccq.m0"), in(c.z0, "ccq.z0"), in(a.cu_seqlens.bytes(), "cu_seqlens");
+    in(g.d_o, "d_o"), in(g.d_final_state, "d_final_state");
+  };
+  against_inputs(g.dq, "dq", "q"), against_inputs(g.dk, "dk", "k"), against_inputs(g.dv, "dv", "v");
+  against_inputs(g.dg, "dg", "g"), against_inputs(g.dgk, "dgk", "gk"), against_inputs(g.dbeta, "dbeta", "beta");
+  against_inputs(g.db, "db", "b"), against_inputs(g.dw, "dw", "w");
+  against_inputs(g.d_initial_state, "d_initial_state", "initial_state");
+  against_inputs(g.dA_log, "dA_log", "gate.A_log"), against_inputs(g.ddt_bias, "ddt_bias", "gate.dt_bias");
+  against_inputs(g.dlambda, "dlambda", "ccq.lambda"), against_inputs(g.dccq_log_decay, "dccq_log_decay", "ccq.log_decay");
+  against_inputs(g.dC0, "dC0", "ccq.C0"), against_inputs(g.dm0, "dm0", "ccq.m0"), against_inputs(g.dz0, "dz0", "ccq.z0");
+}
+
+// Gradients stored position by position need one element per position: a stride 0 over an extent > 1 would keep
+// one position's value (or race between threads), not the sum. The per-token and per-sequence sums (dg, dbeta,
+// dlambda, dccq_log_decay, dC0, dm0, dz0) are stored once from float64 sums, so those may have stride 0 (g_gamma's
+// dg): the element receives the sum over the positions it covers.
+template <class T, class S>
+void expect_one_element_per_position(const gradients<T, S>& g) {
+  expect_distinct_elements(g.dq, "dq"), expect_distinct_elements(g.dk, "dk"), expect_distinct_elements(g.dv, "dv");
+  expect_distinct_elements(g.dgk, "dgk"), expect_distinct_elements(g.db, "db"), expect_distinct_elements(g.dw, "dw");
+  expect_distinct_elements(g.d_initial_state, "d_initial_state"), expect_distinct_elements(g.dA_log, "dA_log");
+  expect_distinct_elements(g.ddt_bias, "ddt_bias");
 }
 
 // A gradient is only offered for an input the forward reads: "gradient 'dg' is given, but <why>".
@@ -148,6 +193,8 @@ void validate_gradients(const arguments<T, S>& a, const gradients<T, S>& g, cons
     if (!g.dz0.empty()) expect_shape(g.dz0, "dz0", "[N, HV]", {p.N, p.HV});
   }
   expect_disjoint_gradients(g);
+  expect_gradients_apart_from_inputs(a, g);
+  expect_one_element_per_position(g);
 }
 
 }  // namespace linea

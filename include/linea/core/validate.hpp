@@ -228,6 +228,9 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
         else
           expect_shape(a.gate.dt_bias, "gate.dt_bias", "[HV] for a scalar gate", {p.HV});
       }
+      // Like scale: a non-finite parameter would make every gate (and so every output) NaN.
+      if (a.gate.lower_bound && !std::isfinite(*a.gate.lower_bound))
+        throw error("argument 'gate.lower_bound' = " + std::to_string(*a.gate.lower_bound) + " is not finite");
     }
   } else {
     expect_absent(a.gate.dt_bias, "gate.dt_bias", "it needs gate.A_log");

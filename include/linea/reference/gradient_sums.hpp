@@ -1,10 +1,11 @@
 // linea/reference/gradient_sums.hpp — the reference backward's float64 accumulators, one per gradient output.
 //
 // Gradients are summed in float64 in logical order (several value heads add into one key head's dq, dk; every
-// token adds into dA_log, dt_bias) and stored into the caller's views once at the end: zeroed, then added to,
-// so that a view with stride 0 (dg of g_gamma) receives the sum of what it covers.
+// token adds into dA_log, dt_bias) and stored into the caller's views once at the end; a view with stride 0 (dg
+// of g_gamma) receives the sum of what it covers.
 #pragma once
 #include <algorithm>
+#include <map>
 
 #include "../backend/isa.hpp"
 #include "../core/arguments.hpp"
@@ -36,12 +37,21 @@ struct gradient_sums {
   }
 
  private:
-  // Zero, then add: all positions of `out` in logical order (the extents match: validate_gradients checked).
+  // Every position of `out` from the sum at its logical index. A view with a zero stride (dg of g_gamma) covers one
+  // element from several positions: it receives their sum, added in Real in logical order (16-bit types have no
+  // arithmetic of their own, and a running 16-bit sum would round at every step) and stored once.
   template <class X, int Rank>
   static void put(const tensor<Real, Rank>& sum, const view<X, Rank>& out) {
     if (out.empty()) return;
-    for_each_index(out, [&](const auto&... i) { out(i...) = X(0); });
-    for_each_index(out, [&](const auto&... i) { out(i...) += static_cast<X>(sum(i...)); });
+    bool broadcast = false;
+    for (int r = 0; r < Rank; ++r) broadcast = broadcast || (out.stride(r) == 0 && out.extent(r) > 1);
+    if (!broadcast) {
+      for_each_index(out, [&](const auto&... i) { out(i...) = static_cast<X>(sum(i...)); });
+      return;
+    }
+    std::map<X*, Real> total;  // by address: the positions that share an element
+    for_each_index(out, [&](const auto&... i) { total[&out(i...)] += sum(i...); });
+    for (const auto& [element, value] : total) *element = static_cast<X>(value);
   }
 
   template <class X, int Rank, class F>
