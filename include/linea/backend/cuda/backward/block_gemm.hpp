@@ -22,6 +22,7 @@
 // as zeros, never through the accessors. `out` must not write what a or b read (no barrier separates them).
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "work.hpp"
 
@@ -65,7 +66,41 @@ __device__ __forceinline__ void mma_3xtf32(float (&c)[4], const std::uint32_t (&
   mma_tf32(c, ab, bb);
 }
 
-template <int TN, walk WalkA = walk::mn, walk WalkB = walk::mn, int TK = gemm_tk, class A, class B, class Out>
+// How every product of a backward kernel multiplies, chosen by the input type (precision_for): 3xTF32 (above:
+// float32 accuracy, SPEC §6's 1e-4) for float32 inputs; one TF32 mma per step (each operand rounded to TF32's 10
+// mantissa bits: ≈ 2⁻¹¹ relative per operand, inside SPEC §6's 2e-2 for 16-bit inputs with a wide margin) for bf16
+// and fp16 inputs, whose values are TF32 values already. One mma instead of three, and no chain of three dependent
+// mma on each accumulator: the kernels are latency-bound (bench/cuda/README.md, bwd8).
+enum class precision { tf32x3, tf32 };
+template <class T>
+inline constexpr precision precision_for = std::is_same_v<T, float> ? precision::tf32x3 : precision::tf32;
+
+// x rounded to the nearest TF32 value (ties away from zero; ±inf stay, the carry of a mantissa of ones rounds up
+// the exponent): an add and a mask, in place of sm_90's emulated cvt.rna.tf32.f32.
+__device__ __forceinline__ std::uint32_t round_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+
+// An A fragment element for precision Prec: its split (3xTF32) or its rounding (small unused, left 0).
+template <precision Prec>
+__device__ __forceinline__ void a_operand(float x, std::uint32_t& big, std::uint32_t& small) {
+  if constexpr (Prec == precision::tf32x3)
+    split_tf32(x, big, small);
+  else
+    big = round_tf32(x), small = 0;
+}
+
+// acc += a · b on one m16n8k8 step at precision Prec (ab, as from a_operand<Prec>; b0, b1 the float32 B fragment).
+template <precision Prec>
+__device__ __forceinline__ void mma_step(float (&c)[4], const std::uint32_t (&ab)[4], const std::uint32_t (&as)[4],
+                                         float b0, float b1) {
+  if constexpr (Prec == precision::tf32x3) {
+    mma_3xtf32(c, ab, as, b0, b1);
+  } else {
+    const std::uint32_t bb[2] = {round_tf32(b0), round_tf32(b1)};
+    mma_tf32(c, ab, bb);
+  }
+}
+
+template <precision Prec, int TN, walk WalkA = walk::mn, walk WalkB = walk::mn, int TK = gemm_tk, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm: 256 threads, 64 × 16|32|64 tiles");
   static_assert(TK == 16 || TK == 32, "block_gemm: 16- or 32-deep slabs");
@@ -110,19 +145,13 @@ __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out o
         for (int s = 0; s < steps; ++s) {
           const int kk = 8 * s;
           std::uint32_t ab[4], as[4];
-          split_tf32(As[(kk + t) * LD + wm + g], ab[0], as[0]);
-          split_tf32(As[(kk + t) * LD + wm + g + 8], ab[1], as[1]);
-          split_tf32(As[(kk + t + 4) * LD + wm + g], ab[2], as[2]);
-          split_tf32(As[(kk + t + 4) * LD + wm + g + 8], ab[3], as[3]);
+          a_operand<Prec>(As[(kk + t) * LD + wm + g], ab[0], as[0]);
+          a_operand<Prec>(As[(kk + t) * LD + wm + g + 8], ab[1], as[1]);
+          a_operand<Prec>(As[(kk + t + 4) * LD + wm + g], ab[2], as[2]);
+          a_operand<Prec>(As[(kk + t + 4) * LD + wm + g + 8], ab[3], as[3]);
 #pragma unroll
-          for (int j = 0; j < NT; ++j) {
-            std::uint32_t bb[2], bs[2];
-            split_tf32(Bs[(kk + t) * LD + wn + 8 * j + g], bb[0], bs[0]);
-            split_tf32(Bs[(kk + t + 4) * LD + wn + 8 * j + g], bb[1], bs[1]);
-            mma_tf32(acc[j], as, bb);
-            mma_tf32(acc[j], ab, bs);
-            mma_tf32(acc[j], ab, bb);
-          }
+          for (int j = 0; j < NT; ++j)
+            mma_step<Prec>(acc[j], ab, as, Bs[(kk + t) * LD + wn + 8 * j + g], Bs[(kk + t + 4) * LD + wn + 8 * j + g]);
         }
         __syncthreads();
       }
@@ -188,7 +217,7 @@ template <bool Erases, bool PerKey>
 inline constexpr int direct_unroll = Erases == PerKey ? 2 : 1;
 #endif
 
-template <int TN = 64, int Unroll = 1, class A, class B, class Out>
+template <precision Prec, int TN = 64, int Unroll = 1, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b, Out out) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm_direct: 256 threads, 64 × 16|32|64 tiles");
   constexpr int NT = TN / 16;
@@ -205,14 +234,14 @@ __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b
       for (int kk = 0; kk < Kd; kk += 8) {
         const int k0 = kk + t, k1 = k0 + 4;
         std::uint32_t ab[4], as[4];
-        split_tf32(A0(ma, k0), ab[0], as[0]);
-        split_tf32(A0(mb, k0), ab[1], as[1]);
-        split_tf32(A0(ma, k1), ab[2], as[2]);
-        split_tf32(A0(mb, k1), ab[3], as[3]);
+        a_operand<Prec>(A0(ma, k0), ab[0], as[0]);
+        a_operand<Prec>(A0(mb, k0), ab[1], as[1]);
+        a_operand<Prec>(A0(ma, k1), ab[2], as[2]);
+        a_operand<Prec>(A0(mb, k1), ab[3], as[3]);
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
           const int n = n0 + wn + 8 * j + g;
-          mma_3xtf32(acc[j], ab, as, B0(k0, n), B0(k1, n));
+          mma_step<Prec>(acc[j], ab, as, B0(k0, n), B0(k1, n));
         }
       }
 #pragma unroll

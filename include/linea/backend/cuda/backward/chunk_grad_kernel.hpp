@@ -53,7 +53,7 @@ struct grad_shape {
   static_assert(bytes <= 227 * 1024, "chunk_grad_kernel: more shared memory than one SM has");
 };
 
-template <bool Erases, bool Decays, class T, bool Wide = false>
+template <bool Erases, bool Decays, class T, bool Wide = false, precision Prec = precision_for<T>>
 __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, const view<T, 4> dv_out) {
   using sh = grad_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
@@ -100,19 +100,19 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     float *sdU = sK, *sT = sQ;  // dU and T stay in the k and q tiles until dBk (k and q come after)
     stage_tile<CL, max_kv, grad_batch>(sdU, ld_kv, [&](int r, int j) { return r < L && j < V ? dU[r * w.V + j] : 0.f; });
     stage_tile<CL, CL>(sT, ld_cc, [&](int s, int r) { return Tc[s * CL + r]; });  // sT[s][r] = T_sr
-    gemm_128<Wide, grad_tk, walk::k, walk::k>(
+    gemm_128<Prec, Wide, grad_tk, walk::k, walk::k>(
         L, K, V, [&](int r, int j) { return sdU[r * ld_kv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
         [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, scratch);
-    block_gemm_direct<64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
         [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
-    block_gemm_direct<64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
-    block_gemm<64, walk::k, walk::k, grad_tk>(
+    block_gemm<Prec, 64, walk::k, walk::k, grad_tk>(
         L, L, V, [&](int r, int j) { return sdBv[r * ld_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
         [&](int r, int s, float acc) { sM[r * ld_cc + s] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k, grad_tk>(
+    block_gemm<Prec, 64, walk::k, walk::k, grad_tk>(
         L, L, K, [&](int r, int d) { return sdBk[r * ld_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
         [&](int r, int s, float acc) { sM[r * ld_cc + s] = s < r ? -(sM[r * ld_cc + s] + acc) * D(r, s) : 0.f; },
         scratch);
@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   if constexpr (Decays) stage_tile<CL, CL>(sP, ld_cc, [&](int r, int s) { return r < L && s < L ? Pc[r * CL + s] : 0.f; });
   // ---- dP = s dO U_newᵀ (causal), N = dP ⊙ D; its decay terms dG_r += Σ_s dP_rs P_rs, dG_s −= Σ_r dP_rs P_rs ----
   float* sdP = scratch;  // [CL][CL + 1]: block_gemm's slabs are dead in its epilogue (one 64 × 64 tile)
-  block_gemm<64, walk::k, walk::k, grad_tk>(
+  block_gemm<Prec, 64, walk::k, walk::k, grad_tk>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
       [&](int r, int s, float acc) {
         const float dp = s <= r ? scale * acc : 0.f;
@@ -188,29 +188,29 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     if (i < L) atomicAdd(&sdG[i], x);  // (ordered before the row passes' plain updates by the next product's barrier)
   }
   // ---- dq = Γ s (dO hᵀ) + N K;  dG_r += q_r·(Γ s dO hᵀ)_r ----
-  gemm_128<Wide, grad_tk, walk::k, walk::k>(
+  gemm_128<Prec, Wide, grad_tk, walk::k, walk::k>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; }, scratch);
   if constexpr (Decays)
     row_sums(L, K, [&](int r, int d) { return sQ[r * ld_kv + d] * sDQ[r * ld_kv + d]; },
              [&](int r, float x) { sdG[r] += x; });
-  block_gemm_direct<64, direct_unroll<Erases, false>>(
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
       L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
   // ---- dk = F ⊙ (U_new dhᵀ) + Nᵀ Q + the UT transform's terms ----
   // (with z_s = k_s·(F ⊙ U_new dhᵀ)_s: dG_s −= z_s, dG_L += z_s)
-  gemm_128<Wide, grad_tk, walk::k, walk::k>(
+  gemm_128<Prec, Wide, grad_tk, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, scratch);
   if constexpr (Decays)
     row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sDK[s * ld_kv + d]; },
              [&](int s, float z) { atomicAdd(&sdG[s], -z), atomicAdd(&sdG[L - 1], z); });
-  block_gemm_direct<64, direct_unroll<Erases, false>>(
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
       L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
       [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; });
   if constexpr (Erases) {
     // x_s = γ_s dBk_s + (M K)_s (into dBk's tile): dk_s += e_s x_s;  de_s += k_s·x_s, and e_s times that into dG_s
-    block_gemm_direct<64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, K, L, [&](int s, int t) { return sM[s * ld_cc + t]; }, [&](int t, int d) { return sK[t * ld_kv + d]; },
         [&](int s, int d, float acc) {
           const float x = sGam[s] * sdBk[s * ld_kv + d] + acc;
@@ -222,7 +222,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
       if (Decays) sdG[s] += sE[s] * z;
     });
     // y_s = Σ_{r>s} M_rs e_r k_r (into dBk's tile): dk_s += y_s;  dG_s −= k_s·y_s
-    block_gemm_direct<64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, K, L, [&](int s, int r) { return sM[r * ld_cc + s]; }, [&](int r, int d) { return sE[r] * sK[r * ld_kv + d]; },
         [&](int s, int d, float acc) {
           sDK[s * ld_kv + d] += acc;

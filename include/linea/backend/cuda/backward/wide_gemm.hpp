@@ -14,7 +14,7 @@ namespace linea::cuda_detail::bwd {
 inline constexpr int wide_tn = 128, wide_tk = 32, wide_ldb = wide_tn + 4;  // B rows ≡ 4 (mod 32): conflict-free
 inline constexpr int wide_gemm_scratch = wide_tk * (gemm_ld + wide_ldb);
 
-template <walk WalkA = walk::mn, walk WalkB = walk::mn, class A, class B, class Out>
+template <precision Prec, walk WalkA = walk::mn, walk WalkB = walk::mn, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm_wide(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
   static_assert(threads == 256, "block_gemm_wide: 256 threads");
   constexpr int TK = wide_tk, TN = wide_tn, NT = TN / 16;
@@ -56,13 +56,13 @@ __device__ __forceinline__ void block_gemm_wide(int M, int N, int Kd, A a, B b, 
         for (int s = 0; s < steps; ++s) {
           const int kk = 8 * s;
           std::uint32_t ab[4], as[4];
-          split_tf32(As[(kk + t) * gemm_ld + wm + g], ab[0], as[0]);
-          split_tf32(As[(kk + t) * gemm_ld + wm + g + 8], ab[1], as[1]);
-          split_tf32(As[(kk + t + 4) * gemm_ld + wm + g], ab[2], as[2]);
-          split_tf32(As[(kk + t + 4) * gemm_ld + wm + g + 8], ab[3], as[3]);
+          a_operand<Prec>(As[(kk + t) * gemm_ld + wm + g], ab[0], as[0]);
+          a_operand<Prec>(As[(kk + t) * gemm_ld + wm + g + 8], ab[1], as[1]);
+          a_operand<Prec>(As[(kk + t + 4) * gemm_ld + wm + g], ab[2], as[2]);
+          a_operand<Prec>(As[(kk + t + 4) * gemm_ld + wm + g + 8], ab[3], as[3]);
 #pragma unroll
           for (int j = 0; j < NT; ++j)
-            mma_3xtf32(acc[j], ab, as, Bs[(kk + t) * wide_ldb + wn + 8 * j + g],
+            mma_step<Prec>(acc[j], ab, as, Bs[(kk + t) * wide_ldb + wn + 8 * j + g],
                        Bs[(kk + t + 4) * wide_ldb + wn + 8 * j + g]);
         }
         __syncthreads();
@@ -80,12 +80,12 @@ __device__ __forceinline__ void block_gemm_wide(int M, int N, int Kd, A a, B b, 
 
 // A 64-row product whose output may be 128 wide: block_gemm_wide where Wide (fewer round trips, more registers),
 // else block_gemm's 64-wide tiles, NarrowTK deep.
-template <bool Wide, int NarrowTK, walk WalkA, walk WalkB, class A, class B, class Out>
+template <precision Prec, bool Wide, int NarrowTK, walk WalkA, walk WalkB, class A, class B, class Out>
 __device__ __forceinline__ void gemm_128(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
   if constexpr (Wide)
-    block_gemm_wide<WalkA, WalkB>(M, N, Kd, a, b, out, scratch);
+    block_gemm_wide<Prec, WalkA, WalkB>(M, N, Kd, a, b, out, scratch);
   else
-    block_gemm<64, WalkA, WalkB, NarrowTK>(M, N, Kd, a, b, out, scratch);
+    block_gemm<Prec, 64, WalkA, WalkB, NarrowTK>(M, N, Kd, a, b, out, scratch);
 }
 
 }  // namespace linea::cuda_detail::bwd
