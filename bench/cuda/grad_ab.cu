@@ -6,7 +6,7 @@
 //          type before bwd8, and still runs for float32 inputs), phases 0-5 launched here as backward.hpp's run does;
 // the relative distance ‖lib − x3‖ / ‖x3‖ of every float32 workspace gradient (dq̂, dk̂ per value head, d log α,
 // de) and of every bf16 output, the whole backward's time both ways, each of phases 1-4 timed alone both ways, and
-// phase 4 with the other choice of `Wide` (128-wide products through block_gemm_wide) at the library's precision
+// phase 4 with the other choice of `Wide` (128-wide products through 64 × 128 tiles) at the library's precision
 // (its time, and its distance from the library's phase 4).
 //   nvcc -std=c++20 -O3 -DNDEBUG -lineinfo -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
 //        -Iinclude [-DGRAD_AB_RULE=gated_delta] bench/cuda/grad_ab.cu -o grad_ab

@@ -4,10 +4,10 @@
 #  - build on the device (16 cores, sm_90a): the 7 instance units, main.cu + backward_test.cu, bench_cuda.cu, the
 #    conformance runner, and grad_ab once per rule (-DGRAD_AB_RULE, extern instances), all in parallel;
 #  - side by side: the backward test cases with LINEA_BACKWARD_ERRORS=1, the conformance runner, memcheck on
-#    grad_ab --check (every rule, both precisions, both Wide choices) and on "bf16 over 32 chunks";
+#    grad_ab --check (gated_delta, gdn2, simple_gla: both precisions, both Wide choices) and on "bf16 over 32 chunks";
 #  - alone: grad_ab per rule at 8x4096 and 1x32768 (library = one TF32 mma for bf16 vs the same launches in 3xTF32,
 #    main's arithmetic: distances, whole and per-phase times), then linea_cuda_bench --backward.
-# Run from the repository root: LIMIT=300 bash .gpu/bwd8/bench/cuda/results/h200-2026-12-02-s5-bwd8-scripts/call.sh
+# Run from the repository root: LIMIT=280 bash .gpu/bwd8/bench/cuda/results/h200-2026-12-02-s5-bwd8-scripts/call.sh
 set -u
 R=$(cd "$(dirname "$0")/../../../.." && pwd)   # .gpu/bwd8
 cd $R
@@ -33,9 +33,10 @@ el checks
 T=$B/tests
 (LINEA_BACKWARD_ERRORS=1 timeout 100 $T > $OUT/tests.log 2>&1; echo "tests rc $?" >> $OUT/tests.log) &
 (timeout 70 $B/conf $C/fla $C/linea > $OUT/conformance.log 2>&1; echo "conf rc $?" >> $OUT/conformance.log) &
-(for r in $RULES; do timeout 30 compute-sanitizer --tool memcheck --error-exitcode 9 $B/ab_$r --check > /tmp/mc_$r.log 2>&1; echo "memcheck grad_ab --check $r rc $?"; grep -E "ERROR SUMMARY" /tmp/mc_$r.log; done > $OUT/san.log 2>&1
- timeout 80 compute-sanitizer --tool memcheck --error-exitcode 9 $T "-tc=CUDA backward: bf16 over 32*" > /tmp/san2.log 2>&1; echo "memcheck bf16-32-chunks rc $?" >> $OUT/san.log; grep -E "ERROR SUMMARY|test cases" /tmp/san2.log >> $OUT/san.log) &
+(for r in gated_delta gdn2 simple_gla; do timeout 30 compute-sanitizer --tool memcheck --error-exitcode 9 $B/ab_$r --check > /tmp/mc_$r.log 2>&1; echo "memcheck grad_ab --check $r rc $?"; grep -E "ERROR SUMMARY" /tmp/mc_$r.log; done > /tmp/san1.log 2>&1) &
+(timeout 80 compute-sanitizer --tool memcheck --error-exitcode 9 $T "-tc=CUDA backward: bf16 over 32*" > /tmp/san2.log 2>&1; echo "memcheck bf16-32-chunks rc $?" >> /tmp/san2.log) &
 wait
+cat /tmp/san1.log > $OUT/san.log; grep -E "ERROR SUMMARY|test cases|rc " /tmp/san2.log >> $OUT/san.log
 grep -E "ERROR|FAILED|test cases|assertions|rc " $OUT/tests.log | head -30
 echo "worst error per input type (LINEA_BACKWARD_ERRORS lines: label what err):"
 for ty in float32 bf16 fp16; do grep -E " $ty .*e[-+][0-9]+$" $OUT/tests.log | awk '{v = $NF + 0; if (v > m) {m = v; l = $0}} END {print "worst:", l}'; done

@@ -12,8 +12,10 @@
 // small·big ("3xTF32": float32 accuracy, SPEC §6's 1e-4 for float32 inputs). `out` is called once per output
 // element, always by the same thread for the same (m, n) whatever the accessors (so an out() may
 // read-modify-write its element). Every thread of the CTA must call it; it starts and ends with a barrier.
-// scratch: gemm_scratch floats of shared memory (gemm_scratch_for<TK> with a TK-deep slab: a deeper slab halves the
-// global round trips, each behind a barrier, at twice the prefetch registers).
+// scratch: gemm_scratch floats of shared memory (gemm_scratch_for<TK, TN> with a TK-deep slab: a deeper slab halves
+// the global round trips, each behind a barrier, at twice the prefetch registers). TN = 128 (one 64 × 128 tile, the
+// warps' strips 16 × 64) serves the 128-wide products of phase 4 (K or V columns): the A operand streams once, and a
+// 128-deep product with 32-deep slabs takes 4 round trips instead of 8 (gemm_128 chooses by its Wide).
 //
 //   block_gemm_direct<TN, Unroll>(M, N, Kd, a, b, out):   the same product with no slab and no barrier inside
 //
@@ -31,11 +33,13 @@ namespace linea::cuda_detail::bwd {
 enum class walk { mn, k };
 
 inline constexpr int gemm_tm = 64, gemm_tk = 16, gemm_ld = gemm_tm + 4;  // ld ≡ 4 (mod 32): conflict-free fragments
+template <int TN>
+inline constexpr int gemm_ldb = TN == 128 ? TN + 4 : gemm_ld;  // the B slab's rows, ≡ 4 (mod 32)
 // Rows of the tiles block_gemm_direct reads, padded to ≡ 4 (mod 32) floats: conflict-free fragments.
 inline constexpr int ld_kv = max_kv + 4, ld_cc = CL + 4;
 
-template <int TK>
-inline constexpr int gemm_scratch_for = TK * gemm_ld * 2;  // the A and B slabs (B at most 64 wide)
+template <int TK, int TN = 64>
+inline constexpr int gemm_scratch_for = TK * (gemm_ld + gemm_ldb<TN>);  // the A and B slabs
 inline constexpr int gemm_scratch = gemm_scratch_for<gemm_tk>;
 
 // x = big + small: big is x with its low 13 mantissa bits cleared (a TF32 value: one LOP3), small = x − big (exact
@@ -102,13 +106,14 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const std::uint32_t (&ab
 
 template <precision Prec, int TN, walk WalkA = walk::mn, walk WalkB = walk::mn, int TK = gemm_tk, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
-  static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm: 256 threads, 64 × 16|32|64 tiles");
+  static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64 || TN == 128),
+                "block_gemm: 256 threads, 64 × 16|32|64|128 tiles");
   static_assert(TK == 16 || TK == 32, "block_gemm: 16- or 32-deep slabs");
-  constexpr int LD = gemm_ld, NT = TN / 16;            // n-tiles of 8 per warp (two warps across the tile's width)
+  constexpr int LD = gemm_ld, LDB = gemm_ldb<TN>, NT = TN / 16;  // n-tiles of 8 per warp (two warps across the tile)
   constexpr int PA = TK * gemm_tm / threads;      // slab elements per thread: A
   constexpr int PB = TK * TN / threads;           // and B
   float* As = scratch;                 // [tk][LD]: As[k][m]
-  float* Bs = scratch + TK * LD;  // [tk][LD]: Bs[k][n]
+  float* Bs = scratch + TK * LD;  // [tk][LDB]: Bs[k][n]
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int wm = 16 * (warp & 3), wn = (TN / 2) * (warp >> 2);  // this warp's strip
   // Slab element e (of this thread's PA / PB) → its (k, m) / (k, n), by the walk.
@@ -138,7 +143,7 @@ __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out o
 #pragma unroll
         for (int i = 0; i < PA; ++i) As[a_k(tid + i * threads) * LD + a_m(tid + i * threads)] = ra[i];
 #pragma unroll
-        for (int i = 0; i < PB; ++i) Bs[b_k(tid + i * threads) * LD + b_n(tid + i * threads)] = rb[i];
+        for (int i = 0; i < PB; ++i) Bs[b_k(tid + i * threads) * LDB + b_n(tid + i * threads)] = rb[i];
         __syncthreads();
         if (k0 + TK < Kd) fetch(k0 + TK);  // in flight while the tensor cores run
         const int steps = (Kd - k0 < TK ? Kd - k0 + 7 : TK) / 8;  // (the slab's zeros past Kd skip)
@@ -151,7 +156,7 @@ __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out o
           a_operand<Prec>(As[(kk + t + 4) * LD + wm + g + 8], ab[3], as[3]);
 #pragma unroll
           for (int j = 0; j < NT; ++j)
-            mma_step<Prec>(acc[j], ab, as, Bs[(kk + t) * LD + wn + 8 * j + g], Bs[(kk + t + 4) * LD + wn + 8 * j + g]);
+            mma_step<Prec>(acc[j], ab, as, Bs[(kk + t) * LDB + wn + 8 * j + g], Bs[(kk + t + 4) * LDB + wn + 8 * j + g]);
         }
         __syncthreads();
       }
@@ -164,6 +169,16 @@ __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out o
         }
     }
   __syncthreads();
+}
+
+// A 64-row product whose output may be 128 wide: one 64 × 128 tile 32 deep where Wide (fewer round trips, more
+// registers), else 64-wide tiles NarrowTK deep. scratch: gemm_scratch_for<32, 128> floats where Wide.
+template <precision Prec, bool Wide, int NarrowTK, walk WalkA, walk WalkB, class A, class B, class Out>
+__device__ __forceinline__ void gemm_128(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
+  if constexpr (Wide)
+    block_gemm<Prec, 128, WalkA, WalkB, 32>(M, N, Kd, a, b, out, scratch);
+  else
+    block_gemm<Prec, 64, WalkA, WalkB, NarrowTK>(M, N, Kd, a, b, out, scratch);
 }
 
 // dst[r·ldd + c] = src(r, c) for r < Rows, c < Cols (src returns 0 where it has no element), over the CTA's

@@ -22,20 +22,20 @@
 // The kernel is latency-bound (one CTA per SM, every global load behind a barrier), so global reads are batched:
 // tiles are staged 16 loads per thread at a time, dv / dw issue every row's loads before the first store, P is
 // staged (coalesced) for dP's decay sums, which all threads then add, ⟨h, dh⟩ keeps 16 + 16 loads in flight, and
-// the reverse cumulative sum of dG is a warp scan. Wide sends the 128-wide products through block_gemm_wide (one
-// 64 × 128 tile: half the slabs): phases.hpp takes it without an erasing update (linear_attn, simple_gla: 5 % off
+// the reverse cumulative sum of dG is a warp scan. Wide sends the 128-wide products through one 64 × 128
+// block_gemm tile (half the slabs): phases.hpp takes it without an erasing update (linear_attn, simple_gla: 5 % off
 // this kernel on the H200, no spills); an erasing update's kernel spills with it at 255 registers, and is slower.
 #pragma once
 #include <algorithm>
 
-#include "wide_gemm.hpp"
+#include "block_gemm.hpp"
 
 namespace linea::cuda_detail::bwd {
 
 inline constexpr int grad_tk = 32;  // slab depth of the global-operand products
 inline constexpr int grad_batch = 16;  // loads in flight per thread when staging a tile (registers are nearly spent)
-// block_gemm_wide's slabs, block_gemm's 32-deep ones, or dP's padded CL × CL tile
-inline constexpr int grad_scratch = std::max({wide_gemm_scratch, gemm_scratch_for<grad_tk>, CL * (CL + 1)});
+// block_gemm's 64 × 128 slabs, its 32-deep 64-wide ones, or dP's padded CL × CL tile
+inline constexpr int grad_scratch = std::max({gemm_scratch_for<32, 128>, gemm_scratch_for<grad_tk>, CL * (CL + 1)});
 
 // Tiles in floats. An erasing update adds the UT transform's dW, dBk, dBv and M; dW's tile then holds dk and dBv's
 // holds dq once their contents die (dW after dBk = Tᵀ dW, dBv after M and dv), so the erasing CTA fits in the

@@ -12,13 +12,13 @@
 // With Channels (GDN-2, channel_gates.hpp) e_r is b_rd in every term above, and instead of de_r, dw_r (sums over
 // the row) the kernel writes db_rd = k_rd (rowA_rd + γ_rd dBk_rd) and dw_rj = v_rj dBv_rj; dv_rj = w_rj dBv_rj.
 // Latency-bound like chunk_grad_kernel: an erasing update's products stream 32 deep (Wide: 128-wide ones through
-// block_gemm_wide, off as it spills); dv, dw come first so that the q rows the intra-chunk loops read (four times)
+// block_gemm's 64 × 128 tiles, off as it spills); dv, dw come first so that the q rows the intra-chunk loops read (four times)
 // are staged in dBv's tile, and the erase gates in a row of their own; the h·dh and Σ_s k dk reductions batch
 // their loads.
 #pragma once
 #include "channel_gates.hpp"
 #include "chunk_grad_kernel.hpp"
-#include "wide_gemm.hpp"
+#include "block_gemm.hpp"
 #include "inputs_kernel.hpp"
 #include "per_key_prep_kernel.hpp"
 
@@ -36,7 +36,7 @@ struct per_key_grad_shape {
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
-// The products: an erasing update (one CTA per SM) streams 32 deep (Wide: 128 wide, block_gemm_wide); gla's kernel
+// The products: an erasing update (one CTA per SM) streams 32 deep (Wide: 64 × 128 tiles); gla's kernel
 // keeps 16-deep, 64-wide tiles, as its two CTAs per SM have 128 registers a thread.
 template <bool Erases>
 inline constexpr int pk_tk = Erases ? grad_tk : gemm_tk;
