@@ -1,6 +1,6 @@
 // linea/backend/cuda/backward/block_gemm.hpp — one CTA's float32 matrix product on tensor cores:
 //
-//   block_gemm<TN>(M, N, Kd, a, b, out, scratch):   out(m, n, Σ_k a(m, k) · b(k, n))   for m < M, n < N
+//   block_gemm<Prec, TN>(M, N, Kd, a, b, out, scratch):   out(m, n, Σ_k a(m, k) · b(k, n))   for m < M, n < N
 //
 // a(m, k) and b(k, n) are element accessors (global or shared memory, any layout, any factor folded in); each
 // element is loaded once per 64×TN output tile, into a 32-deep slab of shared memory (the next slab's elements
@@ -8,8 +8,9 @@
 // consecutive threads load: walk::k where the operand is contiguous along k (coalesced global loads, no bank
 // conflicts on row-major shared tiles), walk::mn where it is contiguous along m (A) or n (B). The 8 warps each own a 16 × TN/2
 // strip of the tile: mma.sync m16n8k8 on TF32 operands with float32 accumulation. TF32 keeps 10 bits of
-// mantissa, so each operand is split x = big + small (both TF32) and the product is big·big + big·small +
-// small·big ("3xTF32": float32 accuracy, SPEC §6's 1e-4 for float32 inputs). `out` is called once per output
+// mantissa, so at precision::tf32x3 each operand is split x = big + small (both TF32) and the product is big·big +
+// big·small + small·big ("3xTF32": float32 accuracy, SPEC §6's 1e-4 for float32 inputs); at precision::tf32 each
+// operand is rounded to TF32 and multiplied once (16-bit inputs; Prec below). `out` is called once per output
 // element, always by the same thread for the same (m, n) whatever the accessors (so an out() may
 // read-modify-write its element). Every thread of the CTA must call it; it starts and ends with a barrier.
 // scratch: gemm_scratch floats of shared memory (gemm_scratch_for<TK, TN> with a TK-deep slab: a deeper slab halves
@@ -17,7 +18,7 @@
 // warps' strips 16 × 64) serves the 128-wide products of phase 4 (K or V columns): the A operand streams once, and a
 // 128-deep product with 32-deep slabs takes 4 round trips instead of 8 (gemm_128 chooses by its Wide).
 //
-//   block_gemm_direct<TN, Unroll>(M, N, Kd, a, b, out):   the same product with no slab and no barrier inside
+//   block_gemm_direct<Prec, TN, Unroll>(M, N, Kd, a, b, out):   the same product with no slab and no barrier inside
 //
 // for operands already in shared memory: each warp reads its mma fragments straight through the accessors (rows
 // of a padded tile, leading dimension ≡ 4 mod 32, read without bank conflicts). Elements past M, N or Kd are read
