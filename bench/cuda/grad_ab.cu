@@ -1,15 +1,18 @@
-// bench/cuda/grad_ab.cu — phase 4 of the CUDA backward, A/B in one process (not built by CMake; for a short device
-// call): for each rule, linea::backward fills a workspace of the caller's, then the library's phase-4 kernel
-// (chunk_grad_kernel.hpp / per_key_grad_kernel.hpp) and main 602ef26's (grad_ab_v0.hpp) run on that same workspace;
-// it prints both kernels' times, the relative distance ‖new − old‖ / ‖old‖ of every output, and the whole
-// backward's time through the library; and the library's kernel with the other choice of `Wide` (128-wide
-// products through block_gemm_wide) beside it. Inputs as bench_cuda.cu's --backward (bf16, H = 16, K = V = 128).
+// bench/cuda/grad_ab.cu — the CUDA backward at both product precisions, A/B in one process (not built by CMake; for
+// a short device call). bf16 inputs as bench_cuda.cu's --backward (H = 16, K = V = 128); for each rule:
+//   lib    linea::backward as the library runs it for bf16 inputs (one TF32 mma per product step, block_gemm.hpp's
+//          precision_for<bf16>);
+//   x3     the same launches with every product in 3xTF32 (precision::tf32x3: what the library ran for every input
+//          type before bwd8, and still runs for float32 inputs), phases 0-5 launched here as backward.hpp's run does;
+// the relative distance ‖lib − x3‖ / ‖x3‖ of every float32 workspace gradient (dq̂, dk̂ per value head, d log α,
+// de) and of every bf16 output, the whole backward's time both ways, each of phases 1-4 timed alone both ways, and
+// phase 4 with the other choice of `Wide` (128-wide products through 64 × 128 tiles) at the library's precision
+// (its time, and its distance from the library's phase 4).
 //   nvcc -std=c++20 -O3 -DNDEBUG -lineinfo -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
-//        -Iinclude bench/cuda/grad_ab.cu -o grad_ab
-//   grad_ab            8×4096 and 1×32768, every rule with a CUDA backward but the CCQ read
+//        -Iinclude [-DGRAD_AB_RULE=gated_delta] bench/cuda/grad_ab.cu -o grad_ab
+//   grad_ab            8×4096 and 1×32768, every rule with a CUDA backward (or GRAD_AB_RULE's) but the CCQ read
 //   grad_ab --check    small odd shapes only (partial chunks, K, V < 128, a GVA group): distances, for a sanitizer
-//   GRAD_AB_ONLY=<rule>  one rule (at 8×4096 only with --once: one launch of each kernel, for ncu)
-//   GRAD_AB_WHOLE_ONLY=1 times only the whole backward (for a second build, e.g. -DLINEA_BWD_DIRECT_UNROLL=1)
+//   GRAD_AB_ONLY=<rule>  one rule (at 8×4096 only with --once: one launch of each, for ncu)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -20,12 +23,11 @@
 
 #include <linea/cuda.hpp>
 
-#include "grad_ab_v0.hpp"
-
 using namespace linea;
 using T = bf16;
 #define CK(x) linea::cuda_detail::check((x), #x)
 namespace bwd = linea::cuda_detail::bwd;
+using bwd::precision;
 
 namespace {
 
@@ -162,13 +164,13 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   unsigned char* ws = dalloc<unsigned char>(bytes);
   cuda::launch l;
   l.workspace = ws, l.workspace_bytes = bytes;
-  const auto whole = [&] { linea::backward<Rule, read::identity, backend::cuda>(a, gr, l); };
-  whole();
-  CK(cudaDeviceSynchronize());
-  const double whole_ms = timed && !once ? time_ms(whole, 2, 3) : 0;
+  const auto lib = [&] { linea::backward<Rule, read::identity, backend::cuda>(a, gr, l); };
 
-  // The workspace as the library's call left it (backward.hpp's run).
+  // The workspace as the library's call lays it out (backward.hpp's run), and its launches at a chosen precision.
   const problem p = reference::validate_backward<Rule, read::identity>(a, gr);
+  arguments<T, float> fa = a;
+  fa.o = {}, fa.final_state = {}, fa.residual = {};
+  const cuda_detail::kernel_args<T> ka = cuda_detail::make_kernel_args(fa, p);
   const bwd::scratch_layout lay = bwd::layout_scratch<Rule, read::identity>(a);
   bwd::work wk;
   wk.T = p.T, wk.H = p.H, wk.HV = p.HV, wk.K = p.K, wk.V = p.V, wk.G = p.group, wk.N = p.N;
@@ -177,94 +179,127 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   wk.seqs = reinterpret_cast<bwd::seq_chunks*>(ws + lay.plan.seq_at);
   bwd::carve(wk, lay.plan, ws);
   bwd::channel_gates cg;
-  if constexpr (channels) {
-    cg.b = reinterpret_cast<float*>(ws + lay.gates_at);
-    cg.w = cg.b + std::size_t(p.B * p.T) * std::size_t(p.HV) * std::size_t(p.K);
-  }
+  float* gate_b = reinterpret_cast<float*>(ws + lay.gates_at);  // (channel gates only)
+  float* gate_w = gate_b + std::size_t(p.B * p.T) * std::size_t(p.HV) * std::size_t(p.K);
+  if constexpr (channels) cg.b = gate_b, cg.w = gate_w;
   const bwd::channel_grads<T> cd{gr.db, gr.dw};
-  const dim3 grid{unsigned(wk.chunks), unsigned(wk.HV)};
-  const auto old_kernel = [&] {
-    if constexpr (per_key) {
-      constexpr auto kern = bwd::v0::per_key_grad_kernel<erases, T, channels>;
-      constexpr std::size_t sh = bwd::v0::per_key_grad_shape<erases>::bytes;
-      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
-      kern<<<grid, bwd::threads, sh>>>(wk, gr.dv, cg, cd);
-    } else {
-      constexpr auto kern = bwd::v0::chunk_grad_kernel<erases, decays, T>;
-      constexpr std::size_t sh = bwd::v0::grad_shape<erases>::bytes;
-      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
-      kern<<<grid, bwd::threads, sh>>>(wk, gr.dv);
+  const std::size_t tokens = std::size_t(B * T_);
+  const bwd::input_grads<T> og{gr.dq, gr.dk, gr.dg, gr.dbeta, {}, {}, gr.dgk};
+  const view<const float, 4> none4{};
+  const view<float, 4> none4w{};
+  const auto prep = [&]<precision Prec> { bwd::prep_phase<erases, per_key, channels, Prec>(wk, 0, cg); };
+  const auto fwd = [&]<precision Prec> { bwd::state_phases<erases, per_key, Prec>(wk, none4, none4, none4w, true, false, 0); };
+  const auto rev = [&]<precision Prec> { bwd::state_phases<erases, per_key, Prec>(wk, none4, none4, none4w, false, true, 0); };
+  const auto grad = [&]<precision Prec> {
+    bwd::grad_phase<erases, decays, per_key, T, channels, Prec>(wk, gr.dv, 0, cg, cd);
+  };
+  const auto whole = [&]<precision Prec> {  // backward.hpp's run, phases 0-5
+    bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
+    if constexpr (channels) {
+      bwd::channel_gates_kernel<T><<<unsigned(tokens), bwd::threads>>>(a.b, a.w, wk, gate_b, gate_w);
     }
+    prep.template operator()<Prec>();
+    bwd::state_phases<erases, per_key, Prec>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
+    grad.template operator()<Prec>();
+    bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
     CK(cudaGetLastError());
   };
-  const auto new_kernel = [&] { bwd::grad_phase<erases, decays, per_key, T, channels>(wk, gr.dv, 0, cg, cd); };
-  // the library's kernel with the other choice of 128-wide products (Wide: block_gemm_wide; phases.hpp takes it
-  // for chunk_grad without an erasing update)
+  // phase 4 at the library's precision with the other choice of Wide (phases.hpp: Wide for chunk_grad without an
+  // erasing update, never for per_key_grad)
+  constexpr precision lib_p = bwd::precision_for<T>;
   constexpr bool lib_wide = !erases && !per_key;
-  const auto alt_kernel = [&] {
+  const dim3 grid{unsigned(wk.chunks), unsigned(wk.HV)};
+  const auto alt = [&] {
     if constexpr (per_key) {
-      constexpr auto kern = bwd::per_key_grad_kernel<erases, T, channels, !lib_wide>;
+      constexpr auto kern = bwd::per_key_grad_kernel<erases, T, channels, !lib_wide, lib_p>;
       constexpr std::size_t sh = bwd::per_key_grad_shape<erases>::bytes;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
       kern<<<grid, bwd::threads, sh>>>(wk, gr.dv, cg, cd);
     } else {
-      constexpr auto kern = bwd::chunk_grad_kernel<erases, decays, T, !lib_wide>;
+      constexpr auto kern = bwd::chunk_grad_kernel<erases, decays, T, !lib_wide, lib_p>;
       constexpr std::size_t sh = bwd::grad_shape<erases>::bytes;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
       kern<<<grid, bwd::threads, sh>>>(wk, gr.dv);
     }
     CK(cudaGetLastError());
   };
-  const std::size_t tokens = std::size_t(B * T_);
+
+  // Outputs: the float32 workspace gradients (the products' own error), then the bf16 outputs.
   const auto outputs = [&] {
     std::vector<copy> o;
     o.push_back(keep(wk.dq, tokens * HV * K));
     o.push_back(keep(wk.dk, tokens * HV * K));
-    o.push_back(keep(dv, nv));
     o.push_back(per_key ? keep(wk.dlog_alpha_k, tokens * HV * K) : keep(wk.dlog_alpha, tokens * HV));
     if (erases && !channels) o.push_back(keep(wk.derase, tokens * HV));
+    o.push_back(keep(dq, nk));
+    o.push_back(keep(dk, nk));
+    o.push_back(keep(dv, nv));
+    if (a.g.ptr) o.push_back(keep(dg, ns));
+    if (a.gk.ptr) o.push_back(keep(dgk, nkv));
+    if (a.beta.ptr) o.push_back(keep(dbeta, ns));
     if (channels) o.push_back(keep(db, nkv)), o.push_back(keep(dw, nv));
     return o;
   };
-  old_kernel();
+  std::vector<const char*> names = {"ws_dq", "ws_dk", per_key ? "ws_dlog_alpha_k" : "ws_dlog_alpha"};
+  if (erases && !channels) names.push_back("ws_derase");
+  for (const char* n : {"dq", "dk", "dv"}) names.push_back(n);
+  if (a.g.ptr) names.push_back("dg");
+  if (a.gk.ptr) names.push_back("dgk");
+  if (a.beta.ptr) names.push_back("dbeta");
+  if (channels) names.push_back("db"), names.push_back("dw");
+
+  lib();
   CK(cudaDeviceSynchronize());
-  const auto o_old = outputs();
-  CK(cudaMemset(wk.dq, 0, tokens * HV * K * sizeof(float)));  // (so that a skipped write shows)
-  CK(cudaMemset(wk.dk, 0, tokens * HV * K * sizeof(float)));
-  new_kernel();
-  CK(cudaDeviceSynchronize());
-  const auto o_new = outputs();
-  CK(cudaMemset(wk.dq, 0, tokens * HV * K * sizeof(float)));
-  CK(cudaMemset(wk.dk, 0, tokens * HV * K * sizeof(float)));
-  alt_kernel();
+  const auto o_lib = outputs();
+  alt();  // phase 4 again, the other Wide, on the library's phases 1-3 (it rewrites the workspace gradients and dv)
   CK(cudaDeviceSynchronize());
   const auto o_alt = outputs();
-  const char* names[] = {"dq", "dk", "dv", per_key ? "dlog_alpha_k" : "dlog_alpha", channels ? "db" : "derase", "dw"};
+  CK(cudaMemset(wk.dq, 0, tokens * HV * K * sizeof(float)));  // (so that a skipped write shows)
+  CK(cudaMemset(wk.dk, 0, tokens * HV * K * sizeof(float)));
+  whole.template operator()<precision::tf32x3>();
+  CK(cudaDeviceSynchronize());
+  const auto o_x3 = outputs();
   std::printf("{\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"H\":%ld,\"HV\":%ld,\"K\":%ld,\"V\":%ld", rule_name<Rule>::value,
               long(B), long(T_), long(H), long(HV), long(K), long(V));
   double worst = 0;
-  for (std::size_t i = 0; i < o_old.size(); ++i) {
-    const double d = distance(o_new[i], o_old[i]);
+  for (std::size_t i = 0; i < o_lib.size(); ++i) {
+    const double d = distance(o_lib[i], o_x3[i]);
     worst = std::max(worst, std::isfinite(d) ? d : 1e30);
-    const double da = distance(o_alt[i], o_old[i]);
-    worst = std::max(worst, std::isfinite(da) ? da : 1e30);
-    std::printf(",\"%s\":%.3g,\"%s_alt\":%.3g", names[i], d, names[i], da);
+    std::printf(",\"%s\":%.3g", names[i], d);
   }
-  std::printf(",\"worst\":%.3g,\"same\":%s", worst, worst <= 1e-4 ? "true" : "false");
-  for (const auto* o : {&o_old, &o_new, &o_alt})
+  std::printf(",\"worst\":%.3g", worst);
+  double alt_worst = 0;  // the other Wide against the library's phase 4 (same precision: ≈ 0 expected)
+  for (std::size_t i = 0; i < o_lib.size(); ++i) {
+    const double d = distance(o_alt[i], o_lib[i]);
+    alt_worst = std::max(alt_worst, std::isfinite(d) ? d : 1e30);
+  }
+  std::printf(",\"alt_vs_lib\":%.3g", alt_worst);
+  for (const auto* o : {&o_lib, &o_x3, &o_alt})
     for (const copy& c : *o) CK(cudaFree(c.p));
-  if (timed && !once && std::getenv("GRAD_AB_WHOLE_ONLY")) {  // the whole backward only (another build's A/B)
-    std::printf(",\"bwd_ms\":%.3f", whole_ms);
-  } else if (timed && !once) {
-    double t_old = 1e30, t_new = 1e30, t_alt = 1e30;
+  if (timed && !once) {
+    double t_lib = 1e30, t_x3 = 1e30;
     for (int r = 0; r < 3; ++r) {  // interleaved: the spread between runs
-      t_old = std::min(t_old, time_ms(old_kernel, 3, 3));
-      t_new = std::min(t_new, time_ms(new_kernel, 3, 3));
-      t_alt = std::min(t_alt, time_ms(alt_kernel, 3, 3));
+      t_lib = std::min(t_lib, time_ms(lib, 2, 3));
+      t_x3 = std::min(t_x3, time_ms([&] { whole.template operator()<precision::tf32x3>(); }, 2, 3));
     }
-    std::printf(",\"grad_old_ms\":%.3f,\"grad_new_ms\":%.3f,\"grad_alt_ms\":%.3f,\"alt_wide\":%s,\"speedup\":%.2f,"
-                "\"bwd_ms\":%.3f,\"bwd_old_ms\":%.3f",
-                t_old, t_new, t_alt, lib_wide ? "false" : "true", t_old / t_new, whole_ms, whole_ms - t_new + t_old);
+    std::printf(",\"bwd_ms\":%.3f,\"bwd_x3_ms\":%.3f,\"speedup\":%.2f", t_lib, t_x3, t_x3 / t_lib);
+    // each phase alone (phases 2 and 3 rerun on their own results: the times, not the values, matter here)
+    const auto phase = [&](const char* name, auto&& f1, auto&& f3) {
+      double t1 = 1e30, t3 = 1e30;
+      for (int r = 0; r < 2; ++r) t1 = std::min(t1, time_ms(f1, 3, 3)), t3 = std::min(t3, time_ms(f3, 3, 3));
+      std::printf(",\"%s_ms\":%.3f,\"%s_x3_ms\":%.3f", name, t1, name, t3);
+    };
+    phase("prep", [&] { prep.template operator()<lib_p>(); }, [&] { prep.template operator()<precision::tf32x3>(); });
+    phase("fwd", [&] { fwd.template operator()<lib_p>(); }, [&] { fwd.template operator()<precision::tf32x3>(); });
+    phase("rev", [&] { rev.template operator()<lib_p>(); }, [&] { rev.template operator()<precision::tf32x3>(); });
+    phase("grad", [&] { grad.template operator()<lib_p>(); }, [&] { grad.template operator()<precision::tf32x3>(); });
+    double t_alt = 1e30;
+    for (int r = 0; r < 2; ++r) t_alt = std::min(t_alt, time_ms(alt, 3, 3));
+    std::printf(",\"grad_alt_ms\":%.3f,\"alt_wide\":%s", t_alt, lib_wide ? "false" : "true");
+  } else if (once) {  // one launch of each (ncu)
+    lib();
+    whole.template operator()<precision::tf32x3>();
+    CK(cudaDeviceSynchronize());
   }
   std::printf("}\n");
   std::fflush(stdout);
@@ -275,6 +310,9 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
 
 template <class F>
 void each_rule(F&& f) {
+#ifdef GRAD_AB_RULE
+  f.template operator()<GRAD_AB_RULE>();
+#else
   f.template operator()<gated_delta>();
   f.template operator()<delta>();
   f.template operator()<simple_gla>();
@@ -282,6 +320,7 @@ void each_rule(F&& f) {
   f.template operator()<kda>();
   f.template operator()<gla>();
   f.template operator()<gdn2>();
+#endif
 }
 
 }  // namespace

@@ -358,6 +358,13 @@ TEST_CASE_TEMPLATE("CUDA backward = float64 reference backward (bf16, fp16)", Ru
   SUBCASE("fp16") { shapes<Rule, fp16>(); }
 }
 
+// 16-bit inputs' products run one TF32 mma per step (block_gemm.hpp's precision_for): the other rules' kernels at
+// that precision, bf16 only (their bf16 backward is in linea's instance library; fp16 would compile every kernel of
+// theirs again in this unit).
+TEST_CASE_TEMPLATE("CUDA backward = float64 reference backward (bf16, the other rules)", Rule, additive, gla, delta) {
+  shapes<Rule, bf16>();
+}
+
 // 16-bit inputs over many chunks: the state passes carry rounding from chunk to chunk (32 chunks here; the shapes
 // above have at most 5), in the value-tile width of long sequences (16 columns).
 TEST_CASE("CUDA backward: bf16 over 32 chunks, K = V = 128") {

@@ -1,6 +1,6 @@
 // linea/backend/cuda/backward/block_gemm.hpp — one CTA's float32 matrix product on tensor cores:
 //
-//   block_gemm<TN>(M, N, Kd, a, b, out, scratch):   out(m, n, Σ_k a(m, k) · b(k, n))   for m < M, n < N
+//   block_gemm<Prec, TN>(M, N, Kd, a, b, out, scratch):   out(m, n, Σ_k a(m, k) · b(k, n))   for m < M, n < N
 //
 // a(m, k) and b(k, n) are element accessors (global or shared memory, any layout, any factor folded in); each
 // element is loaded once per 64×TN output tile, into a 32-deep slab of shared memory (the next slab's elements
@@ -8,20 +8,24 @@
 // consecutive threads load: walk::k where the operand is contiguous along k (coalesced global loads, no bank
 // conflicts on row-major shared tiles), walk::mn where it is contiguous along m (A) or n (B). The 8 warps each own a 16 × TN/2
 // strip of the tile: mma.sync m16n8k8 on TF32 operands with float32 accumulation. TF32 keeps 10 bits of
-// mantissa, so each operand is split x = big + small (both TF32) and the product is big·big + big·small +
-// small·big ("3xTF32": float32 accuracy, SPEC §6's 1e-4 for float32 inputs). `out` is called once per output
+// mantissa, so at precision::tf32x3 each operand is split x = big + small (both TF32) and the product is big·big +
+// big·small + small·big ("3xTF32": float32 accuracy, SPEC §6's 1e-4 for float32 inputs); at precision::tf32 each
+// operand is rounded to TF32 and multiplied once (16-bit inputs; Prec below). `out` is called once per output
 // element, always by the same thread for the same (m, n) whatever the accessors (so an out() may
 // read-modify-write its element). Every thread of the CTA must call it; it starts and ends with a barrier.
-// scratch: gemm_scratch floats of shared memory (gemm_scratch_for<TK> with a TK-deep slab: a deeper slab halves the
-// global round trips, each behind a barrier, at twice the prefetch registers).
+// scratch: gemm_scratch floats of shared memory (gemm_scratch_for<TK, TN> with a TK-deep slab: a deeper slab halves
+// the global round trips, each behind a barrier, at twice the prefetch registers). TN = 128 (one 64 × 128 tile, the
+// warps' strips 16 × 64) serves the 128-wide products of phase 4 (K or V columns): the A operand streams once, and a
+// 128-deep product with 32-deep slabs takes 4 round trips instead of 8 (gemm_128 chooses by its Wide).
 //
-//   block_gemm_direct<TN, Unroll>(M, N, Kd, a, b, out):   the same product with no slab and no barrier inside
+//   block_gemm_direct<Prec, TN, Unroll>(M, N, Kd, a, b, out):   the same product with no slab and no barrier inside
 //
 // for operands already in shared memory: each warp reads its mma fragments straight through the accessors (rows
 // of a padded tile, leading dimension ≡ 4 mod 32, read without bank conflicts). Elements past M, N or Kd are read
 // as zeros, never through the accessors. `out` must not write what a or b read (no barrier separates them).
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "work.hpp"
 
@@ -30,11 +34,13 @@ namespace linea::cuda_detail::bwd {
 enum class walk { mn, k };
 
 inline constexpr int gemm_tm = 64, gemm_tk = 16, gemm_ld = gemm_tm + 4;  // ld ≡ 4 (mod 32): conflict-free fragments
+template <int TN>
+inline constexpr int gemm_ldb = TN == 128 ? TN + 4 : gemm_ld;  // the B slab's rows, ≡ 4 (mod 32)
 // Rows of the tiles block_gemm_direct reads, padded to ≡ 4 (mod 32) floats: conflict-free fragments.
 inline constexpr int ld_kv = max_kv + 4, ld_cc = CL + 4;
 
-template <int TK>
-inline constexpr int gemm_scratch_for = TK * gemm_ld * 2;  // the A and B slabs (B at most 64 wide)
+template <int TK, int TN = 64>
+inline constexpr int gemm_scratch_for = TK * (gemm_ld + gemm_ldb<TN>);  // the A and B slabs
 inline constexpr int gemm_scratch = gemm_scratch_for<gemm_tk>;
 
 // x = big + small: big is x with its low 13 mantissa bits cleared (a TF32 value: one LOP3), small = x − big (exact
@@ -65,15 +71,50 @@ __device__ __forceinline__ void mma_3xtf32(float (&c)[4], const std::uint32_t (&
   mma_tf32(c, ab, bb);
 }
 
-template <int TN, walk WalkA = walk::mn, walk WalkB = walk::mn, int TK = gemm_tk, class A, class B, class Out>
+// How every product of a backward kernel multiplies, chosen by the input type (precision_for): 3xTF32 (above:
+// float32 accuracy, SPEC §6's 1e-4) for float32 inputs; one TF32 mma per step (each operand rounded to TF32's 10
+// mantissa bits: ≈ 2⁻¹¹ relative per operand, inside SPEC §6's 2e-2 for 16-bit inputs with a wide margin) for bf16
+// and fp16 inputs, whose values are TF32 values already. One mma instead of three, and no chain of three dependent
+// mma on each accumulator: the kernels are latency-bound (bench/cuda/README.md, bwd8).
+enum class precision { tf32x3, tf32 };
+template <class T>
+inline constexpr precision precision_for = std::is_same_v<T, float> ? precision::tf32x3 : precision::tf32;
+
+// x rounded to the nearest TF32 value (ties away from zero; ±inf stay, the carry of a mantissa of ones rounds up
+// the exponent): an add and a mask, in place of sm_90's emulated cvt.rna.tf32.f32.
+__device__ __forceinline__ std::uint32_t round_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+
+// An A fragment element for precision Prec: its split (3xTF32) or its rounding (small unused, left 0).
+template <precision Prec>
+__device__ __forceinline__ void a_operand(float x, std::uint32_t& big, std::uint32_t& small) {
+  if constexpr (Prec == precision::tf32x3)
+    split_tf32(x, big, small);
+  else
+    big = round_tf32(x), small = 0;
+}
+
+// acc += a · b on one m16n8k8 step at precision Prec (ab, as from a_operand<Prec>; b0, b1 the float32 B fragment).
+template <precision Prec>
+__device__ __forceinline__ void mma_step(float (&c)[4], const std::uint32_t (&ab)[4], const std::uint32_t (&as)[4],
+                                         float b0, float b1) {
+  if constexpr (Prec == precision::tf32x3) {
+    mma_3xtf32(c, ab, as, b0, b1);
+  } else {
+    const std::uint32_t bb[2] = {round_tf32(b0), round_tf32(b1)};
+    mma_tf32(c, ab, bb);
+  }
+}
+
+template <precision Prec, int TN, walk WalkA = walk::mn, walk WalkB = walk::mn, int TK = gemm_tk, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
-  static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm: 256 threads, 64 × 16|32|64 tiles");
+  static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64 || TN == 128),
+                "block_gemm: 256 threads, 64 × 16|32|64|128 tiles");
   static_assert(TK == 16 || TK == 32, "block_gemm: 16- or 32-deep slabs");
-  constexpr int LD = gemm_ld, NT = TN / 16;            // n-tiles of 8 per warp (two warps across the tile's width)
+  constexpr int LD = gemm_ld, LDB = gemm_ldb<TN>, NT = TN / 16;  // n-tiles of 8 per warp (two warps across the tile)
   constexpr int PA = TK * gemm_tm / threads;      // slab elements per thread: A
   constexpr int PB = TK * TN / threads;           // and B
   float* As = scratch;                 // [tk][LD]: As[k][m]
-  float* Bs = scratch + TK * LD;  // [tk][LD]: Bs[k][n]
+  float* Bs = scratch + TK * LD;  // [tk][LDB]: Bs[k][n]
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int wm = 16 * (warp & 3), wn = (TN / 2) * (warp >> 2);  // this warp's strip
   // Slab element e (of this thread's PA / PB) → its (k, m) / (k, n), by the walk.
@@ -103,26 +144,20 @@ __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out o
 #pragma unroll
         for (int i = 0; i < PA; ++i) As[a_k(tid + i * threads) * LD + a_m(tid + i * threads)] = ra[i];
 #pragma unroll
-        for (int i = 0; i < PB; ++i) Bs[b_k(tid + i * threads) * LD + b_n(tid + i * threads)] = rb[i];
+        for (int i = 0; i < PB; ++i) Bs[b_k(tid + i * threads) * LDB + b_n(tid + i * threads)] = rb[i];
         __syncthreads();
         if (k0 + TK < Kd) fetch(k0 + TK);  // in flight while the tensor cores run
         const int steps = (Kd - k0 < TK ? Kd - k0 + 7 : TK) / 8;  // (the slab's zeros past Kd skip)
         for (int s = 0; s < steps; ++s) {
           const int kk = 8 * s;
           std::uint32_t ab[4], as[4];
-          split_tf32(As[(kk + t) * LD + wm + g], ab[0], as[0]);
-          split_tf32(As[(kk + t) * LD + wm + g + 8], ab[1], as[1]);
-          split_tf32(As[(kk + t + 4) * LD + wm + g], ab[2], as[2]);
-          split_tf32(As[(kk + t + 4) * LD + wm + g + 8], ab[3], as[3]);
+          a_operand<Prec>(As[(kk + t) * LD + wm + g], ab[0], as[0]);
+          a_operand<Prec>(As[(kk + t) * LD + wm + g + 8], ab[1], as[1]);
+          a_operand<Prec>(As[(kk + t + 4) * LD + wm + g], ab[2], as[2]);
+          a_operand<Prec>(As[(kk + t + 4) * LD + wm + g + 8], ab[3], as[3]);
 #pragma unroll
-          for (int j = 0; j < NT; ++j) {
-            std::uint32_t bb[2], bs[2];
-            split_tf32(Bs[(kk + t) * LD + wn + 8 * j + g], bb[0], bs[0]);
-            split_tf32(Bs[(kk + t + 4) * LD + wn + 8 * j + g], bb[1], bs[1]);
-            mma_tf32(acc[j], as, bb);
-            mma_tf32(acc[j], ab, bs);
-            mma_tf32(acc[j], ab, bb);
-          }
+          for (int j = 0; j < NT; ++j)
+            mma_step<Prec>(acc[j], ab, as, Bs[(kk + t) * LDB + wn + 8 * j + g], Bs[(kk + t + 4) * LDB + wn + 8 * j + g]);
         }
         __syncthreads();
       }
@@ -135,6 +170,16 @@ __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out o
         }
     }
   __syncthreads();
+}
+
+// A 64-row product whose output may be 128 wide: one 64 × 128 tile 32 deep where Wide (fewer round trips, more
+// registers), else 64-wide tiles NarrowTK deep. scratch: gemm_scratch_for<32, 128> floats where Wide.
+template <precision Prec, bool Wide, int NarrowTK, walk WalkA, walk WalkB, class A, class B, class Out>
+__device__ __forceinline__ void gemm_128(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
+  if constexpr (Wide)
+    block_gemm<Prec, 128, WalkA, WalkB, 32>(M, N, Kd, a, b, out, scratch);
+  else
+    block_gemm<Prec, 64, WalkA, WalkB, NarrowTK>(M, N, Kd, a, b, out, scratch);
 }
 
 // dst[r·ldd + c] = src(r, c) for r < Rows, c < Cols (src returns 0 where it has no element), over the CTA's
@@ -188,7 +233,7 @@ template <bool Erases, bool PerKey>
 inline constexpr int direct_unroll = Erases == PerKey ? 2 : 1;
 #endif
 
-template <int TN = 64, int Unroll = 1, class A, class B, class Out>
+template <precision Prec, int TN = 64, int Unroll = 1, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b, Out out) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm_direct: 256 threads, 64 × 16|32|64 tiles");
   constexpr int NT = TN / 16;
@@ -205,14 +250,14 @@ __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b
       for (int kk = 0; kk < Kd; kk += 8) {
         const int k0 = kk + t, k1 = k0 + 4;
         std::uint32_t ab[4], as[4];
-        split_tf32(A0(ma, k0), ab[0], as[0]);
-        split_tf32(A0(mb, k0), ab[1], as[1]);
-        split_tf32(A0(ma, k1), ab[2], as[2]);
-        split_tf32(A0(mb, k1), ab[3], as[3]);
+        a_operand<Prec>(A0(ma, k0), ab[0], as[0]);
+        a_operand<Prec>(A0(mb, k0), ab[1], as[1]);
+        a_operand<Prec>(A0(ma, k1), ab[2], as[2]);
+        a_operand<Prec>(A0(mb, k1), ab[3], as[3]);
 #pragma unroll
         for (int j = 0; j < NT; ++j) {
           const int n = n0 + wn + 8 * j + g;
-          mma_3xtf32(acc[j], ab, as, B0(k0, n), B0(k1, n));
+          mma_step<Prec>(acc[j], ab, as, B0(k0, n), B0(k1, n));
         }
       }
 #pragma unroll

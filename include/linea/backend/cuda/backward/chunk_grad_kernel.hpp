@@ -22,20 +22,20 @@
 // The kernel is latency-bound (one CTA per SM, every global load behind a barrier), so global reads are batched:
 // tiles are staged 16 loads per thread at a time, dv / dw issue every row's loads before the first store, P is
 // staged (coalesced) for dP's decay sums, which all threads then add, ⟨h, dh⟩ keeps 16 + 16 loads in flight, and
-// the reverse cumulative sum of dG is a warp scan. Wide sends the 128-wide products through block_gemm_wide (one
-// 64 × 128 tile: half the slabs): phases.hpp takes it without an erasing update (linear_attn, simple_gla: 5 % off
+// the reverse cumulative sum of dG is a warp scan. Wide sends the 128-wide products through one 64 × 128
+// block_gemm tile (half the slabs): phases.hpp takes it without an erasing update (linear_attn, simple_gla: 5 % off
 // this kernel on the H200, no spills); an erasing update's kernel spills with it at 255 registers, and is slower.
 #pragma once
 #include <algorithm>
 
-#include "wide_gemm.hpp"
+#include "block_gemm.hpp"
 
 namespace linea::cuda_detail::bwd {
 
 inline constexpr int grad_tk = 32;  // slab depth of the global-operand products
 inline constexpr int grad_batch = 16;  // loads in flight per thread when staging a tile (registers are nearly spent)
-// block_gemm_wide's slabs, block_gemm's 32-deep ones, or dP's padded CL × CL tile
-inline constexpr int grad_scratch = std::max({wide_gemm_scratch, gemm_scratch_for<grad_tk>, CL * (CL + 1)});
+// block_gemm's 64 × 128 slabs, its 32-deep 64-wide ones, or dP's padded CL × CL tile
+inline constexpr int grad_scratch = std::max({gemm_scratch_for<32, 128>, gemm_scratch_for<grad_tk>, CL * (CL + 1)});
 
 // Tiles in floats. An erasing update adds the UT transform's dW, dBk, dBv and M; dW's tile then holds dk and dBv's
 // holds dq once their contents die (dW after dBk = Tᵀ dW, dBv after M and dv), so the erasing CTA fits in the
@@ -53,7 +53,7 @@ struct grad_shape {
   static_assert(bytes <= 227 * 1024, "chunk_grad_kernel: more shared memory than one SM has");
 };
 
-template <bool Erases, bool Decays, class T, bool Wide = false>
+template <bool Erases, bool Decays, class T, bool Wide = false, precision Prec = precision_for<T>>
 __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, const view<T, 4> dv_out) {
   using sh = grad_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
@@ -100,19 +100,19 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     float *sdU = sK, *sT = sQ;  // dU and T stay in the k and q tiles until dBk (k and q come after)
     stage_tile<CL, max_kv, grad_batch>(sdU, ld_kv, [&](int r, int j) { return r < L && j < V ? dU[r * w.V + j] : 0.f; });
     stage_tile<CL, CL>(sT, ld_cc, [&](int s, int r) { return Tc[s * CL + r]; });  // sT[s][r] = T_sr
-    gemm_128<Wide, grad_tk, walk::k, walk::k>(
+    gemm_128<Prec, Wide, grad_tk, walk::k, walk::k>(
         L, K, V, [&](int r, int j) { return sdU[r * ld_kv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
         [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, scratch);
-    block_gemm_direct<64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
         [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
-    block_gemm_direct<64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
-    block_gemm<64, walk::k, walk::k, grad_tk>(
+    block_gemm<Prec, 64, walk::k, walk::k, grad_tk>(
         L, L, V, [&](int r, int j) { return sdBv[r * ld_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
         [&](int r, int s, float acc) { sM[r * ld_cc + s] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k, grad_tk>(
+    block_gemm<Prec, 64, walk::k, walk::k, grad_tk>(
         L, L, K, [&](int r, int d) { return sdBk[r * ld_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
         [&](int r, int s, float acc) { sM[r * ld_cc + s] = s < r ? -(sM[r * ld_cc + s] + acc) * D(r, s) : 0.f; },
         scratch);
@@ -170,7 +170,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   if constexpr (Decays) stage_tile<CL, CL>(sP, ld_cc, [&](int r, int s) { return r < L && s < L ? Pc[r * CL + s] : 0.f; });
   // ---- dP = s dO U_newᵀ (causal), N = dP ⊙ D; its decay terms dG_r += Σ_s dP_rs P_rs, dG_s −= Σ_r dP_rs P_rs ----
   float* sdP = scratch;  // [CL][CL + 1]: block_gemm's slabs are dead in its epilogue (one 64 × 64 tile)
-  block_gemm<64, walk::k, walk::k, grad_tk>(
+  block_gemm<Prec, 64, walk::k, walk::k, grad_tk>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
       [&](int r, int s, float acc) {
         const float dp = s <= r ? scale * acc : 0.f;
@@ -188,29 +188,29 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     if (i < L) atomicAdd(&sdG[i], x);  // (ordered before the row passes' plain updates by the next product's barrier)
   }
   // ---- dq = Γ s (dO hᵀ) + N K;  dG_r += q_r·(Γ s dO hᵀ)_r ----
-  gemm_128<Wide, grad_tk, walk::k, walk::k>(
+  gemm_128<Prec, Wide, grad_tk, walk::k, walk::k>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; }, scratch);
   if constexpr (Decays)
     row_sums(L, K, [&](int r, int d) { return sQ[r * ld_kv + d] * sDQ[r * ld_kv + d]; },
              [&](int r, float x) { sdG[r] += x; });
-  block_gemm_direct<64, direct_unroll<Erases, false>>(
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
       L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
   // ---- dk = F ⊙ (U_new dhᵀ) + Nᵀ Q + the UT transform's terms ----
   // (with z_s = k_s·(F ⊙ U_new dhᵀ)_s: dG_s −= z_s, dG_L += z_s)
-  gemm_128<Wide, grad_tk, walk::k, walk::k>(
+  gemm_128<Prec, Wide, grad_tk, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, scratch);
   if constexpr (Decays)
     row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sDK[s * ld_kv + d]; },
              [&](int s, float z) { atomicAdd(&sdG[s], -z), atomicAdd(&sdG[L - 1], z); });
-  block_gemm_direct<64, direct_unroll<Erases, false>>(
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
       L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
       [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; });
   if constexpr (Erases) {
     // x_s = γ_s dBk_s + (M K)_s (into dBk's tile): dk_s += e_s x_s;  de_s += k_s·x_s, and e_s times that into dG_s
-    block_gemm_direct<64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, K, L, [&](int s, int t) { return sM[s * ld_cc + t]; }, [&](int t, int d) { return sK[t * ld_kv + d]; },
         [&](int s, int d, float acc) {
           const float x = sGam[s] * sdBk[s * ld_kv + d] + acc;
@@ -222,7 +222,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
       if (Decays) sdG[s] += sE[s] * z;
     });
     // y_s = Σ_{r>s} M_rs e_r k_r (into dBk's tile): dk_s += y_s;  dG_s −= k_s·y_s
-    block_gemm_direct<64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, K, L, [&](int s, int r) { return sM[r * ld_cc + s]; }, [&](int r, int d) { return sE[r] * sK[r * ld_kv + d]; },
         [&](int s, int d, float acc) {
           sDK[s * ld_kv + d] += acc;

@@ -27,7 +27,7 @@ struct prep_shape {
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
-template <bool Erases>
+template <bool Erases, precision Prec>
 __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   using sh = prep_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
@@ -59,7 +59,7 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   float* P = w.P + w.ch(c, hv) * CL * CL;
   if constexpr (Erases) {
     for (int e = tid; e < CL * CL; e += threads) sA[e] = 0.f;  // rows and columns past L stay 0
-    block_gemm_direct<64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, L, K, [&](int r, int d) { return sK[r * ld_kv + d]; }, [&](int d, int s) { return sK[s * ld_kv + d]; },
         [&](int r, int s, float acc) { sA[r * CL + s] = s < r ? sEG[r] * acc * __expf(sG[r] - sG[s]) : 0.f; });
     if (tid < CL) sEG[tid] *= __expf(sG[tid]);  // e ⊙ Γ (after A's last read of e: its barrier)
@@ -69,12 +69,12 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
     for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
     // W = T (e ⊙ Γ ⊙ K)   (T is lower triangular: its zeros do the masking)
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
-    block_gemm_direct<64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, K, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int d) { return sEG[s] * sK[s * ld_kv + d]; },
         [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; });
   }
   // P, into global memory for phase 4 and into sP for s Pᵀ dO below (A's tile: free once T is formed)
-  block_gemm_direct<64, direct_unroll<Erases, false>>(
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
       L, L, K, [&](int r, int d) { return sQ[r * ld_kv + d]; }, [&](int d, int s) { return sK[s * ld_kv + d]; },
       [&](int r, int s, float acc) {
         const float x = s <= r ? acc * __expf(sG[r] - sG[s]) : 0.f;
@@ -86,7 +86,7 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
     const float* v = w.v + (tok0 * w.HV + hv) * w.V;
     stage_tile<CL, max_kv>(sK, ld_kv, [&](int r, int j) { return r < L && j < V ? sWw[r] * v[r * w.HV * w.V + j] : 0.f; });
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
-    block_gemm_direct<64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, V, L, [&](int r, int s) { return sT[r * CL + s]; }, [&](int s, int j) { return sK[s * ld_kv + j]; },
         [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; });
   }
@@ -98,10 +98,10 @@ __global__ void __launch_bounds__(threads) chunk_prep_kernel(const work w) {
   float* dUg = w.dU + w.ch(c, hv) * CL * w.V;
   float* dhg = w.dh + w.ch(c, hv) * w.K * w.V;
   const float scale = w.scale;
-  block_gemm_direct<64, direct_unroll<Erases, false>>(
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
       L, V, L, [&](int s, int r) { return sP[r * CL + s]; }, [&](int r, int j) { return sO[r * ld_kv + j]; },
       [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; });
-  block_gemm_direct<64, direct_unroll<Erases, false>>(
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
       K, V, L, [&](int d, int r) { return __expf(sG[r]) * sQ[r * ld_kv + d]; }, [&](int r, int j) { return sO[r * ld_kv + j]; },
       [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; });
 }

@@ -12,13 +12,13 @@
 // With Channels (GDN-2, channel_gates.hpp) e_r is b_rd in every term above, and instead of de_r, dw_r (sums over
 // the row) the kernel writes db_rd = k_rd (rowA_rd + γ_rd dBk_rd) and dw_rj = v_rj dBv_rj; dv_rj = w_rj dBv_rj.
 // Latency-bound like chunk_grad_kernel: an erasing update's products stream 32 deep (Wide: 128-wide ones through
-// block_gemm_wide, off as it spills); dv, dw come first so that the q rows the intra-chunk loops read (four times)
+// block_gemm's 64 × 128 tiles, off as it spills); dv, dw come first so that the q rows the intra-chunk loops read (four times)
 // are staged in dBv's tile, and the erase gates in a row of their own; the h·dh and Σ_s k dk reductions batch
 // their loads.
 #pragma once
 #include "channel_gates.hpp"
 #include "chunk_grad_kernel.hpp"
-#include "wide_gemm.hpp"
+#include "block_gemm.hpp"
 #include "inputs_kernel.hpp"
 #include "per_key_prep_kernel.hpp"
 
@@ -36,12 +36,12 @@ struct per_key_grad_shape {
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
-// The products: an erasing update (one CTA per SM) streams 32 deep (Wide: 128 wide, block_gemm_wide); gla's kernel
+// The products: an erasing update (one CTA per SM) streams 32 deep (Wide: 64 × 128 tiles); gla's kernel
 // keeps 16-deep, 64-wide tiles, as its two CTAs per SM have 128 registers a thread.
 template <bool Erases>
 inline constexpr int pk_tk = Erases ? grad_tk : gemm_tk;
 
-template <bool Erases, class T, bool Channels = false, bool Wide = false>
+template <bool Erases, class T, bool Channels = false, bool Wide = false, precision Prec = precision_for<T>>
 __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(const work w, const view<T, 4> dv_out,
                                                                                const channel_gates cg,
                                                                                const channel_grads<T> cd) {
@@ -90,29 +90,29 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   const auto ks = [&](int s, int d) { return Erases ? sK[s * LK + d] : k[s * ldq + d]; };
 
   if constexpr (Erases) {  // dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW, dA = −(dBv Uᵀ + dBk Wᵀ) (strictly lower)
-    gemm_128<Wide, pk_tk<Erases>, walk::k, walk::k>(
+    gemm_128<Prec, Wide, pk_tk<Erases>, walk::k, walk::k>(
         L, K, V, [&](int r, int j) { return dU[r * w.V + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
         [&](int r, int d, float acc) { sdW[r * max_kv + d] = -acc; }, scratch);
-    gemm_128<Wide, pk_tk<Erases>, walk::mn, walk::mn>(
+    gemm_128<Prec, Wide, pk_tk<Erases>, walk::mn, walk::mn>(
         L, V, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int j) { return dU[s * w.V + j]; },
         [&](int r, int j, float acc) { sdBv[r * max_kv + j] = acc; }, scratch);
-    gemm_128<Wide, pk_tk<Erases>, walk::mn, walk::mn>(
+    gemm_128<Prec, Wide, pk_tk<Erases>, walk::mn, walk::mn>(
         L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * max_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * max_kv + d] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k, pk_tk<Erases>>(
+    block_gemm<Prec, 64, walk::k, walk::k, pk_tk<Erases>>(
         L, L, V, [&](int r, int j) { return sdBv[r * max_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
         [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
-    block_gemm<64, walk::k, walk::k, pk_tk<Erases>>(
+    block_gemm<Prec, 64, walk::k, walk::k, pk_tk<Erases>>(
         L, L, K, [&](int r, int d) { return sdBk[r * max_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
         [&](int r, int s, float acc) { sM[r * CL + s] = s < r ? -(sM[r * CL + s] + acc) : 0.f; }, scratch);
   }
   // dP = s dO U_newᵀ (causal, undecayed)
-  block_gemm<64, walk::k, walk::k, pk_tk<Erases>>(
+  block_gemm<Prec, 64, walk::k, walk::k, pk_tk<Erases>>(
       L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
       [&](int r, int s, float acc) { sN[r * CL + s] = s <= r ? scale * acc : 0.f; }, scratch);
   for (int e = tid; e < CL * max_kv; e += threads) sdG[e] = 0;  // (dW's tile is free: dBk is formed)
   // inter-chunk read: dq = s Γ ⊙ (dO hᵀ);  state write: dk = Kd-decay ⊙ (U_new dhᵀ)
-  gemm_128<Wide, pk_tk<Erases>, walk::k, walk::k>(
+  gemm_128<Prec, Wide, pk_tk<Erases>, walk::k, walk::k>(
       L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
       [&](int r, int d, float acc) {
         const float x = scale * __expf(sG[r * LK + d]) * acc;
@@ -120,7 +120,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
         sdG[r * max_kv + d] += q[r * ldq + d] * x;
       },
       scratch);
-  gemm_128<Wide, pk_tk<Erases>, walk::k, walk::k>(
+  gemm_128<Prec, Wide, pk_tk<Erases>, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) {
         const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc;

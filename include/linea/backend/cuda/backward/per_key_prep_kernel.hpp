@@ -25,7 +25,7 @@ struct per_key_prep_shape {
   static constexpr std::size_t bytes = sizeof(float) * end;
 };
 
-template <bool Erases, bool Channels = false>
+template <bool Erases, bool Channels, precision Prec>
 __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, const channel_gates cg = {}) {
   static_assert(Erases || !Channels, "channel gates belong to an erasing update");
   using sh = per_key_prep_shape<Erases, Channels>;
@@ -92,7 +92,7 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
     float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
     for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
-    block_gemm<64, walk::k, walk::mn>(
+    block_gemm<Prec, 64, walk::k, walk::mn>(
         L, K, L, [&](int r, int s) { return sT[r * CL + s]; },
         [&](int s, int d) {
           return (Channels ? sB[s * LK + d] : e_tok[s * w.HV]) * __expf(sG[s * LK + d]) * sK[s * LK + d];
@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
         [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch);
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
     const float* v = w.v + (tok0 * w.HV + hv) * w.V;
-    block_gemm<64, walk::k, walk::mn>(
+    block_gemm<Prec, 64, walk::k, walk::mn>(
         L, V, L, [&](int r, int s) { return sT[r * CL + s]; },
         [&](int s, int j) {
           return (Channels ? cg.w[((tok0 + s) * w.HV + hv) * w.V + j] : w_tok[s * w.HV]) * v[s * w.HV * w.V + j];
@@ -122,10 +122,10 @@ __global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, con
   float* dUg = w.dU + w.ch(c, hv) * CL * w.V;
   float* dhg = w.dh + w.ch(c, hv) * w.K * w.V;
   const float scale = w.scale;
-  block_gemm_direct<64, direct_unroll<Erases, true>>(
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
       L, V, L, [&](int s, int r) { return sP[r * CL + s]; }, [&](int r, int j) { return sO[r * LK + j]; },
       [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; });
-  block_gemm_direct<64, direct_unroll<Erases, true>>(
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
       K, V, L, [&](int d, int r) { return sQ[r * LK + d]; }, [&](int r, int j) { return sO[r * LK + j]; },
       [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; });
 }

@@ -4,7 +4,9 @@
 //   prep_phase     phase 1, per chunk × head: the chunk factors
 //   state_phases   phases 2 and 3 (either or both), per sequence × head × value tile: h_c; dh, dU, dS_0
 //   grad_phase     phase 4, per chunk × head: dq̂, dk̂, dv, d log α, de (db, dw for GDN-2's channel gates)
-// Channels: GDN-2's channel gates (channel_gates.hpp), per-key decays only.
+// Channels: GDN-2's channel gates (channel_gates.hpp), per-key decays only. Prec: how every product multiplies
+// (block_gemm.hpp's precision): chunk_phases and grad_phase take it from the input type (3xTF32 for float32 inputs,
+// one TF32 mma for 16-bit ones), prep_phase and state_phases from their caller (3xTF32 unless told).
 #pragma once
 #include "chunk_grad_kernel.hpp"
 #include "chunk_prep_kernel.hpp"
@@ -16,19 +18,19 @@
 
 namespace linea::cuda_detail::bwd {
 
-template <bool Erases, bool PerKey, bool Channels = false>
+template <bool Erases, bool PerKey, bool Channels = false, precision Prec = precision::tf32x3>
 void prep_phase(const work& w, cudaStream_t st, const channel_gates& cg = {}) {
   static_assert(PerKey || !Channels, "channel gates have a per-key kernel only");
   if (!w.chunks) return;
   const dim3 grid{unsigned(w.chunks), unsigned(w.HV)};
   if constexpr (PerKey) {
-    constexpr auto prep = per_key_prep_kernel<Erases, Channels>;
+    constexpr auto prep = per_key_prep_kernel<Erases, Channels, Prec>;
     constexpr std::size_t bytes = per_key_prep_shape<Erases, Channels>::bytes;
     allow_dynamic_shared<prep, bytes>();
     prep<<<grid, threads, bytes, st>>>(w, cg);
     check_launch("backward per_key_prep_kernel");
   } else {
-    constexpr auto prep = chunk_prep_kernel<Erases>;
+    constexpr auto prep = chunk_prep_kernel<Erases, Prec>;
     allow_dynamic_shared<prep, prep_shape<Erases>::bytes>();
     prep<<<grid, threads, prep_shape<Erases>::bytes, st>>>(w);
     check_launch("backward chunk_prep_kernel");
@@ -36,26 +38,26 @@ void prep_phase(const work& w, cudaStream_t st, const channel_gates& cg = {}) {
 }
 
 // The state passes with BV value columns per CTA (staged_state_passes.hpp).
-template <int BV, bool Erases, bool PerKey>
+template <int BV, bool Erases, bool PerKey, precision Prec>
 void staged_forward_phase(const work& w, const view<const float, 4>& S0, cudaStream_t st) {
   const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
   constexpr std::size_t bytes = staged_shape<BV>::bytes;
-  constexpr auto fwd = staged_forward_states_kernel<BV, Erases, PerKey>;
+  constexpr auto fwd = staged_forward_states_kernel<BV, Erases, PerKey, Prec>;
   allow_dynamic_shared<fwd, bytes>();
   fwd<<<grid, threads, bytes, st>>>(w, S0);
   check_launch("backward staged_forward_states_kernel");
 }
-template <int BV, bool Erases, bool PerKey>
+template <int BV, bool Erases, bool PerKey, precision Prec>
 void staged_reverse_phase(const work& w, const view<const float, 4>& dST, const view<float, 4>& dS0, cudaStream_t st) {
   const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
   constexpr std::size_t bytes = staged_shape<BV>::bytes;
-  constexpr auto rev = staged_reverse_states_kernel<BV, Erases, PerKey>;
+  constexpr auto rev = staged_reverse_states_kernel<BV, Erases, PerKey, Prec>;
   allow_dynamic_shared<rev, bytes>();
   rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
   check_launch("backward staged_reverse_states_kernel");
 }
 
-template <bool Erases, bool PerKey>
+template <bool Erases, bool PerKey, precision Prec = precision::tf32x3>
 void state_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
                   const view<float, 4>& dS0, bool forward, bool reverse, cudaStream_t st) {
   if (!w.N) return;
@@ -66,28 +68,28 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
   // where they leave at most a quarter of the SMs idle, else 16 columns
   const auto wide = [&](index_t bv) { return 4 * heads * std::size_t((w.V + bv - 1) / bv) >= 3 * sms; };
   if (forward) {
-    if (wide(128)) staged_forward_phase<128, Erases, PerKey>(w, S0, st);
-    else staged_forward_phase<16, Erases, PerKey>(w, S0, st);
+    if (wide(128)) staged_forward_phase<128, Erases, PerKey, Prec>(w, S0, st);
+    else staged_forward_phase<16, Erases, PerKey, Prec>(w, S0, st);
   }
   if (reverse) {
-    if (wide(64)) staged_reverse_phase<64, Erases, PerKey>(w, dST, dS0, st);
-    else staged_reverse_phase<16, Erases, PerKey>(w, dST, dS0, st);
+    if (wide(64)) staged_reverse_phase<64, Erases, PerKey, Prec>(w, dST, dS0, st);
+    else staged_reverse_phase<16, Erases, PerKey, Prec>(w, dST, dS0, st);
   }
 }
 
-template <bool Erases, bool Decays, bool PerKey, class T, bool Channels = false>
+template <bool Erases, bool Decays, bool PerKey, class T, bool Channels = false, precision Prec = precision_for<T>>
 void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const channel_gates& cg = {},
                 const channel_grads<T>& cd = {}) {
   if (!w.chunks) return;
   const dim3 grid{unsigned(w.chunks), unsigned(w.HV)};
   if constexpr (PerKey) {
-    constexpr auto grad = per_key_grad_kernel<Erases, T, Channels>;
+    constexpr auto grad = per_key_grad_kernel<Erases, T, Channels, false, Prec>;
     allow_dynamic_shared<grad, per_key_grad_shape<Erases>::bytes>();
     grad<<<grid, threads, per_key_grad_shape<Erases>::bytes, st>>>(w, dv, cg, cd);
     check_launch("backward per_key_grad_kernel");
   } else {
     // 128-wide products (Wide) where the kernel has the registers for them: without an erasing update (bwd7's A/B)
-    constexpr auto grad = chunk_grad_kernel<Erases, Decays, T, !Erases>;
+    constexpr auto grad = chunk_grad_kernel<Erases, Decays, T, !Erases, Prec>;
     allow_dynamic_shared<grad, grad_shape<Erases>::bytes>();
     grad<<<grid, threads, grad_shape<Erases>::bytes, st>>>(w, dv);
     check_launch("backward chunk_grad_kernel");
@@ -95,13 +97,13 @@ void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const chan
 }
 
 // Phases 1–4 of a rule's backward on w: S0, dST, dS0 the initial state, dL/d(final state), dL/d(initial state).
-template <bool Erases, bool Decays, bool PerKey, bool Channels = false, class T>
+template <bool Erases, bool Decays, bool PerKey, bool Channels = false, class T, precision Prec = precision_for<T>>
 void chunk_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
                   const view<float, 4>& dS0, const view<T, 4>& dv, cudaStream_t st, const channel_gates& cg = {},
                   const channel_grads<T>& cd = {}) {
-  prep_phase<Erases, PerKey, Channels>(w, st, cg);
-  state_phases<Erases, PerKey>(w, S0, dST, dS0, true, true, st);
-  grad_phase<Erases, Decays, PerKey, T, Channels>(w, dv, st, cg, cd);
+  prep_phase<Erases, PerKey, Channels, Prec>(w, st, cg);
+  state_phases<Erases, PerKey, Prec>(w, S0, dST, dS0, true, true, st);
+  grad_phase<Erases, Decays, PerKey, T, Channels, Prec>(w, dv, st, cg, cd);
 }
 
 }  // namespace linea::cuda_detail::bwd

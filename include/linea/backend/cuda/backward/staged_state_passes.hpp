@@ -51,7 +51,7 @@ __device__ __forceinline__ float staged_decays(const float* G, int L, float* sF)
   return __expf(G[L - 1]);
 }
 
-template <int BV_, bool Erases, bool PerKey>
+template <int BV_, bool Erases, bool PerKey, precision Prec>
 __global__ void __launch_bounds__(threads, staged_shape<BV_>::ctas_per_sm)
     staged_forward_states_kernel(const work w, const view<const float, 4> S0) {
   using sh = staged_shape<BV_>;
@@ -106,7 +106,7 @@ __global__ void __launch_bounds__(threads, staged_shape<BV_>::ctas_per_sm)
     }
     if constexpr (Erases) {  // U_new = U − W h
       float* Un = w.U_new + w.ch(c, hv) * CL * w.V + jt;
-      block_gemm_direct<sh::TN, direct_unroll<Erases, PerKey>>(
+      block_gemm_direct<Prec, sh::TN, direct_unroll<Erases, PerKey>>(
           L, bv, K, [&](int r, int d) { return sW[r * sh::ld_row + d]; }, [&](int d, int j) { return sS[d * LDB + j]; },
           [&](int r, int j, float acc) {
             const float x = sIn[r * LDB + j] - acc;
@@ -118,7 +118,7 @@ __global__ void __launch_bounds__(threads, staged_shape<BV_>::ctas_per_sm)
     }
     fetch_a(c + 1, next);  // (W, U, V and the other G buffer are free: product 1 ended with a barrier)
     async_wait<1>();       // B(c); block_gemm_direct's first barrier makes every thread's copies visible
-    block_gemm_direct<sh::TN, direct_unroll<Erases, PerKey>>(
+    block_gemm_direct<Prec, sh::TN, direct_unroll<Erases, PerKey>>(
         K, bv, L, [&](int d, int s) { return PerKey ? sK[s * sh::ld_col + d] : sK[s * sh::ld_col + d] * sF[s]; },
         [&](int s, int j) { return sU[s * LDB + j]; },
         [&](int d, int j, float acc) { sS[d * LDB + j] = fmaf(PerKey ? gLk[d] : gL, sS[d * LDB + j], acc); });
@@ -128,7 +128,7 @@ __global__ void __launch_bounds__(threads, staged_shape<BV_>::ctas_per_sm)
   async_wait<0>();
 }
 
-template <int BV_, bool Erases, bool PerKey>
+template <int BV_, bool Erases, bool PerKey, precision Prec>
 __global__ void __launch_bounds__(threads, staged_shape<BV_>::ctas_per_sm)
     staged_reverse_states_kernel(const work w, const view<const float, 4> dST, const view<float, 4> dS0) {
   using sh = staged_shape<BV_>;
@@ -191,7 +191,7 @@ __global__ void __launch_bounds__(threads, staged_shape<BV_>::ctas_per_sm)
     }
     // dU = s Pᵀ dO + (F ⊙ K) dh
     float* dU = w.dU + w.ch(c, hv) * CL * w.V + jt;
-    block_gemm_direct<sh::TN, direct_unroll<Erases, PerKey>>(
+    block_gemm_direct<Prec, sh::TN, direct_unroll<Erases, PerKey>>(
         L, bv, K, [&](int s, int d) { return PerKey ? sK[s * sh::ld_row + d] : sK[s * sh::ld_row + d] * sF[s]; },
         [&](int d, int j) { return sD[d * LDB + j]; },
         [&](int s, int j, float acc) {
@@ -201,7 +201,7 @@ __global__ void __launch_bounds__(threads, staged_shape<BV_>::ctas_per_sm)
     fetch_a(c - 1, prev);  // (k, s Pᵀ dO and the other G buffer are free: product 1 ended with a barrier)
     if constexpr (Erases) {  // dh ← γ_L dh − Wᵀ dU
       async_wait<1>();       // B(c)
-      block_gemm_direct<sh::TN, direct_unroll<Erases, PerKey>>(
+      block_gemm_direct<Prec, sh::TN, direct_unroll<Erases, PerKey>>(
           K, bv, L, [&](int d, int s) { return sW[s * sh::ld_col + d]; }, [&](int s, int j) { return sU[s * LDB + j]; },
           [&](int d, int j, float acc) { sD[d * LDB + j] = fmaf(PerKey ? gLk[d] : gL, sD[d * LDB + j], -acc); });
     }
