@@ -125,7 +125,8 @@ TEST_CASE("cuda: per-key rules' chunk kernels with in-kernel gates (A_log, per-k
 // the library's results through a permuted pool with a skipped row, K = V = 128, with and without qk_l2norm (the
 // library's result is checked against the float64 reference in rules_test.cu).
 namespace linea::testing {
-template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1>
+template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1,
+          cuda_detail::decode_walk Walk = cuda_detail::decode_walk::rows, bool Streaming = true>
 void decode_variant_matches(bool l2norm = false) {
   const index_t B = 6, HV = 2, K = 128, V = 128;
   auto c = random_case<Rule, bf16>::make({.B = B, .T = 1, .H = 2, .HV = HV, .K = K, .V = V, .initial_state = true, .seed = 41});
@@ -148,14 +149,15 @@ void decode_variant_matches(bool l2norm = false) {
       std::copy(idx.begin(), idx.end(), it.data());
       auto k = cuda_detail::make_kernel_args(a, p);
       k.state_indices = d.pool.copy(it);
-      cuda_detail::launch_decode_k<Rule, bf16, 128, CPL, NW, Lean, MinBlocks>(k, B, cuda_detail::exec{});
+      cuda_detail::launch_decode_k<Rule, bf16, 128, CPL, NW, Lean, MinBlocks, Walk, Streaming>(k, B, cuda_detail::exec{});
     }
     cuda_ok(cudaDeviceSynchronize());
     copy_back(pools[variant], pool);
     copy_back(outs[variant], d.o);
   }
   INFO(rule_name<Rule>::value << " decode CPL = " << CPL << ", NW = " << NW << ", lean " << Lean << ", min blocks "
-                              << MinBlocks << ", qk_l2norm " << l2norm);
+                              << MinBlocks << ", walk " << int(Walk) << ", streaming " << Streaming << ", qk_l2norm "
+                              << l2norm);
   CHECK(relative_error(outs[1], outs[0]) <= tolerance_for<bf16>());
   CHECK(relative_error(pools[1], pools[0]) <= tolerance_for<float>());
   CHECK(all_finite(pools[1]));
@@ -170,6 +172,66 @@ TEST_CASE("cuda: the decode kernel's variants give the library's results") {
   decode_variant_matches<kda, 2, 4, true>(true);
   decode_variant_matches<gdn2, 2, 4, true, 6>();
   decode_variant_matches<additive, 2, 4, true, 6>(true);
+}
+
+// The walks (decode_kernel.hpp's decode_walk: which batch row a block serves) and the default cache policy give the
+// library's results through the permuted pool above.
+TEST_CASE("cuda: the decode kernel's walks give the library's results") {
+  using W = cuda_detail::decode_walk;
+  decode_variant_matches<gated_delta, 4, 4, false, 3, W::pool>();
+  decode_variant_matches<gdn2, 4, 4, false, 3, W::pool>(true);
+  decode_variant_matches<additive, 4, 4, false, 3, W::heads>();
+  decode_variant_matches<kda, 4, 4, false, 3, W::heads>(true);
+  decode_variant_matches<gated_delta, 4, 4, false, 3, W::rows, false>();
+}
+
+// The pool walk serves every batch row once, whatever the indices: its bytes equal the batch-order walk's (the same
+// kernel otherwise) for a pool larger than the batch with skipped rows (−1) and out-of-range indices (skipped
+// unchecked, as cuda::launch without check_indices), repeated skipped rows, B = 1, and a batch larger than the walk
+// sorts (B > 8 · 128: the batch's order kept). K = 32, one value head: the bytes, not the speed.
+template <class Rule>
+void decode_pool_walk_matches(index_t B, index_t N, const std::vector<std::int32_t>& idx) {
+  using W = cuda_detail::decode_walk;
+  const index_t HV = 1, K = 32, V = 128;
+  auto c = random_case<Rule, bf16>::make({.B = B, .T = 1, .H = 1, .HV = HV, .K = K, .V = V, .seed = 43});
+  std::mt19937 gen(44);
+  std::normal_distribution<float> normal;
+  tensor<float, 4> pool0({N, HV, K, V});
+  for (index_t i = 0; i < pool0.size(); ++i) pool0.data()[i] = normal(gen);
+  tensor<float, 4> pools[2] = {tensor<float, 4>(pool0.extents()), tensor<float, 4>(pool0.extents())};
+  tensor<bf16, 4> outs[2] = {tensor<bf16, 4>(c.o.extents()), tensor<bf16, 4>(c.o.extents())};
+  tensor<std::int32_t, 1> it({B});
+  std::copy(idx.begin(), idx.end(), it.data());
+  for (int walk = 0; walk < 2; ++walk) {
+    device_case<Rule, bf16> d{c};
+    auto a = d.args(c.args());
+    float* pool = d.pool.copy(pool0);
+    a.initial_state = strided<4>(static_cast<const float*>(pool), {N, HV, K, V}, {HV * K * V, K * V, V, 1});
+    a.final_state = strided<4>(pool, {N, HV, K, V}, {HV * K * V, K * V, V, 1});  // in place
+    problem p;
+    p.B = B, p.T = 1, p.H = 1, p.HV = HV, p.K = K, p.V = V, p.N = N, p.group = 1, p.scale = 1.0 / std::sqrt(double(K));
+    auto k = cuda_detail::make_kernel_args(a, p);
+    k.state_indices = d.pool.copy(it);
+    if (walk == 0) cuda_detail::launch_decode_k<Rule, bf16, 32, 4, 4, false, 3, W::rows>(k, B, cuda_detail::exec{});
+    else cuda_detail::launch_decode_k<Rule, bf16, 32, 4, 4, false, 3, W::pool>(k, B, cuda_detail::exec{});
+    cuda_ok(cudaDeviceSynchronize());
+    copy_back(pools[walk], pool);
+    copy_back(outs[walk], d.o);
+  }
+  INFO(rule_name<Rule>::value << " pool walk, B = " << B << ", N = " << N);
+  CHECK(relative_error(outs[1], outs[0]) == 0);
+  CHECK(relative_error(pools[1], pools[0]) == 0);
+  CHECK(all_finite(outs[1]));
+}
+TEST_CASE("cuda: the decode kernel's pool walk serves every batch row once") {
+  decode_pool_walk_matches<gated_delta>(7, 40, {39, -1, 3, 40, 17, -1, 0});  // 40: out of range
+  decode_pool_walk_matches<gated_delta>(1, 3, {2});
+  std::vector<std::int32_t> wide(1030);
+  for (std::size_t b = 0; b < wide.size(); ++b) wide[b] = static_cast<std::int32_t>((b * 7) % wide.size());
+  decode_pool_walk_matches<additive>(1030, 1030, wide);  // past the walk's sort: batch order
+  std::vector<std::int32_t> sorts(1024);
+  for (std::size_t b = 0; b < sorts.size(); ++b) sorts[b] = b % 5 == 0 ? -1 : static_cast<std::int32_t>((b * 37) % 2048);
+  decode_pool_walk_matches<additive>(1024, 2048, sorts);  // the largest batch the walk sorts, a fifth skipped
 }
 }  // namespace linea::testing
 
