@@ -1,5 +1,5 @@
-// bench/cuda/decode_ab.cu — issue #13's decode step, the library's kernel against the walk and cache-policy variants
-// of decode_kernel.hpp, in one process (not built by CMake; for a short device call):
+// bench/cuda/decode_ab.cu — issue #13's decode step, the library's kernel against decode_kernel.hpp's variants (Whole:
+// the state's loads and stores back to back; the pool walk), in one process (not built by CMake; for a short device call):
 //   nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude \
 //        bench/cuda/decode_ab.cu -o decode_ab
 // Decode step B = 256, H = HV = 16, K = V = 128, bf16 inputs, fp32 pool updated in place (bench_cuda.cu's shape and
@@ -153,14 +153,10 @@ void all_variants(const inputs* sets, const pool& p, mode m, double copy) {
   using W = cd::decode_walk;
   const cd::exec x{};
   run<Rule>("main", sets, p, m, copy, [&](const auto& k) { cd::launch_decode_k<Rule, T, 128>(k, B, x); });
-  run<Rule>("heads", sets, p, m, copy,
-            [&](const auto& k) { cd::launch_decode_k<Rule, T, 128, 4, 4, false, 3, W::heads>(k, B, x); });
-  run<Rule>("pool", sets, p, m, copy,
-            [&](const auto& k) { cd::launch_decode_k<Rule, T, 128, 4, 4, false, 3, W::pool>(k, B, x); });
-  run<Rule>("rows_default_cache", sets, p, m, copy,
-            [&](const auto& k) { cd::launch_decode_k<Rule, T, 128, 4, 4, false, 3, W::rows, false>(k, B, x); });
-  run<Rule>("pool_default_cache", sets, p, m, copy,
-            [&](const auto& k) { cd::launch_decode_k<Rule, T, 128, 4, 4, false, 3, W::pool, false>(k, B, x); });
+  run<Rule>("whole", sets, p, m, copy,
+            [&](const auto& k) { cd::launch_decode_k<Rule, T, 128, 4, 4, false, 3, W::rows, true, true>(k, B, x); });
+  run<Rule>("pool_whole", sets, p, m, copy,
+            [&](const auto& k) { cd::launch_decode_k<Rule, T, 128, 4, 4, false, 3, W::pool, true, true>(k, B, x); });
 }
 
 }  // namespace

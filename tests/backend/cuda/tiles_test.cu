@@ -126,7 +126,7 @@ TEST_CASE("cuda: per-key rules' chunk kernels with in-kernel gates (A_log, per-k
 // library's result is checked against the float64 reference in rules_test.cu).
 namespace linea::testing {
 template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1,
-          cuda_detail::decode_walk Walk = cuda_detail::decode_walk::rows, bool Streaming = true>
+          cuda_detail::decode_walk Walk = cuda_detail::decode_walk::rows, bool Streaming = true, bool Whole = false>
 void decode_variant_matches(bool l2norm = false) {
   const index_t B = 6, HV = 2, K = 128, V = 128;
   auto c = random_case<Rule, bf16>::make({.B = B, .T = 1, .H = 2, .HV = HV, .K = K, .V = V, .initial_state = true, .seed = 41});
@@ -149,14 +149,14 @@ void decode_variant_matches(bool l2norm = false) {
       std::copy(idx.begin(), idx.end(), it.data());
       auto k = cuda_detail::make_kernel_args(a, p);
       k.state_indices = d.pool.copy(it);
-      cuda_detail::launch_decode_k<Rule, bf16, 128, CPL, NW, Lean, MinBlocks, Walk, Streaming>(k, B, cuda_detail::exec{});
+      cuda_detail::launch_decode_k<Rule, bf16, 128, CPL, NW, Lean, MinBlocks, Walk, Streaming, Whole>(k, B, cuda_detail::exec{});
     }
     cuda_ok(cudaDeviceSynchronize());
     copy_back(pools[variant], pool);
     copy_back(outs[variant], d.o);
   }
   INFO(rule_name<Rule>::value << " decode CPL = " << CPL << ", NW = " << NW << ", lean " << Lean << ", min blocks "
-                              << MinBlocks << ", walk " << int(Walk) << ", streaming " << Streaming << ", qk_l2norm "
+                              << MinBlocks << ", walk " << int(Walk) << ", streaming " << Streaming << ", whole " << Whole << ", qk_l2norm "
                               << l2norm);
   CHECK(relative_error(outs[1], outs[0]) <= tolerance_for<bf16>());
   CHECK(relative_error(pools[1], pools[0]) <= tolerance_for<float>());
@@ -183,16 +183,23 @@ TEST_CASE("cuda: the decode kernel's walks give the library's results") {
   decode_variant_matches<additive, 4, 4, false, 3, W::heads>();
   decode_variant_matches<kda, 4, 4, false, 3, W::heads>(true);
   decode_variant_matches<gated_delta, 4, 4, false, 3, W::rows, false>();
+  decode_variant_matches<gated_delta, 4, 4, false, 3, W::rows, true, true>();
+  decode_variant_matches<gdn2, 4, 4, false, 3, W::rows, true, true>(true);
+  decode_variant_matches<kda, 4, 4, false, 3, W::rows, true, true>();
+  decode_variant_matches<gla, 4, 4, false, 3, W::rows, true, true>();
+  decode_variant_matches<additive, 4, 4, false, 3, W::pool, true, true>(true);
+  decode_variant_matches<gated_delta, 2, 4, true, 6, W::rows, true, true>();
 }
 
-// The pool walk serves every batch row once, whatever the indices: its bytes equal the batch-order walk's (the same
-// kernel otherwise) for a pool larger than the batch with skipped rows (−1) and out-of-range indices (skipped
-// unchecked, as cuda::launch without check_indices), repeated skipped rows, B = 1, and a batch larger than the walk
-// sorts (B > 8 · 128: the batch's order kept). K = 32, one value head: the bytes, not the speed.
+// The pool walk serves every batch row once, whatever the indices, and the whole-tile loads and stores change no
+// byte: the pool walk with Whole equals the library's batch-order walk for a pool larger than the batch with skipped
+// rows (−1) and out-of-range indices (skipped unchecked, as cuda::launch without check_indices), repeated skipped
+// rows, B = 1, a batch larger than the walk sorts (B > 8 · 128: the batch's order kept), and K = 20 < 32 (key rows
+// past K: Whole falls back to the row-by-row path). One value head: the bytes, not the speed.
 template <class Rule>
-void decode_pool_walk_matches(index_t B, index_t N, const std::vector<std::int32_t>& idx) {
+void decode_pool_walk_matches(index_t B, index_t N, const std::vector<std::int32_t>& idx, index_t K = 32) {
   using W = cuda_detail::decode_walk;
-  const index_t HV = 1, K = 32, V = 128;
+  const index_t HV = 1, V = 128;
   auto c = random_case<Rule, bf16>::make({.B = B, .T = 1, .H = 1, .HV = HV, .K = K, .V = V, .seed = 43});
   std::mt19937 gen(44);
   std::normal_distribution<float> normal;
@@ -213,12 +220,12 @@ void decode_pool_walk_matches(index_t B, index_t N, const std::vector<std::int32
     auto k = cuda_detail::make_kernel_args(a, p);
     k.state_indices = d.pool.copy(it);
     if (walk == 0) cuda_detail::launch_decode_k<Rule, bf16, 32, 4, 4, false, 3, W::rows>(k, B, cuda_detail::exec{});
-    else cuda_detail::launch_decode_k<Rule, bf16, 32, 4, 4, false, 3, W::pool>(k, B, cuda_detail::exec{});
+    else cuda_detail::launch_decode_k<Rule, bf16, 32, 4, 4, false, 3, W::pool, true, true>(k, B, cuda_detail::exec{});
     cuda_ok(cudaDeviceSynchronize());
     copy_back(pools[walk], pool);
     copy_back(outs[walk], d.o);
   }
-  INFO(rule_name<Rule>::value << " pool walk, B = " << B << ", N = " << N);
+  INFO(rule_name<Rule>::value << " pool walk, B = " << B << ", N = " << N << ", K = " << K);
   CHECK(relative_error(outs[1], outs[0]) == 0);
   CHECK(relative_error(pools[1], pools[0]) == 0);
   CHECK(all_finite(outs[1]));
@@ -226,6 +233,7 @@ void decode_pool_walk_matches(index_t B, index_t N, const std::vector<std::int32
 TEST_CASE("cuda: the decode kernel's pool walk serves every batch row once") {
   decode_pool_walk_matches<gated_delta>(7, 40, {39, -1, 3, 40, 17, -1, 0});  // 40: out of range
   decode_pool_walk_matches<gated_delta>(1, 3, {2});
+  decode_pool_walk_matches<gdn2>(7, 40, {39, -1, 3, 40, 17, -1, 0}, 20);
   std::vector<std::int32_t> wide(1030);
   for (std::size_t b = 0; b < wide.size(); ++b) wide[b] = static_cast<std::int32_t>((b * 7) % wide.size());
   decode_pool_walk_matches<additive>(1030, 1030, wide);  // past the walk's sort: batch order

@@ -9,6 +9,8 @@
 // state load of the thread is issued before the first one is used. The two sums over key rows (Sᵀe and Sᵀq)
 // cross warps through shared memory. Strided or unaligned states take the same path with scalar loads.
 #pragma once
+#include <type_traits>
+
 #include "source.hpp"
 
 namespace linea::cuda_detail {
@@ -112,14 +114,23 @@ __device__ __forceinline__ void store_cols(float* p, index_t stride, bool vec, i
 }
 
 // The state tile of one block: lane l's CPL columns of key rows warp, warp + NW, ... — every load issued before
-// any is used. Zero where the row has no initial state.
-template <int KMAX, int CPL, int NW, bool Streaming, class T>
+// any is used. Zero where the row has no initial state. Whole: when every row of the tile exists and is one vector
+// access (the common case), the loads go out back to back, each address one add from the last; otherwise each row
+// computes its address and checks its bounds (~25 instructions a row).
+template <int KMAX, int CPL, int NW, bool Streaming, bool Whole, class T>
 __device__ __forceinline__ void load_state_tile(const kernel_args<T>& a, index_t row, index_t hv, int warp, int j0,
                                                 int nj, float (&s)[KMAX / NW][CPL]) {
   const float* s0 = a.initial_state.ptr ? a.initial_state.row(row, hv, 0) : nullptr;
   const index_t rs0 = a.initial_state.str[2], cs0 = a.initial_state.str[3];
   const bool vec0 = cs0 == 1 && rs0 % CPL == 0 && (reinterpret_cast<std::uintptr_t>(s0) & (4 * CPL - 1)) == 0;
   const int K = static_cast<int>(a.K);
+  if (Whole && s0 && vec0 && K == KMAX && nj >= CPL) {
+    const float* p = s0 + warp * rs0 + j0;
+    const index_t step = NW * rs0;
+#pragma unroll
+    for (int r = 0; r < KMAX / NW; ++r, p += step) load_cols<CPL, Streaming>(p, 1, true, CPL, s[r]);
+    return;
+  }
 #pragma unroll
   for (int r = 0; r < KMAX / NW; ++r) {
     const int i = r * NW + warp;
@@ -182,7 +193,7 @@ __device__ __forceinline__ void write_outputs(const kernel_args<T>& a, index_t b
 // sum's and the output's, whatever the rule (three before for the erasing rules). MinBlocks: blocks an SM must hold
 // (registers capped to fit them; the more bytes in flight, the closer to copy bandwidth).
 template <class Rule, class T, int KMAX, int CPL, int NW = decode_threads / 32, bool Lean = false, int MinBlocks = 1,
-          decode_walk Walk = decode_walk::rows, bool Streaming = true>
+          decode_walk Walk = decode_walk::rows, bool Streaming = true, bool Whole = false>
 __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel_args<T> a) {
   using traits = pass_traits<Rule, pass::main>;
   static_assert(KMAX % NW == 0, "decode_kernel: every warp owns the same number of key rows");
@@ -209,7 +220,7 @@ __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel
 
   // ---- 1. the state tile: all loads in flight before any is used -------------------------------------------------
   float s[RW][CPL];
-  load_state_tile<KMAX, CPL, NW, Streaming>(a, seq.row, hv, warp, j0, nj, s);
+  load_state_tile<KMAX, CPL, NW, Streaming, Whole>(a, seq.row, hv, warp, j0, nj, s);
 
   // ---- 2. the token: q, k, gates (shared memory, or a lane per key row); this lane's v (and w) in registers ---------
   // Row pointers once: a view's index costs a 64-bit multiply-add per dimension.
@@ -306,19 +317,26 @@ __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel
   float* s1 = a.final_state.ptr ? a.final_state.row(seq.row, hv, 0) : nullptr;
   const index_t rs1 = a.final_state.str[2], cs1 = a.final_state.str[3];
   const bool vec1 = cs1 == 1 && rs1 % CPL == 0 && (reinterpret_cast<std::uintptr_t>(s1) & (4 * CPL - 1)) == 0;
+  auto update_rows = [&](auto whole) {  // whole: every row exists and is one vector store (load_state_tile's Whole)
+    float* p1 = decltype(whole)::value ? s1 + warp * rs1 + j0 : nullptr;
+    const index_t step1 = NW * rs1;
 #pragma unroll
-  for (int r = 0; r < RW; ++r) {
-    const int i = r * NW + warp;
-    float k, q;
-    if constexpr (Lean) k = __shfl_sync(0xffffffffu, lk, r) * kn, q = __shfl_sync(0xffffffffu, lq, r);
-    else k = ks[i] * kn, q = qs[i] * qn;
+    for (int r = 0; r < RW; ++r) {
+      const int i = r * NW + warp;
+      float k, q;
+      if constexpr (Lean) k = __shfl_sync(0xffffffffu, lk, r) * kn, q = __shfl_sync(0xffffffffu, lq, r);
+      else k = ks[i] * kn, q = qs[i] * qn;
 #pragma unroll
-    for (int c = 0; c < CPL; ++c) {
-      s[r][c] = fmaf(k, u[c], s[r][c]);
-      op[c] = fmaf(q, s[r][c], op[c]);
+      for (int c = 0; c < CPL; ++c) {
+        s[r][c] = fmaf(k, u[c], s[r][c]);
+        op[c] = fmaf(q, s[r][c], op[c]);
+      }
+      if constexpr (decltype(whole)::value) store_cols<CPL, Streaming>(p1, 1, true, CPL, s[r]), p1 += step1;
+      else if (s1 && i < K && nj > 0) store_cols<CPL, Streaming>(s1 + i * rs1 + j0 * cs1, cs1, vec1, nj, s[r]);
     }
-    if (s1 && i < K && nj > 0) store_cols<CPL, Streaming>(s1 + i * rs1 + j0 * cs1, cs1, vec1, nj, s[r]);
-  }
+  };
+  if (Whole && s1 && vec1 && K == KMAX && nj >= CPL) update_rows(std::true_type{});
+  else update_rows(std::false_type{});
 #pragma unroll
   for (int c = 0; c < CPL; ++c) part_o[warp][CPL * lane + c] = op[c];
   __syncthreads();
