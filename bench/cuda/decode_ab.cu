@@ -1,11 +1,13 @@
-// bench/cuda/decode_ab.cu — issue #13's decode step, the library's kernel against decode_kernel.hpp's variants (Whole:
-// the state's loads and stores back to back; the pool walk), in one process (not built by CMake; for a short device call):
+// bench/cuda/decode_ab.cu — issue #13's decode step: main a8e5b3d's decode kernel (decode_ab_v0.hpp, verbatim), the
+// library's (whole tiles: the state's loads and stores back to back) and the library's with the pool walk
+// (decode_order.hpp), in one process (not built by CMake; for a short device call):
 //   nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude \
 //        bench/cuda/decode_ab.cu -o decode_ab
 // Decode step B = 256, H = HV = 16, K = V = 128, bf16 inputs, fp32 pool updated in place (bench_cuda.cu's shape and
 // timing: median of 9 × 20 back-to-back launches after warm-up, two input sets alternating), every rule, four state
 // modes: row b = state b (no indices), device indices in order (b → b), permuted (b → 37·b mod 256, the issue's case),
-// and a pool four times the batch (N = 1024, b → 149·b mod 1024: the batch's states spread over 1 GB). Three rounds
+// a pool twice the batch (N = 512, b → 37·b mod 512: the pool walk's largest range) and four times (N = 1024,
+// b → 149·b mod 1024: the batch's states spread over 1 GB; the pool walk keeps the batch's order). Three rounds
 // interleaved, the copy bandwidth (cudaMemcpy of 2 GiB) measured at the start of each. One JSON object per line.
 #include <cuda_runtime.h>
 
@@ -15,6 +17,8 @@
 #include <vector>
 
 #include <linea/cuda.hpp>
+
+#include "decode_ab_v0.hpp"
 
 using namespace linea;
 using T = bf16;
@@ -100,21 +104,21 @@ inputs make_inputs(std::uint32_t seed) {
           random_tensor(nk, seed + 7, 2), random_tensor(nv, seed + 8, 2)};
 }
 
-enum class mode { none, in_order, permuted, big_pool };
+enum class mode { none, in_order, permuted, pool2, big_pool };
 const char* mode_name(mode m) {
-  const char* names[] = {"none", "device_in_order", "device", "device_pool4"};
+  const char* names[] = {"none", "device_in_order", "device", "device_pool2", "device_pool4"};
   return names[static_cast<int>(m)];
 }
 
 struct pool {
   float* state;         // big_pool · H · K · V floats (the first B rows serve the other modes)
   T* o;                 // [B, 1, H, V]
-  std::int32_t* idx[4]; // per mode (none: null)
+  std::int32_t* idx[5]; // per mode (none: null)
 };
 
 template <class Rule>
 cd::kernel_args<T> make_kargs(const inputs& x, const pool& p, mode m) {
-  const index_t N = m == mode::big_pool ? big_pool : B;
+  const index_t N = m == mode::big_pool ? big_pool : m == mode::pool2 ? 2 * B : B;
   arguments<T, float> a;
   a.q = contiguous<4>(static_cast<const T*>(x.q), {B, 1, H, K});
   a.k = contiguous<4>(static_cast<const T*>(x.k), {B, 1, H, K});
@@ -152,11 +156,13 @@ template <class Rule>
 void all_variants(const inputs* sets, const pool& p, mode m, double copy) {
   using W = cd::decode_walk;
   const cd::exec x{};
-  run<Rule>("main", sets, p, m, copy, [&](const auto& k) { cd::launch_decode_k<Rule, T, 128>(k, B, x); });
-  run<Rule>("whole", sets, p, m, copy,
-            [&](const auto& k) { cd::launch_decode_k<Rule, T, 128, 4, 4, false, 3, W::rows, true, true>(k, B, x); });
-  run<Rule>("pool_whole", sets, p, m, copy,
-            [&](const auto& k) { cd::launch_decode_k<Rule, T, 128, 4, 4, false, 3, W::pool, true, true>(k, B, x); });
+  run<Rule>("main_v0", sets, p, m, copy, [&](const auto& k) {
+    const dim3 grid(1, static_cast<unsigned>(H), static_cast<unsigned>(B));
+    cd::decode_v0::decode_kernel<Rule, T, 128, 4, 4, false, 3><<<grid, 128>>>(k);
+  });
+  run<Rule>("library", sets, p, m, copy, [&](const auto& k) { cd::launch_decode_k<Rule, T, 128>(k, B, x); });
+  run<Rule>("library_pool_walk", sets, p, m, copy,
+            [&](const auto& k) { cd::launch_decode_k<Rule, T, 128, 4, 4, false, 3, W::pool>(k, B, x); });
 }
 
 }  // namespace
@@ -168,10 +174,13 @@ int main() {
     p.state = dalloc<float>(std::size_t(big_pool) * H * K * V);
     CK(cudaMemset(p.state, 0, std::size_t(big_pool) * H * K * V * sizeof(float)));
     p.o = dalloc<T>(B * H * V);
-    for (mode m : {mode::in_order, mode::permuted, mode::big_pool}) {
+    for (mode m : {mode::in_order, mode::permuted, mode::pool2, mode::big_pool}) {
       std::vector<std::int32_t> idx(B);
       for (index_t b = 0; b < B; ++b)
-        idx[b] = static_cast<std::int32_t>(m == mode::in_order ? b : m == mode::permuted ? b * 37 % B : b * 149 % big_pool);
+        idx[b] = static_cast<std::int32_t>(m == mode::in_order   ? b
+                                           : m == mode::permuted ? b * 37 % B
+                                           : m == mode::pool2    ? b * 37 % (2 * B)
+                                                                 : b * 149 % big_pool);
       p.idx[static_cast<int>(m)] = dalloc<std::int32_t>(B);
       CK(cudaMemcpy(p.idx[static_cast<int>(m)], idx.data(), B * sizeof(std::int32_t), cudaMemcpyHostToDevice));
     }
@@ -179,7 +188,7 @@ int main() {
     for (int round = 0; round < 3; ++round) {
       const double copy = copy_tbps();
       std::printf("{\"kind\":\"round\",\"round\":%d,\"copy_tbps\":%.3f}\n", round, copy);
-      for (mode m : {mode::none, mode::in_order, mode::permuted, mode::big_pool})
+      for (mode m : {mode::none, mode::in_order, mode::permuted, mode::pool2, mode::big_pool})
         all_rules::for_each([&]<class Rule>() { all_variants<Rule>(sets, p, m, copy); });
     }
   } catch (const std::exception& e) {

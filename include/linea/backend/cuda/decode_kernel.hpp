@@ -6,106 +6,45 @@
 // bandwidth, so the kernel is laid out for the loads. One block of 4 warps per (state row, value head, tile of
 // 32·CPL value columns); lane l owns columns CPL·l .. CPL·l + CPL − 1 (one CPL·4-byte load per key row) and warp w
 // owns key rows w, w+4, w+8, ...: each load instruction of a warp reads 32·CPL·4 contiguous bytes, and every
-// state load of the thread is issued before the first one is used. The two sums over key rows (Sᵀe and Sᵀq)
-// cross warps through shared memory. Strided or unaligned states take the same path with scalar loads.
+// state load of the thread is issued before the first one is used — back to back when the tile is whole (every key
+// row exists, one vector access a row: ~3 instructions a load instead of ~25, which took Gated DeltaNet through a
+// permuted pool from 0.83 to 0.86 of copy bandwidth; bench/cuda/README.md, dec6). The two sums over key rows (Sᵀe and
+// Sᵀq) cross warps through shared memory. Strided or unaligned states take the same path with scalar loads.
+// decode_order.hpp chooses which batch row a block serves.
 #pragma once
 #include <type_traits>
 
+#include "decode_order.hpp"
 #include "source.hpp"
 
 namespace linea::cuda_detail {
 
 constexpr int decode_threads = 128;  // 4 warps
 
-// Which (batch row, value head) a block serves; the blocks of a grid start roughly in order, so this decides which
-// ~25 state rows are in flight together. `rows`: grid (tile, head, batch row), the batch's order (the library's).
-// `heads`: grid (tile, batch row, head): the blocks in flight hold one head of many rows. `pool`: the batch's
-// order sorted by state index (block z serves the batch row whose state index comes z-th), so that a permuted pool
-// is walked in address order like an unpermuted one (bench/cuda/README.md, dec6).
-enum class decode_walk { rows, heads, pool };
-constexpr int pool_walk_keys = 8;  // per thread: `pool` sorts batches of up to 8 · threads rows
-
-// The batch row served by block z under decode_walk::pool. Keys (state index + 1, batch row) are distinct, so the
-// blocks z = 0 .. B − 1 serve every batch row once (a skipped or out-of-range index sorts first, as 0). Radix
-// select from the top bit, one block-wide count a bit (`counts`: shared, two rounds' worth), stopping as soon as
-// one key is left: with distinct state indices after ⌈log2(N + 1)⌉ bits at most. Keys of up to 31 bits (with
-// B ≤ 1024, pools of up to 2²¹ states); past that, or past 8 keys a thread, the batch's order.
-template <int NW>
-__device__ __forceinline__ index_t pool_order_row(const std::int32_t* idx, index_t N, int B, int z, int tid,
-                                                  int (&counts)[2][NW], int& found) {
-  constexpr int threads = 32 * NW, KPT = pool_walk_keys;
-  const int rb = 32 - __clz(B > 1 ? B - 1 : 1);                                           // bits of a batch row
-  const int sb = N < (index_t(1) << 30) ? 32 - __clz(static_cast<int>(N < 0 ? 0 : N) + 1) : 32;  // of index + 1
-  if (B > KPT * threads || sb + rb > 31) return z;
-  unsigned key[KPT];
-#pragma unroll
-  for (int j = 0; j < KPT; ++j) {
-    const int n = tid + j * threads;
-    key[j] = ~0u;  // no row: a key has at most 31 bits, so this matches no prefix
-    if (n < B) {
-      const int s = idx[n];
-      key[j] = static_cast<unsigned>(s >= 0 && s < N ? s + 1 : 0) << rb | static_cast<unsigned>(n);
-    }
-  }
-  const int warp = tid >> 5, lane = tid & 31;
-  unsigned prefix = 0;     // the selected key's bits above `bit`
-  int want = z, left = B;  // its rank among the keys that match the prefix; how many do
-  for (int bit = sb + rb - 1; bit >= 0; --bit) {
-    if (left == 1) {  // one key matches: its thread says which row
-#pragma unroll
-      for (int j = 0; j < KPT; ++j)
-        if (key[j] >> (bit + 1) == prefix) found = static_cast<int>(key[j] & ((1u << rb) - 1));
-      __syncthreads();
-      return found;
-    }
-    int c = 0;
-#pragma unroll
-    for (int j = 0; j < KPT; ++j) c += key[j] >> bit == prefix << 1;  // matches, with a 0 at `bit`
-    c = __reduce_add_sync(0xffffffffu, c);
-    if (lane == 0) counts[bit & 1][warp] = c;
-    __syncthreads();
-    int zeros = 0;
-#pragma unroll
-    for (int w = 0; w < NW; ++w) zeros += counts[bit & 1][w];
-    prefix <<= 1;
-    if (want < zeros) left = zeros;
-    else want -= zeros, left -= zeros, prefix |= 1;
-  }
-  return static_cast<index_t>(prefix & ((1u << rb) - 1));
-}
-
 // CPL consecutive floats, one access when `vec` (CPL·4-byte aligned, unit stride), else CPL strided accesses.
-// Streaming: evict-first (ld/st.global.cs, the library's: the state is touched once); else the default policy.
-template <class X>
-__device__ __forceinline__ X load_state(const X* p, bool streaming) { return streaming ? __ldcs(p) : *p; }
-template <class X>
-__device__ __forceinline__ void store_state(X* p, X x, bool streaming) {
-  if (streaming) __stcs(p, x);
-  else *p = x;
-}
-template <int CPL, bool Streaming = true>
+template <int CPL>
 __device__ __forceinline__ void load_cols(const float* p, index_t stride, bool vec, int n, float (&x)[CPL]) {
   if (vec && n >= CPL) {
     if constexpr (CPL == 4) {
-      const float4 v = load_state(reinterpret_cast<const float4*>(p), Streaming);
+      const float4 v = __ldcs(reinterpret_cast<const float4*>(p));
       x[0] = v.x, x[1] = v.y, x[2] = v.z, x[3] = v.w;
     } else if constexpr (CPL == 2) {
-      const float2 v = load_state(reinterpret_cast<const float2*>(p), Streaming);
+      const float2 v = __ldcs(reinterpret_cast<const float2*>(p));
       x[0] = v.x, x[1] = v.y;
     } else {
-      x[0] = load_state(p, Streaming);
+      x[0] = __ldcs(p);
     }
   } else {
 #pragma unroll
     for (int c = 0; c < CPL; ++c) x[c] = c < n ? p[c * stride] : 0.f;
   }
 }
-template <int CPL, bool Streaming = true>
+template <int CPL>
 __device__ __forceinline__ void store_cols(float* p, index_t stride, bool vec, int n, const float (&x)[CPL]) {
   if (vec && n >= CPL) {
-    if constexpr (CPL == 4) store_state(reinterpret_cast<float4*>(p), make_float4(x[0], x[1], x[2], x[3]), Streaming);
-    else if constexpr (CPL == 2) store_state(reinterpret_cast<float2*>(p), make_float2(x[0], x[1]), Streaming);
-    else store_state(p, x[0], Streaming);
+    if constexpr (CPL == 4) __stcs(reinterpret_cast<float4*>(p), make_float4(x[0], x[1], x[2], x[3]));
+    else if constexpr (CPL == 2) __stcs(reinterpret_cast<float2*>(p), make_float2(x[0], x[1]));
+    else __stcs(p, x[0]);
   } else {
 #pragma unroll
     for (int c = 0; c < CPL; ++c)
@@ -114,21 +53,21 @@ __device__ __forceinline__ void store_cols(float* p, index_t stride, bool vec, i
 }
 
 // The state tile of one block: lane l's CPL columns of key rows warp, warp + NW, ... — every load issued before
-// any is used. Zero where the row has no initial state. Whole: when every row of the tile exists and is one vector
-// access (the common case), the loads go out back to back, each address one add from the last; otherwise each row
-// computes its address and checks its bounds (~25 instructions a row).
-template <int KMAX, int CPL, int NW, bool Streaming, bool Whole, class T>
+// any is used. Zero where the row has no initial state. A whole tile (every key row exists and is one vector access:
+// the common case) goes out back to back, each address one add from the last; otherwise each row computes its
+// address and checks its bounds (~25 instructions a row).
+template <int KMAX, int CPL, int NW, class T>
 __device__ __forceinline__ void load_state_tile(const kernel_args<T>& a, index_t row, index_t hv, int warp, int j0,
                                                 int nj, float (&s)[KMAX / NW][CPL]) {
   const float* s0 = a.initial_state.ptr ? a.initial_state.row(row, hv, 0) : nullptr;
   const index_t rs0 = a.initial_state.str[2], cs0 = a.initial_state.str[3];
   const bool vec0 = cs0 == 1 && rs0 % CPL == 0 && (reinterpret_cast<std::uintptr_t>(s0) & (4 * CPL - 1)) == 0;
   const int K = static_cast<int>(a.K);
-  if (Whole && s0 && vec0 && K == KMAX && nj >= CPL) {
+  if (s0 && vec0 && K == KMAX && nj >= CPL) {
     const float* p = s0 + warp * rs0 + j0;
     const index_t step = NW * rs0;
 #pragma unroll
-    for (int r = 0; r < KMAX / NW; ++r, p += step) load_cols<CPL, Streaming>(p, 1, true, CPL, s[r]);
+    for (int r = 0; r < KMAX / NW; ++r, p += step) load_cols<CPL>(p, 1, true, CPL, s[r]);
     return;
   }
 #pragma unroll
@@ -136,7 +75,7 @@ __device__ __forceinline__ void load_state_tile(const kernel_args<T>& a, index_t
     const int i = r * NW + warp;
 #pragma unroll
     for (int c = 0; c < CPL; ++c) s[r][c] = 0.f;
-    if (s0 && i < K && nj > 0) load_cols<CPL, Streaming>(s0 + i * rs0 + j0 * cs0, cs0, vec0, nj, s[r]);
+    if (s0 && i < K && nj > 0) load_cols<CPL>(s0 + i * rs0 + j0 * cs0, cs0, vec0, nj, s[r]);
   }
 }
 
@@ -193,7 +132,7 @@ __device__ __forceinline__ void write_outputs(const kernel_args<T>& a, index_t b
 // sum's and the output's, whatever the rule (three before for the erasing rules). MinBlocks: blocks an SM must hold
 // (registers capped to fit them; the more bytes in flight, the closer to copy bandwidth).
 template <class Rule, class T, int KMAX, int CPL, int NW = decode_threads / 32, bool Lean = false, int MinBlocks = 1,
-          decode_walk Walk = decode_walk::rows, bool Streaming = true, bool Whole = false>
+          decode_walk Walk = decode_walk::batch>
 __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel_args<T> a) {
   using traits = pass_traits<Rule, pass::main>;
   static_assert(KMAX % NW == 0, "decode_kernel: every warp owns the same number of key rows");
@@ -202,11 +141,11 @@ __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel
   const source<T> src{a};
   const int K = static_cast<int>(a.K), V = static_cast<int>(a.V);
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
-  const index_t hv = Walk == decode_walk::heads ? blockIdx.z : blockIdx.y;
-  index_t n = Walk == decode_walk::heads ? blockIdx.y : blockIdx.z;
+  const index_t hv = blockIdx.y;
+  index_t n = blockIdx.z;
   if constexpr (Walk == decode_walk::pool) {
-    __shared__ int counts[2][NW], found;
-    if (a.state_indices) n = pool_order_row<NW>(a.state_indices, a.N, static_cast<int>(gridDim.z), static_cast<int>(n), tid, counts, found);
+    __shared__ pool_walk_shared<NW> walk;
+    if (a.state_indices) n = pool_order_row<NW>(a.state_indices, a.N, static_cast<int>(gridDim.z), static_cast<int>(n), tid, walk);
   }
   const int jb = static_cast<int>(blockIdx.x) * cols, j0 = jb + CPL * lane;
   const int nj = V - j0;  // this lane's columns that exist (≥ CPL: all)
@@ -220,7 +159,7 @@ __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel
 
   // ---- 1. the state tile: all loads in flight before any is used -------------------------------------------------
   float s[RW][CPL];
-  load_state_tile<KMAX, CPL, NW, Streaming, Whole>(a, seq.row, hv, warp, j0, nj, s);
+  load_state_tile<KMAX, CPL, NW>(a, seq.row, hv, warp, j0, nj, s);
 
   // ---- 2. the token: q, k, gates (shared memory, or a lane per key row); this lane's v (and w) in registers ---------
   // Row pointers once: a view's index costs a 64-bit multiply-add per dimension.
@@ -317,7 +256,7 @@ __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel
   float* s1 = a.final_state.ptr ? a.final_state.row(seq.row, hv, 0) : nullptr;
   const index_t rs1 = a.final_state.str[2], cs1 = a.final_state.str[3];
   const bool vec1 = cs1 == 1 && rs1 % CPL == 0 && (reinterpret_cast<std::uintptr_t>(s1) & (4 * CPL - 1)) == 0;
-  auto update_rows = [&](auto whole) {  // whole: every row exists and is one vector store (load_state_tile's Whole)
+  auto update_rows = [&](auto whole) {  // whole: every key row exists and is one vector store (as load_state_tile)
     float* p1 = decltype(whole)::value ? s1 + warp * rs1 + j0 : nullptr;
     const index_t step1 = NW * rs1;
 #pragma unroll
@@ -331,11 +270,11 @@ __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel
         s[r][c] = fmaf(k, u[c], s[r][c]);
         op[c] = fmaf(q, s[r][c], op[c]);
       }
-      if constexpr (decltype(whole)::value) store_cols<CPL, Streaming>(p1, 1, true, CPL, s[r]), p1 += step1;
-      else if (s1 && i < K && nj > 0) store_cols<CPL, Streaming>(s1 + i * rs1 + j0 * cs1, cs1, vec1, nj, s[r]);
+      if constexpr (decltype(whole)::value) store_cols<CPL>(p1, 1, true, CPL, s[r]), p1 += step1;
+      else if (s1 && i < K && nj > 0) store_cols<CPL>(s1 + i * rs1 + j0 * cs1, cs1, vec1, nj, s[r]);
     }
   };
-  if (Whole && s1 && vec1 && K == KMAX && nj >= CPL) update_rows(std::true_type{});
+  if (s1 && vec1 && K == KMAX && nj >= CPL) update_rows(std::true_type{});
   else update_rows(std::false_type{});
 #pragma unroll
   for (int c = 0; c < CPL; ++c) part_o[warp][CPL * lane + c] = op[c];

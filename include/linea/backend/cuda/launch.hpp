@@ -73,15 +73,11 @@ void launch_recurrent(const kernel_args<T>& k, index_t rows, const exec& x) {
 // at <= 168 registers, which ptxas does not aim for by itself (184 without the bound: two blocks, ~14% slower;
 // bench/cuda/README.md, 2026-12-02). Other shapes: no bound unless asked.
 template <class Rule, class T, int KMAX, int CPL = 4, int NW = decode_threads / 32, bool Lean = false,
-          int MinBlocks = (CPL == 4 && NW == 4 ? 3 : 1), decode_walk Walk = decode_walk::rows, bool Streaming = true, bool Whole = false>
+          int MinBlocks = (CPL == 4 && NW == 4 ? 3 : 1), decode_walk Walk = decode_walk::batch>
 void launch_decode_k(const kernel_args<T>& k, index_t rows, const exec& x) {
   constexpr int cols = 32 * CPL;
-  if (Walk == decode_walk::heads && rows > 65535)  // a grid's y extent
-    throw error("the decode kernel's heads walk takes B <= 65535, but B = " + std::to_string(rows));
-  const auto tiles = static_cast<unsigned>((k.V + cols - 1) / cols), heads = static_cast<unsigned>(k.HV);
-  const dim3 grid = Walk == decode_walk::heads ? dim3(tiles, static_cast<unsigned>(rows), heads)
-                                               : dim3(tiles, heads, static_cast<unsigned>(rows));
-  decode_kernel<Rule, T, KMAX, CPL, NW, Lean, MinBlocks, Walk, Streaming, Whole><<<grid, 32 * NW, 0, x.stream>>>(k);
+  const dim3 grid(static_cast<unsigned>((k.V + cols - 1) / cols), static_cast<unsigned>(k.HV), static_cast<unsigned>(rows));
+  decode_kernel<Rule, T, KMAX, CPL, NW, Lean, MinBlocks, Walk><<<grid, 32 * NW, 0, x.stream>>>(k);
   check_launch("decode_kernel");
 }
 
