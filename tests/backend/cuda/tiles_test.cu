@@ -127,7 +127,7 @@ TEST_CASE("cuda: per-key rules' chunk kernels with in-kernel gates (A_log, per-k
 // rules_test.cu and below).
 namespace linea::testing {
 template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1,
-          cuda_detail::decode_walk Walk = cuda_detail::decode_walk::batch>
+          cuda_detail::decode_walk Walk = cuda_detail::decode_walk::pool>
 void decode_variant_matches(bool l2norm = false) {
   const index_t B = 6, HV = 2, K = 128, V = 128;
   auto c = random_case<Rule, bf16>::make({.B = B, .T = 1, .H = 2, .HV = HV, .K = K, .V = V, .initial_state = true, .seed = 41});
@@ -172,8 +172,8 @@ TEST_CASE("cuda: the decode kernel's variants give the library's results") {
   decode_variant_matches<kda, 2, 4, true>(true);
   decode_variant_matches<gdn2, 2, 4, true, 6>();
   decode_variant_matches<additive, 2, 4, true, 6>(true);
-  decode_variant_matches<gated_delta, 4, 4, false, 3, W::pool>();
-  decode_variant_matches<gdn2, 4, 4, false, 3, W::pool>(true);
+  decode_variant_matches<gated_delta, 4, 4, false, 3, W::batch>();
+  decode_variant_matches<gdn2, 4, 4, false, 3, W::batch>(true);
 }
 
 // The decode kernel's whole tiles (K = V = 128: every key row, one 16-byte access a row) against the float64
@@ -185,8 +185,8 @@ TEST_CASE("cuda: the decode step with whole state tiles against the reference") 
   check_against_reference<kda, read::identity, cuda_step, float>(whole);
 }
 
-// The pool walk (decode_order.hpp) serves every batch row once, whatever the indices: its bytes equal the library's
-// batch-order walk (device state_indices, unchecked) for a dense pool with skipped rows (−1) and an out-of-range
+// The library's pool walk (decode_order.hpp) serves every batch row once, whatever the indices: its bytes (device
+// state_indices, unchecked) equal the batch-order walk's for a dense pool with skipped rows (−1) and an out-of-range
 // index (skipped, as cuda::launch without check_indices), B = 1, rows already in order, a sparse pool (both keep the
 // batch's order), the largest batch the walk sorts (1024 rows over 2048 slots, a fifth skipped) and a larger one
 // (the batch's order kept), and K = 20 < 32 (the row-by-row path). One value head: the bytes, not the speed.
@@ -216,7 +216,7 @@ void decode_pool_walk_matches(index_t B, index_t N, const std::vector<std::int32
       p.B = B, p.T = 1, p.H = 1, p.HV = HV, p.K = K, p.V = V, p.N = N, p.group = 1, p.scale = 1.0 / std::sqrt(double(K));
       auto k = cuda_detail::make_kernel_args(a, p);
       k.state_indices = device_idx;
-      cuda_detail::launch_decode_k<Rule, bf16, 32, 4, 4, false, 3, cuda_detail::decode_walk::pool>(k, B, cuda_detail::exec{});
+      cuda_detail::launch_decode_k<Rule, bf16, 32, 4, 4, false, 3, cuda_detail::decode_walk::batch>(k, B, cuda_detail::exec{});
     }
     cuda_ok(cudaDeviceSynchronize());
     copy_back(pools[walk], pool);

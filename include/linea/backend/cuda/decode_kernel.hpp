@@ -132,7 +132,7 @@ __device__ __forceinline__ void write_outputs(const kernel_args<T>& a, index_t b
 // sum's and the output's, whatever the rule (three before for the erasing rules). MinBlocks: blocks an SM must hold
 // (registers capped to fit them; the more bytes in flight, the closer to copy bandwidth).
 template <class Rule, class T, int KMAX, int CPL, int NW = decode_threads / 32, bool Lean = false, int MinBlocks = 1,
-          decode_walk Walk = decode_walk::batch>
+          decode_walk Walk = decode_walk::pool>
 __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel_args<T> a) {
   using traits = pass_traits<Rule, pass::main>;
   static_assert(KMAX % NW == 0, "decode_kernel: every warp owns the same number of key rows");
