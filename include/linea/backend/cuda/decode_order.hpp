@@ -2,14 +2,14 @@
 //
 // The blocks of a grid start roughly in order, so the state rows in flight together (~25 at B = 256, H = 16,
 // K = V = 128 on an H200) are those of consecutive batch rows. Through a permuted pool (state_indices) they lie
-// scattered over it, and the H200 reads them 1.5–2.5 % slower than a contiguous window of rows (rows permuted in
+// scattered over it, and the H200 reads them 1.7–2.8 % slower than a contiguous window of rows (rows permuted in
 // pairs as slow: DRAM locality, not TLB pages; bench/cuda/README.md, dec5 and dec6). decode_walk::pool lets block z
 // serve the batch row whose state comes z-th in the pool, so that the pool is walked in address order — when that
 // pays: the batch's states out of order and within 2·B consecutive slots. Sorting costs each block a radix select
 // over the indices (~10 block-wide counts); a batch already in order, or one spread over a pool much larger than
 // itself (its rows far apart even when sorted), keeps the batch's order after one count. Measured at B = 256
-// (fraction of copy bandwidth, every rule, against the batch's order): a permuted pool +1.0–1.5 %, a pool twice the
-// batch −0.3…+0.5 %, rows in order and a pool four times the batch −0.5…−1 %, no indices unchanged. The library's
+// (fraction of copy bandwidth, every rule, against the batch's order): a permuted pool +0.6–1.8 %, a pool twice the
+// batch −0.3…+0.6 %, rows in order and a pool four times the batch −0.7…−1.1 %, no indices unchanged. The library's
 // choice (launch.hpp); decode_walk::batch keeps the batch's order.
 #pragma once
 #include <climits>

@@ -72,7 +72,7 @@ void launch_recurrent(const kernel_args<T>& k, index_t rows, const exec& x) {
 // MinBlocks = 3 for the library's shape: the 128-thread block with its 32×4 state registers fits three to an SM only
 // at <= 168 registers, which ptxas does not aim for by itself (184 without the bound: two blocks, ~14% slower;
 // bench/cuda/README.md, 2026-12-02). Other shapes: no bound unless asked. Walk = pool (decode_order.hpp): through a
-// permuted pool the blocks walk it in address order, 1.0–1.5 % faster for every rule on the H200; a batch already in
+// permuted pool the blocks walk it in address order, 0.6–1.8 % faster for every rule on the H200; a batch already in
 // order or spread over a pool over twice its size pays ~1 % for finding that out (bench/cuda/README.md, dec6).
 template <class Rule, class T, int KMAX, int CPL = 4, int NW = decode_threads / 32, bool Lean = false,
           int MinBlocks = (CPL == 4 && NW == 4 ? 3 : 1), decode_walk Walk = decode_walk::pool>
