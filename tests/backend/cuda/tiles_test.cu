@@ -127,7 +127,7 @@ TEST_CASE("cuda: per-key rules' chunk kernels with in-kernel gates (A_log, per-k
 // rules_test.cu and below).
 namespace linea::testing {
 template <class Rule, int CPL, int NW, bool Lean = false, int MinBlocks = 1,
-          cuda_detail::decode_walk Walk = cuda_detail::decode_walk::pool>
+          cuda_detail::decode_walk Walk = cuda_detail::decode_walk::batch>
 void decode_variant_matches(bool l2norm = false) {
   const index_t B = 6, HV = 2, K = 128, V = 128;
   auto c = random_case<Rule, bf16>::make({.B = B, .T = 1, .H = 2, .HV = HV, .K = K, .V = V, .initial_state = true, .seed = 41});
@@ -162,18 +162,16 @@ void decode_variant_matches(bool l2norm = false) {
   CHECK(relative_error(pools[1], pools[0]) <= tolerance_for<float>());
   CHECK(all_finite(pools[1]));
 }
+// The variants keep the batch's order, so each also checks the library's pool walk (the same rows, sorted). The
+// 8-warp variants and 2 columns a lane without the lean layout (slower, 2026-12-01) are no longer checked here, to
+// keep this unit's compile time (CI).
 TEST_CASE("cuda: the decode kernel's variants give the library's results") {
-  using W = cuda_detail::decode_walk;
-  decode_variant_matches<gated_delta, 2, 4>();
-  decode_variant_matches<gated_delta, 4, 8>();
-  decode_variant_matches<additive, 2, 8>();
+  decode_variant_matches<gated_delta, 4, 4, false, 3>();  // the library's shape, the batch's order
   decode_variant_matches<gated_delta, 2, 4, true>(true);
   decode_variant_matches<gated_delta, 2, 4, true, 6>();
   decode_variant_matches<kda, 2, 4, true>(true);
   decode_variant_matches<gdn2, 2, 4, true, 6>();
   decode_variant_matches<additive, 2, 4, true, 6>(true);
-  decode_variant_matches<gated_delta, 4, 4, false, 3, W::batch>();
-  decode_variant_matches<gdn2, 4, 4, false, 3, W::batch>(true);
 }
 
 // The decode kernel's whole tiles (K = V = 128: every key row, one 16-byte access a row) against the float64
@@ -239,7 +237,7 @@ TEST_CASE("cuda: the decode kernel's pool walk serves every batch row once") {
     for (std::size_t b = 0; b < B; ++b) idx[b] = b % 5 == 0 ? -1 : static_cast<std::int32_t>(b * stride % N);
     return idx;
   };
-  decode_pool_walk_matches<additive>(1024, 2048, rows(1024, 2048, 37));  // the largest batch the walk sorts
-  decode_pool_walk_matches<additive>(1030, 1030, rows(1030, 1030, 7));   // past it: the batch's order
+  decode_pool_walk_matches<gated_delta>(1024, 2048, rows(1024, 2048, 37));  // the largest batch the walk sorts
+  decode_pool_walk_matches<gated_delta>(1030, 1030, rows(1030, 1030, 7));   // past it: the batch's order
 }
 }  // namespace linea::testing
