@@ -1,6 +1,6 @@
-// bench/cuda/decode_ab.cu — issue #13's decode step: main a8e5b3d's decode kernel (decode_ab_v0.hpp, verbatim), the
-// library's (whole tiles: the state's loads and stores back to back) and the library's with the pool walk
-// (decode_order.hpp), in one process (not built by CMake; for a short device call):
+// bench/cuda/decode_ab.cu — issue #13's decode step: main a8e5b3d's decode kernel (decode_ab_v0.hpp, verbatim) and the
+// library's (whole tiles: the state's loads and stores back to back) in the batch's order and with the pool walk
+// (decode_order.hpp, the library's choice), in one process (not built by CMake; for a short device call):
 //   nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude \
 //        bench/cuda/decode_ab.cu -o decode_ab
 // Decode step B = 256, H = HV = 16, K = V = 128, bf16 inputs, fp32 pool updated in place (bench_cuda.cu's shape and
@@ -160,8 +160,10 @@ void all_variants(const inputs* sets, const pool& p, mode m, double copy) {
     const dim3 grid(1, static_cast<unsigned>(H), static_cast<unsigned>(B));
     cd::decode_v0::decode_kernel<Rule, T, 128, 4, 4, false, 3><<<grid, 128>>>(k);
   });
-  run<Rule>("library", sets, p, m, copy, [&](const auto& k) { cd::launch_decode_k<Rule, T, 128>(k, B, x); });
-  run<Rule>("library_pool_walk", sets, p, m, copy,
+  // (call 3 of bench/cuda/README.md's dec6 section named these "library" and "library_pool_walk")
+  run<Rule>("batch_walk", sets, p, m, copy,
+            [&](const auto& k) { cd::launch_decode_k<Rule, T, 128, 4, 4, false, 3, W::batch>(k, B, x); });
+  run<Rule>("pool_walk", sets, p, m, copy,  // the library's choice
             [&](const auto& k) { cd::launch_decode_k<Rule, T, 128, 4, 4, false, 3, W::pool>(k, B, x); });
 }
 
