@@ -6,9 +6,15 @@
 // bandwidth, so the kernel is laid out for the loads. One block of 4 warps per (state row, value head, tile of
 // 32·CPL value columns); lane l owns columns CPL·l .. CPL·l + CPL − 1 (one CPL·4-byte load per key row) and warp w
 // owns key rows w, w+4, w+8, ...: each load instruction of a warp reads 32·CPL·4 contiguous bytes, and every
-// state load of the thread is issued before the first one is used. The two sums over key rows (Sᵀe and Sᵀq)
-// cross warps through shared memory. Strided or unaligned states take the same path with scalar loads.
+// state load of the thread is issued before the first one is used — back to back when the tile is whole (every key
+// row exists, one vector access a row: ~3 instructions a load instead of ~25, which took Gated DeltaNet through a
+// permuted pool from 0.83 to 0.86 of copy bandwidth; bench/cuda/README.md, dec6). The two sums over key rows (Sᵀe and
+// Sᵀq) cross warps through shared memory. Strided or unaligned states take the same path with scalar loads.
+// decode_order.hpp chooses which batch row a block serves.
 #pragma once
+#include <type_traits>
+
+#include "decode_order.hpp"
 #include "source.hpp"
 
 namespace linea::cuda_detail {
@@ -47,7 +53,9 @@ __device__ __forceinline__ void store_cols(float* p, index_t stride, bool vec, i
 }
 
 // The state tile of one block: lane l's CPL columns of key rows warp, warp + NW, ... — every load issued before
-// any is used. Zero where the row has no initial state.
+// any is used. Zero where the row has no initial state. A whole tile (every key row exists and is one vector access:
+// the common case) goes out back to back, each address one add from the last; otherwise each row computes its
+// address and checks its bounds (~25 instructions a row).
 template <int KMAX, int CPL, int NW, class T>
 __device__ __forceinline__ void load_state_tile(const kernel_args<T>& a, index_t row, index_t hv, int warp, int j0,
                                                 int nj, float (&s)[KMAX / NW][CPL]) {
@@ -55,6 +63,13 @@ __device__ __forceinline__ void load_state_tile(const kernel_args<T>& a, index_t
   const index_t rs0 = a.initial_state.str[2], cs0 = a.initial_state.str[3];
   const bool vec0 = cs0 == 1 && rs0 % CPL == 0 && (reinterpret_cast<std::uintptr_t>(s0) & (4 * CPL - 1)) == 0;
   const int K = static_cast<int>(a.K);
+  if (s0 && vec0 && K == KMAX && nj >= CPL) {
+    const float* p = s0 + warp * rs0 + j0;
+    const index_t step = NW * rs0;
+#pragma unroll
+    for (int r = 0; r < KMAX / NW; ++r, p += step) load_cols<CPL>(p, 1, true, CPL, s[r]);
+    return;
+  }
 #pragma unroll
   for (int r = 0; r < KMAX / NW; ++r) {
     const int i = r * NW + warp;
@@ -116,7 +131,8 @@ __device__ __forceinline__ void write_outputs(const kernel_args<T>& a, index_t b
 // that also crosses the norms' sums; the q norm scales the output sum. So a block has two barriers, the erase
 // sum's and the output's, whatever the rule (three before for the erasing rules). MinBlocks: blocks an SM must hold
 // (registers capped to fit them; the more bytes in flight, the closer to copy bandwidth).
-template <class Rule, class T, int KMAX, int CPL, int NW = decode_threads / 32, bool Lean = false, int MinBlocks = 1>
+template <class Rule, class T, int KMAX, int CPL, int NW = decode_threads / 32, bool Lean = false, int MinBlocks = 1,
+          decode_walk Walk = decode_walk::pool>
 __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel_args<T> a) {
   using traits = pass_traits<Rule, pass::main>;
   static_assert(KMAX % NW == 0, "decode_kernel: every warp owns the same number of key rows");
@@ -124,8 +140,13 @@ __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel
   static_assert(!Lean || RW <= 32, "decode_kernel: a lean warp's lanes hold its key rows");
   const source<T> src{a};
   const int K = static_cast<int>(a.K), V = static_cast<int>(a.V);
-  const index_t hv = blockIdx.y, n = blockIdx.z;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  const index_t hv = blockIdx.y;
+  index_t n = blockIdx.z;
+  if constexpr (Walk == decode_walk::pool) {
+    __shared__ pool_walk_shared<NW> walk;
+    if (a.state_indices) n = pool_order_row<NW>(a.state_indices, a.N, static_cast<int>(gridDim.z), static_cast<int>(n), tid, walk);
+  }
   const int jb = static_cast<int>(blockIdx.x) * cols, j0 = jb + CPL * lane;
   const int nj = V - j0;  // this lane's columns that exist (≥ CPL: all)
   const seq_range seq = sequence_of(a, n);
@@ -235,19 +256,26 @@ __global__ void __launch_bounds__(32 * NW, MinBlocks) decode_kernel(const kernel
   float* s1 = a.final_state.ptr ? a.final_state.row(seq.row, hv, 0) : nullptr;
   const index_t rs1 = a.final_state.str[2], cs1 = a.final_state.str[3];
   const bool vec1 = cs1 == 1 && rs1 % CPL == 0 && (reinterpret_cast<std::uintptr_t>(s1) & (4 * CPL - 1)) == 0;
+  auto update_rows = [&](auto whole) {  // whole: every key row exists and is one vector store (as load_state_tile)
+    float* p1 = decltype(whole)::value ? s1 + warp * rs1 + j0 : nullptr;
+    const index_t step1 = NW * rs1;
 #pragma unroll
-  for (int r = 0; r < RW; ++r) {
-    const int i = r * NW + warp;
-    float k, q;
-    if constexpr (Lean) k = __shfl_sync(0xffffffffu, lk, r) * kn, q = __shfl_sync(0xffffffffu, lq, r);
-    else k = ks[i] * kn, q = qs[i] * qn;
+    for (int r = 0; r < RW; ++r) {
+      const int i = r * NW + warp;
+      float k, q;
+      if constexpr (Lean) k = __shfl_sync(0xffffffffu, lk, r) * kn, q = __shfl_sync(0xffffffffu, lq, r);
+      else k = ks[i] * kn, q = qs[i] * qn;
 #pragma unroll
-    for (int c = 0; c < CPL; ++c) {
-      s[r][c] = fmaf(k, u[c], s[r][c]);
-      op[c] = fmaf(q, s[r][c], op[c]);
+      for (int c = 0; c < CPL; ++c) {
+        s[r][c] = fmaf(k, u[c], s[r][c]);
+        op[c] = fmaf(q, s[r][c], op[c]);
+      }
+      if constexpr (decltype(whole)::value) store_cols<CPL>(p1, 1, true, CPL, s[r]), p1 += step1;
+      else if (s1 && i < K && nj > 0) store_cols<CPL>(s1 + i * rs1 + j0 * cs1, cs1, vec1, nj, s[r]);
     }
-    if (s1 && i < K && nj > 0) store_cols<CPL>(s1 + i * rs1 + j0 * cs1, cs1, vec1, nj, s[r]);
-  }
+  };
+  if (s1 && vec1 && K == KMAX && nj >= CPL) update_rows(std::true_type{});
+  else update_rows(std::false_type{});
 #pragma unroll
   for (int c = 0; c < CPL; ++c) part_o[warp][CPL * lane + c] = op[c];
   __syncthreads();

@@ -67,17 +67,19 @@ void launch_recurrent(const kernel_args<T>& k, index_t rows, const exec& x) {
 
 // ---- decode step (main pass, K <= 128); the stats pass and larger K use the token-by-token kernel -----------------
 // Four columns per lane (16-byte loads): closer to copy bandwidth on the H200 than two (bench/cuda/README.md).
-// (CPL, NW, Lean, MinBlocks: columns per lane, warps per block, key vectors by shuffles, blocks per SM;
-// bench_cuda.cu --decode-variants measures the others.)
+// (CPL, NW, Lean, MinBlocks, Walk: columns per lane, warps per block, key vectors by shuffles, blocks per SM, which
+// batch row a block serves; bench_cuda.cu --decode-variants measures the library's choice, decode_ab.cu the walks.)
 // MinBlocks = 3 for the library's shape: the 128-thread block with its 32×4 state registers fits three to an SM only
 // at <= 168 registers, which ptxas does not aim for by itself (184 without the bound: two blocks, ~14% slower;
-// bench/cuda/README.md, 2026-12-02). Other shapes: no bound unless asked.
+// bench/cuda/README.md, 2026-12-02). Other shapes: no bound unless asked. Walk = pool (decode_order.hpp): through a
+// permuted pool the blocks walk it in address order, 0.6–1.8 % faster for every rule on the H200; a batch already in
+// order or spread over a pool over twice its size pays ~1 % for finding that out (bench/cuda/README.md, dec6).
 template <class Rule, class T, int KMAX, int CPL = 4, int NW = decode_threads / 32, bool Lean = false,
-          int MinBlocks = (CPL == 4 && NW == 4 ? 3 : 1)>
+          int MinBlocks = (CPL == 4 && NW == 4 ? 3 : 1), decode_walk Walk = decode_walk::pool>
 void launch_decode_k(const kernel_args<T>& k, index_t rows, const exec& x) {
   constexpr int cols = 32 * CPL;
   const dim3 grid(static_cast<unsigned>((k.V + cols - 1) / cols), static_cast<unsigned>(k.HV), static_cast<unsigned>(rows));
-  decode_kernel<Rule, T, KMAX, CPL, NW, Lean, MinBlocks><<<grid, 32 * NW, 0, x.stream>>>(k);
+  decode_kernel<Rule, T, KMAX, CPL, NW, Lean, MinBlocks, Walk><<<grid, 32 * NW, 0, x.stream>>>(k);
   check_launch("decode_kernel");
 }
 
