@@ -223,3 +223,14 @@ TEST_CASE("aliasing: two gradient views of the reference backward must not overl
   expect_error([&] { reference::backward<Rule>(a, g); }, {"'dq'", "'dk'", "overlaps"});
   CHECK(pool == before);
 }
+
+// An exact in-place pair is the same elements in the same order whatever stride an axis of extent 1 carries (a
+// framework's view at B = 1 may report any); a different stride over a longer axis is another layout.
+TEST_CASE("aliasing: an axis of extent 1 does not tell two views apart") {
+  std::vector<float> buffer(40);
+  const auto x = strided<4>(std::span(buffer), {1, 5, 2, 4}, {40, 8, 4, 1}, "x");
+  const auto y = strided<4>(std::span(buffer), {1, 5, 2, 4}, {7, 8, 4, 1}, "y");
+  const auto z = strided<4>(std::span(buffer), {1, 5, 2, 4}, {40, 8, 1, 2}, "z");
+  CHECK(detail::same_elements(x, y));
+  CHECK_FALSE(detail::same_elements(x, z));
+}

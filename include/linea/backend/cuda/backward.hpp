@@ -206,10 +206,28 @@ struct backward_impl<backend::cuda> {
       throw error("the CUDA backward supports K, V <= 128, but K = " + std::to_string(p.K) + ", V = " + std::to_string(p.V));
     if (a.normalize && !std::is_same_v<Read, read::identity>)
       throw error("argument 'normalize' is not supported with the CCQ read by the CUDA backward");
-    // (a stride 0 over an extent of 1, or in a view of no elements, broadcasts nothing: contiguous views at B = 1
-    // or T = 0 have one)
-    if (g.dg.size() > 0 && ((g.dg.stride(0) == 0 && g.dg.extent(0) > 1) || (g.dg.stride(1) == 0 && g.dg.extent(1) > 1)))
-      throw error("gradient 'dg' with stride 0 over batch or time (g_gamma) is not supported by the CUDA backward yet");
+    // The summed gradients the other backends accept with stride 0 (g_gamma's dg, a dβ or dλ broadcast over
+    // positions: core/gradients.hpp) are stored here position by position, so a shared element would keep one
+    // position's value, not the sum: rejected. (A stride 0 over an extent of 1, or in a view of no elements,
+    // broadcasts nothing: contiguous views at B = 1 or T = 0 have one.)
+    const auto summed = [](const auto& x, const char* name) {
+      if (x.size() == 0) return;
+      for (int r = 0; r < std::remove_cvref_t<decltype(x)>::rank; ++r)
+        if (x.stride(r) == 0 && x.extent(r) > 1)
+          throw error(std::string("gradient '") + name + "' with stride 0 over axis " + std::to_string(r) + " (shape " +
+                      shape_string(x) + "; a summed gradient such as g_gamma's dg) is not supported by the "
+                      "CUDA backward yet: pass one element per position and sum them");
+    };
+    summed(g.dg, "dg"), summed(g.dbeta, "dbeta"), summed(g.dlambda, "dlambda");
+    summed(g.dccq_log_decay, "dccq_log_decay"), summed(g.dC0, "dC0"), summed(g.dm0, "dm0"), summed(g.dz0, "dz0");
+    // In place over A_log or dt_bias: the input-adjoint kernel reads those parameters while other blocks add into
+    // dA_log, ddt_bias (zeroed first), so the pair the other backends allow is rejected here.
+    if (g.dA_log.ptr && static_cast<const void*>(g.dA_log.ptr) == static_cast<const void*>(a.gate.A_log.ptr))
+      throw error("gradient 'dA_log' in place over 'gate.A_log' is not supported by the CUDA backward: pass a buffer "
+                  "of its own");
+    if (g.ddt_bias.ptr && static_cast<const void*>(g.ddt_bias.ptr) == static_cast<const void*>(a.gate.dt_bias.ptr))
+      throw error("gradient 'ddt_bias' in place over 'gate.dt_bias' is not supported by the CUDA backward: pass a "
+                  "buffer of its own");
     cuda_detail::bwd::run<Rule, Read>(a, g, p, l);
   }
 };

@@ -80,9 +80,15 @@ enum class precision { tf32x3, tf32 };
 template <class T>
 inline constexpr precision precision_for = std::is_same_v<T, float> ? precision::tf32x3 : precision::tf32;
 
-// x rounded to the nearest TF32 value (ties away from zero; ±inf stay, the carry of a mantissa of ones rounds up
-// the exponent): an add and a mask, in place of sm_90's emulated cvt.rna.tf32.f32.
-__device__ __forceinline__ std::uint32_t round_tf32(float x) { return (__float_as_uint(x) + 0x1000u) & 0xffffe000u; }
+// x rounded to the nearest TF32 value (ties away from zero; the carry of a mantissa of ones rounds up the
+// exponent): an add and a mask, in place of sm_90's emulated cvt.rna.tf32.f32. ±inf stay, and a NaN stays a NaN
+// (the quiet NaN 0x7fc00000): the add would carry a NaN's mantissa into the sign (the H200's 0x7fffffff → −0) and
+// drop the payload of one with only low mantissa bits (→ inf), and a NaN must poison what the math says it poisons.
+__device__ __forceinline__ std::uint32_t round_tf32(float x) {
+  const std::uint32_t u = __float_as_uint(x);
+  if ((u & 0x7f800000u) == 0x7f800000u) return (u & 0x007fffffu) ? 0x7fc00000u : u;
+  return (u + 0x1000u) & 0xffffe000u;
+}
 
 // An A fragment element for precision Prec: its split (3xTF32) or its rounding (small unused, left 0).
 template <precision Prec>
