@@ -501,17 +501,15 @@ TEST_CASE("CUDA backward: stride-0 summed gradients and in-place gate parameters
                                                      {.gate = true});
   cuda::mirror<float, float> m(c.args());
   cuda::gradient_mirror<float, float> gm(c.grads());
+  auto g = gm.device;
+  const auto call = [&] { linea::backward<gated_delta, read::identity, backend::cuda>(m.device, g); };
   SUBCASE("dbeta with stride 0 over time") {
-    auto g = gm.device;
     g.dbeta.str[1] = 0;
-    CHECK_THROWS_WITH_AS(linea::backward<gated_delta, read::identity, backend::cuda>(m.device, g),
-                         doctest::Contains("'dbeta' with stride 0"), linea::error);
+    CHECK_THROWS_WITH_AS(call(), doctest::Contains("'dbeta' with stride 0"), linea::error);
   }
   SUBCASE("dA_log in place over gate.A_log") {
-    auto g = gm.device;
     g.dA_log.ptr = const_cast<float*>(m.device.gate.A_log.ptr);
-    CHECK_THROWS_WITH_AS(linea::backward<gated_delta, read::identity, backend::cuda>(m.device, g),
-                         doctest::Contains("'dA_log' in place"), linea::error);
+    CHECK_THROWS_WITH_AS(call(), doctest::Contains("'dA_log' in place"), linea::error);
   }
   gm.copy_back();  // untouched: every output still its NaN fill
   int written = 0;
