@@ -210,16 +210,14 @@ struct backward_impl<backend::cuda> {
     // positions: core/gradients.hpp) are stored here position by position, so a shared element would keep one
     // position's value, not the sum: rejected. (A stride 0 over an extent of 1, or in a view of no elements,
     // broadcasts nothing: contiguous views at B = 1 or T = 0 have one.)
-    const auto summed = [](const auto& x, const char* name) {
-      if (x.size() == 0) return;
-      for (int r = 0; r < std::remove_cvref_t<decltype(x)>::rank; ++r)
-        if (x.stride(r) == 0 && x.extent(r) > 1)
-          throw error(std::string("gradient '") + name + "' with stride 0 over axis " + std::to_string(r) + " (shape " +
-                      shape_string(x) + "; a summed gradient such as g_gamma's dg) is not supported by the "
-                      "CUDA backward yet: pass one element per position and sum them");
-    };
-    summed(g.dg, "dg"), summed(g.dbeta, "dbeta"), summed(g.dlambda, "dlambda");
-    summed(g.dccq_log_decay, "dccq_log_decay"), summed(g.dC0, "dC0"), summed(g.dm0, "dm0"), summed(g.dz0, "dz0");
+    constexpr const char* summed = "a summed gradient (g_gamma's dg, a broadcast dbeta or dlambda) is not supported by "
+                                   "the CUDA backward yet, which stores it position by position: pass one element per "
+                                   "position and sum them";
+    detail::expect_distinct_elements(g.dg, "dg", summed), detail::expect_distinct_elements(g.dbeta, "dbeta", summed);
+    detail::expect_distinct_elements(g.dlambda, "dlambda", summed);
+    detail::expect_distinct_elements(g.dccq_log_decay, "dccq_log_decay", summed);
+    detail::expect_distinct_elements(g.dC0, "dC0", summed), detail::expect_distinct_elements(g.dm0, "dm0", summed);
+    detail::expect_distinct_elements(g.dz0, "dz0", summed);
     // In place over A_log or dt_bias: the input-adjoint kernel reads those parameters while other blocks add into
     // dA_log, ddt_bias (zeroed first), so the pair the other backends allow is rejected here.
     if (g.dA_log.ptr && static_cast<const void*>(g.dA_log.ptr) == static_cast<const void*>(a.gate.A_log.ptr))

@@ -15,6 +15,7 @@
 #pragma once
 #include <cstddef>
 
+#include "backward/inputs_kernel.hpp"  // warp_sum
 #include "backward/plan.hpp"
 #include "check.hpp"
 
@@ -34,11 +35,6 @@ inline std::size_t normalizer_floats(const backward_plan& p) {
   const std::size_t tokens = std::size_t(p.tokens), chunks = p.chunks.size(), H = std::size_t(p.H),
                     HV = std::size_t(p.HV), K = std::size_t(p.K);
   return tokens * (H + HV) + chunks * K * (H + HV);
-}
-
-__device__ __forceinline__ float norm_warp_sum(float x) {
-  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-  return x;
 }
 
 // zsum[c, h] = Σ_{t in chunk c} k̂_t (key head h).
@@ -86,7 +82,7 @@ __global__ void __launch_bounds__(norm_threads) norm_scale_output_grads(const wo
       z += w.k[at];  // z_t includes k̂_t
       qz = w.q[at] * z;
     }
-    qz = norm_warp_sum(qz);
+    qz = warp_sum(qz);
     if (lane == 0) part[r][warp] = qz;
   }
   __syncthreads();
@@ -117,7 +113,7 @@ __global__ void __launch_bounds__(norm_threads) norm_coefficients(const work w, 
   for (int r = 0; r < ch.len; ++r) {
     float x = 0;
     if (i < w.K) x = w.q[std::size_t(((t0 + r) * w.H + h) * w.K + i)] * w.dq[std::size_t(((t0 + r) * w.HV + hv) * w.K + i)];
-    x = norm_warp_sum(x);
+    x = warp_sum(x);
     if (lane == 0) part[r][warp] = x;
   }
   __syncthreads();
