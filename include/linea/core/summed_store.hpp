@@ -10,10 +10,12 @@
 #include <utility>
 #include <vector>
 
+#include "../backend/isa.hpp"
 #include "../tensor.hpp"
 #include "aliasing.hpp"
 
-namespace linea::detail {
+// In the instruction-set namespace: its loops are compiled for the translation unit's -march (backend/isa.hpp).
+namespace linea::detail::inline LINEA_ISA {
 
 // Calls f(i0, …, i_{Rank−1}) for every position of `ext`, the last index fastest (logical order).
 template <int Rank, class F>
@@ -47,4 +49,4 @@ void store_summed(const tensor<Wide, Rank>& sum, const view<X, Rank>& out) {
   }
 }
 
-}  // namespace linea::detail
+}  // namespace linea::detail::inline LINEA_ISA
