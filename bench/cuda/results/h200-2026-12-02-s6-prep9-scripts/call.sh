@@ -3,7 +3,7 @@
 #  - build on the device (16 cores, sm_90a), all in parallel: the 7 instance units, main.cu + backward_test.cu
 #    (-split-compile=4: test code only, off the timed path), bench_cuda.cu, the conformance runner, and grad_ab for
 #    kda, gdn2, gla with -DGRAD_AB_PREP_V0 (B side = main 16a7383's phase 1, per_key_prep_v0.hpp);
-#  - side by side: the backward test cases with LINEA_BACKWARD_ERRORS=1, the conformance runner, memcheck and
+#  - alone first: grad_ab per rule at 8×4096 (below); then side by side: the backward test cases with LINEA_BACKWARD_ERRORS=1, the conformance runner, memcheck and
 #    racecheck on grad_ab --check (kda, gdn2, gla: partial chunks, K = 64, V = 96, GVA; and 1 × 130);
 #  - alone: grad_ab per rule at 8×4096 (new vs old phase 1: distances of every gradient, whole backward and phase 1
 #    times, interleaved), then linea_cuda_bench --backward for kda and gla at 8×4096 (LINEA_BENCH_BACKWARD).
@@ -30,13 +30,17 @@ $L $B/linea_cuda_conformance.o $B/*.inst.o -o $B/conf &
 for r in $RULES; do $L $B/grad_ab_$r.o $B/*.inst.o -o $B/ab_$r & done; wait
 grep -E "FAILED|error|[0-9] s " $OUT/build.log | cut -c1-200 | head -30
 ls $B/tests $B/bench $B/conf $B/ab_* 2>&1 | tr '\n' ' '; echo
+el grad_ab
+for r in $RULES; do [ $(left) -gt 12 ] || break; timeout 25 $B/ab_$r >> $OUT/ab.jsonl 2>&1 || echo "ab $r rc $?"; done
+cat $OUT/ab.jsonl
 el checks
+W=$(( $(left) - 8 )); [ $W -gt 70 ] && W=70; [ $W -lt 10 ] && W=10
 T=$B/tests
-(LINEA_BACKWARD_ERRORS=1 timeout 70 $T "-tc=CUDA backward*" > $OUT/tests.log 2>&1; echo "tests rc $?" >> $OUT/tests.log) &
-(timeout 60 $B/conf $C/fla $C/linea > $OUT/conformance.log 2>&1; echo "conf rc $?" >> $OUT/conformance.log) &
+(LINEA_BACKWARD_ERRORS=1 timeout $W $T "-tc=CUDA backward*" > $OUT/tests.log 2>&1; echo "tests rc $?" >> $OUT/tests.log) &
+(timeout $W $B/conf $C/fla $C/linea > $OUT/conformance.log 2>&1; echo "conf rc $?" >> $OUT/conformance.log) &
 for r in $RULES; do
-  (timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 $B/ab_$r --check > /tmp/mc_$r.log 2>&1; echo "memcheck grad_ab --check $r rc $?" >> /tmp/mc_$r.log) &
-  (timeout 50 compute-sanitizer --tool racecheck --error-exitcode 9 $B/ab_$r --check > /tmp/rc_$r.log 2>&1; echo "racecheck grad_ab --check $r rc $?" >> /tmp/rc_$r.log) &
+  (timeout $W compute-sanitizer --tool memcheck --error-exitcode 9 $B/ab_$r --check > /tmp/mc_$r.log 2>&1; echo "memcheck grad_ab --check $r rc $?" >> /tmp/mc_$r.log) &
+  (timeout $W compute-sanitizer --tool racecheck --error-exitcode 9 $B/ab_$r --check > /tmp/rc_$r.log 2>&1; echo "racecheck grad_ab --check $r rc $?" >> /tmp/rc_$r.log) &
 done
 wait
 for r in $RULES; do cat /tmp/mc_$r.log; grep -E "SUMMARY|rc " /tmp/rc_$r.log; done > $OUT/san.log 2>&1
@@ -45,9 +49,6 @@ echo "worst error per input type (LINEA_BACKWARD_ERRORS lines: label what err):"
 for ty in float32 bf16 fp16; do grep -E " $ty .*e[-+][0-9]+$" $OUT/tests.log | awk '{v = $NF + 0; if (v > m) {m = v; l = $0}} END {print "worst:", l}'; done
 grep -E '^FAIL' $OUT/conformance.log | head; echo "backward lines: $(grep -c backward $OUT/conformance.log)"; tail -n 2 $OUT/conformance.log
 grep -E "SUMMARY|rc |^\{" $OUT/san.log | cut -c1-300
-el grad_ab
-for r in $RULES; do [ $(left) -gt 12 ] || break; timeout 25 $B/ab_$r >> $OUT/ab.jsonl 2>&1 || echo "ab $r rc $?"; done
-cat $OUT/ab.jsonl
 el bench
 for rb in kda:8 gla:8; do [ $(left) -gt 8 ] || break; LINEA_BENCH_BACKWARD=$rb timeout 12 $B/bench --backward >> $OUT/bench.jsonl 2>&1; done; grep backward $OUT/bench.jsonl
 el done
