@@ -13,6 +13,9 @@
 //   grad_ab            8×4096 and 1×32768, every rule with a CUDA backward (or GRAD_AB_RULE's) but the CCQ read
 //   grad_ab --check    small odd shapes only (partial chunks, K, V < 128, a GVA group): distances, for a sanitizer
 //   GRAD_AB_ONLY=<rule>  one rule (at 8×4096 only with --once: one launch of each, for ncu)
+// With -DGRAD_AB_PREP_V0 (prep9) the B side ("x3" in the output) is instead main 16a7383's phase 1 for per-key decays
+// (per_key_prep_v0.hpp: P and A pairwise in log space) at the library's precision, everything else the library's:
+// the distances are then new phase 1 against old, and only the whole backward and phase 1 are timed (8×4096).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +25,9 @@
 #include <vector>
 
 #include <linea/cuda.hpp>
+#ifdef GRAD_AB_PREP_V0
+#include "per_key_prep_v0.hpp"
+#endif
 
 using namespace linea;
 using T = bf16;
@@ -188,17 +194,35 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   const view<const float, 4> none4{};
   const view<float, 4> none4w{};
   const auto prep = [&]<precision Prec> { bwd::prep_phase<erases, per_key, channels, Prec>(wk, 0, cg); };
+#ifdef GRAD_AB_PREP_V0
+  constexpr bool prep_v0 = true;
+  const auto prep_b = [&]<precision Prec> {  // main's phase 1, at the library's precision
+    if constexpr (per_key) {
+      constexpr auto kern = bwd::per_key_prep_kernel_v0<erases, channels, bwd::precision_for<T>>;
+      constexpr std::size_t sh = bwd::per_key_prep_shape_v0<erases, channels>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<dim3{unsigned(wk.chunks), unsigned(wk.HV)}, bwd::threads, sh>>>(wk, cg);
+      CK(cudaGetLastError());
+    } else {
+      bwd::prep_phase<erases, per_key, channels, bwd::precision_for<T>>(wk, 0, cg);
+    }
+  };
+#else
+  constexpr bool prep_v0 = false;
+  const auto prep_b = prep;
+#endif
   const auto fwd = [&]<precision Prec> { bwd::state_phases<erases, per_key, Prec>(wk, none4, none4, none4w, true, false, 0); };
   const auto rev = [&]<precision Prec> { bwd::state_phases<erases, per_key, Prec>(wk, none4, none4, none4w, false, true, 0); };
   const auto grad = [&]<precision Prec> {
     bwd::grad_phase<erases, decays, per_key, T, channels, Prec>(wk, gr.dv, 0, cg, cd);
   };
-  const auto whole = [&]<precision Prec> {  // backward.hpp's run, phases 0-5
+  const auto whole = [&]<precision Prec, bool B = false> {  // backward.hpp's run, phases 0-5 (B: prep_b)
     bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
     if constexpr (channels) {
       bwd::channel_gates_kernel<T><<<unsigned(tokens), bwd::threads>>>(a.b, a.w, wk, gate_b, gate_w);
     }
-    prep.template operator()<Prec>();
+    if constexpr (B) prep_b.template operator()<Prec>();
+    else prep.template operator()<Prec>();
     bwd::state_phases<erases, per_key, Prec>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
     grad.template operator()<Prec>();
     bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
@@ -256,7 +280,11 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   const auto o_alt = outputs();
   CK(cudaMemset(wk.dq, 0, tokens * HV * K * sizeof(float)));  // (so that a skipped write shows)
   CK(cudaMemset(wk.dk, 0, tokens * HV * K * sizeof(float)));
-  whole.template operator()<precision::tf32x3>();
+  const auto whole_b = [&] {  // the B side: every product in 3xTF32, or (GRAD_AB_PREP_V0) main's phase 1
+    if constexpr (prep_v0) whole.template operator()<lib_p, true>();
+    else whole.template operator()<precision::tf32x3>();
+  };
+  whole_b();
   CK(cudaDeviceSynchronize());
   const auto o_x3 = outputs();
   std::printf("{\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"H\":%ld,\"HV\":%ld,\"K\":%ld,\"V\":%ld", rule_name<Rule>::value,
@@ -280,7 +308,7 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     double t_lib = 1e30, t_x3 = 1e30;
     for (int r = 0; r < 3; ++r) {  // interleaved: the spread between runs
       t_lib = std::min(t_lib, time_ms(lib, 2, 3));
-      t_x3 = std::min(t_x3, time_ms([&] { whole.template operator()<precision::tf32x3>(); }, 2, 3));
+      t_x3 = std::min(t_x3, time_ms(whole_b, 2, 3));
     }
     std::printf(",\"bwd_ms\":%.3f,\"bwd_x3_ms\":%.3f,\"speedup\":%.2f", t_lib, t_x3, t_x3 / t_lib);
     // each phase alone (phases 2 and 3 rerun on their own results: the times, not the values, matter here)
@@ -289,16 +317,20 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       for (int r = 0; r < 2; ++r) t1 = std::min(t1, time_ms(f1, 3, 3)), t3 = std::min(t3, time_ms(f3, 3, 3));
       std::printf(",\"%s_ms\":%.3f,\"%s_x3_ms\":%.3f", name, t1, name, t3);
     };
-    phase("prep", [&] { prep.template operator()<lib_p>(); }, [&] { prep.template operator()<precision::tf32x3>(); });
-    phase("fwd", [&] { fwd.template operator()<lib_p>(); }, [&] { fwd.template operator()<precision::tf32x3>(); });
-    phase("rev", [&] { rev.template operator()<lib_p>(); }, [&] { rev.template operator()<precision::tf32x3>(); });
-    phase("grad", [&] { grad.template operator()<lib_p>(); }, [&] { grad.template operator()<precision::tf32x3>(); });
-    double t_alt = 1e30;
-    for (int r = 0; r < 2; ++r) t_alt = std::min(t_alt, time_ms(alt, 3, 3));
-    std::printf(",\"grad_alt_ms\":%.3f,\"alt_wide\":%s", t_alt, lib_wide ? "false" : "true");
+    if constexpr (prep_v0) {
+      phase("prep", [&] { prep.template operator()<lib_p>(); }, [&] { prep_b.template operator()<lib_p>(); });
+    } else {
+      phase("prep", [&] { prep.template operator()<lib_p>(); }, [&] { prep.template operator()<precision::tf32x3>(); });
+      phase("fwd", [&] { fwd.template operator()<lib_p>(); }, [&] { fwd.template operator()<precision::tf32x3>(); });
+      phase("rev", [&] { rev.template operator()<lib_p>(); }, [&] { rev.template operator()<precision::tf32x3>(); });
+      phase("grad", [&] { grad.template operator()<lib_p>(); }, [&] { grad.template operator()<precision::tf32x3>(); });
+      double t_alt = 1e30;
+      for (int r = 0; r < 2; ++r) t_alt = std::min(t_alt, time_ms(alt, 3, 3));
+      std::printf(",\"grad_alt_ms\":%.3f,\"alt_wide\":%s", t_alt, lib_wide ? "false" : "true");
+    }
   } else if (once) {  // one launch of each (ncu)
     lib();
-    whole.template operator()<precision::tf32x3>();
+    whole_b();
     CK(cudaDeviceSynchronize());
   }
   std::printf("}\n");
@@ -341,7 +373,9 @@ int main(int argc, char** argv) {
         return;
       }
       ab<Rule>(8, 4096, 16, 16, 128, 128, true, once);
+#ifndef GRAD_AB_PREP_V0
       if (!once) ab<Rule>(1, 32768, 16, 16, 128, 128, true, false);
+#endif
     });
   } catch (const std::exception& e) {
     std::printf("error: %s\n", e.what());

@@ -20,9 +20,10 @@
 #include "chunk_grad_kernel.hpp"
 #include "block_gemm.hpp"
 #include "inputs_kernel.hpp"
-#include "per_key_prep_kernel.hpp"
 
 namespace linea::cuda_detail::bwd {
+
+inline constexpr int LK = max_kv + 1;  // padded row stride of [CL][K] shared tiles read column-wise
 
 // (dBk, dBv, M and the staged k rows only for an erasing update: one CTA per SM there, while gla's kernel keeps
 // two CTAs per SM within the shared memory budget; dW's tile is also dG's)
