@@ -512,10 +512,12 @@ verdict run_backward(const plan& p) {
   // inputs, whatever the algorithm (seed 20261207 case 2199: κ = 1.4e6; the CPU backward's float32 gives 9.7e-3 of
   // SPEC §6's 2e-2 there): reported, not passed.
   if (v.failure.rfind("ddt_bias", 0) == 0 && want.ddt_bias.size()) {
-    const auto& terms = want.dgk.size() ? want.dgk : want.dg;  // [.., HV] or [.., HV, K]: entry e = the last index(es)
-    const std::size_t E = want.ddt_bias.size();
+    // terms: dg [B, T, HV] or dgk [B, T, HV, K], entry e = hv or hv·K + i: the flat index modulo E
+    const bool per_key = want.dgk.size() > 0;
+    const double* terms = per_key ? want.dgk.data() : want.dg.data();
+    const std::size_t n = per_key ? want.dgk.size() : want.dg.size(), E = want.ddt_bias.size();
     std::vector<double> sum(E), abs_sum(E);
-    for (std::size_t i = 0; i < terms.size(); ++i) sum[i % E] += terms.data()[i], abs_sum[i % E] += std::abs(terms.data()[i]);
+    for (std::size_t i = 0; i < n; ++i) sum[i % E] += terms[i], abs_sum[i % E] += std::abs(terms[i]);
     double kappa = 0;
     for (std::size_t e = 0; e < E; ++e) kappa = std::max(kappa, abs_sum[e] / std::abs(sum[e]));
     char note[96];
