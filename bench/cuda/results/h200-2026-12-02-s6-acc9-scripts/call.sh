@@ -26,13 +26,13 @@ $L $B/obj/cuda_fuzz.o $I -o $B/cuda_fuzz >> $OUT/build.txt 2>&1 &
 wait
 ls -la $B/tests $B/conf $B/cuda_fuzz >> $OUT/build.txt 2>&1; grep -h -E "error|FAILED" $OUT/build.txt $B/obj/*.log | head -5
 el checks
-( timeout 60 $B/tests -tc="CUDA backward*" > $OUT/tests.log 2>&1; echo "tests rc $?" >> $OUT/tests.log ) &
-( timeout 45 $B/conf $C/fla $C/linea > $OUT/conformance.log 2>&1; echo "conf rc $?" >> $OUT/conformance.log ) &
-( for c in 2518 1856 2199 136 1305 1591 2396 282 379 418 1303 1768; do timeout 40 $B/cuda_fuzz --seed 20261207 --from $c --to $((c + 1)) 2>&1 | grep '^RESULT' | cut -c1-300; done > $OUT/fuzz_cases.txt 2>&1
-  for c in 77 770 212; do timeout 30 $B/cuda_fuzz --seed 20261206 --from $c --to $((c + 1)) 2>&1 | grep '^RESULT' | cut -c1-300; done >> $OUT/fuzz_cases.txt 2>&1 ) &
-( SEED=20261207 N=3000 P=4 BUDGET=30 CASE_TIMEOUT=15 LOG=/tmp/fzb timeout 50 bash $S/tests/backend/cuda/fuzz/run_fuzz.sh $B/cuda_fuzz --form backward > /tmp/fuzz_sweep.log 2>&1 ) &
-( timeout 45 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests -tc="*one- and two-token*" > /tmp/san1.log 2>&1; echo "memcheck one- and two-token rc $?" >> /tmp/san1.log ) &
-( timeout 45 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests -tc="CUDA backward: in-kernel options*" > /tmp/san2.log 2>&1; echo "memcheck in-kernel options rc $?" >> /tmp/san2.log ) &
+( timeout 45 $B/tests -tc="CUDA backward*" > $OUT/tests.log 2>&1; echo "tests rc $?" >> $OUT/tests.log ) &
+( timeout 35 $B/conf $C/fla $C/linea > $OUT/conformance.log 2>&1; echo "conf rc $?" >> $OUT/conformance.log ) &
+( for c in 2518 1856 2199 136 1305 1591 2396 282 379 418 1303 1768; do timeout 20 $B/cuda_fuzz --seed 20261207 --from $c --to $((c + 1)) 2>&1 | grep '^RESULT' | cut -c1-300; done > $OUT/fuzz_cases.txt 2>&1
+  for c in 77 770 212; do timeout 15 $B/cuda_fuzz --seed 20261206 --from $c --to $((c + 1)) 2>&1 | grep '^RESULT' | cut -c1-300; done >> $OUT/fuzz_cases.txt 2>&1 ) &
+( SEED=20261207 N=3000 P=4 BUDGET=25 CASE_TIMEOUT=15 LOG=/tmp/fzb timeout 40 bash $S/tests/backend/cuda/fuzz/run_fuzz.sh $B/cuda_fuzz --form backward > /tmp/fuzz_sweep.log 2>&1 ) &
+( timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests -tc="*one- and two-token*" > /tmp/san1.log 2>&1; echo "memcheck one- and two-token rc $?" >> /tmp/san1.log ) &
+( timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests -tc="CUDA backward: in-kernel options*" > /tmp/san2.log 2>&1; echo "memcheck in-kernel options rc $?" >> /tmp/san2.log ) &
 wait
 el collect
 { tail -n 1 /tmp/san1.log; grep -h -E "ERROR SUMMARY|test cases:" /tmp/san1.log; tail -n 1 /tmp/san2.log; grep -h -E "ERROR SUMMARY|test cases:" /tmp/san2.log; } > $OUT/sanitizers.txt
