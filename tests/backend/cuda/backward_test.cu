@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
@@ -394,6 +395,31 @@ TEST_CASE("CUDA backward: in-kernel options (L2 norm, gates, beta activation)") 
   check_backward<simple_gla, float>(s, {.qk_l2norm = true, .gate = true});
   check_backward<kda, float>(s, {.qk_l2norm = true, .gate = true, .lower_bound = true, .beta_act = beta_activation::sigmoid});
   check_backward<gla, float>(s, {.gate = true});
+}
+
+// Issue #14: a decay gradient's terms that hold no decay — dP's diagonal, and the state write of a chunk's last
+// token, undecayed to the chunk's end — went into dG twice with opposite signs and reach no dg_t; in float32 their
+// roundings stayed, and under SPEC's extreme gates with one or two tokens (every other term decayed by ~e^-10)
+// they swamped dg (fuzz seed 20261207 case 2518: simple_gla, CCQ uniform, T = 2, dg 1.1e-3; the CCQ case "kda,
+// T = 1" above, dgk 9.9e-4). The scalar-decay kernel with both updates, the per-key one with both, h0 and dL/dS_T.
+TEST_CASE("CUDA backward: decay gradients of one- and two-token sequences under extreme gates") {
+  SUBCASE("identity read, T = 1 and 2") {
+    for (const index_t T : {1, 2}) {
+      CAPTURE(T);
+      const case_shape s{.B = 1, .T = T, .H = 2, .HV = 2, .K = 63, .V = 48, .initial_state = true,
+                         .gates = gate_range::extreme, .seed = std::uint32_t(50 + T)};
+      check_backward<simple_gla, float>(s);
+      check_backward<gated_delta, float>(s);
+      check_backward<gla, float>(s);
+      check_backward<kda, float>(s);
+    }
+  }
+  SUBCASE("simple_gla, CCQ uniform, T = 2, h0, initial statistics (fuzz case 2518's shape)") {
+    check_case<simple_gla, read::ccq<read::uniform>, float>(
+        {.H = 1, .HV = 1, .K = 96, .V = 64, .seqlens = {2}, .initial_state = true, .gates = gate_range::extreme,
+         .seed = 2518},
+        {.ccq = {.initial_stats = true}});
+  }
 }
 
 // T = 0: the gradients of the initial state are d_final_state's, and a contiguous dg [B, 0, HV] (stride 0 over B)

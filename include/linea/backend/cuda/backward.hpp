@@ -25,6 +25,7 @@
 #pragma once
 #include <algorithm>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../../forms/backward.hpp"
@@ -92,11 +93,12 @@ struct backward_scratch {
 };
 
 // The whole scratch: the rule's plan; for the CCQ read the statistics pass's and its own tensors; for channel
-// gates b, w as float32 ([tokens, HV, K] and [tokens, HV, V]).
+// gates b, w as float32 ([tokens, HV, K] and [tokens, HV, V]); for in-kernel gates the float64 accumulators of
+// dA_log [HV] and ddt_bias [HV] or [HV·K] (input_adjoint_kernel.hpp).
 struct scratch_layout {
   backward_plan plan;
   ccq_plan ccq;
-  std::size_t gates_at = 0, norm_at = 0, bytes = 0;
+  std::size_t gates_at = 0, norm_at = 0, sums_at = 0, sums = 0, bytes = 0;
 };
 
 template <class Rule, class Read, class T, class S>
@@ -112,6 +114,11 @@ scratch_layout layout_scratch(const arguments<T, S>& a) {
   }
   if (a.normalize)
     s.norm_at = (s.bytes + 255) / 256 * 256, s.bytes = s.norm_at + sizeof(float) * normalizer_floats(s.plan);
+  if (a.gate.active()) {
+    const std::size_t HV = std::size_t(s.plan.HV), K = std::size_t(s.plan.K);
+    s.sums = HV + (s.plan.per_key ? HV * K : HV);
+    s.sums_at = (s.bytes + 255) / 256 * 256, s.bytes = s.sums_at + sizeof(double) * s.sums;
+  }
   return s;
 }
 
@@ -172,17 +179,22 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   else
     ccq_phases<Rule, Read>(a, g, w, layout.ccq, scratch.base, st, cg, cd);
   if (a.normalize) normalize_after(w, plan, nw, st);  // the normaliser's dq̂, dk̂ terms
-  const input_grads<T> o{g.dq, g.dk, g.dg, g.dbeta, g.dA_log, g.ddt_bias, g.dgk};
-  const view<float, 1> sums[] = {o.dA_log, o.ddt_bias};  // added into over tokens: zeroed first
-  for (const view<float, 1>& x : sums)
-    if (x.ptr) {
-      zero_kernel<><<<1, threads, 0, st>>>(x);
-      check_launch("backward zero_kernel");
-    }
+  input_grads<T> o{g.dq, g.dk, g.dg, g.dbeta, g.dA_log, g.ddt_bias, g.dgk};
+  if (layout.sums) {  // dA_log, ddt_bias: added over tokens in float64, zeroed first
+    auto* sums = reinterpret_cast<double*>(scratch.base + layout.sums_at);
+    LINEA_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * layout.sums, st));
+    o.sum_A_log = sums, o.sum_dt_bias = sums + p.HV;
+  }
   if (tokens) {
     input_adjoint_kernel<T><<<unsigned(tokens), threads, 0, st>>>(k, w, o);
     check_launch("backward input_adjoint_kernel");
   }
+  const std::pair<view<float, 1>, const double*> sums[] = {{o.dA_log, o.sum_A_log}, {o.ddt_bias, o.sum_dt_bias}};
+  for (const auto& [x, sum] : sums)
+    if (x.ptr) {
+      sums_kernel<><<<1, threads, 0, st>>>(x, sum);
+      check_launch("backward sums_kernel");
+    }
 }
 
 }  // namespace cuda_detail::bwd

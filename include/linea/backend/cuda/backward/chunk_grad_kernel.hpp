@@ -198,13 +198,16 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
       L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
   // ---- dk = F ⊙ (U_new dhᵀ) + Nᵀ Q + the UT transform's terms ----
-  // (with z_s = k_s·(F ⊙ U_new dhᵀ)_s: dG_s −= z_s, dG_L += z_s)
+  // (with z_s = k_s·(F ⊙ U_new dhᵀ)_s: dG_s −= z_s, dG_L += z_s — but for the last row, whose F is 1: its −z and
+  // +z meet in dG_L and reach no dg_t, yet in float32 (dG_L − z) + z keeps only ~2^-24 |z| of dG_L, and z, undecayed,
+  // can dwarf every decayed term of dg (a chunk of one or two tokens under SPEC's extreme gates: issue #14)
   gemm_128<Prec, Wide, grad_tk, walk::k, walk::k>(
       L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
       [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, scratch);
   if constexpr (Decays)
-    row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sDK[s * ld_kv + d]; },
-             [&](int s, float z) { atomicAdd(&sdG[s], -z), atomicAdd(&sdG[L - 1], z); });
+    row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sDK[s * ld_kv + d]; }, [&](int s, float z) {
+      if (s < L - 1) atomicAdd(&sdG[s], -z), atomicAdd(&sdG[L - 1], z);
+    });
   block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
       L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
       [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; });

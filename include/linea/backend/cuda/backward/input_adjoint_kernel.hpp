@@ -2,7 +2,9 @@
 // to the gradients of the raw stored inputs (docs/math/backward.md §3), one CTA per token:
 //   dq, dk: the value heads of a group added into their key head, then the in-kernel L2 norm's adjoint
 //           dx = (dx̂ − x̂ (x̂·dx̂)) / n (one warp per key head);
-//   dg, dgk: d log α through the in-kernel gate (dA_log, ddt_bias added over tokens with atomics);
+//   dg, dgk: d log α through the in-kernel gate (dA_log, ddt_bias added over tokens with float64 atomics into the
+//           workspace, then stored as float32 by sums_kernel: a sum over many tokens can cancel to a millionth of
+//           Σ|terms| (issue #14: gated_delta, T = 6000, 1.4e6), where float32 atomics lost 14 % of ddt_bias);
 //   dβ:     d(e = w = β) through β's activation.
 // The formulas are the reference's (reference/input_adjoints.hpp), called on the device.
 #pragma once
@@ -17,11 +19,14 @@ struct input_grads {
   view<T, 3> dg, dbeta;
   view<float, 1> dA_log, ddt_bias;
   view<T, 4> dgk;
+  double *sum_A_log = nullptr, *sum_dt_bias = nullptr;  // the workspace's float64 accumulators (zeroed first)
 };
 
+// dA_log, ddt_bias from their float64 accumulators (zeros without tokens, or without an in-kernel gate: sum null).
 template <class = void>  // a template: one definition across the TUs that include it
-__global__ void zero_kernel(const view<float, 1> x) {
-  for (index_t i = blockIdx.x * blockDim.x + threadIdx.x; i < x.extent(0); i += gridDim.x * blockDim.x) x(i) = 0.f;
+__global__ void sums_kernel(const view<float, 1> x, const double* sum) {
+  for (index_t i = blockIdx.x * blockDim.x + threadIdx.x; i < x.extent(0); i += gridDim.x * blockDim.x)
+    x(i) = sum ? float(sum[i]) : 0.f;
 }
 
 template <class T>
@@ -68,8 +73,8 @@ __global__ void __launch_bounds__(threads) input_adjoint_kernel(const kernel_arg
         const auto pd = reference::activate_gate_partials(to_float(a.g(bt, t, hv)), a.A_log(hv), bias,
                                                           a.has_lower_bound, a.lower_bound);
         dx = d * pd.dx;
-        if (o.dA_log.ptr) atomicAdd(&o.dA_log(hv), d * pd.dA_log);
-        if (o.ddt_bias.ptr) atomicAdd(&o.ddt_bias(hv), d * pd.ddt_bias);
+        if (o.dA_log.ptr) atomicAdd(o.sum_A_log + hv, double(d) * double(pd.dA_log));
+        if (o.ddt_bias.ptr) atomicAdd(o.sum_dt_bias + hv, double(d) * double(pd.ddt_bias));
       }
       if (o.dg.ptr) o.dg(bt, t, hv) = from_float<T>(dx);
     }
@@ -88,8 +93,8 @@ __global__ void __launch_bounds__(threads) input_adjoint_kernel(const kernel_arg
         const auto pd = reference::activate_gate_partials(to_float(a.gk(bt, t, hv, i)), a.A_log(hv), bias,
                                                           a.has_lower_bound, a.lower_bound);
         dx = d * pd.dx;
-        if (o.dA_log.ptr) atomicAdd(&o.dA_log(hv), d * pd.dA_log);
-        if (o.ddt_bias.ptr) atomicAdd(&o.ddt_bias(e), d * pd.ddt_bias);
+        if (o.dA_log.ptr) atomicAdd(o.sum_A_log + hv, double(d) * double(pd.dA_log));
+        if (o.ddt_bias.ptr) atomicAdd(o.sum_dt_bias + e, double(d) * double(pd.ddt_bias));
       }
       if (o.dgk.ptr) o.dgk(bt, t, hv, i) = from_float<T>(dx);
     }

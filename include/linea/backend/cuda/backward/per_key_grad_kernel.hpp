@@ -9,6 +9,9 @@
 // column factor):
 //   dG_rd = q_rd (dq_rd) − k_rd (dk_rd)   over the P, A, Kd, Bk and inter-chunk terms, + Σ_s k_sd (Kd term) and
 //           γ_Ld ⟨h_d, dh_d⟩ at r = L;   then dgk_td = Σ_{r≥t} dG_rd.
+// Terms that hold no decay — dP's diagonal (D_rrd = 1) and the last row's state write (its decay to the chunk's end
+// is 1) — enter dG twice with opposite signs within every dgk_t's sum and reach none: they are left out of dG (in
+// float32 their roundings would remain, and under strong decays swamp dgk; issue #14).
 // With Channels (GDN-2, channel_gates.hpp) e_r is b_rd in every term above, and instead of de_r, dw_r (sums over
 // the row) the kernel writes db_rd = k_rd (rowA_rd + γ_rd dBk_rd) and dw_rj = v_rj dBv_rj; dv_rj = w_rj dBv_rj.
 // Latency-bound like chunk_grad_kernel: an erasing update's products stream 32 deep (Wide: 128-wide ones through
@@ -126,12 +129,14 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
       [&](int s, int d, float acc) {
         const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc;
         dk[s * ldg + d] = x;
-        sdG[s * max_kv + d] -= ks(s, d) * x;
+        if (s < L - 1) sdG[s * max_kv + d] -= ks(s, d) * x;  // (the last row's term: below)
       },
       scratch);
-  // dG_Ld's share of the state write, Σ_s k_sd dk_sd, one channel per thread over dk as the product left it (this
-  // CTA's own global writes, visible after block_gemm's closing barrier) in place of an atomic from every element
-  // (two threads per channel, each over half the rows with all its loads in flight; sdGL zeroed first)
+  // dG_Ld's share of the state write, Σ_{s<L-1} k_sd dk_sd, one channel per thread over dk as the product left it
+  // (this CTA's own global writes, visible after block_gemm's closing barrier) in place of an atomic from every
+  // element (two threads per channel, each over half the rows with all its loads in flight; sdGL zeroed first).
+  // The last row's term, undecayed (F = 1), would enter dG_L and leave dG_{L-1} — both in every dgk_t of the chunk —
+  // and reach none: in float32 its rounding is all that it adds, and it can dwarf every decayed term (issue #14).
   if (tid < max_kv) sdGL[tid] = 0;
   __syncthreads();
   {
@@ -144,7 +149,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
       for (int i = 0; i < batch; ++i) {
         const int s = b0 + i;
         x[i] = d < K && s < L ? dk[s * ldg + d] : 0.f;
-        y[i] = d < K && s < L ? ks(s, d) : 0.f;
+        y[i] = d < K && s < L - 1 ? ks(s, d) : 0.f;
       }
 #pragma unroll
       for (int i = 0; i < batch; ++i) z = fmaf(y[i], x[i], z);
@@ -201,7 +206,9 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   }
   // q_td: the staged rows for an erasing update, global rows otherwise
   const auto qs = [&](int t, int d) { return Erases ? sQ[t * max_kv + d] : q[t * ldq + d]; };
-  // the decayed intra-chunk products, per (token, channel)
+  // the decayed intra-chunk products, per (token, channel). dG takes the off-diagonal terms only: the diagonal
+  // one, dP_rr q_rd k_rd (D_rrd = 1), is added to dG_rd as q (dq) and taken off as k (dk), so it reaches no dgk_t;
+  // in float32 the two roundings of it would not cancel (at T = 1 they are all that the rule gives: issue #14).
   for (int e = tid; e < L * K; e += threads) {
     const int r = e / K, d = e % K;
     const float qr = qs(r, d), kr = ks(r, d);
@@ -214,24 +221,27 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
         dqP = fmaf(sN[r * CL + s] * x, decay, dqP);
         rowA = fmaf(sM[r * CL + s] * x, decay, rowA);
       }
-      dqP = fmaf(sN[r * CL + r] * kr, D(r, r, d), dqP);
-      dkP = fmaf(sN[r * CL + r] * qr, D(r, r, d), dkP);
       for (int t = r + 1; t < L; ++t) {
         const float decay = D(t, r, d);
         dkP = fmaf(sN[t * CL + r] * qs(t, d), decay, dkP);
         colA = fmaf(sM[t * CL + r] * erase(t, d) * ks(t, d), decay, colA);
       }
-      ddk = dkP + (er * (rowA + bk) + colA);
       dG = (qr * dqP - kr * dkP) + kr * (er * (rowA + bk) - colA);
+      const float nrr = sN[r * CL + r];  // the diagonal, undecayed
+      dqP = fmaf(nrr, kr, dqP), dkP = fmaf(nrr, qr, dkP);
+      ddk = dkP + (er * (rowA + bk) + colA);
       if constexpr (Channels) {
         if (cd.db.ptr) cd.db(ci.bt, ci.t0 + r, hv, d) = from_float<T>(kr * (rowA + bk));
       } else {
         sdBk[r * max_kv + d] = kr * (rowA + bk);  // de_r's term (dBk's element is read only here, by this thread)
       }
     } else {
-      for (int s = 0; s <= r; ++s) dqP = fmaf(sN[r * CL + s] * ks(s, d), D(r, s, d), dqP);
-      for (int t = r; t < L; ++t) dkP = fmaf(sN[t * CL + r] * qs(t, d), D(t, r, d), dkP);
-      ddk = dkP, dG = qr * dqP - kr * dkP;
+      for (int s = 0; s < r; ++s) dqP = fmaf(sN[r * CL + s] * ks(s, d), D(r, s, d), dqP);
+      for (int t = r + 1; t < L; ++t) dkP = fmaf(sN[t * CL + r] * qs(t, d), D(t, r, d), dkP);
+      dG = qr * dqP - kr * dkP;
+      const float nrr = sN[r * CL + r];  // the diagonal, undecayed
+      dqP = fmaf(nrr, kr, dqP), dkP = fmaf(nrr, qr, dkP);
+      ddk = dkP;
     }
     dq[r * ldg + d] += dqP;
     dk[r * ldg + d] += ddk;

@@ -1,0 +1,2 @@
+#include <linea/cuda.hpp>
+LINEA_CUDA_CCQ_BACKWARD_INSTANCES(, linea::delta)

@@ -1,0 +1,2 @@
+#include <linea/cuda.hpp>
+LINEA_CUDA_INSTANCES(, linea::gated_delta)
