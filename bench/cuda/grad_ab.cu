@@ -250,6 +250,8 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     CK(cudaMemset(dk, 0, nk * sizeof(T)));
     CK(cudaMemset(dv, 0, nv * sizeof(T)));
   };
+  lib();  // (first: the library's call writes the chunk table into the workspace, which whole() then reuses)
+  CK(cudaDeviceSynchronize());
   clear();
   whole(grad_old);
   CK(cudaDeviceSynchronize());
