@@ -10,18 +10,26 @@
 //        -Iinclude [-DGRAD_AB_RULE=linea::gated_delta] bench/cuda/grad_ab.cu -o grad_ab
 //   grad_ab            8×4096 (and 1×32768 with --long), every rule with a CUDA backward (or GRAD_AB_RULE's) but CCQ
 //   grad_ab --check    small odd shapes only (partial chunks, K, V < 128, a GVA group): distances, for a sanitizer
-//   GRAD_AB_ONLY=<rule>  one rule (at 8×4096 only with --once: one launch of each phase 4, for ncu)
+//   GRAD_AB_ONLY=<rule>  one rule by its name (gated_delta_rule, kda, …; at 8×4096 only with --once: one launch of
+//                        each phase 4, for ncu)
+// With -DGRAD_AB_PREP_V0 (prep9) "old" is instead main 16a7383's phase 1 for per-key decays (per_key_prep_v0.hpp: P
+// and A pairwise in log space) with the library's phase 4: the distances are then new phase 1 against old, and
+// "prep_old_ms" times main's phase 1 (the phase-4 columns then time the same kernel twice).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <linea/cuda.hpp>
 
 #include "grad_ab_v0.hpp"
+#ifdef GRAD_AB_PREP_V0
+#include "per_key_prep_v0.hpp"
+#endif
 
 using namespace linea;
 using T = bf16;
@@ -193,7 +201,29 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   const auto rev = [&] { bwd::state_phases<erases, per_key, P>(wk, none4, none4, none4w, false, true, 0); };
   const auto grad_new = [&] { bwd::grad_phase<erases, decays, per_key, T, channels, P>(wk, gr.dv, 0, cg, cd); };
   const dim3 grid{unsigned(wk.chunks), unsigned(wk.HV)};
-  const auto grad_old = [&] {  // main's phase 4 as main's phases.hpp launched it
+#ifdef GRAD_AB_PREP_V0
+  constexpr bool prep_v0 = true;
+#else
+  constexpr bool prep_v0 = false;
+#endif
+  const auto prep_old = [&] {  // main's phase 1 for per-key decays (prep9's A/B), else the library's
+#ifdef GRAD_AB_PREP_V0
+    if constexpr (per_key) {
+      constexpr auto kern = bwd::per_key_prep_kernel_v0<erases, channels, P>;
+      constexpr std::size_t sh = bwd::per_key_prep_shape_v0<erases, channels>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk, cg);
+      CK(cudaGetLastError());
+      return;
+    }
+#endif
+    prep();
+  };
+  const auto grad_old = [&] {  // main's phase 4 as main's phases.hpp launched it (prep9's A/B: the library's)
+    if constexpr (prep_v0) {
+      grad_new();
+      return;
+    }
     if constexpr (per_key) {
       constexpr auto kern = bwd::v0::per_key_grad_kernel<erases, T, channels, false, P>;
       constexpr std::size_t sh = bwd::v0::per_key_grad_shape<erases>::bytes;
@@ -207,12 +237,13 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     }
     CK(cudaGetLastError());
   };
-  const auto whole = [&](auto&& grad) {  // backward.hpp's run, phases 0-5
+  const auto whole = [&](auto&& grad) {  // backward.hpp's run, phases 0-5 (the old phase 1 with the old phase 4)
     bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
     if constexpr (channels) {
       bwd::channel_gates_kernel<T><<<unsigned(tokens), bwd::threads>>>(a.b, a.w, wk, gate_b, gate_w);
     }
-    prep();
+    if constexpr (std::is_same_v<std::decay_t<decltype(grad)>, std::decay_t<decltype(grad_old)>>) prep_old();
+    else prep();
     bwd::state_phases<erases, per_key, P>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
     grad();
     bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
@@ -291,6 +322,11 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     // phases 1-3 alone (2 and 3 rerun on their own results: the times, not the values, matter here)
     std::printf(",\"prep_ms\":%.3f,\"fwd_ms\":%.3f,\"rev_ms\":%.3f", time_ms(prep, 3, 3), time_ms(fwd, 3, 3),
                 time_ms(rev, 3, 3));
+    if constexpr (prep_v0) {
+      double p_new = 1e30, p_old = 1e30;
+      for (int r = 0; r < 3; ++r) p_new = std::min(p_new, time_ms(prep, 3, 3)), p_old = std::min(p_old, time_ms(prep_old, 3, 3));
+      std::printf(",\"prep_new_ms\":%.3f,\"prep_old_ms\":%.3f", p_new, p_old);
+    }
   } else if (once) {  // one launch of each phase 4 (ncu)
     grad_new();
     grad_old();

@@ -84,16 +84,23 @@ void expect_disjoint(const O& out, const char* out_name, const X& other, const c
               describe_memory(other, other_name) + "; " + rule);
 }
 
+// The first axis over which several positions of `v` share one element (stride 0 over an extent > 1), or -1.
+template <class V>
+int shared_element_axis(const V& v) {
+  for (int r = 0; r < V::rank; ++r)
+    if (v.extent(r) > 1 && v.stride(r) == 0) return r;
+  return -1;
+}
+
 // An output view must give every position its own element: stride 0 over an extent > 1 is rejected, `why` saying
 // why in the message.
 template <class V>
 void expect_distinct_elements(const V& out, const char* name,
                               const char* why = "an output needs one element per position (several writers would share one)") {
   if (bytes_of(out).empty()) return;  // no elements (T = 0): nothing is written
-  for (int r = 0; r < V::rank; ++r)
-    if (out.extent(r) > 1 && out.stride(r) == 0)
-      throw error(std::string("argument '") + name + "' has shape " + shape_string(out) + " and stride 0 over axis " +
-                  std::to_string(r) + ": " + why);
+  if (const int r = shared_element_axis(out); r >= 0)
+    throw error(std::string("argument '") + name + "' has shape " + shape_string(out) + " and stride 0 over axis " +
+                std::to_string(r) + ": " + why);
 }
 
 }  // namespace linea::detail

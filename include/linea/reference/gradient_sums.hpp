@@ -4,12 +4,10 @@
 // token adds into dA_log, dt_bias) and stored into the caller's views once at the end; a view with stride 0 (dg
 // of g_gamma) receives the sum of what it covers.
 #pragma once
-#include <algorithm>
-#include <map>
-
 #include "../backend/isa.hpp"
 #include "../core/arguments.hpp"
 #include "../core/gradients.hpp"
+#include "../core/summed_store.hpp"
 #include "../tensor.hpp"
 
 namespace linea::reference::inline LINEA_ISA {
@@ -37,41 +35,9 @@ struct gradient_sums {
   }
 
  private:
-  // Every position of `out` from the sum at its logical index. A view with a zero stride (dg of g_gamma) covers one
-  // element from several positions: it receives their sum, added in Real in logical order (16-bit types have no
-  // arithmetic of their own, and a running 16-bit sum would round at every step) and stored once.
   template <class X, int Rank>
   static void put(const tensor<Real, Rank>& sum, const view<X, Rank>& out) {
-    if (out.empty()) return;
-    bool broadcast = false;
-    for (int r = 0; r < Rank; ++r) broadcast = broadcast || (out.stride(r) == 0 && out.extent(r) > 1);
-    if (!broadcast) {
-      for_each_index(out, [&](const auto&... i) { out(i...) = static_cast<X>(sum(i...)); });
-      return;
-    }
-    std::map<X*, Real> total;  // by address: the positions that share an element
-    for_each_index(out, [&](const auto&... i) { total[&out(i...)] += sum(i...); });
-    for (const auto& [element, value] : total) *element = static_cast<X>(value);
-  }
-
-  template <class X, int Rank, class F>
-  static void for_each_index(const view<X, Rank>& v, F&& f) {
-    if constexpr (Rank == 1) {
-      for (index_t a = 0; a < v.extent(0); ++a) f(a);
-    } else if constexpr (Rank == 2) {
-      for (index_t a = 0; a < v.extent(0); ++a)
-        for (index_t b = 0; b < v.extent(1); ++b) f(a, b);
-    } else if constexpr (Rank == 3) {
-      for (index_t a = 0; a < v.extent(0); ++a)
-        for (index_t b = 0; b < v.extent(1); ++b)
-          for (index_t c = 0; c < v.extent(2); ++c) f(a, b, c);
-    } else {
-      static_assert(Rank == 4, "gradient views have rank 1 to 4");
-      for (index_t a = 0; a < v.extent(0); ++a)
-        for (index_t b = 0; b < v.extent(1); ++b)
-          for (index_t c = 0; c < v.extent(2); ++c)
-            for (index_t d = 0; d < v.extent(3); ++d) f(a, b, c, d);
-    }
+    detail::store_summed(sum, out);
   }
 };
 

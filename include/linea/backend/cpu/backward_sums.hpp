@@ -8,16 +8,12 @@
 //                                                           depend on which thread ran which item)
 // Work items write disjoint entries; store() then writes each given view once.
 #pragma once
-#include <algorithm>
 #include <array>
-#include <functional>
-#include <tuple>
-#include <utility>
-#include <vector>
 
 #include "../isa.hpp"
 #include "../../core/arguments.hpp"
 #include "../../core/gradients.hpp"
+#include "../../core/summed_store.hpp"
 #include "../../tensor.hpp"
 
 namespace linea::cpu_backend::inline LINEA_ISA {
@@ -56,37 +52,9 @@ struct backward_sums {
   }
 
  private:
-  template <int Rank, class F>
-  static void for_each_position(const std::array<index_t, Rank>& ext, F&& f) {
-    index_t total = 1;
-    for (index_t e : ext) total *= e;
-    std::array<index_t, Rank> i{};
-    for (index_t flat = 0; flat < total; ++flat) {
-      for (index_t r = flat, d = Rank - 1; d >= 0; --d) i[d] = r % ext[d], r /= ext[d];
-      std::apply(f, i);
-    }
-  }
-
-  // Every position of `out` from the sum at its logical index. A view with a zero stride (g_gamma) covers one
-  // element from several positions: it receives their sum, added in float64 in logical order and stored once
-  // (a 16-bit type has no exact running sum).
   template <class X, int Rank>
   static void put(const tensor<double, Rank>& sum, const view<X, Rank>& out) {
-    if (out.empty()) return;
-    bool overlaps = false;
-    for (int r = 0; r < Rank; ++r) overlaps = overlaps || (out.stride(r) == 0 && out.extent(r) > 1);
-    if (!overlaps) {
-      for_each_position<Rank>(sum.extents(), [&](auto... i) { out(i...) = static_cast<X>(sum(i...)); });
-      return;
-    }
-    std::vector<std::pair<X*, double>> at;
-    for_each_position<Rank>(sum.extents(), [&](auto... i) { at.emplace_back(&out(i...), sum(i...)); });
-    std::stable_sort(at.begin(), at.end(), [](const auto& x, const auto& y) { return std::less<X*>()(x.first, y.first); });
-    for (std::size_t b = 0, e; b < at.size(); b = e) {
-      double s = 0;
-      for (e = b; e < at.size() && at[e].first == at[b].first; ++e) s += at[e].second;
-      *at[b].first = static_cast<X>(s);
-    }
+    detail::store_summed(sum, out);
   }
 
   // out[j] = Σ_n rows(n, j), in sequence order.

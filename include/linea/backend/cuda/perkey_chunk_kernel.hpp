@@ -28,6 +28,7 @@
 #pragma once
 #include "chunk_phases/layout.hpp"  // load_n
 #include "chunk_tiles.hpp"
+#include "reduce_scatter.hpp"
 
 namespace linea::cuda_detail {
 
@@ -63,18 +64,6 @@ struct perkey_chunk_shape {
 template <class E>
 __device__ __forceinline__ void put_p(E* p, float x) {
   *p = from_float<E>(x);
-}
-
-// Phase D's reduce-scatter step: lane l keeps the half of x[0 .. 2N) selected by its bit N, summed with its partner's.
-template <int N, int M>
-__device__ __forceinline__ void reduce_scatter_step(float (&x)[M], int lane) {
-  static_assert(2 * N <= M, "reduce_scatter_step: 2N live entries");
-  const bool upper = lane & N;
-#pragma unroll
-  for (int e = 0; e < N; ++e) {
-    const float send = upper ? x[e] : x[e + N], keep = upper ? x[e + N] : x[e];
-    x[e] = keep + __shfl_xor_sync(0xffffffffu, send, N);
-  }
 }
 
 // Phase D, one warp: rows 2·Q, 2·Q + 1 of the 8×8 diagonal block at row and column b0 of P, in log space.

@@ -24,9 +24,10 @@
 #include "chunk_grad_kernel.hpp"
 #include "block_gemm.hpp"
 #include "inputs_kernel.hpp"
-#include "per_key_prep_kernel.hpp"
 
 namespace linea::cuda_detail::bwd {
+
+inline constexpr int LK = max_kv + 1;  // padded row stride of [CL][K] shared tiles read column-wise
 
 // gla (no erase: two CTAs per SM within the shared memory budget): dW's tile (also dG's), N, G, a row, the
 // block_gemm scratch. An erasing update (one CTA per SM) adds dBk, dBv, M, the staged k rows and the erase gates,

@@ -2,131 +2,153 @@
 // token and key channel, so the decayed products cannot be factored into a plain Q Kᵀ (SPEC §4). With
 // D_rsd = exp(G_rd − G_sd) (s ≤ r: exponent ≤ 0):
 //   P_rs = Σ_d q_rd k_sd D_rsd                  A_rs = e_r Σ_d k_rd k_sd D_rsd  (s < r)
-// are summed element by element in log space (no exp(−G) alone ever), then as for scalar decays
+// by 16 × 16 blocks (per_key_blocks.hpp): the six below the diagonal on tensor cores through a reference row
+// between their rows and columns, the four on it in log space (no exp(−G) alone ever); then as for scalar decays
 // T = (I + A)⁻¹, W = T (e ⊙ exp(G) ⊙ K), U = T (w ⊙ V); and the state passes' operands Kd, Qg, gL (work.hpp).
 // With Channels (GDN-2, channel_gates.hpp) the erase gate e_r is b_r per key channel and the write gate w per value
 // channel: A_rs = Σ_d b_rd k_rd k_sd D_rsd, W = T (b ⊙ exp(G) ⊙ K), U = T (w ⊙ V).
 // It also writes the state-free products of the reverse state pass, s Pᵀ dO and s Qgᵀ dO (staged_state_passes.hpp).
-// One CTA per (chunk, value head); q, k, G (and b) rows in shared memory with a padded stride (conflict-free columns).
+// One CTA per (chunk, value head); q, k, G (and b) rows in shared memory padded to ld_kv, every product reading its
+// operands in place (block_gemm_direct): the tiles are reused as their readers finish — q becomes Qg, k becomes
+// W's operand (b | e) ⊙ exp(G) ⊙ k, G's tile takes w ⊙ V and then P (written to global memory by the blocks, read
+// back: no tile of its own, so gla's kernel fits two CTAs an SM), k's takes dO.
+//   1  stage q, k, (b), log α; G by a scan per key channel; Gk, Kd, gL out
+//   2  P (and A) by blocks; zeros above the diagonal
+//   3  Qg and W's operand in place;  T = (I + A)⁻¹;  W, U
+//   4  dO and P staged;  s Pᵀ dO, s Qgᵀ dO
 #pragma once
 #include "channel_gates.hpp"
 #include "chunk_prep_kernel.hpp"
+#include "per_key_blocks.hpp"
 
 namespace linea::cuda_detail::bwd {
 
-inline constexpr int LK = max_kv + 1;  // padded row stride of [CL][K] shared tiles read column-wise
-
 template <bool Erases, bool Channels = false>  // (A, T only for an erasing update; b only for channel gates)
 struct per_key_prep_shape {
-  static constexpr int ut_cc = Erases ? CL * CL : 0, b_cl = Channels ? CL * LK : 0;
-  static constexpr int q_at = 0, k_at = q_at + CL * LK, g_at = k_at + CL * LK, a_at = g_at + CL * LK,
-                       t_at = a_at + ut_cc, b_at = t_at + ut_cc, p_at = b_at + b_cl, scratch_at = p_at + CL * CL,
-                       end = scratch_at + gemm_scratch;
+  static constexpr int ut_cc = Erases ? CL * CL : 0, ut_t = Erases ? CL * ld_cc : 0, b_cl = Channels ? CL * ld_kv : 0;
+  static constexpr int q_at = 0, k_at = q_at + CL * ld_kv, g_at = k_at + CL * ld_kv, b_at = g_at + CL * ld_kv,
+                       a_at = b_at + b_cl, t_at = a_at + ut_cc, scratch_at = t_at + ut_t,
+                       end = scratch_at + (Erases ? inverse_scratch : 0);
   static constexpr std::size_t bytes = sizeof(float) * end;
+  static_assert(q_at % 4 == 0 && k_at % 4 == 0 && g_at % 4 == 0 && b_at % 4 == 0 && ld_kv % 4 == 0,
+                "16-byte rows (diagonal_rows' reads)");
 };
 
+// (gla's kernel, 99 KB of tiles, runs two CTAs an SM: at most 128 registers a thread)
 template <bool Erases, bool Channels, precision Prec>
-__global__ void __launch_bounds__(threads) per_key_prep_kernel(const work w, const channel_gates cg = {}) {
+__global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_prep_kernel(const work w, const channel_gates cg = {}) {
   static_assert(Erases || !Channels, "channel gates belong to an erasing update");
+  static_assert(CL == 4 * diag_block && threads == 8 * 32 && threads == 2 * max_kv,
+                "per_key_prep_kernel: four 16-row blocks, eight warps, two threads a key channel");
   using sh = per_key_prep_shape<Erases, Channels>;
+  constexpr int LD = ld_kv;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
   const chunk_info ci = w.chunk[c];
-  const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
+  const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x, warp = tid >> 5;
   const index_t tok0 = w.token(ci.bt, ci.t0);
   extern __shared__ __align__(16) float sm[];
-  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sG = sm + sh::g_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at,
-        *sB = sm + sh::b_at, *sP = sm + sh::p_at, *scratch = sm + sh::scratch_at;
+  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sG = sm + sh::g_at, *sB = sm + sh::b_at, *sA = sm + sh::a_at,
+        *sT = sm + sh::t_at, *scratch = sm + sh::scratch_at;
 
-  // the rows (zeros past L and K), loaded in batches (stage_tile), then G_rd = Σ_{i≤r} log α_id scanned in place
+  // ---- 1: the rows (zeros past L and K), loaded in batches (stage_tile); G_rd = Σ_{i≤r} log α_id in place ----------
   const auto row = [&](const float* x, index_t ld) {
     return [=](int r, int d) { return r < L && d < K ? x[(tok0 + r) * ld + d] : 0.f; };
   };
-  stage_tile<CL, max_kv>(sQ, LK, row(w.q + h * w.K, w.H * w.K));
-  stage_tile<CL, max_kv>(sK, LK, row(w.k + h * w.K, w.H * w.K));
-  if constexpr (Channels) stage_tile<CL, max_kv>(sB, LK, row(cg.b + hv * w.K, w.HV * w.K));
-  stage_tile<CL, max_kv>(sG, LK, row(w.log_alpha_k + hv * w.K, w.HV * w.K));
+  stage_tile<CL, max_kv>(sQ, LD, row(w.q + h * w.K, w.H * w.K));
+  stage_tile<CL, max_kv>(sK, LD, row(w.k + h * w.K, w.H * w.K));
+  if constexpr (Channels) stage_tile<CL, max_kv>(sB, LD, row(cg.b + hv * w.K, w.HV * w.K));
+  stage_tile<CL, max_kv>(sG, LD, row(w.log_alpha_k + hv * w.K, w.HV * w.K));
   __syncthreads();
-  for (int d = tid; d < K; d += threads) {  // one channel per thread
+  {  // two threads a channel: each scans half the rows, then the second half adds the first's total
+    const int d = tid % max_kv, half = tid / max_kv;
     float acc = 0;
-    for (int r = 0; r < CL; ++r) sG[r * LK + d] = acc += sG[r * LK + d];
+    for (int r = half * CL / 2; r < (half + 1) * CL / 2; ++r) sG[r * LD + d] = acc += sG[r * LD + d];
+    __syncthreads();
+    if (half) {
+      const float first = sG[(CL / 2 - 1) * LD + d];
+#pragma unroll 8
+      for (int r = CL / 2; r < CL; ++r) sG[r * LD + d] += first;
+    }
+    __syncthreads();
   }
-  __syncthreads();
   const std::size_t ck = w.ch(c, hv) * CL * w.K;
   for (int e = tid; e < L * K; e += threads) {
     const int r = e / K, d = e % K;
-    const float g = sG[r * LK + d];
+    const float g = sG[r * LD + d];
     w.Gk[ck + e] = g;
-    w.Kd[ck + e] = sK[r * LK + d] * __expf(sG[(L - 1) * LK + d] - g);
+    w.Kd[ck + e] = sK[r * LD + d] * __expf(sG[(L - 1) * LD + d] - g);
   }
-  for (int d = tid; d < K; d += threads) w.gL[w.ch(c, hv) * w.K + d] = __expf(sG[(L - 1) * LK + d]);
+  for (int d = tid; d < K; d += threads) w.gL[w.ch(c, hv) * w.K + d] = __expf(sG[(L - 1) * LD + d]);
 
+  // ---- 2: P into global memory (rows < L), A into its tile (zero rows past L) -------------------------------------
   float* P = w.P + w.ch(c, hv) * CL * CL;
   const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
   const float* w_tok = w.write + tok0 * w.HV + hv;
-  for (int e = tid; e < CL * CL; e += threads) {  // the zeros above the diagonal
+  const auto put_p = [&](int r, int s, float x) {
+    if (r < L) P[r * CL + s] = x;
+  };
+  const auto put_a = [&](int r, int s, float x) {
+    if constexpr (Erases) sA[r * CL + s] = Channels ? x : r < L ? e_tok[r * w.HV] * x : 0.f;
+  };
+  for (int e = tid; e < CL * CL; e += threads) {  // the zeros on (A) and above the diagonal
     const int r = e / CL, s = e % CL;
-    if (s <= r) continue;
-    if (s < L) P[e] = 0, sP[e] = 0;
-    if (Erases) sA[e] = 0;
+    if (s > r && r < L && s < L) P[e] = 0;
+    if (Erases && s >= r) sA[e] = 0;
   }
-  // the lower triangle (s ≤ r) in warp tasks of one row and 32 columns: rows r < 32 are one task (columns 0..31),
-  // rows r ≥ 32 two, so the 8 warps take 12 tasks each (an element-per-thread walk gave half the warps 16, half 8)
-  static_assert(CL == 64 && threads % 32 == 0, "per_key_prep_kernel: tasks of 32 columns in a 64-token chunk");
-  for (int task = tid / 32; task < CL / 2 + CL; task += threads / 32) {
-    const int r = task < CL / 2 ? task : CL / 2 + (task - CL / 2) / 2;
-    const int s = (task < CL / 2 ? 0 : (task - CL / 2) % 2 * 32) + tid % 32;
-    if (s > r) continue;
-    float p = 0, a = 0;
-    if (r < L)
-      for (int d = 0; d < K; ++d) {
-        const float decay = __expf(sG[r * LK + d] - sG[s * LK + d]);
-        p = fmaf(sQ[r * LK + d] * sK[s * LK + d], decay, p);
-        if (Erases) a = fmaf((Channels ? sB[r * LK + d] : 1.f) * sK[r * LK + d] * sK[s * LK + d], decay, a);
-      }
-    if (r < L) P[r * CL + s] = p, sP[r * CL + s] = p;
-    if (Erases) sA[r * CL + s] = s < r && r < L ? (Channels ? 1.f : e_tok[r * w.HV]) * a : 0.f;
-  }
-  if constexpr (Erases) {
-    __syncthreads();
-    unit_lower_inverse(sA, sT, scratch);  // (scratch: free between the block_gemms)
-    float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
-    for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[e];
-    float* Wg = w.W + w.ch(c, hv) * CL * w.K;
-    block_gemm<Prec, 64, walk::k, walk::mn>(
-        L, K, L, [&](int r, int s) { return sT[r * CL + s]; },
-        [&](int s, int d) {
-          return (Channels ? sB[s * LK + d] : e_tok[s * w.HV]) * __expf(sG[s * LK + d]) * sK[s * LK + d];
-        },
-        [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; }, scratch);
-    float* Ug = w.U + w.ch(c, hv) * CL * w.V;
-    const float* v = w.v + (tok0 * w.HV + hv) * w.V;
-    block_gemm<Prec, 64, walk::k, walk::mn>(
-        L, V, L, [&](int r, int s) { return sT[r * CL + s]; },
-        [&](int s, int j) {
-          return (Channels ? cg.w[((tok0 + s) * w.HV + hv) * w.V + j] : w_tok[s * w.HV]) * v[s * w.HV * w.V + j];
-        },
-        [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; }, scratch);
-  }
-  // The reverse state pass's products that do not involve the state (as chunk_prep_kernel's): s Pᵀ dO into dU's
-  // workspace and s Qgᵀ dO into dh's. Qg = Q ⊙ exp(G) in q's tile (P and A were its last readers), dO in G's tile
-  // (W was its last reader; every loop above ends at a barrier before this one's first read).
-  __syncthreads();
-  for (int e = tid; e < L * K; e += threads) {
-    const int r = e / K, d = e % K;
-    sQ[r * LK + d] *= __expf(sG[r * LK + d]);
+  {  // warp w: half of diagonal block w / 2 (rows split for equal work), and off-diagonal block w (w < 6)
+    const int blk = warp / 2, split = Erases ? 11 : 12;
+    diagonal_rows<Erases, Channels>(diag_block * blk, warp % 2 ? split : 0, warp % 2 ? diag_block : split, sQ, sK, sB,
+                                    sG, put_p, put_a);
+    const int I = warp < 1 ? 1 : warp < 3 ? 2 : 3, J = warp - I * (I - 1) / 2;  // (1,0) (2,0) (2,1) (3,0) (3,1) (3,2)
+    if (warp < 6) off_diagonal_block<Erases, Channels, Prec>(I, J, K, sQ, sK, sB, sG, put_p, put_a);
   }
   __syncthreads();
-  float* sO = sG;
+
+  // ---- 3: Qg = Q ⊙ exp(G) in q's tile (P and A were its last readers), W's operand (b | e) ⊙ exp(G) ⊙ K in k's --------
+  for (int e = tid; e < CL * max_kv; e += threads) {
+    const int r = e / max_kv, d = e % max_kv;
+    const float gamma = __expf(sG[r * LD + d]);
+    sQ[r * LD + d] *= gamma;
+    if constexpr (Erases) sK[r * LD + d] *= (Channels ? sB[r * LD + d] : r < L ? e_tok[r * w.HV] : 0.f) * gamma;
+  }
   const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;  // row r at r·HV·V
-  stage_tile<CL, max_kv>(sO, LK, [&](int r, int j) { return r < L && j < V ? dO[r * w.HV * w.V + j] : 0.f; });
+  if constexpr (Erases) {
+    unit_lower_inverse<ld_cc>(sA, sT, scratch);  // (starts and ends with a barrier: G's tile is free after it)
+    float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
+    for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[(e / CL) * ld_cc + e % CL];
+    const float* v = w.v + (tok0 * w.HV + hv) * w.V;
+    float* sWV = sG;  // U's operand w ⊙ V
+    stage_tile<CL, max_kv>(sWV, LD, [&](int s, int j) {
+      if (s >= L || j >= V) return 0.f;
+      return (Channels ? cg.w[((tok0 + s) * w.HV + hv) * w.V + j] : w_tok[s * w.HV]) * v[s * w.HV * w.V + j];
+    });
+    // W = T (b|e ⊙ exp(G) ⊙ K), U = T (w ⊙ V)   (T is lower triangular: its zeros do the masking)
+    float* Wg = w.W + w.ch(c, hv) * CL * w.K;
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
+        L, K, L, [&](int r, int s) { return sT[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * LD + d]; },
+        [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; });
+    float* Ug = w.U + w.ch(c, hv) * CL * w.V;
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
+        L, V, L, [&](int r, int s) { return sT[r * ld_cc + s]; }, [&](int s, int j) { return sWV[s * LD + j]; },
+        [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; });
+  }
+  // ---- 4: the reverse state pass's products that do not involve the state (as chunk_prep_kernel's): s Pᵀ dO into
+  // dU's workspace and s Qgᵀ dO into dh's. dO in k's tile (its last reader, P or W, ended at a barrier), P read back
+  // into G's tile (its last reader, Qg's pass or U, too: gla's one barrier below) — global writes of this CTA, seen
+  // after the barrier.
+  float* sO = sK;
+  stage_tile<CL, max_kv>(sO, LD, [&](int r, int j) { return r < L && j < V ? dO[r * w.HV * w.V + j] : 0.f; });
+  if constexpr (!Erases) __syncthreads();
+  float* sP = sG;
+  stage_tile<CL, CL>(sP, ld_cc, [&](int r, int s) { return r < L && s < L ? P[r * CL + s] : 0.f; });
   float* dUg = w.dU + w.ch(c, hv) * CL * w.V;
   float* dhg = w.dh + w.ch(c, hv) * w.K * w.V;
   const float scale = w.scale;
   block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
-      L, V, L, [&](int s, int r) { return sP[r * CL + s]; }, [&](int r, int j) { return sO[r * LK + j]; },
+      L, V, L, [&](int s, int r) { return sP[r * ld_cc + s]; }, [&](int r, int j) { return sO[r * LD + j]; },
       [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; });
   block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
-      K, V, L, [&](int d, int r) { return sQ[r * LK + d]; }, [&](int r, int j) { return sO[r * LK + j]; },
+      K, V, L, [&](int d, int r) { return sQ[r * LD + d]; }, [&](int r, int j) { return sO[r * LD + j]; },
       [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; });
 }
 

@@ -1,0 +1,122 @@
+// linea/backend/cuda/backward/per_key_blocks.hpp — phase 1's decayed products for per-key decays (per_key_prep_kernel
+// .hpp), by 16 × 16 blocks of the 64-token chunk (secondary chunking, SPEC §4, as the forward's per-key kernels do):
+//   P_rs = Σ_d q_rd k_sd D_rsd   (s ≤ r),   A_rs = Σ_d x_rd k_sd D_rsd   (s < r),   D_rsd = exp(G_rd − G_sd)
+// with x = k (the caller scales A's row r by the erase gate e_r) or b ⊙ k (GDN-2's erase gate per key channel):
+//   off_diagonal_block  a block (I, J), J < I, through the reference row ρ = 16 I, the first token of block row I
+//                       (s < ρ ≤ r): D_rsd = exp(G_rd − G_ρd) · exp(G_ρd − G_sd), both exponents ≤ 0 (no exp(−G)
+//                       alone: SPEC §6), so the block is a plain product of decayed operands on tensor cores. One
+//                       warp forms its fragments' factors as it loads them (mma_step at the backward's precision,
+//                       block_gemm.hpp) — 16 × 16 × K, for P and A at once (their B operand is the same).
+//   diagonal_rows       rows of a diagonal block, summed in log space: lanes split the key channels (4 each, 16-byte
+//                       reads), each lane sums 32 entries — one row of P and of A, or two rows of P — in independent
+//                       accumulators (a chain of 4 FMAs each, not one of K), then a reduce-scatter leaves lane l the
+//                       whole sum of entry l (reduce_scatter.hpp, shared with the forward's diagonal blocks).
+// Tiles: [CL][ld_kv] floats (zeros past the chunk's length and past K up to max_kv); G the in-chunk cumulative log
+// decay (constant past the chunk's length). put_p(r, s, x) / put_a(r, s, x) take every entry computed.
+#pragma once
+#include <cstdint>
+
+#include "../chunk_phases/layout.hpp"  // load_n
+#include "../reduce_scatter.hpp"
+#include "block_gemm.hpp"
+
+namespace linea::cuda_detail::bwd {
+
+inline constexpr int diag_block = 16;  // the blocks' side
+
+// One warp: the 16 × 16 block (I, J), J < I, of P and (Erases) A, K channels.
+template <bool Erases, bool Channels, precision Prec, class PutP, class PutA>
+__device__ __forceinline__ void off_diagonal_block(int I, int J, int K, const float* sQ, const float* sK,
+                                                   const float* sB, const float* sG, PutP put_p, PutA put_a) {
+  constexpr int LD = ld_kv;
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
+  const int ref = diag_block * I, ra = ref + g, rb = ra + 8, s0 = diag_block * J;
+  float p[2][4] = {}, a[2][4] = {};
+  for (int kk = 0; kk < K; kk += 8) {
+    const int k0 = kk + t, k1 = k0 + 4;
+    const float gref0 = sG[ref * LD + k0], gref1 = sG[ref * LD + k1];
+    // the A fragment (rows ra, rb × channels k0, k1: m16n8k8's a[0..3]) decayed down to row r from the reference
+    const int at[4] = {ra * LD + k0, rb * LD + k0, ra * LD + k1, rb * LD + k1};
+    std::uint32_t qb[4], qs[4], xb[4] = {}, xs[4] = {};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const float f = __expf(sG[at[i]] - (i < 2 ? gref0 : gref1));
+      a_operand<Prec>(sQ[at[i]] * f, qb[i], qs[i]);
+      if constexpr (Erases) a_operand<Prec>((Channels ? sB[at[i]] : 1.f) * sK[at[i]] * f, xb[i], xs[i]);
+    }
+    // the B fragment (channels k0, k1 × column s), decayed from column s down to the reference
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int s = s0 + 8 * j + g;
+      const float b0 = sK[s * LD + k0] * __expf(gref0 - sG[s * LD + k0]);
+      const float b1 = sK[s * LD + k1] * __expf(gref1 - sG[s * LD + k1]);
+      mma_step<Prec>(p[j], qb, qs, b0, b1);
+      if constexpr (Erases) mma_step<Prec>(a[j], xb, xs, b0, b1);
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 2; ++j)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      const int r = ref + g + 8 * (x >> 1), s = s0 + 8 * j + 2 * t + (x & 1);
+      put_p(r, s, p[j][x]);
+      if constexpr (Erases) put_a(r, s, a[j][x]);
+    }
+}
+
+// One warp: rows b0 + [lo, hi) of the diagonal block at row and column b0 (hi − lo even without Erases).
+template <bool Erases, bool Channels, class PutP, class PutA>
+__device__ __forceinline__ void diagonal_rows(int b0, int lo, int hi, const float* sQ, const float* sK,
+                                              const float* sB, const float* sG, PutP put_p, PutA put_a) {
+  static_assert(max_kv == 4 * 32, "diagonal_rows: four key channels a lane");
+  constexpr int LD = ld_kv, rows = Erases ? 1 : 2;  // rows a pass: 16 entries of P and 16 of A, or 2 × 16 of P
+  const int lane = threadIdx.x & 31, dc = 4 * lane;
+  for (int rr = lo; rr < hi; rr += rows) {
+    float x[32];
+#pragma unroll
+    for (int e = 0; e < 32; ++e) x[e] = 0.f;
+    float q[rows][4], gr[rows][4], xr[4];
+#pragma unroll
+    for (int i = 0; i < rows; ++i) {
+      load_n<4>(sQ + (b0 + rr + i) * LD + dc, q[i]);
+      load_n<4>(sG + (b0 + rr + i) * LD + dc, gr[i]);
+    }
+    if constexpr (Erases) {
+      load_n<4>(sK + (b0 + rr) * LD + dc, xr);
+      if constexpr (Channels) {
+        float bv[4];
+        load_n<4>(sB + (b0 + rr) * LD + dc, bv);
+#pragma unroll
+        for (int u = 0; u < 4; ++u) xr[u] *= bv[u];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < diag_block; ++j) {
+      if (j < rr + rows) {  // (uniform over the warp) columns up to the pass's last row
+        float kv[4], gs[4];
+        load_n<4>(sK + (b0 + j) * LD + dc, kv);
+        load_n<4>(sG + (b0 + j) * LD + dc, gs);
+#pragma unroll
+        for (int i = 0; i < rows; ++i)
+          if (j <= rr + i) {  // s ≤ r: exponents ≤ 0 only
+#pragma unroll
+            for (int u = 0; u < 4; ++u) {
+              const float decay = __expf(gr[i][u] - gs[u]);
+              x[16 * i + j] = fmaf(q[i][u] * kv[u], decay, x[16 * i + j]);
+              if constexpr (Erases) x[16 + j] = fmaf(xr[u] * kv[u], decay, x[16 + j]);
+            }
+          }
+      }
+    }
+    const float sum = reduce_scatter_32(x, lane);
+    const int s = lane & 15;
+    if (Erases && lane >= 16) {
+      if (s < rr) put_a(b0 + rr, b0 + s, sum);
+    } else {
+      const int row = rr + (Erases ? 0 : lane >> 4);
+      if (s <= row) put_p(b0 + row, b0 + s, sum);
+    }
+  }
+}
+
+}  // namespace linea::cuda_detail::bwd
