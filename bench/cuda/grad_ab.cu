@@ -16,6 +16,8 @@
 // With -DGRAD_AB_PREP_V0 (prep9) the B side ("x3" in the output) is instead main 16a7383's phase 1 for per-key decays
 // (per_key_prep_v0.hpp: P and A pairwise in log space) at the library's precision, everything else the library's:
 // the distances are then new phase 1 against old, and only the whole backward and phase 1 are timed (8×4096).
+// For kda it also runs per_key_prep_kernel's Lean layout (two CTAs an SM; not the library's choice): its distance
+// from the library ("lean_vs_lib", same arithmetic: ≈ 0 expected), phase 1 and the whole backward with it.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -207,21 +209,33 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       bwd::prep_phase<erases, per_key, channels, bwd::precision_for<T>>(wk, 0, cg);
     }
   };
+  constexpr bool has_lean = per_key && erases && !channels;
+  const auto prep_lean = [&] {  // the Lean layout of the library's kernel (kda)
+    if constexpr (has_lean) {
+      constexpr auto kern = bwd::per_key_prep_kernel<true, false, bwd::precision_for<T>, true>;
+      constexpr std::size_t sh = bwd::per_key_prep_shape<true, false, true>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<dim3{unsigned(wk.chunks), unsigned(wk.HV)}, bwd::threads, sh>>>(wk, cg);
+      CK(cudaGetLastError());
+    }
+  };
 #else
-  constexpr bool prep_v0 = false;
+  constexpr bool prep_v0 = false, has_lean = false;
   const auto prep_b = prep;
+  const auto prep_lean = [] {};
 #endif
   const auto fwd = [&]<precision Prec> { bwd::state_phases<erases, per_key, Prec>(wk, none4, none4, none4w, true, false, 0); };
   const auto rev = [&]<precision Prec> { bwd::state_phases<erases, per_key, Prec>(wk, none4, none4, none4w, false, true, 0); };
   const auto grad = [&]<precision Prec> {
     bwd::grad_phase<erases, decays, per_key, T, channels, Prec>(wk, gr.dv, 0, cg, cd);
   };
-  const auto whole = [&]<precision Prec, bool B = false> {  // backward.hpp's run, phases 0-5 (B: prep_b)
+  const auto whole = [&]<precision Prec, int B = 0> {  // backward.hpp's run, phases 0-5 (B: 1 prep_b, 2 prep_lean)
     bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
     if constexpr (channels) {
       bwd::channel_gates_kernel<T><<<unsigned(tokens), bwd::threads>>>(a.b, a.w, wk, gate_b, gate_w);
     }
-    if constexpr (B) prep_b.template operator()<Prec>();
+    if constexpr (B == 1) prep_b.template operator()<Prec>();
+    else if constexpr (B == 2) prep_lean();
     else prep.template operator()<Prec>();
     bwd::state_phases<erases, per_key, Prec>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
     grad.template operator()<Prec>();
@@ -281,7 +295,7 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   CK(cudaMemset(wk.dq, 0, tokens * HV * K * sizeof(float)));  // (so that a skipped write shows)
   CK(cudaMemset(wk.dk, 0, tokens * HV * K * sizeof(float)));
   const auto whole_b = [&] {  // the B side: every product in 3xTF32, or (GRAD_AB_PREP_V0) main's phase 1
-    if constexpr (prep_v0) whole.template operator()<lib_p, true>();
+    if constexpr (prep_v0) whole.template operator()<lib_p, 1>();
     else whole.template operator()<precision::tf32x3>();
   };
   whole_b();
@@ -302,6 +316,21 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     alt_worst = std::max(alt_worst, std::isfinite(d) ? d : 1e30);
   }
   std::printf(",\"alt_vs_lib\":%.3g", alt_worst);
+  if constexpr (has_lean) {  // the Lean layout against the library's phase 1
+    CK(cudaMemset(wk.dq, 0, tokens * HV * K * sizeof(float)));
+    CK(cudaMemset(wk.dk, 0, tokens * HV * K * sizeof(float)));
+    CK(cudaMemset(wk.Tinv, 0, std::size_t(wk.chunks * wk.HV) * bwd::CL * bwd::CL * sizeof(float)));
+    whole.template operator()<lib_p, 2>();
+    CK(cudaDeviceSynchronize());
+    const auto o_lean = outputs();
+    double lean_worst = 0;
+    for (std::size_t i = 0; i < o_lib.size(); ++i) {
+      const double d = distance(o_lean[i], o_lib[i]);
+      lean_worst = std::max(lean_worst, std::isfinite(d) ? d : 1e30);
+    }
+    std::printf(",\"lean_vs_lib\":%.3g", lean_worst);
+    for (const copy& c : o_lean) CK(cudaFree(c.p));
+  }
   for (const auto* o : {&o_lib, &o_x3, &o_alt})
     for (const copy& c : *o) CK(cudaFree(c.p));
   if (timed && !once) {
@@ -319,6 +348,12 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     };
     if constexpr (prep_v0) {
       phase("prep", [&] { prep.template operator()<lib_p>(); }, [&] { prep_b.template operator()<lib_p>(); });
+      if constexpr (has_lean) {
+        double tp = 1e30, tw = 1e30;
+        for (int r = 0; r < 2; ++r) tp = std::min(tp, time_ms(prep_lean, 3, 3));
+        for (int r = 0; r < 3; ++r) tw = std::min(tw, time_ms([&] { whole.template operator()<lib_p, 2>(); }, 2, 3));
+        std::printf(",\"prep_lean_ms\":%.3f,\"bwd_lean_ms\":%.3f", tp, tw);
+      }
     } else {
       phase("prep", [&] { prep.template operator()<lib_p>(); }, [&] { prep.template operator()<precision::tf32x3>(); });
       phase("fwd", [&] { fwd.template operator()<lib_p>(); }, [&] { fwd.template operator()<precision::tf32x3>(); });
