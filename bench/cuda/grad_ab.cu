@@ -15,6 +15,10 @@
 // With -DGRAD_AB_PREP_V0 (prep9) "old" is instead main 16a7383's phase 1 for per-key decays (per_key_prep_v0.hpp: P
 // and A pairwise in log space) with the library's phase 4: the distances are then new phase 1 against old, and
 // "prep_old_ms" times main's phase 1 (the phase-4 columns then time the same kernel twice).
+// For kda (either mode) it also runs per_key_prep_kernel's Lean layout (prep9-lean: two CTAs an SM, not the
+// library's choice) in the whole backward with the library's phase 4: "lean_vs_lib" (its distance from the library's
+// call, same arithmetic: ≈ 0 expected), and timed, interleaved with the library's phase 1, "prep_lean_ms" /
+// "prep_lib_ms" and "bwd_lean_ms" / "bwd_lib1_ms" (the whole backward with either phase 1).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -237,6 +241,24 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     }
     CK(cudaGetLastError());
   };
+  constexpr bool has_lean = per_key && erases && !channels;  // kda
+  const auto prep_lean = [&] {  // the Lean layout of the library's phase-1 kernel (prep9-lean)
+    if constexpr (has_lean) {
+      constexpr auto kern = bwd::per_key_prep_kernel<true, false, P, true>;
+      constexpr std::size_t sh = bwd::per_key_prep_shape<true, false, true>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk, cg);
+      CK(cudaGetLastError());
+    }
+  };
+  const auto whole_lean = [&] {  // backward.hpp's run with the Lean phase 1 and the library's phase 4
+    bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
+    prep_lean();
+    bwd::state_phases<erases, per_key, P>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
+    grad_new();
+    bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
+    CK(cudaGetLastError());
+  };
   const auto whole = [&](auto&& grad) {  // backward.hpp's run, phases 0-5 (the old phase 1 with the old phase 4)
     bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
     if constexpr (channels) {
@@ -305,6 +327,20 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     lib_worst = std::max(lib_worst, std::isfinite(e) ? e : 1e30);
   }
   std::printf(",\"worst_new_vs_old\":%.3g,\"lib_vs_new\":%.3g", worst, lib_worst);
+  if constexpr (has_lean) {  // the Lean phase 1 against the library's call (T's workspace cleared: A passes through it)
+    clear();
+    CK(cudaMemset(wk.Tinv, 0, std::size_t(wk.chunks * wk.HV) * bwd::CL * bwd::CL * sizeof(float)));
+    whole_lean();
+    CK(cudaDeviceSynchronize());
+    const auto o_lean = outputs();
+    double lean_worst = 0;
+    for (std::size_t i = 0; i < o_lib.size(); ++i) {
+      const double d = distance(o_lean[i], o_lib[i]);
+      lean_worst = std::max(lean_worst, std::isfinite(d) ? d : 1e30);
+    }
+    std::printf(",\"lean_vs_lib\":%.3g", lean_worst);
+    for (const copy& c : o_lean) CK(cudaFree(c.p));
+  }
   for (const auto* o : {&o_old, &o_new, &o_lib})
     for (const copy& c : *o) CK(cudaFree(c.p));
   if (timed && !once) {
@@ -326,6 +362,16 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       double p_new = 1e30, p_old = 1e30;
       for (int r = 0; r < 3; ++r) p_new = std::min(p_new, time_ms(prep, 3, 3)), p_old = std::min(p_old, time_ms(prep_old, 3, 3));
       std::printf(",\"prep_new_ms\":%.3f,\"prep_old_ms\":%.3f", p_new, p_old);
+    }
+    if constexpr (has_lean) {
+      double pl = 1e30, pb = 1e30, wl = 1e30, wb = 1e30;
+      for (int r = 0; r < 3; ++r) pl = std::min(pl, time_ms(prep_lean, 3, 3)), pb = std::min(pb, time_ms(prep, 3, 3));
+      for (int r = 0; r < 3; ++r) {
+        wl = std::min(wl, time_ms(whole_lean, 2, 3));
+        wb = std::min(wb, time_ms([&] { whole(grad_new); }, 2, 3));
+      }
+      std::printf(",\"prep_lean_ms\":%.3f,\"prep_lib_ms\":%.3f,\"bwd_lean_ms\":%.3f,\"bwd_lib1_ms\":%.3f", pl, pb, wl,
+                  wb);
     }
   } else if (once) {  // one launch of each phase 4 (ncu)
     grad_new();
