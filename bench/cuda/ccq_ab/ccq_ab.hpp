@@ -26,3 +26,4 @@ struct ab_buffers {
 void ccq_ab_call_mainc(const ab_case&, const ab_buffers&, void* stream);  // main with the chunks-fastest grid
 void ccq_ab_call_main(const ab_case&, const ab_buffers&, void* stream);
 void ccq_ab_call_new(const ab_case&, const ab_buffers&, void* stream);
+void ccq_ab_call_newc(const ab_case&, const ab_buffers&, void* stream);  // the branch with the chunks-fastest grid

@@ -7,8 +7,9 @@
 //   small   the branch side alone on small cases (compute-sanitizer)
 //   time    8×4096 H = HV = 16 K = V = 128, identity and CCQ (uniform, C, m, z written) per rule, main and branch
 //           interleaved: CUDA events, 10 calls per repeat, 3 warm-up, median of 7; "mainc" is main's CCQ read with
-//           ccq_chunk_kernel's grid as before fwd7-ccq-grid (chunks fastest, dim3(slots, HV))
-//   once    one call of each side's CCQ read (after a warm-up call) for additive and gated_delta (ncu)
+//           ccq_chunk_kernel's grid as before fwd7-ccq-grid (chunks fastest, dim3(slots, HV)), "newc" the branch's
+//           kernels on that grid
+//   once    one call of each side's CCQ read for additive and gated_delta (ncu)
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -209,26 +210,27 @@ int main(int argc, char** argv) {
       ab_case id{"8x4096", rule, 0, 8, 4096, 16, 16, 128, 128};
       ab_case cq = id;
       cq.read = 1;
-      double t[8];
-      t[0] = time_call(ccq_ab_call_main, id, x), t[1] = time_call(ccq_ab_call_new, id, x);
-      t[2] = time_call(ccq_ab_call_mainc, cq, x), t[3] = time_call(ccq_ab_call_main, cq, x);
-      t[4] = time_call(ccq_ab_call_new, cq, x), t[5] = time_call(ccq_ab_call_mainc, cq, x);
-      t[6] = time_call(ccq_ab_call_main, cq, x), t[7] = time_call(ccq_ab_call_new, cq, x);
-      const double cc = std::min(t[2], t[5]), cm = std::min(t[3], t[6]), cn = std::min(t[4], t[7]);
+      // identity: main, branch; CCQ: mainc, main, new, newc, twice, interleaved
+      const call_fn sides[] = {ccq_ab_call_mainc, ccq_ab_call_main, ccq_ab_call_new, ccq_ab_call_newc};
+      const double id_main = time_call(ccq_ab_call_main, id, x), id_new = time_call(ccq_ab_call_new, id, x);
+      double t[2][4];
+      for (int round = 0; round < 2; ++round)
+        for (int s = 0; s < 4; ++s) t[round][s] = time_call(sides[s], cq, x);
+      double best[4];
+      for (int s = 0; s < 4; ++s) best[s] = std::min(t[0][s], t[1][s]);
       std::printf("{\"kind\":\"ccq\",\"rule\":\"%s\",\"shape\":\"8x4096\",\"identity_ms_main\":%.4f,"
                   "\"identity_ms_new\":%.4f,\"ccq_ms_mainc\":[%.4f,%.4f],\"ccq_ms_main\":[%.4f,%.4f],"
-                  "\"ccq_ms_new\":[%.4f,%.4f],\"ratio_mainc\":%.3f,\"ratio_main\":%.3f,\"ratio_new\":%.3f,"
-                  "\"speedup_vs_main\":%.3f}\n",
-                  rules[rule], t[0], t[1], t[2], t[5], t[3], t[6], t[4], t[7], cc / t[0], cm / t[0], cn / t[1], cm / cn);
+                  "\"ccq_ms_new\":[%.4f,%.4f],\"ccq_ms_newc\":[%.4f,%.4f],\"ratio_mainc\":%.3f,\"ratio_main\":%.3f,"
+                  "\"ratio_new\":%.3f,\"ratio_newc\":%.3f,\"speedup_vs_main\":%.3f}\n",
+                  rules[rule], id_main, id_new, t[0][0], t[1][0], t[0][1], t[1][1], t[0][2], t[1][2], t[0][3], t[1][3],
+                  best[0] / id_main, best[1] / id_main, best[2] / id_new, best[3] / id_new, best[1] / best[2]);
       std::fflush(stdout);
     }
   } else if (mode == "once") {
     for (int rule = 0; rule < 2; ++rule) {
       const ab_case cq{"8x4096", rule, 1, 8, 4096, 16, 16, 128, 128};
-      for (call_fn f : {ccq_ab_call_mainc, ccq_ab_call_main, ccq_ab_call_new}) {
-        f(cq, x, nullptr);
-        CK(cudaDeviceSynchronize());
-        f(cq, x, nullptr);
+      for (call_fn f : {ccq_ab_call_mainc, ccq_ab_call_main, ccq_ab_call_new, ccq_ab_call_newc}) {
+        f(cq, x, nullptr);  // one call: ncu flushes the caches before each kernel it measures
         CK(cudaDeviceSynchronize());
       }
     }
