@@ -236,7 +236,8 @@ __global__ void __launch_bounds__(ccq_chunk_threads) ccq_chunk_kernel(const ccq_
           rule = src.template log_alpha<Rule>(ts, seq.bt, t, hv, 0);
         }
       }
-      if constexpr (Decay::kind == decay_kind::per_key) rule = gsum[r] / static_cast<float>(K);
+      if constexpr (Decay::kind == decay_kind::per_key)
+        if (rule_decay) rule = gsum[r] / static_cast<float>(K);  // gsum is written only then
       const float ct = round_to<T>(src.stats_log_decay(seq.bt, t, hv, rule));
       c.c[(seq.bt * a.T + t) * HV + hv] = from_float<T>(ct);
       logd[r] = ct, decay[r] = expf(ct);
