@@ -13,11 +13,11 @@
 set -u
 cd "$(dirname "$0")"
 F=$PWD; R=$(cd ../../../.. && pwd); G=$(cd $R/.. && pwd)
-export PATH=/usr/local/cuda/bin:$PATH
-START=$(date +%s); LIMIT=${LIMIT:-275}
+export PATH=${CUDA_BIN:-/usr/local/cuda/bin}:$PATH
+START=$(date +%s); LIMIT=${LIMIT:-250}
 el() { echo "== $1 at $(( $(date +%s) - START )) s" | tee -a $OUT/build.txt; }
 left() { echo $(( LIMIT - ($(date +%s) - START) )); }
-B=/tmp/b; mkdir -p $B/obj $B/x
+B=${BDIR:-/tmp/b}; mkdir -p $B/obj $B/x
 export FLAGS="-std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -diag-suppress=20012,20013,20015,68,186 -I$R/tests -I$R/tools -I$G/deps -I$G/deps/eigen3"
 export R
 NCCL=""; for d in /usr/local/cuda/lib /usr/local/cuda/lib64; do [ -e $d/libnccl.so ] && { NCCL="-L$d -Xlinker -rpath=$d -lnccl"; break; }; done
@@ -41,14 +41,14 @@ el link
 L="nvcc -gencode=arch=compute_90a,code=sm_90a"; I=$(ls $B/obj/*.inst.o)
 T=$B/linea_cuda_tests
 O=$(ls $B/obj/*.o | grep -v -E 'inst.o|bench_cuda.o|linea_cuda_conformance.o|cuda_fuzz.o')
-$L $O $I $NCCL -o $T >> $OUT/build.txt 2>&1 &
-$L $B/obj/linea_cuda_conformance.o $I -o $B/conf >> $OUT/build.txt 2>&1 &
-$L $B/obj/bench_cuda.o $I -o $B/bench >> $OUT/build.txt 2>&1 &
-$L $B/obj/cuda_fuzz.o $I -o $B/cuda_fuzz >> $OUT/build.txt 2>&1 &
-wait $(jobs -p | grep -v "^$XP$")
+$L $O $I $NCCL -o $T >> $OUT/build.txt 2>&1 & P1=$!
+$L $B/obj/linea_cuda_conformance.o $I -o $B/conf >> $OUT/build.txt 2>&1 & P2=$!
+$L $B/obj/bench_cuda.o $I -o $B/bench >> $OUT/build.txt 2>&1 & P3=$!
+$L $B/obj/cuda_fuzz.o $I -o $B/cuda_fuzz >> $OUT/build.txt 2>&1 & P4=$!
+wait $P1 $P2 $P3 $P4
 ls -la $T $B/conf $B/bench $B/cuda_fuzz >> $OUT/build.txt 2>&1; grep -h -E "error|FAILED" $OUT/build.txt $B/obj/*.log | head -8
 # the extras' links, once they are compiled (in the background; the checks below start now)
-( wait $XP 2>/dev/null; while kill -0 $XP 2>/dev/null; do sleep 1; done
+( while kill -0 $XP 2>/dev/null; do sleep 1; done
   cd $B/x; for r in kda gated_delta; do [ -e ab_$r.o ] && $L ab_$r.o $I -o ab_$r; done
   [ -e side_main.o ] && [ -e side_new.o ] && $L ccq_main.o side_main.o side_new.o same_grid.o -o ccq_ab
   touch $B/x/done ) > $B/x/link.txt 2>&1 &
@@ -58,8 +58,8 @@ C=$G/conformance
 ( timeout 60 $B/conf $C/fla $C/linea > $OUT/conformance.log 2>&1; echo "conf rc $?" >> $OUT/conformance.log ) &
 ( timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 $T "-tc=CUDA backward: bf16 over 32 chunks*" > /tmp/s1.log 2>&1; echo "memcheck backward bf16 over 32 chunks rc $?" >> /tmp/s1.log ) &
 ( timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 $T "-tc=sanitize: gated_delta" > /tmp/s2.log 2>&1; echo "memcheck sanitize: gated_delta (CCQ chunkwise) rc $?" >> /tmp/s2.log ) &
-( for c in 2431 212 2518; do timeout 40 $B/cuda_fuzz --seed 20261207 --from $c --to $((c + 1)) 2>&1 | grep '^RESULT' | cut -c1-300; done
-  for c in 77 212; do timeout 40 $B/cuda_fuzz --seed 20261206 --from $c --to $((c + 1)) 2>&1 | grep '^RESULT' | sed 's/^/seed 20261206 /' | cut -c1-300; done > /tmp/fz2.log 2>&1; cat /tmp/fz2.log ) > /tmp/fz.log 2>&1 &
+( for c in 2431 212 2518; do timeout 20 $B/cuda_fuzz --seed 20261207 --from $c --to $((c + 1)) 2>&1 | grep '^RESULT' | cut -c1-300; done
+  for c in 77 212; do timeout 20 $B/cuda_fuzz --seed 20261206 --from $c --to $((c + 1)) 2>&1 | grep '^RESULT' | sed 's/^/seed 20261206 /' | cut -c1-300; done > /tmp/fz2.log 2>&1; cat /tmp/fz2.log ) > /tmp/fz.log 2>&1 &
 ( for i in $(seq 100); do [ -e $B/x/done ] && break; sleep 1; done
   timeout 40 compute-sanitizer --tool memcheck --error-exitcode 9 $B/x/ab_kda --check > /tmp/s3.log 2>&1; echo "memcheck grad_ab --check kda rc $?" >> /tmp/s3.log
   timeout 40 compute-sanitizer --tool racecheck --kernel-regex kns=per_key --error-exitcode 9 $B/x/ab_kda --check > /tmp/s4.log 2>&1; echo "racecheck (per_key kernels) grad_ab --check kda rc $?" >> /tmp/s4.log ) &
