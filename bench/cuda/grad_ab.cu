@@ -1,30 +1,36 @@
-// bench/cuda/grad_ab.cu — the CUDA backward at both product precisions, A/B in one process (not built by CMake; for
-// a short device call). bf16 inputs as bench_cuda.cu's --backward (H = 16, K = V = 128); for each rule:
-//   lib    linea::backward as the library runs it for bf16 inputs (one TF32 mma per product step, block_gemm.hpp's
-//          precision_for<bf16>);
-//   x3     the same launches with every product in 3xTF32 (precision::tf32x3: what the library ran for every input
-//          type before bwd8, and still runs for float32 inputs), phases 0-5 launched here as backward.hpp's run does;
-// the relative distance ‖lib − x3‖ / ‖x3‖ of every float32 workspace gradient (dq̂, dk̂ per value head, d log α,
-// de) and of every bf16 output, the whole backward's time both ways, each of phases 1-4 timed alone both ways, and
-// phase 4 with the other choice of `Wide` (128-wide products through 64 × 128 tiles) at the library's precision
-// (its time, and its distance from the library's phase 4).
+// bench/cuda/grad_ab.cu — the CUDA backward's phase 4, the library's kernels against main 16a7383's (grad_ab_v0.hpp),
+// A/B in one process (not built by CMake; for a short device call). bf16 inputs as bench_cuda.cu's --backward
+// (H = 16, K = V = 128, L2 norm in kernel); for each rule:
+//   new    phases 0-5 as backward.hpp's run launches them (the library's phase 4: chunk_grad / per_key_grad);
+//   old    the same launches with main's phase-4 kernel (v0::, on the workspace the new phases 0-3 left);
+// the relative distance ‖new − old‖ / ‖old‖ of every float32 workspace gradient (dq̂, dk̂ per value head, d log α,
+// de) and of every bf16 output, the whole backward's time both ways (and linea::backward's), phase 4 alone both
+// ways, and phases 1-3 alone (CUDA events, interleaved, best of the medians).
 //   nvcc -std=c++20 -O3 -DNDEBUG -lineinfo -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
-//        -Iinclude [-DGRAD_AB_RULE=gated_delta] bench/cuda/grad_ab.cu -o grad_ab
-//   grad_ab            8×4096 and 1×32768, every rule with a CUDA backward (or GRAD_AB_RULE's) but the CCQ read
+//        -Iinclude [-DGRAD_AB_RULE=linea::gated_delta] bench/cuda/grad_ab.cu -o grad_ab
+//   grad_ab            8×4096 (and 1×32768 with --long), every rule with a CUDA backward (or GRAD_AB_RULE's) but CCQ
 //   grad_ab --check    small odd shapes only (partial chunks, K, V < 128, a GVA group): distances, for a sanitizer
-//   GRAD_AB_ONLY=<rule>  one rule (at 8×4096 only with --once: one launch of each, for ncu)
-// With -DGRAD_AB_PREP_V0 (prep9) the B side ("x3" in the output) is instead main 16a7383's phase 1 for per-key decays
-// (per_key_prep_v0.hpp: P and A pairwise in log space) at the library's precision, everything else the library's:
-// the distances are then new phase 1 against old, and only the whole backward and phase 1 are timed (8×4096).
+//   GRAD_AB_ONLY=<rule>  one rule by its name (gated_delta_rule, kda, …; at 8×4096 only with --once: one launch of
+//                        each phase 4, for ncu)
+// With -DGRAD_AB_PREP_V0 (prep9) "old" is instead main 16a7383's phase 1 for per-key decays (per_key_prep_v0.hpp: P
+// and A pairwise in log space) with the library's phase 4: the distances are then new phase 1 against old, and
+// "prep_old_ms" times main's phase 1 (the phase-4 columns then time the same kernel twice).
+// For kda (either mode) it also runs per_key_prep_kernel's Lean layout (prep9-lean: two CTAs an SM, not the
+// library's choice) in the whole backward with the library's phase 4: "lean_vs_lib" (its distance from the library's
+// call, same arithmetic: ≈ 0 expected), and timed, interleaved with the library's phase 1, "prep_lean_ms" /
+// "prep_lib_ms" and "bwd_lean_ms" / "bwd_lib1_ms" (the whole backward with either phase 1).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <linea/cuda.hpp>
+
+#include "grad_ab_v0.hpp"
 #ifdef GRAD_AB_PREP_V0
 #include "per_key_prep_v0.hpp"
 #endif
@@ -193,62 +199,80 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   const bwd::input_grads<T> og{gr.dq, gr.dk, gr.dg, gr.dbeta, {}, {}, gr.dgk};
   const view<const float, 4> none4{};
   const view<float, 4> none4w{};
-  const auto prep = [&]<precision Prec> { bwd::prep_phase<erases, per_key, channels, Prec>(wk, 0, cg); };
+  constexpr precision P = bwd::precision_for<T>;
+  const auto prep = [&] { bwd::prep_phase<erases, per_key, channels, P>(wk, 0, cg); };
+  const auto fwd = [&] { bwd::state_phases<erases, per_key, P>(wk, none4, none4, none4w, true, false, 0); };
+  const auto rev = [&] { bwd::state_phases<erases, per_key, P>(wk, none4, none4, none4w, false, true, 0); };
+  const auto grad_new = [&] { bwd::grad_phase<erases, decays, per_key, T, channels, P>(wk, gr.dv, 0, cg, cd); };
+  const dim3 grid{unsigned(wk.chunks), unsigned(wk.HV)};
 #ifdef GRAD_AB_PREP_V0
   constexpr bool prep_v0 = true;
-  const auto prep_b = [&]<precision Prec> {  // main's phase 1, at the library's precision
-    if constexpr (per_key) {
-      constexpr auto kern = bwd::per_key_prep_kernel_v0<erases, channels, bwd::precision_for<T>>;
-      constexpr std::size_t sh = bwd::per_key_prep_shape_v0<erases, channels>::bytes;
-      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
-      kern<<<dim3{unsigned(wk.chunks), unsigned(wk.HV)}, bwd::threads, sh>>>(wk, cg);
-      CK(cudaGetLastError());
-    } else {
-      bwd::prep_phase<erases, per_key, channels, bwd::precision_for<T>>(wk, 0, cg);
-    }
-  };
 #else
   constexpr bool prep_v0 = false;
-  const auto prep_b = prep;
 #endif
-  const auto fwd = [&]<precision Prec> { bwd::state_phases<erases, per_key, Prec>(wk, none4, none4, none4w, true, false, 0); };
-  const auto rev = [&]<precision Prec> { bwd::state_phases<erases, per_key, Prec>(wk, none4, none4, none4w, false, true, 0); };
-  const auto grad = [&]<precision Prec> {
-    bwd::grad_phase<erases, decays, per_key, T, channels, Prec>(wk, gr.dv, 0, cg, cd);
-  };
-  const auto whole = [&]<precision Prec, bool B = false> {  // backward.hpp's run, phases 0-5 (B: prep_b)
-    bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
-    if constexpr (channels) {
-      bwd::channel_gates_kernel<T><<<unsigned(tokens), bwd::threads>>>(a.b, a.w, wk, gate_b, gate_w);
-    }
-    if constexpr (B) prep_b.template operator()<Prec>();
-    else prep.template operator()<Prec>();
-    bwd::state_phases<erases, per_key, Prec>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
-    grad.template operator()<Prec>();
-    bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
-    CK(cudaGetLastError());
-  };
-  // phase 4 at the library's precision with the other choice of Wide (phases.hpp: Wide for chunk_grad without an
-  // erasing update, never for per_key_grad)
-  constexpr precision lib_p = bwd::precision_for<T>;
-  constexpr bool lib_wide = !erases && !per_key;
-  const dim3 grid{unsigned(wk.chunks), unsigned(wk.HV)};
-  const auto alt = [&] {
+  const auto prep_old = [&] {  // main's phase 1 for per-key decays (prep9's A/B), else the library's
+#ifdef GRAD_AB_PREP_V0
     if constexpr (per_key) {
-      constexpr auto kern = bwd::per_key_grad_kernel<erases, T, channels, !lib_wide, lib_p>;
-      constexpr std::size_t sh = bwd::per_key_grad_shape<erases>::bytes;
+      constexpr auto kern = bwd::per_key_prep_kernel_v0<erases, channels, P>;
+      constexpr std::size_t sh = bwd::per_key_prep_shape_v0<erases, channels>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk, cg);
+      CK(cudaGetLastError());
+      return;
+    }
+#endif
+    prep();
+  };
+  const auto grad_old = [&] {  // main's phase 4 as main's phases.hpp launched it (prep9's A/B: the library's)
+    if constexpr (prep_v0) {
+      grad_new();
+      return;
+    }
+    if constexpr (per_key) {
+      constexpr auto kern = bwd::v0::per_key_grad_kernel<erases, T, channels, false, P>;
+      constexpr std::size_t sh = bwd::v0::per_key_grad_shape<erases>::bytes;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
       kern<<<grid, bwd::threads, sh>>>(wk, gr.dv, cg, cd);
     } else {
-      constexpr auto kern = bwd::chunk_grad_kernel<erases, decays, T, !lib_wide, lib_p>;
-      constexpr std::size_t sh = bwd::grad_shape<erases>::bytes;
+      constexpr auto kern = bwd::v0::chunk_grad_kernel<erases, decays, T, !erases, P>;
+      constexpr std::size_t sh = bwd::v0::grad_shape<erases>::bytes;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
       kern<<<grid, bwd::threads, sh>>>(wk, gr.dv);
     }
     CK(cudaGetLastError());
   };
+  constexpr bool has_lean = per_key && erases && !channels;  // kda
+  const auto prep_lean = [&] {  // the Lean layout of the library's phase-1 kernel (prep9-lean)
+    if constexpr (has_lean) {
+      constexpr auto kern = bwd::per_key_prep_kernel<true, false, P, true>;
+      constexpr std::size_t sh = bwd::per_key_prep_shape<true, false, true>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk, cg);
+      CK(cudaGetLastError());
+    }
+  };
+  const auto whole_lean = [&] {  // backward.hpp's run with the Lean phase 1 and the library's phase 4
+    bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
+    prep_lean();
+    bwd::state_phases<erases, per_key, P>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
+    grad_new();
+    bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
+    CK(cudaGetLastError());
+  };
+  const auto whole = [&](auto&& grad) {  // backward.hpp's run, phases 0-5 (the old phase 1 with the old phase 4)
+    bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
+    if constexpr (channels) {
+      bwd::channel_gates_kernel<T><<<unsigned(tokens), bwd::threads>>>(a.b, a.w, wk, gate_b, gate_w);
+    }
+    if constexpr (std::is_same_v<std::decay_t<decltype(grad)>, std::decay_t<decltype(grad_old)>>) prep_old();
+    else prep();
+    bwd::state_phases<erases, per_key, P>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
+    grad();
+    bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
+    CK(cudaGetLastError());
+  };
 
-  // Outputs: the float32 workspace gradients (the products' own error), then the bf16 outputs.
+  // Outputs: the float32 workspace gradients, then the bf16 outputs.
   const auto outputs = [&] {
     std::vector<copy> o;
     o.push_back(keep(wk.dq, tokens * HV * K));
@@ -272,65 +296,86 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   if (a.beta.ptr) names.push_back("dbeta");
   if (channels) names.push_back("db"), names.push_back("dw");
 
-  lib();
+  const auto clear = [&] {  // (so that a skipped write shows)
+    CK(cudaMemset(wk.dq, 0, tokens * HV * K * sizeof(float)));
+    CK(cudaMemset(wk.dk, 0, tokens * HV * K * sizeof(float)));
+    CK(cudaMemset(dq, 0, nk * sizeof(T)));
+    CK(cudaMemset(dk, 0, nk * sizeof(T)));
+    CK(cudaMemset(dv, 0, nv * sizeof(T)));
+  };
+  lib();  // (first: the library's call writes the chunk table into the workspace, which whole() then reuses)
+  CK(cudaDeviceSynchronize());
+  clear();
+  whole(grad_old);
+  CK(cudaDeviceSynchronize());
+  const auto o_old = outputs();
+  clear();
+  whole(grad_new);
+  CK(cudaDeviceSynchronize());
+  const auto o_new = outputs();
+  lib();  // the library's own call: the same numbers as `new` expected
   CK(cudaDeviceSynchronize());
   const auto o_lib = outputs();
-  alt();  // phase 4 again, the other Wide, on the library's phases 1-3 (it rewrites the workspace gradients and dv)
-  CK(cudaDeviceSynchronize());
-  const auto o_alt = outputs();
-  CK(cudaMemset(wk.dq, 0, tokens * HV * K * sizeof(float)));  // (so that a skipped write shows)
-  CK(cudaMemset(wk.dk, 0, tokens * HV * K * sizeof(float)));
-  const auto whole_b = [&] {  // the B side: every product in 3xTF32, or (GRAD_AB_PREP_V0) main's phase 1
-    if constexpr (prep_v0) whole.template operator()<lib_p, true>();
-    else whole.template operator()<precision::tf32x3>();
-  };
-  whole_b();
-  CK(cudaDeviceSynchronize());
-  const auto o_x3 = outputs();
   std::printf("{\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"H\":%ld,\"HV\":%ld,\"K\":%ld,\"V\":%ld", rule_name<Rule>::value,
               long(B), long(T_), long(H), long(HV), long(K), long(V));
-  double worst = 0;
-  for (std::size_t i = 0; i < o_lib.size(); ++i) {
-    const double d = distance(o_lib[i], o_x3[i]);
+  double worst = 0, lib_worst = 0;
+  for (std::size_t i = 0; i < o_new.size(); ++i) {
+    const double d = distance(o_new[i], o_old[i]);
     worst = std::max(worst, std::isfinite(d) ? d : 1e30);
     std::printf(",\"%s\":%.3g", names[i], d);
+    const double e = distance(o_lib[i], o_new[i]);
+    lib_worst = std::max(lib_worst, std::isfinite(e) ? e : 1e30);
   }
-  std::printf(",\"worst\":%.3g", worst);
-  double alt_worst = 0;  // the other Wide against the library's phase 4 (same precision: ≈ 0 expected)
-  for (std::size_t i = 0; i < o_lib.size(); ++i) {
-    const double d = distance(o_alt[i], o_lib[i]);
-    alt_worst = std::max(alt_worst, std::isfinite(d) ? d : 1e30);
+  std::printf(",\"worst_new_vs_old\":%.3g,\"lib_vs_new\":%.3g", worst, lib_worst);
+  if constexpr (has_lean) {  // the Lean phase 1 against the library's call (T's workspace cleared: A passes through it)
+    clear();
+    CK(cudaMemset(wk.Tinv, 0, std::size_t(wk.chunks * wk.HV) * bwd::CL * bwd::CL * sizeof(float)));
+    whole_lean();
+    CK(cudaDeviceSynchronize());
+    const auto o_lean = outputs();
+    double lean_worst = 0;
+    for (std::size_t i = 0; i < o_lib.size(); ++i) {
+      const double d = distance(o_lean[i], o_lib[i]);
+      lean_worst = std::max(lean_worst, std::isfinite(d) ? d : 1e30);
+    }
+    std::printf(",\"lean_vs_lib\":%.3g", lean_worst);
+    for (const copy& c : o_lean) CK(cudaFree(c.p));
   }
-  std::printf(",\"alt_vs_lib\":%.3g", alt_worst);
-  for (const auto* o : {&o_lib, &o_x3, &o_alt})
+  for (const auto* o : {&o_old, &o_new, &o_lib})
     for (const copy& c : *o) CK(cudaFree(c.p));
   if (timed && !once) {
-    double t_lib = 1e30, t_x3 = 1e30;
+    double t_new = 1e30, t_old = 1e30, t_lib = 1e30;
     for (int r = 0; r < 3; ++r) {  // interleaved: the spread between runs
+      t_new = std::min(t_new, time_ms([&] { whole(grad_new); }, 2, 3));
+      t_old = std::min(t_old, time_ms([&] { whole(grad_old); }, 2, 3));
       t_lib = std::min(t_lib, time_ms(lib, 2, 3));
-      t_x3 = std::min(t_x3, time_ms(whole_b, 2, 3));
     }
-    std::printf(",\"bwd_ms\":%.3f,\"bwd_x3_ms\":%.3f,\"speedup\":%.2f", t_lib, t_x3, t_x3 / t_lib);
-    // each phase alone (phases 2 and 3 rerun on their own results: the times, not the values, matter here)
-    const auto phase = [&](const char* name, auto&& f1, auto&& f3) {
-      double t1 = 1e30, t3 = 1e30;
-      for (int r = 0; r < 2; ++r) t1 = std::min(t1, time_ms(f1, 3, 3)), t3 = std::min(t3, time_ms(f3, 3, 3));
-      std::printf(",\"%s_ms\":%.3f,\"%s_x3_ms\":%.3f", name, t1, name, t3);
-    };
+    std::printf(",\"bwd_new_ms\":%.3f,\"bwd_old_ms\":%.3f,\"bwd_lib_ms\":%.3f,\"bwd_speedup\":%.3f", t_new, t_old,
+                t_lib, t_old / t_new);
+    double g_new = 1e30, g_old = 1e30;
+    for (int r = 0; r < 3; ++r) g_new = std::min(g_new, time_ms(grad_new, 3, 3)), g_old = std::min(g_old, time_ms(grad_old, 3, 3));
+    std::printf(",\"grad_new_ms\":%.3f,\"grad_old_ms\":%.3f,\"grad_speedup\":%.3f", g_new, g_old, g_old / g_new);
+    // phases 1-3 alone (2 and 3 rerun on their own results: the times, not the values, matter here)
+    std::printf(",\"prep_ms\":%.3f,\"fwd_ms\":%.3f,\"rev_ms\":%.3f", time_ms(prep, 3, 3), time_ms(fwd, 3, 3),
+                time_ms(rev, 3, 3));
     if constexpr (prep_v0) {
-      phase("prep", [&] { prep.template operator()<lib_p>(); }, [&] { prep_b.template operator()<lib_p>(); });
-    } else {
-      phase("prep", [&] { prep.template operator()<lib_p>(); }, [&] { prep.template operator()<precision::tf32x3>(); });
-      phase("fwd", [&] { fwd.template operator()<lib_p>(); }, [&] { fwd.template operator()<precision::tf32x3>(); });
-      phase("rev", [&] { rev.template operator()<lib_p>(); }, [&] { rev.template operator()<precision::tf32x3>(); });
-      phase("grad", [&] { grad.template operator()<lib_p>(); }, [&] { grad.template operator()<precision::tf32x3>(); });
-      double t_alt = 1e30;
-      for (int r = 0; r < 2; ++r) t_alt = std::min(t_alt, time_ms(alt, 3, 3));
-      std::printf(",\"grad_alt_ms\":%.3f,\"alt_wide\":%s", t_alt, lib_wide ? "false" : "true");
+      double p_new = 1e30, p_old = 1e30;
+      for (int r = 0; r < 3; ++r) p_new = std::min(p_new, time_ms(prep, 3, 3)), p_old = std::min(p_old, time_ms(prep_old, 3, 3));
+      std::printf(",\"prep_new_ms\":%.3f,\"prep_old_ms\":%.3f", p_new, p_old);
     }
-  } else if (once) {  // one launch of each (ncu)
-    lib();
-    whole_b();
+    if constexpr (has_lean) {
+      double pl = 1e30, pb = 1e30, wl = 1e30, wb = 1e30;
+      for (int r = 0; r < 3; ++r) pl = std::min(pl, time_ms(prep_lean, 3, 3)), pb = std::min(pb, time_ms(prep, 3, 3));
+      for (int r = 0; r < 3; ++r) {
+        wl = std::min(wl, time_ms(whole_lean, 2, 3));
+        wb = std::min(wb, time_ms([&] { whole(grad_new); }, 2, 3));
+      }
+      std::printf(",\"prep_lean_ms\":%.3f,\"prep_lib_ms\":%.3f,\"bwd_lean_ms\":%.3f,\"bwd_lib1_ms\":%.3f", pl, pb, wl,
+                  wb);
+    }
+  } else if (once) {  // one launch of each phase 4 (ncu)
+    grad_new();
+    grad_old();
     CK(cudaDeviceSynchronize());
   }
   std::printf("}\n");
@@ -358,10 +403,11 @@ void each_rule(F&& f) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool check = false, once = false;
+  bool check = false, once = false, long_too = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--check")) check = true;
     if (!std::strcmp(argv[i], "--once")) once = true;
+    if (!std::strcmp(argv[i], "--long")) long_too = true;
   }
   const char* only = std::getenv("GRAD_AB_ONLY");
   try {
@@ -370,12 +416,11 @@ int main(int argc, char** argv) {
       if (check) {
         ab<Rule>(2, 150, 2, 4, 64, 96, false, false);   // partial last chunk, K, V < 128, GVA (2 value heads a key head)
         ab<Rule>(1, 130, 1, 1, 128, 128, false, false);  // a 2-token last chunk
+        ab<Rule>(1, 100, 1, 1, 37, 45, false, false);    // K, V not multiples of 4: block_gemm_ring's 4-byte copies
         return;
       }
       ab<Rule>(8, 4096, 16, 16, 128, 128, true, once);
-#ifndef GRAD_AB_PREP_V0
-      if (!once) ab<Rule>(1, 32768, 16, 16, 128, 128, true, false);
-#endif
+      if (!once && long_too) ab<Rule>(1, 32768, 16, 16, 128, 128, true, false);
     });
   } catch (const std::exception& e) {
     std::printf("error: %s\n", e.what());

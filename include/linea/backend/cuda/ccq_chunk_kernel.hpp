@@ -38,6 +38,8 @@ struct ccq_chunk_args {
   int* starts = nullptr;    // [N + 1] first chunk of each sequence (cu_seqlens), or null: sequence n has cps
   index_t cps = 0, slots = 0;
   bool expand_q = false;
+  // rows read / written with 16-byte accesses: innermost stride 1, the other strides multiples of 8, 16-byte aligned
+  bool whole_q = false, whole_k = false, whole_out = false;
 };
 
 // The offsets of the sequences' chunks (cu_seqlens): starts[n] = Σ_{n' < n} ⌈len_n' / 64⌉. One warp.
@@ -86,13 +88,59 @@ __device__ __forceinline__ float round_to(float x) {
   return to_float(from_float<T>(x));
 }
 
+// ---- 16-bit rows, eight channels per thread -----------------------------------------------------------------
+// A token's row of K ≤ 128 channels is read by 16 threads, eight channels each (one 16-byte load where the row is
+// contiguous and aligned, eight element loads otherwise); 8 tokens side by side, 8 such passes cover a chunk. Every
+// pass's load is issued before the first is used, so a thread has 8 (16 in the q̃ phase) loads in flight — the
+// kernels of ccq2 / fwd7 (a warp per token, loads of one token at a time) moved data at ~0.5 TB/s for want of that.
+constexpr int ccq_vec = 8, ccq_row_threads = 16, ccq_rows_side_by_side = ccq_chunk_threads / ccq_row_threads;
+constexpr int ccq_passes = ccq_chunk_len / ccq_rows_side_by_side;
+static_assert(ccq_passes * ccq_rows_side_by_side == ccq_chunk_len && ccq_row_threads * ccq_vec >= 128);
+
+template <class T>
+struct ccq_row8 {
+  uint4 raw = make_uint4(0, 0, 0, 0);
+  __device__ float operator[](int e) const {
+    T x[ccq_vec];
+    memcpy(x, &raw, sizeof raw);
+    return to_float(x[e]);
+  }
+};
+template <class T>
+__device__ __forceinline__ ccq_row8<T> ccq_load8(const T* p) {
+  return {*reinterpret_cast<const uint4*>(p)};
+}
+// Eight channels of a strided view's row: the 16-byte load when `whole` (innermost stride 1, aligned), else one by one.
+template <class T, class E>
+__device__ __forceinline__ ccq_row8<T> ccq_load8(const view<const E, 4>& v, bool whole, index_t b, index_t t, index_t h,
+                                                 index_t i) {
+  if (whole) return ccq_load8<T>(reinterpret_cast<const T*>(&v(b, t, h, i)));
+  T x[ccq_vec];
+  for (int e = 0; e < ccq_vec; ++e) x[e] = static_cast<T>(v(b, t, h, i + e));
+  ccq_row8<T> r;
+  memcpy(&r.raw, x, sizeof x);
+  return r;
+}
+template <class T>
+__device__ __forceinline__ void ccq_store8(T* p, const float (&f)[ccq_vec]) {
+  T x[ccq_vec];
+  for (int e = 0; e < ccq_vec; ++e) x[e] = from_float<T>(f[e]);
+  uint4 r;
+  memcpy(&r, x, sizeof r);
+  *reinterpret_cast<uint4*>(p) = r;
+}
+// The sum over the 16 threads of a row (lanes 0–15 or 16–31 of a warp); every lane of the warp takes part.
+__device__ __forceinline__ float ccq_row_sum(float x) {
+  for (int o = ccq_row_threads / 2; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
+
 template <class Rule, class T, bool Final>
 __global__ void __launch_bounds__(ccq_chunk_threads) ccq_chunk_kernel(const ccq_chunk_args<T> c) {
   const kernel_args<T>& a = c.a;
   const source<T> src{a};
+  using Decay = typename Rule::decay;
   // One linear grid, value heads fastest: the CTAs in flight read whole token rows [HV][K] of neighbouring chunks.
-  // With chunks fastest they read one head's 256-byte slice of every 4 KB row, and both kernels moved data at
-  // ~0.5 TB/s (steps 1 and 4 of the read, ncu 2026-12-02) however their loads were scheduled.
   const unsigned heads = static_cast<unsigned>(a.HV);
   const index_t K = a.K, HV = a.HV, hv = blockIdx.x % heads, slot = blockIdx.x / heads;
   index_t n, j;
@@ -101,62 +149,114 @@ __global__ void __launch_bounds__(ccq_chunk_threads) ccq_chunk_kernel(const ccq_
   const index_t t0 = seq.t0 + j * ccq_chunk_len;
   if (t0 >= seq.t1) return;
   const int L = static_cast<int>(seq.t1 - t0 < ccq_chunk_len ? seq.t1 - t0 : index_t(ccq_chunk_len));
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = ccq_chunk_threads / 32;
-  constexpr int per_lane = 4;  // K ≤ 128
+  // this thread: channels [i0, i0 + 8) of the tokens side + 8p (p < 8)
+  const int side = threadIdx.x / ccq_row_threads;
+  const index_t i0 = static_cast<index_t>(threadIdx.x % ccq_row_threads) * ccq_vec;
+  const bool lanes = i0 < K;  // K is a multiple of 8
 
   extern __shared__ float Kc[];  // [64][K]: k̂_t, then (Final) m_t
-  __shared__ float decay[ccq_chunk_len], logd[ccq_chunk_len], lam[ccq_chunk_len], zc[ccq_chunk_len];
+  __shared__ float decay[ccq_chunk_len], logd[ccq_chunk_len], lam[ccq_chunk_len], zc[ccq_chunk_len],
+      gsum[ccq_chunk_len];
   auto at = [&](index_t t) { return ((seq.bt * a.T + t) * HV + hv) * K; };  // row of [B, T, HV, K]
+  auto live = [&](int p) { return lanes && side + ccq_rows_side_by_side * p < L; };
 
-  // ---- rows: k̂, c_t (and λ; q̂ per value head for the stats pass), a warp per token ------------------------------
-  for (int r = warp; r < L; r += warps) {
-    const index_t t = t0 + r;
-    using Decay = typename Rule::decay;
-    float kk = 0, gs = 0;
-    const token_scalars ts = src.template scalars<Decay::inputs>(seq.bt, t, hv);
-    for (index_t i = lane; i < K; i += 32) {
-      const float ki = src.k(seq.bt, t, hv, i);
-      Kc[r * K + i] = ki;
-      kk += ki * ki;
-      if constexpr (Decay::kind == decay_kind::per_key) gs += src.template log_alpha<Rule>(ts, seq.bt, t, hv, i);
-    }
-    for (int o = 16; o > 0; o >>= 1) {
-      kk += __shfl_xor_sync(0xffffffffu, kk, o);
-      gs += __shfl_xor_sync(0xffffffffu, gs, o);
-    }
-    const float kn = a.l2k ? rsqrtf(kk + 1e-6f) : 1.f;
-    for (index_t i = lane; i < K; i += 32) {
-      float x = Kc[r * K + i] * kn;
-      if (c.kexp) {
-        if constexpr (!Final) c.kexp[at(t) + i] = from_float<T>(x);
-        x = round_to<T>(x);
+  // ---- rows: k̂ into Kc ------------------------------------------------------------------------------------------
+  // Final reads k̂ back where the first launch wrote it (kexp: normalised, rounded), else k as is (no L2 norm then).
+  ccq_row8<T> kr[ccq_passes];
+#pragma unroll
+  for (int p = 0; p < ccq_passes; ++p) {
+    if (!live(p)) continue;
+    const index_t t = t0 + side + ccq_rows_side_by_side * p;
+    if (Final && c.kexp) kr[p] = ccq_load8<T>(c.kexp + at(t) + i0);
+    else kr[p] = ccq_load8<T>(a.k, c.whole_k, seq.bt, t, hv / a.G, i0);
+  }
+  if constexpr (!Final) {
+    // the per-key rules' default c_t is the mean of the rule's log decay over key channels: partial sums here (gk
+    // is read only where that default is used: decayed weighting without the caller's c_t)
+    const bool rule_decay = a.ccq_decays && !a.ccq_log_decay.ptr;
+    float gs[ccq_passes] = {};
+    if constexpr (Decay::kind == decay_kind::per_key) {
+#pragma unroll
+      for (int p = 0; p < ccq_passes; ++p) {
+        if (!rule_decay || !live(p)) continue;
+        const index_t t = t0 + side + ccq_rows_side_by_side * p;
+        const token_scalars ts = src.template scalars<Decay::inputs>(seq.bt, t, hv);
+        for (int e = 0; e < ccq_vec; ++e) gs[p] += src.template log_alpha<Rule>(ts, seq.bt, t, hv, i0 + e);
       }
-      Kc[r * K + i] = x;
     }
-    if (lane == 0) {
+#pragma unroll
+    for (int p = 0; p < ccq_passes; ++p) {
+      const int r = side + ccq_rows_side_by_side * p;
+      float x[ccq_vec], kk = 0;
+      for (int e = 0; e < ccq_vec; ++e) x[e] = kr[p][e], kk += x[e] * x[e];
+      if (a.l2k) kk = ccq_row_sum(kk);
+      if constexpr (Decay::kind == decay_kind::per_key) {
+        if (rule_decay) {
+          const float g = ccq_row_sum(gs[p]);
+          if (threadIdx.x % ccq_row_threads == 0) gsum[r] = g;
+        }
+      }
+      if (!live(p)) continue;
+      const float kn = a.l2k ? rsqrtf(kk + 1e-6f) : 1.f;
+      for (int e = 0; e < ccq_vec; ++e) x[e] *= kn;
+      if (c.kexp) {
+        ccq_store8<T>(c.kexp + at(t0 + r) + i0, x);
+        for (int e = 0; e < ccq_vec; ++e) x[e] = round_to<T>(x[e]);
+      }
+      float* row = Kc + r * K + i0;
+      reinterpret_cast<float4*>(row)[0] = make_float4(x[0], x[1], x[2], x[3]);
+      reinterpret_cast<float4*>(row)[1] = make_float4(x[4], x[5], x[6], x[7]);
+    }
+    // q̂ per value head for the stats and main passes (grouped value heads)
+    if (c.expand_q) {
+      ccq_row8<T> qr[ccq_passes];
+#pragma unroll
+      for (int p = 0; p < ccq_passes; ++p)
+        if (live(p)) qr[p] = ccq_load8<T>(a.q, c.whole_q, seq.bt, t0 + side + ccq_rows_side_by_side * p, hv / a.G, i0);
+#pragma unroll
+      for (int p = 0; p < ccq_passes; ++p) {
+        float x[ccq_vec], qq = 0;
+        for (int e = 0; e < ccq_vec; ++e) x[e] = qr[p][e], qq += x[e] * x[e];
+        if (a.l2q) qq = ccq_row_sum(qq);
+        if (!live(p)) continue;
+        const float qn = a.l2q ? rsqrtf(qq + 1e-6f) : 1.f;
+        for (int e = 0; e < ccq_vec; ++e) x[e] *= qn;
+        ccq_store8<T>(c.qt + at(t0 + side + ccq_rows_side_by_side * p) + i0, x);
+      }
+    }
+    __syncthreads();
+    // ---- the tokens' c_t (rounded to T as the stats pass reads it), a thread per token ----------------------------
+    if (threadIdx.x < L) {
+      const int r = threadIdx.x;
+      const index_t t = t0 + r;
       float rule = 0;  // the default c_t: the rule's log decay, its mean over key channels when per key (SPEC §3)
-      if constexpr (Decay::kind == decay_kind::scalar) rule = src.template log_alpha<Rule>(ts, seq.bt, t, hv, 0);
-      if constexpr (Decay::kind == decay_kind::per_key) rule = gs / static_cast<float>(K);
+      if constexpr (Decay::kind == decay_kind::scalar) {
+        if (rule_decay) {
+          const token_scalars ts = src.template scalars<Decay::inputs>(seq.bt, t, hv);
+          rule = src.template log_alpha<Rule>(ts, seq.bt, t, hv, 0);
+        }
+      }
+      if constexpr (Decay::kind == decay_kind::per_key)
+        if (rule_decay) rule = gsum[r] / static_cast<float>(K);  // gsum is written only then
       const float ct = round_to<T>(src.stats_log_decay(seq.bt, t, hv, rule));
-      if constexpr (!Final) c.c[(seq.bt * a.T + t) * HV + hv] = from_float<T>(ct);
-      if constexpr (Final) lam[r] = to_float(c.lambda(seq.bt, t, hv));
+      c.c[(seq.bt * a.T + t) * HV + hv] = from_float<T>(ct);
       logd[r] = ct, decay[r] = expf(ct);
     }
-    if constexpr (!Final) {
-      if (c.expand_q) {
-        float qv[per_lane], qq = 0;
-        for (int u = 0; u < per_lane; ++u) {
-          const index_t i = lane + 32 * u;
-          qv[u] = i < K ? src.q(seq.bt, t, hv, i) : 0.f;
-          qq += qv[u] * qv[u];
-        }
-        for (int o = 16; o > 0; o >>= 1) qq += __shfl_xor_sync(0xffffffffu, qq, o);
-        const float qn = a.l2q ? rsqrtf(qq + 1e-6f) : 1.f;
-        for (int u = 0; u < per_lane; ++u) {
-          const index_t i = lane + 32 * u;
-          if (i < K) c.qt[at(t) + i] = from_float<T>(qv[u] * qn);
-        }
-      }
+  } else {
+#pragma unroll
+    for (int p = 0; p < ccq_passes; ++p) {
+      if (!live(p)) continue;
+      float* row = Kc + (side + ccq_rows_side_by_side * p) * K + i0;
+      reinterpret_cast<float4*>(row)[0] = make_float4(kr[p][0], kr[p][1], kr[p][2], kr[p][3]);
+      reinterpret_cast<float4*>(row)[1] = make_float4(kr[p][4], kr[p][5], kr[p][6], kr[p][7]);
+    }
+    // c_t as the first launch wrote it (the same rounded value the stats pass read), and λ_t
+    if (threadIdx.x < L) {
+      const int r = threadIdx.x;
+      const index_t t = t0 + r;
+      const float ct = to_float(c.c[(seq.bt * a.T + t) * HV + hv]);
+      lam[r] = to_float(c.lambda(seq.bt, t, hv));
+      logd[r] = ct, decay[r] = expf(ct);
     }
   }
   __syncthreads();
@@ -169,6 +269,7 @@ __global__ void __launch_bounds__(ccq_chunk_threads) ccq_chunk_kernel(const ccq_
     if (i < K) m = st[i];
     z = st[K];
   }
+#pragma unroll 8
   for (int r = 0; r < L; ++r) {
     z = decay[r] * z + 1.f;
     G += logd[r];
@@ -184,35 +285,44 @@ __global__ void __launch_bounds__(ccq_chunk_threads) ccq_chunk_kernel(const ccq_
     if (threadIdx.x == 0) st[K] = z, st[K + 1] = G;
     return;
   } else {
-    __syncthreads();
-    // ---- q̃ = q̂ − λ (Y / z − m (mᵀ q̂) / z²), a warp per token ---------------------------------------------------
-    for (int r = warp; r < L; r += warps) {
-      const index_t t = t0 + r, row = at(t);
-      float qv[per_lane], qq = 0;
-      for (int u = 0; u < per_lane; ++u) {
-        const index_t x = lane + 32 * u;
-        qv[u] = x >= K ? 0.f : c.expand_q ? to_float(c.qt[row + x]) : src.q(seq.bt, t, hv, x);
-        qq += qv[u] * qv[u];
-      }
+    // ---- q̃ = q̂ − λ (Y / z − m (mᵀ q̂) / z²): every pass's q and Y loads first, then the arithmetic ------------------
+    ccq_row8<T> qr[ccq_passes], yr[ccq_passes];
+#pragma unroll
+    for (int p = 0; p < ccq_passes; ++p) {
+      if (!live(p)) continue;
+      const index_t t = t0 + side + ccq_rows_side_by_side * p;
+      qr[p] = c.expand_q ? ccq_load8<T>(c.qt + at(t) + i0) : ccq_load8<T>(a.q, c.whole_q, seq.bt, t, hv / a.G, i0);
+      yr[p] = ccq_load8<T>(c.y + at(t) + i0);
+    }
+    __syncthreads();  // m_t in Kc, z_t in zc
+#pragma unroll
+    for (int p = 0; p < ccq_passes; ++p) {
+      const int r = side + ccq_rows_side_by_side * p;
+      float qv[ccq_vec], qq = 0;
+      for (int e = 0; e < ccq_vec; ++e) qv[e] = qr[p][e], qq += qv[e] * qv[e];
       if (!c.expand_q && a.l2q) {
-        for (int o = 16; o > 0; o >>= 1) qq += __shfl_xor_sync(0xffffffffu, qq, o);
-        const float qn = rsqrtf(qq + 1e-6f);
-        for (int u = 0; u < per_lane; ++u) qv[u] *= qn;
+        const float qn = rsqrtf(ccq_row_sum(qq) + 1e-6f);
+        for (int e = 0; e < ccq_vec; ++e) qv[e] *= qn;
       }
-      float mq = 0;
-      for (int u = 0; u < per_lane; ++u) {
-        const index_t x = lane + 32 * u;
-        if (x < K) mq += Kc[r * K + x] * qv[u];
-      }
-      for (int o = 16; o > 0; o >>= 1) mq += __shfl_xor_sync(0xffffffffu, mq, o);
-      const float iz = 1.f / zc[r];
-      for (int u = 0; u < per_lane; ++u) {
-        const index_t x = lane + 32 * u;
-        if (x >= K) continue;
-        const float sq = to_float(c.y[row + x]) * iz - Kc[r * K + x] * mq * iz * iz;
-        const T q = from_float<T>(qv[u] - lam[r] * sq);
-        c.qt[row + x] = q;
-        if (c.q_tilde_out.ptr) c.q_tilde_out(seq.bt, t, hv, x) = q;
+      const float* mt = Kc + (r < L ? r : 0) * K + (lanes ? i0 : 0);
+      float mv[ccq_vec], mq = 0;
+      const float4 m0 = reinterpret_cast<const float4*>(mt)[0], m1 = reinterpret_cast<const float4*>(mt)[1];
+      mv[0] = m0.x, mv[1] = m0.y, mv[2] = m0.z, mv[3] = m0.w, mv[4] = m1.x, mv[5] = m1.y, mv[6] = m1.z, mv[7] = m1.w;
+      if (lanes)
+        for (int e = 0; e < ccq_vec; ++e) mq += mv[e] * qv[e];
+      mq = ccq_row_sum(mq);
+      if (!live(p)) continue;
+      const float iz = 1.f / zc[r], l = lam[r];
+      float out[ccq_vec];
+      for (int e = 0; e < ccq_vec; ++e) out[e] = qv[e] - l * (yr[p][e] * iz - mv[e] * mq * iz * iz);
+      const index_t t = t0 + r;
+      ccq_store8<T>(c.qt + at(t) + i0, out);
+      if (c.q_tilde_out.ptr) {
+        if (c.whole_out) {
+          ccq_store8<T>(&c.q_tilde_out(seq.bt, t, hv, i0), out);
+        } else {
+          for (int e = 0; e < ccq_vec; ++e) c.q_tilde_out(seq.bt, t, hv, i0 + e) = from_float<T>(out[e]);
+        }
       }
     }
   }

@@ -15,6 +15,8 @@
 #include "ccq_chunk_kernel.hpp"
 #include "launch.hpp"
 
+#include <cstdint>
+
 #include "../../rules/simple_gla.hpp"
 
 namespace linea::cuda_detail {
@@ -50,6 +52,11 @@ bool run_ccq_chunked(const arguments<T, float>& a, const problem& p, const kerne
     c.st = reinterpret_cast<float*>(R2 + st_at);
     c.starts = varlen ? reinterpret_cast<int*>(R2 + starts_at) : nullptr;
     c.cps = cps, c.slots = slots;
+    const auto whole_rows = [](const auto& v) {  // 16-byte row accesses (ccq_chunk_kernel.hpp)
+      return v.ptr != nullptr && v.stride(3) == 1 && v.stride(0) % 8 == 0 && v.stride(1) % 8 == 0 &&
+             v.stride(2) % 8 == 0 && reinterpret_cast<std::uintptr_t>(v.ptr) % 16 == 0;
+    };
+    c.whole_q = whole_rows(k.q), c.whole_k = whole_rows(k.k), c.whole_out = whole_rows(a.ccq.q_tilde);
 
     const auto tensor = [&](const T* ptr) { return contiguous<4>(ptr, {p.B, p.T, p.HV, p.K}); };
     // the stats pass: simple_gla with q̂, k = v = k̂, g = c_t, state C; Y out

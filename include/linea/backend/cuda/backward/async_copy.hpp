@@ -10,10 +10,22 @@
 // 16-byte pieces where every row starts 16-byte aligned and cols % 4 == 0 (K, V multiples of 4), else 4-byte ones.
 // Every thread of the CTA calls async_tile with the same arguments. The 16-byte copy is the forward's
 // (chunk_tiles.hpp's tiles::cp_async16_fill).
+//
+//   block_gemm_ring<Prec, Stages, AResident>(M, N, Kd, a, lda, b, ldb, out, ring)
+//
+// block_gemm's product (64 × 64 output tiles, M ≤ 64) for operands contiguous along k in global memory:
+// B(k, n) = b[n·ldb + k], and A(m, k) = a[m·lda + k] either in global memory too or (AResident) already in shared
+// memory (lda ≡ 4 mod 32: conflict-free fragments). The global operands stream through a ring of Stages 32-deep
+// slabs in shared memory filled by cp.async, Stages − 1 slabs ahead, across the n-tiles as one sequence: no
+// prefetch registers, and the loads of the next slabs are in flight while the tensor cores work on this one (the
+// register-prefetched block_gemm has one slab in flight, and phase 4, one CTA per SM, waited on it ~36 times a
+// CTA). ring: ring_floats<Stages, AResident> floats of shared memory. Every thread of the CTA calls it; it starts
+// and ends with a barrier, and `out` runs after the ring's last read (so the ring may be scratch for it).
 #pragma once
 #include <cstdint>
 
 #include "../chunk_tiles.hpp"
+#include "block_gemm.hpp"
 #include "work.hpp"
 
 namespace linea::cuda_detail::bwd {
@@ -47,6 +59,107 @@ __device__ __forceinline__ void async_tile(float* dst, int ld, const float* src,
       cp_async_f1(dst + r * ld + c, in ? src + r * stride + c : src, in ? 4 : 0);
     }
   }
+}
+
+// A ring slab: the A rows [64][ring_tk + 4] (unless A is resident), then the B rows [64][ring_tk + 4], k contiguous
+// (rows ≡ 4 mod 32 floats: conflict-free fragments, 16-byte aligned rows for cp.async).
+inline constexpr int ring_tk = 32, ring_ld = ring_tk + 4;
+template <bool AResident>
+inline constexpr int ring_stage_floats = (AResident ? 0 : gemm_tm * ring_ld) + 64 * ring_ld;
+template <int Stages, bool AResident>
+inline constexpr int ring_floats = Stages * ring_stage_floats<AResident>;
+
+// Rows [0, 64) of a k-contiguous operand (row r at src + r·ld), columns k0 .. k0 + ring_tk − 1, into dst [64][ring_ld];
+// zeros for rows ≥ rows and columns ≥ Kd. wide: 16-byte pieces (ld, Kd multiples of 4, src 16-byte aligned).
+__device__ __forceinline__ void ring_fill(float* dst, const float* src, index_t ld, int rows, int k0, int Kd, bool wide) {
+  if (wide) {
+    constexpr int P = ring_tk / 4;  // pieces per row: 8; 512 a slab, 2 per thread
+#pragma unroll
+    for (int i = 0; i < 64 * P / threads; ++i) {
+      const int e = threadIdx.x + i * threads, r = e / P, c = 4 * (e % P);
+      const bool in = r < rows && k0 + c < Kd;
+      tiles::cp_async16_fill(dst + r * ring_ld + c, in ? src + r * ld + k0 + c : src, in ? 16 : 0);
+    }
+  } else {
+#pragma unroll 4
+    for (int i = 0; i < 64 * ring_tk / threads; ++i) {
+      const int e = threadIdx.x + i * threads, r = e / ring_tk, c = e % ring_tk;
+      const bool in = r < rows && k0 + c < Kd;
+      cp_async_f1(dst + r * ring_ld + c, in ? src + r * ld + k0 + c : src, in ? 4 : 0);
+    }
+  }
+}
+
+template <precision Prec, int Stages, bool AResident, class Out>
+__device__ __forceinline__ void block_gemm_ring(int M, int N, int Kd, const float* a, index_t lda, const float* b,
+                                                index_t ldb, Out out, float* ring) {
+  static_assert(threads == 256 && Stages >= 2, "block_gemm_ring: 256 threads, at least two stages");
+  constexpr int NT = 4, SF = ring_stage_floats<AResident>, BO = AResident ? 0 : gemm_tm * ring_ld;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
+  const int wm = 16 * (warp & 3), wn = 32 * (warp >> 2);  // this warp's 16 × 32 strip of a 64 × 64 tile
+  const int slabs = (Kd + ring_tk - 1) / ring_tk, tiles_n = (N + 63) / 64, jobs = slabs * tiles_n;
+  const auto aligned = [](const float* p, index_t ld) {
+    return ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+  };
+  const bool wide = Kd % 4 == 0 && aligned(b, ldb) && (AResident || aligned(a, lda));
+  const auto fill = [&](int j) {  // job j = (n-tile j / slabs, slab j % slabs) into stage j % Stages
+    float* st = ring + (j % Stages) * SF;
+    const int n0 = 64 * (j / slabs), k0 = ring_tk * (j % slabs);
+    if constexpr (!AResident) ring_fill(st, a, lda, M, k0, Kd, wide);
+    ring_fill(st + BO, b + n0 * ldb, ldb, N - n0, k0, Kd, wide);
+  };
+  __syncthreads();  // (the ring's previous readers are done; a resident A is complete)
+#pragma unroll
+  for (int j = 0; j < Stages - 1; ++j) {
+    if (j < jobs) fill(j);
+    async_commit();
+  }
+  float acc[NT][4] = {};
+  const int ma = wm + g, mb = ma + 8;
+  for (int j = 0; j < jobs; ++j) {
+    async_wait<Stages - 2>();  // this thread's pieces of slab j are in
+    __syncthreads();           // everyone's are; and slab j − 1's stage has been read by all
+    if (j + Stages - 1 < jobs) fill(j + Stages - 1);
+    async_commit();
+    const float* As = ring + (j % Stages) * SF;
+    const float* Bs = As + BO;
+    const int k0 = ring_tk * (j % slabs), n0 = 64 * (j / slabs);
+    const int steps = (Kd - k0 < ring_tk ? Kd - k0 + 7 : ring_tk) / 8;  // (the slab's zeros past Kd skip)
+    for (int s = 0; s < steps; ++s) {
+      const int kk = 8 * s, ka = kk + t, kb = ka + 4;
+      std::uint32_t ab[4], as[4];
+      if constexpr (AResident) {  // (A past M or Kd read as zeros, never from the tile)
+        const int ga = k0 + ka, gb = k0 + kb;
+        a_operand<Prec>(ma < M && ga < Kd ? a[ma * lda + ga] : 0.f, ab[0], as[0]);
+        a_operand<Prec>(mb < M && ga < Kd ? a[mb * lda + ga] : 0.f, ab[1], as[1]);
+        a_operand<Prec>(ma < M && gb < Kd ? a[ma * lda + gb] : 0.f, ab[2], as[2]);
+        a_operand<Prec>(mb < M && gb < Kd ? a[mb * lda + gb] : 0.f, ab[3], as[3]);
+      } else {
+        a_operand<Prec>(As[ma * ring_ld + ka], ab[0], as[0]);
+        a_operand<Prec>(As[mb * ring_ld + ka], ab[1], as[1]);
+        a_operand<Prec>(As[ma * ring_ld + kb], ab[2], as[2]);
+        a_operand<Prec>(As[mb * ring_ld + kb], ab[3], as[3]);
+      }
+#pragma unroll
+      for (int i = 0; i < NT; ++i) {
+        const int n = wn + 8 * i + g;
+        mma_step<Prec>(acc[i], ab, as, Bs[n * ring_ld + ka], Bs[n * ring_ld + kb]);
+      }
+    }
+    if (j % slabs == slabs - 1) {  // the n-tile is done
+      if (j == jobs - 1) __syncthreads();  // (out may write over the ring: every warp is past its last read)
+#pragma unroll
+      for (int i = 0; i < NT; ++i)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int m = wm + g + 8 * (x >> 1), n = n0 + wn + 8 * i + 2 * t + (x & 1);
+          if (m < M && n < N) out(m, n, acc[i][x]);
+          acc[i][x] = 0.f;
+        }
+    }
+  }
+  async_wait<0>();  // (only empty groups are left)
+  __syncthreads();
 }
 
 }  // namespace linea::cuda_detail::bwd

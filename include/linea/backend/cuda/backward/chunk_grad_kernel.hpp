@@ -10,49 +10,54 @@
 //   de_r = Σ_s M_rs (k_r·k_s) + γ_r k_r·dBk_r,   dw_r = v_r·dBv_r
 //   dG_r: every product above that holds a decay, then dg_t = Σ_{r≥t} dG_r (reverse cumulative sum)
 // q and k gradients go to the per-value-head workspace (a key head's group adds them in phase 5).
-// One CTA per (chunk, value head), float32. The chunk's k and q rows are staged once in shared memory, dq and dk
-// gather in shared memory and leave once, coalesced; products whose operands are all in shared memory read their
-// mma fragments in place (block_gemm_direct: no slab, no barrier inside), the others stream their global operand
-// through 32-deep slabs. For an erasing update dU and T first sit in the k and q tiles, so dBv and dBk are direct
-// too. The K Kᵀ of de and of the decay terms of dA never forms: Σ_s M_rs (k_r·k_s) is k_r·(M K)_r and
+// One CTA per (chunk, value head), float32 (docs: bench/cuda/README.md's phase-4 sections). The kernel is
+// latency-bound (one CTA per SM), so its global reads avoid round trips behind barriers:
+// - the six products with a global operand (dW, M's two halves, dP, dq's and dk's inter-chunk terms) stream it
+//   through block_gemm_ring (async_copy.hpp): three 32-deep cp.async slabs, two in flight while the tensor cores
+//   work on one, with A read in place where it is already in shared memory (dU, dBv, dBk);
+// - the staged tiles (dU, T, k, q, P) are cp.async copies issued as soon as their tile is free, waited on by the
+//   next product's first slab;
+// - products whose operands are all in shared memory read their fragments in place (block_gemm_direct);
+// - the UT transform's tiles live in the read part's tiles (dU in k's, T in N's, dW in dk's, dBv in dq's, dBk in
+//   q's, M in P's), and the decay terms of M (x = γ dBk + M K, y = Mᵀ E K) are added to dk right after the UT
+//   transform, so that its tiles are free when k and q are staged; dk starts as F ⊙ (U_new dhᵀ), formed first
+//   so that its decay sum k·dk is a row pass over that term alone.
+// The K Kᵀ of de and of the decay terms of dA never forms: Σ_s M_rs (k_r·k_s) is k_r·(M K)_r and
 // Σ_r M_rs e_r (k_r·k_s) is k_s·(Mᵀ E K)_s, rows of two products dk needs anyway. The per-row sums (dG, de, dw) are
-// warp reductions over tiles a product leaves in shared memory (row_sums), not atomics from every element: tens of
-// thousands of shared-memory atomics on 64 addresses (one of them, dG_L, hit by every element) serialized the
-// kernel. dP's row and column sums go through block_gemm's scratch, free in its epilogue (a single 64 × 64 tile).
-// The kernel is latency-bound (one CTA per SM, every global load behind a barrier), so global reads are batched:
-// tiles are staged 16 loads per thread at a time, dv / dw issue every row's loads before the first store, P is
-// staged (coalesced) for dP's decay sums, which all threads then add, ⟨h, dh⟩ keeps 16 + 16 loads in flight, and
-// the reverse cumulative sum of dG is a warp scan. Wide sends the 128-wide products through one 64 × 128
-// block_gemm tile (half the slabs): phases.hpp takes it without an erasing update (linear_attn, simple_gla: 5 % off
-// this kernel on the H200, no spills); an erasing update's kernel spills with it at 255 registers, and is slower.
+// warp reductions over tiles a product leaves in shared memory (row_sums), not atomics from every element. dP's
+// row and column sums go through the ring, free in dP's epilogue.
 #pragma once
 #include <algorithm>
 
+#include "async_copy.hpp"
 #include "block_gemm.hpp"
 
 namespace linea::cuda_detail::bwd {
 
-inline constexpr int grad_tk = 32;  // slab depth of the global-operand products
-inline constexpr int grad_batch = 16;  // loads in flight per thread when staging a tile (registers are nearly spent)
-// block_gemm's 64 × 128 slabs, its 32-deep 64-wide ones, or dP's padded CL × CL tile
+inline constexpr int grad_tk = 32;  // slab depth of block_gemm's global-operand products (per_key_grad_kernel.hpp)
+inline constexpr int grad_batch = 16;  // loads in flight per thread when staging a tile through registers
+inline constexpr int grad_stages = 3;   // block_gemm_ring's slabs (two in flight)
+// block_gemm's 64 × 128 slabs, its 32-deep 64-wide ones, or dP's padded CL × CL tile (per_key_grad_kernel.hpp)
 inline constexpr int grad_scratch = std::max({gemm_scratch_for<32, 128>, gemm_scratch_for<grad_tk>, CL * (CL + 1)});
+// chunk_grad's ring: three slabs of both operands, also dP's padded CL × CL tile in dP's epilogue
+inline constexpr int grad_ring = std::max(ring_floats<grad_stages, false>, CL * (CL + 1));
 
-// Tiles in floats. An erasing update adds the UT transform's dW, dBk, dBv and M; dW's tile then holds dk and dBv's
-// holds dq once their contents die (dW after dBk = Tᵀ dW, dBv after M and dv), so the erasing CTA fits in the
-// 227 KB of one SM; the additive one has tiles of its own for dq and dk.
+// Tiles in floats: k, q, dq, dk [CL][ld_kv]; N and (decaying or erasing rules) P / M [CL][ld_cc]; seven rows; the
+// ring. An erasing update's UT transform runs in these tiles before k and q are staged (see above), so every rule
+// has the same footprint.
 template <bool Erases>
 struct grad_shape {
   static constexpr int kv = CL * ld_kv, cc = CL * ld_cc;
-  static constexpr int k_at = 0, q_at = k_at + kv, dw_at = q_at + kv, dbk_at = dw_at + (Erases ? kv : 0),
-                       dbv_at = dbk_at + (Erases ? kv : 0), dk_at = Erases ? dw_at : dbv_at,
-                       dq_at = Erases ? dbv_at : dk_at + kv, n_at = dq_at + kv, m_at = n_at + cc,
-                       g_at = m_at + (Erases ? cc : 0), gam_at = g_at + CL, f_at = gam_at + CL, e_at = f_at + CL,
-                       dg_at = e_at + CL, de_at = dg_at + CL, dwr_at = de_at + CL, scratch_at = dwr_at + CL,
-                       end = scratch_at + grad_scratch;
+  static constexpr int k_at = 0, q_at = k_at + kv, dq_at = q_at + kv, dk_at = dq_at + kv, n_at = dk_at + kv,
+                       pm_at = n_at + cc, g_at = pm_at + cc, gam_at = g_at + CL, f_at = gam_at + CL,
+                       e_at = f_at + CL, dg_at = e_at + CL, de_at = dg_at + CL, dwr_at = de_at + CL,
+                       ring_at = dwr_at + CL, end = ring_at + grad_ring;
+  static_assert(ring_at % 4 == 0 && kv % 4 == 0 && cc % 4 == 0, "chunk_grad_kernel: 16-byte aligned tiles");
   static constexpr std::size_t bytes = sizeof(float) * end;
   static_assert(bytes <= 227 * 1024, "chunk_grad_kernel: more shared memory than one SM has");
 };
 
+// (Wide: kept for the launch's signature; the ring's 64-wide tiles serve every product.)
 template <bool Erases, bool Decays, class T, bool Wide = false, precision Prec = precision_for<T>>
 __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, const view<T, 4> dv_out) {
   using sh = grad_shape<Erases>;
@@ -61,10 +66,12 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
   const index_t tok0 = w.token(ci.bt, ci.t0);
   extern __shared__ __align__(16) float sm[];
-  float *sK = sm + sh::k_at, *sQ = sm + sh::q_at, *sdW = sm + sh::dw_at, *sdBk = sm + sh::dbk_at,
-        *sdBv = sm + sh::dbv_at, *sDK = sm + sh::dk_at, *sDQ = sm + sh::dq_at, *sN = sm + sh::n_at, *sM = sm + sh::m_at,
-        *sG = sm + sh::g_at, *sGam = sm + sh::gam_at, *sF = sm + sh::f_at, *sE = sm + sh::e_at, *sdG = sm + sh::dg_at,
-        *sdE = sm + sh::de_at, *sdWr = sm + sh::dwr_at, *scratch = sm + sh::scratch_at;
+  float *sK = sm + sh::k_at, *sQ = sm + sh::q_at, *sDQ = sm + sh::dq_at, *sDK = sm + sh::dk_at, *sN = sm + sh::n_at,
+        *sPM = sm + sh::pm_at, *sG = sm + sh::g_at, *sGam = sm + sh::gam_at, *sF = sm + sh::f_at, *sE = sm + sh::e_at,
+        *sdG = sm + sh::dg_at, *sdE = sm + sh::de_at, *sdWr = sm + sh::dwr_at, *ring = sm + sh::ring_at;
+  // the UT transform's tiles (erasing update), in tiles that are free until the read part
+  float *sdU = sK, *sT = sN, *sdW = sDK, *sdBv = sDQ, *sdBk = sQ, *sM = sPM;
+  float* sP = sPM;  // (decaying rules) P, once M is dead
 
   const std::size_t cv = w.ch(c, hv);
   const float *hc = w.h + cv * w.K * w.V, *dhc = w.dh + cv * w.K * w.V, *dU = w.dU + cv * CL * w.V;
@@ -85,6 +92,16 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   const index_t ldu = Erases ? w.V : ldv;
   const float scale = w.scale;
 
+  // The first staged tiles: dU and T (erasing update), else k, q and P at once (their tiles are free).
+  if constexpr (Erases) {
+    async_tile<CL, max_kv>(sdU, ld_kv, dU, w.V, L, V);
+    async_tile<CL, CL>(sT, ld_cc, Tc, CL, CL, CL);  // sT[s][r] = T_sr
+  } else {
+    async_tile<CL, max_kv>(sK, ld_kv, k, ldq, L, K);
+    async_tile<CL, max_kv>(sQ, ld_kv, q, ldq, L, K);
+    if constexpr (Decays) async_tile<CL, CL>(sP, ld_cc, Pc, CL, L, CL);
+  }
+  async_commit();
   // The chunk's gates and decays.
   if (tid < CL) {
     const int r = tid;
@@ -93,32 +110,30 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   __syncthreads();
   if (tid < CL) sGam[tid] = __expf(sG[tid]), sF[tid] = tid < L ? __expf(sG[L - 1] - sG[tid]) : 0.f;
   const auto D = [&](int r, int s) { return Decays ? __expf(sG[r] - sG[s]) : 1.f; };
-  // (every product starts with a barrier: a staged tile is complete before the first product reads it)
+  // (every product starts with a barrier, and a ring product's first slab waits for every older cp.async group:
+  // a staged tile is complete before the first product after it reads it)
 
   // ---- the UT transform's adjoints: dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW; dA = −(dBv Uᵀ + dBk Wᵀ), M = dA ⊙ D ----
   if constexpr (Erases) {
-    float *sdU = sK, *sT = sQ;  // dU and T stay in the k and q tiles until dBk (k and q come after)
-    stage_tile<CL, max_kv, grad_batch>(sdU, ld_kv, [&](int r, int j) { return r < L && j < V ? dU[r * w.V + j] : 0.f; });
-    stage_tile<CL, CL>(sT, ld_cc, [&](int s, int r) { return Tc[s * CL + r]; });  // sT[s][r] = T_sr
-    gemm_128<Prec, Wide, grad_tk, walk::k, walk::k>(
-        L, K, V, [&](int r, int j) { return sdU[r * ld_kv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
-        [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, scratch);
+    block_gemm_ring<Prec, grad_stages, true>(
+        L, K, V, sdU, ld_kv, hc, w.V, [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, ring);
     block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
         [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
+    // (dU is dead: k's rows come into its tile while dBk and M form)
+    async_tile<CL, max_kv>(sK, ld_kv, k, ldq, L, K);
+    async_commit();
     block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
         L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
-    block_gemm<Prec, 64, walk::k, walk::k, grad_tk>(
-        L, L, V, [&](int r, int j) { return sdBv[r * ld_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
-        [&](int r, int s, float acc) { sM[r * ld_cc + s] = acc; }, scratch);
-    block_gemm<Prec, 64, walk::k, walk::k, grad_tk>(
-        L, L, K, [&](int r, int d) { return sdBk[r * ld_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
+    block_gemm_ring<Prec, grad_stages, true>(
+        L, L, V, sdBv, ld_kv, Uc, w.V, [&](int r, int s, float acc) { sM[r * ld_cc + s] = acc; }, ring);
+    block_gemm_ring<Prec, grad_stages, true>(
+        L, L, K, sdBk, ld_kv, Wc, w.K,
         [&](int r, int s, float acc) { sM[r * ld_cc + s] = s < r ? -(sM[r * ld_cc + s] + acc) * D(r, s) : 0.f; },
-        scratch);
-    // dv_r = w_r dBv_r, dw_r = v_r·dBv_r: dBv's last reads, before its tile holds dq (a row per warp; the row's v
-    // loaded before its dv is stored)
-    // (every row's loads are issued before the first store: one round trip, not one per row)
+        ring);
+    // dv_r = w_r dBv_r, dw_r = v_r·dBv_r: dBv's last reads (a row per warp; every row's loads issued before the
+    // first store: one round trip, not one per row)
     const int warp = tid >> 5, lane = tid & 31;
     constexpr int rows = CL / (threads / 32), cols = max_kv / 32;
     float vr[rows][cols], wr[rows];
@@ -162,55 +177,15 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
       }
     }
   }
-  // The chunk's k and q rows (zeros past L and K), read by every product below.
-  stage_tile<CL, max_kv, grad_batch>(sK, ld_kv, [&](int r, int d) { return r < L && d < K ? k[r * ldq + d] : 0.f; });
-  stage_tile<CL, max_kv, grad_batch>(sQ, ld_kv, [&](int r, int d) { return r < L && d < K ? q[r * ldq + d] : 0.f; });
-  // P, for dP's decay terms, in dk's tile (free until dk's first product; dW's contents died with dBk)
-  float* sP = sDK;
-  if constexpr (Decays) stage_tile<CL, CL>(sP, ld_cc, [&](int r, int s) { return r < L && s < L ? Pc[r * CL + s] : 0.f; });
-  // ---- dP = s dO U_newᵀ (causal), N = dP ⊙ D; its decay terms dG_r += Σ_s dP_rs P_rs, dG_s −= Σ_r dP_rs P_rs ----
-  float* sdP = scratch;  // [CL][CL + 1]: block_gemm's slabs are dead in its epilogue (one 64 × 64 tile)
-  block_gemm<Prec, 64, walk::k, walk::k, grad_tk>(
-      L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
-      [&](int r, int s, float acc) {
-        const float dp = s <= r ? scale * acc : 0.f;
-        if (Decays) sdP[r * (CL + 1) + s] = s < r ? dp * sP[r * ld_cc + s] : 0.f;
-        sN[r * ld_cc + s] = s <= r ? dp * D(r, s) : 0.f;  // (D past the diagonal may overflow)
-      },
-      scratch);
-  if constexpr (Decays) {  // dG_i += Σ_t X_it − Σ_t X_ti, X = dP ⊙ P: four threads per i, a quarter of t each
-    constexpr int parts = threads / CL, span = CL / parts;
-    const int i = tid % CL, t0 = tid / CL * span;
-    float x = 0;
-#pragma unroll
-    for (int t = t0; t < t0 + span; ++t)
-      if (t < L) x += sdP[i * (CL + 1) + t] - sdP[t * (CL + 1) + i];
-    if (i < L) atomicAdd(&sdG[i], x);  // (ordered before the row passes' plain updates by the next product's barrier)
-  }
-  // ---- dq = Γ s (dO hᵀ) + N K;  dG_r += q_r·(Γ s dO hᵀ)_r ----
-  gemm_128<Prec, Wide, grad_tk, walk::k, walk::k>(
-      L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
-      [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; }, scratch);
-  if constexpr (Decays)
-    row_sums(L, K, [&](int r, int d) { return sQ[r * ld_kv + d] * sDQ[r * ld_kv + d]; },
-             [&](int r, float x) { sdG[r] += x; });
-  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
-      L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
-      [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
-  // ---- dk = F ⊙ (U_new dhᵀ) + Nᵀ Q + the UT transform's terms ----
-  // (with z_s = k_s·(F ⊙ U_new dhᵀ)_s: dG_s −= z_s, dG_L += z_s — but for the last row, whose F is 1: its −z and
-  // +z meet in dG_L and reach no dg_t, yet in float32 (dG_L − z) + z keeps only ~2^-24 |z| of dG_L, and z, undecayed,
-  // can dwarf every decayed term of dg (a chunk of one or two tokens under SPEC's extreme gates: issue #14)
-  gemm_128<Prec, Wide, grad_tk, walk::k, walk::k>(
-      L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
-      [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, scratch);
+  // ---- dk = F ⊙ (U_new dhᵀ) (with z_s = k_s·dk_s: dG_s −= z_s, dG_L += z_s — but for the last row, whose F is 1:
+  // its −z and +z meet in dG_L and reach no dg_t, yet in float32 (dG_L − z) + z keeps only ~2^-24 |z| of dG_L, and
+  // z, undecayed, can dwarf every decayed term of dg: a chunk of one or two tokens under SPEC's extreme gates, #14) ----
+  block_gemm_ring<Prec, grad_stages, false>(
+      L, K, V, Un, ldu, dhc, w.V, [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, ring);
   if constexpr (Decays)
     row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sDK[s * ld_kv + d]; }, [&](int s, float z) {
       if (s < L - 1) atomicAdd(&sdG[s], -z), atomicAdd(&sdG[L - 1], z);
     });
-  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
-      L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
-      [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; });
   if constexpr (Erases) {
     // x_s = γ_s dBk_s + (M K)_s (into dBk's tile): dk_s += e_s x_s;  de_s += k_s·x_s, and e_s times that into dG_s
     block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
@@ -234,9 +209,45 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     if constexpr (Decays)
       row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sdBk[s * ld_kv + d]; },
                [&](int s, float z) { sdG[s] -= z; });
+    __syncthreads();  // (dBk's and M's last reads: q and P come into their tiles)
+    async_tile<CL, max_kv>(sQ, ld_kv, q, ldq, L, K);
+    if constexpr (Decays) async_tile<CL, CL>(sP, ld_cc, Pc, CL, L, CL);
+    async_commit();
   }
+  // ---- dP = s dO U_newᵀ (causal), N = dP ⊙ D; its decay terms dG_r += Σ_s dP_rs P_rs, dG_s −= Σ_r dP_rs P_rs ----
+  float* sdP = ring;  // [CL][CL + 1]: the ring is free in the product's epilogue
+  block_gemm_ring<Prec, grad_stages, false>(
+      L, L, V, dO, ldv, Un, ldu,
+      [&](int r, int s, float acc) {
+        const float dp = s <= r ? scale * acc : 0.f;
+        if (Decays) sdP[r * (CL + 1) + s] = s < r ? dp * sP[r * ld_cc + s] : 0.f;
+        sN[r * ld_cc + s] = s <= r ? dp * D(r, s) : 0.f;  // (D past the diagonal may overflow)
+      },
+      ring);
+  if constexpr (Decays) {  // dG_i += Σ_t X_it − Σ_t X_ti, X = dP ⊙ P: four threads per i, a quarter of t each
+    constexpr int parts = threads / CL, span = CL / parts;
+    const int i = tid % CL, t0 = tid / CL * span;
+    float x = 0;
+#pragma unroll
+    for (int t = t0; t < t0 + span; ++t)
+      if (t < L) x += sdP[i * (CL + 1) + t] - sdP[t * (CL + 1) + i];
+    if (i < L) atomicAdd(&sdG[i], x);  // (ordered before the row passes' plain updates by the next product's barrier)
+  }
+  // ---- dq = Γ s (dO hᵀ) + N K;  dG_r += q_r·(Γ s dO hᵀ)_r ----
+  block_gemm_ring<Prec, grad_stages, false>(
+      L, K, V, dO, ldv, hc, w.V, [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; }, ring);
+  if constexpr (Decays)
+    row_sums(L, K, [&](int r, int d) { return sQ[r * ld_kv + d] * sDQ[r * ld_kv + d]; },
+             [&](int r, float x) { sdG[r] += x; });
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
+      L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
+      [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
+  // ---- dk += Nᵀ Q ----
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
+      L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
+      [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; });
   // ---- dq, dk leave; the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ ----
-  __syncthreads();  // (orders the last row pass's plain updates of dG before the atomics below)
+  // (block_gemm_direct ended with a barrier: it orders the last row pass's plain updates of dG before the atomics)
   for (int e = tid; e < L * K; e += threads) {
     const int r = e / K, d = e % K;
     dq[r * ldg + d] = sDQ[r * ld_kv + d];
@@ -268,11 +279,11 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
       const float y = __shfl_down_sync(0xffffffffu, dg, o);
       if (lane + o < 32) dg += y;
     }
-    if (lane == 0) scratch[tid >> 5] = dg;  // (scratch is free: the last product ended with a barrier)
+    if (lane == 0) ring[tid >> 5] = dg;  // (the ring is free: the last product ended with a barrier)
   }
   __syncthreads();
   if (tid < L) {
-    w.dlog_alpha[(tok0 + tid) * w.HV + hv] = dg + (tid < 32 ? scratch[1] : 0.f);
+    w.dlog_alpha[(tok0 + tid) * w.HV + hv] = dg + (tid < 32 ? ring[1] : 0.f);
     if (Erases) w.derase[(tok0 + tid) * w.HV + hv] = sdE[tid] + sdWr[tid];
   }
 }

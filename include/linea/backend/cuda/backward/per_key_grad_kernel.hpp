@@ -14,10 +14,14 @@
 // float32 their roundings would remain, and under strong decays swamp dgk; issue #14).
 // With Channels (GDN-2, channel_gates.hpp) e_r is b_rd in every term above, and instead of de_r, dw_r (sums over
 // the row) the kernel writes db_rd = k_rd (rowA_rd + γ_rd dBk_rd) and dw_rj = v_rj dBv_rj; dv_rj = w_rj dBv_rj.
-// Latency-bound like chunk_grad_kernel: an erasing update's products stream 32 deep (Wide: 128-wide ones through
-// block_gemm's 64 × 128 tiles, off as it spills); dv, dw come first so that the q rows the intra-chunk loops read (four times)
-// are staged in dBv's tile, and the erase gates in a row of their own; the h·dh and Σ_s k dk reductions batch
-// their loads.
+// Latency-bound like chunk_grad_kernel (one CTA per SM for an erasing update): there the products with
+// k-contiguous global operands (dW, M's two halves, dP, dq's and dk's inter-chunk terms) stream them through
+// block_gemm_ring (async_copy.hpp: three 32-deep cp.async slabs, two in flight), with A read in place where it is
+// in shared memory (dBv, dBk): the ring has a region of its own, and once dv, dw have read dBv (right after M),
+// dBv's tile joins it so that the products whose A is global too get their slabs of both operands. Tᵀ dU and
+// Tᵀ dW (T, dU read down their columns) stay block_gemms through 32-deep slabs. gla's kernel (two CTAs per SM at
+// 128 registers) keeps 16-deep block_gemm tiles. The q rows the intra-chunk loops read (four times) are staged in
+// dBv's tile, and the erase gates in a row of their own; the h·dh and Σ_s k dk reductions batch their loads.
 #pragma once
 #include "channel_gates.hpp"
 #include "chunk_grad_kernel.hpp"
@@ -28,20 +32,29 @@ namespace linea::cuda_detail::bwd {
 
 inline constexpr int LK = max_kv + 1;  // padded row stride of [CL][K] shared tiles read column-wise
 
-// (dBk, dBv, M and the staged k rows only for an erasing update: one CTA per SM there, while gla's kernel keeps
-// two CTAs per SM within the shared memory budget; dW's tile is also dG's)
+// gla (no erase: two CTAs per SM within the shared memory budget): dW's tile (also dG's), N, G, a row, the
+// block_gemm scratch. An erasing update (one CTA per SM) adds dBk, dBv, M, the staged k rows and the erase gates,
+// its [CL][K] tiles padded to ld_kv (conflict-free fragments where block_gemm_ring reads dBv, dBk in place), and
+// the ring's own region right after dBv's tile (dBv's tile joins it once dv, dw have read it).
 template <bool Erases>
 struct per_key_grad_shape {
-  static constexpr int ut_kv = Erases ? CL * max_kv : 0, ut_cc = Erases ? CL * CL : 0, ut_k = Erases ? CL * LK : 0;
-  static constexpr int dw_at = 0, dbk_at = dw_at + CL * max_kv, dbv_at = dbk_at + ut_kv,
-                       n_at = dbv_at + ut_kv, m_at = n_at + CL * CL, g_at = m_at + ut_cc, k_at = g_at + CL * LK,
+  static constexpr int ld = Erases ? ld_kv : max_kv;  // rows of the dW / dG, dBk, dBv (q) tiles
+  static constexpr int ut_kv = Erases ? CL * ld : 0, ut_cc = Erases ? CL * CL : 0, ut_k = Erases ? CL * LK : 0;
+  static constexpr int ring_own = Erases ? ring_floats<3, true> : 0;
+  static constexpr int dw_at = 0, dbk_at = dw_at + CL * ld, dbv_at = dbk_at + ut_kv, ring_at = dbv_at + ut_kv,
+                       n_at = ring_at + ring_own, m_at = n_at + CL * CL, g_at = m_at + ut_cc, k_at = g_at + CL * LK,
                        gl_at = k_at + ut_k, e_at = gl_at + max_kv, dwr_at = e_at + (Erases ? CL : 0),
-                       scratch_at = dwr_at + (Erases ? CL : 0), end = scratch_at + grad_scratch;
+                       scratch_at = Erases ? ring_at : dwr_at + (Erases ? CL : 0),
+                       end = Erases ? dwr_at + CL : scratch_at + grad_scratch;
+  static_assert(!Erases || (ring_own >= gemm_scratch_for<grad_tk> && ut_kv + ring_own >= ring_floats<3, false>),
+                "per_key_grad_kernel: the ring's region holds block_gemm's 32-deep slabs, and with dBv's tile a full ring");
+  static_assert(dbv_at % 4 == 0 && ring_at % 4 == 0, "per_key_grad_kernel: 16-byte aligned ring");
   static constexpr std::size_t bytes = sizeof(float) * end;
+  static_assert(bytes <= 227 * 1024, "per_key_grad_kernel: more shared memory than one SM has");
 };
 
-// The products: an erasing update (one CTA per SM) streams 32 deep (Wide: 64 × 128 tiles); gla's kernel
-// keeps 16-deep, 64-wide tiles, as its two CTAs per SM have 128 registers a thread.
+// The products: an erasing update (one CTA per SM) streams 32 deep (Wide: 64 × 128 tiles, for Tᵀ dU and Tᵀ dW);
+// gla's kernel keeps 16-deep, 64-wide tiles, as its two CTAs per SM have 128 registers a thread.
 template <bool Erases>
 inline constexpr int pk_tk = Erases ? grad_tk : gemm_tk;
 
@@ -59,8 +72,8 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   float *sdW = sm + sh::dw_at, *sdBk = sm + sh::dbk_at, *sdBv = sm + sh::dbv_at, *sN = sm + sh::n_at,
         *sM = sm + sh::m_at, *sG = sm + sh::g_at, *sK = sm + sh::k_at, *sdGL = sm + sh::gl_at,
         *sE = sm + sh::e_at, *sdWr = sm + sh::dwr_at, *scratch = sm + sh::scratch_at;
-  float* sQ = sdBv;  // (erasing update) the chunk's q rows [CL][max_kv], once dv and dw have read dBv
-  float* sdG = sdW;  // dG [CL][max_kv] reuses dW's tile once dBk has been formed
+  float* sQ = sdBv;  // (erasing update) the chunk's q rows [CL][ld], once dv and dw have read dBv
+  float* sdG = sdW;  // dG [CL][ld] reuses dW's tile once dBk has been formed
 
   const std::size_t cv = w.ch(c, hv);
   const float *hc = w.h + cv * w.K * w.V, *dhc = w.dh + cv * w.K * w.V, *dU = w.dU + cv * CL * w.V;
@@ -83,6 +96,9 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   const index_t ldu = Erases ? w.V : ldv;
   const float scale = w.scale;
 
+  constexpr int ld = sh::ld;  // rows of the dW / dG, dBk, dBv (q) tiles
+  float* ring = sdBv;          // (erasing update) the full ring, once dv and dw have read dBv: dBv's tile and the
+                               // ring's region; before that the region alone, for products with A in place
   stage_tile<CL, max_kv>(sG, LK, [&](int r, int d) { return r < L && d < K ? Gk[r * K + d] : 0.f; });
   if constexpr (Erases) {
     stage_tile<CL, max_kv, grad_batch>(sK, LK, [&](int r, int d) { return r < L && d < K ? k[r * ldq + d] : 0.f; });
@@ -92,48 +108,95 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   const auto D = [&](int r, int s, int d) { return __expf(sG[r * LK + d] - sG[s * LK + d]); };
   // k_sd: the staged rows for an erasing update (its intra-chunk loops read them four times), global rows otherwise
   const auto ks = [&](int s, int d) { return Erases ? sK[s * LK + d] : k[s * ldq + d]; };
+  // A product whose operands are both global and contiguous along k, A(m, j) = a[m·lda + j], B(j, n) = b[n·ldb + j]:
+  // through the full ring (erasing update; dBv's tile must be dead), else block_gemm's 16-deep slabs
+  const auto global_product = [&](int M, int N, int Kd, const float* a, index_t lda, const float* b, index_t ldb,
+                                  auto out) {
+    if constexpr (Erases)
+      block_gemm_ring<Prec, 3, false>(M, N, Kd, a, lda, b, ldb, out, ring);
+    else
+      block_gemm<Prec, 64, walk::k, walk::k, pk_tk<Erases>>(
+          M, N, Kd, [&](int m, int j) { return a[m * lda + j]; }, [&](int j, int n) { return b[n * ldb + j]; }, out,
+          scratch);
+  };
+  // dv, dw (an erasing update: dw_r = Σ_j v_rj dBv_rj by warp reductions into sdWr; channel gates: dw_rj, dv_rj);
+  // dv = dU otherwise
+  const auto dv_dw = [&] {
+    if constexpr (Erases && !Channels) {
+      const int warp = tid >> 5, lane = tid & 31;
+      constexpr int rows = CL / (threads / 32), cols = max_kv / 32;
+      float vr[rows][cols], wr[rows];
+#pragma unroll
+      for (int i = 0; i < rows; ++i) {
+        const int r = warp + i * (threads / 32);
+        wr[i] = r < L ? gate_w[r * HV] : 0.f;
+#pragma unroll
+        for (int c = 0; c < cols; ++c) vr[i][c] = r < L && lane + 32 * c < V ? v[r * ldv + lane + 32 * c] : 0.f;
+      }
+#pragma unroll
+      for (int i = 0; i < rows; ++i) {
+        const int r = warp + i * (threads / 32);
+        float x = 0;
+#pragma unroll
+        for (int c = 0; c < cols; ++c) {
+          const int j = lane + 32 * c;
+          if (r >= L || j >= V) continue;
+          const float dbv = sdBv[r * ld + j];
+          x = fmaf(vr[i][c], dbv, x);
+          if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(wr[i] * dbv);
+        }
+        x = warp_sum(x);
+        if (lane == 0 && r < L) sdWr[r] = x;
+      }
+    } else {
+      for (int e = tid; e < CL * V; e += threads) {
+        const int r = e / V, j = e % V;
+        if (r >= L) continue;
+        float x;
+        if constexpr (Erases) {  // (channel gates)
+          const float dbv = sdBv[r * ld + j];
+          x = w_ch[r * ldv + j] * dbv;
+          if (cd.dw.ptr) cd.dw(ci.bt, ci.t0 + r, hv, j) = from_float<T>(v[r * ldv + j] * dbv);
+        } else {
+          x = dU[r * w.V + j];
+        }
+        if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x);
+      }
+    }
+  };
 
   if constexpr (Erases) {  // dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW, dA = −(dBv Uᵀ + dBk Wᵀ) (strictly lower)
-    gemm_128<Prec, Wide, pk_tk<Erases>, walk::k, walk::k>(
-        L, K, V, [&](int r, int j) { return dU[r * w.V + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
-        [&](int r, int d, float acc) { sdW[r * max_kv + d] = -acc; }, scratch);
+    global_product(L, K, V, dU, w.V, hc, w.V, [&](int r, int d, float acc) { sdW[r * ld + d] = -acc; });
     gemm_128<Prec, Wide, pk_tk<Erases>, walk::mn, walk::mn>(
         L, V, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int j) { return dU[s * w.V + j]; },
-        [&](int r, int j, float acc) { sdBv[r * max_kv + j] = acc; }, scratch);
+        [&](int r, int j, float acc) { sdBv[r * ld + j] = acc; }, scratch);
     gemm_128<Prec, Wide, pk_tk<Erases>, walk::mn, walk::mn>(
-        L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * max_kv + d]; },
-        [&](int r, int d, float acc) { sdBk[r * max_kv + d] = acc; }, scratch);
-    block_gemm<Prec, 64, walk::k, walk::k, pk_tk<Erases>>(
-        L, L, V, [&](int r, int j) { return sdBv[r * max_kv + j]; }, [&](int j, int s) { return Uc[s * w.V + j]; },
-        [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
-    block_gemm<Prec, 64, walk::k, walk::k, pk_tk<Erases>>(
-        L, L, K, [&](int r, int d) { return sdBk[r * max_kv + d]; }, [&](int d, int s) { return Wc[s * w.K + d]; },
-        [&](int r, int s, float acc) { sM[r * CL + s] = s < r ? -(sM[r * CL + s] + acc) : 0.f; }, scratch);
+        L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * ld + d]; },
+        [&](int r, int d, float acc) { sdBk[r * ld + d] = acc; }, scratch);
+    block_gemm_ring<Prec, 3, true>(
+        L, L, V, sdBv, ld, Uc, w.V, [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
+    block_gemm_ring<Prec, 3, true>(
+        L, L, K, sdBk, ld, Wc, w.K, [&](int r, int s, float acc) { sM[r * CL + s] = s < r ? -(sM[r * CL + s] + acc) : 0.f; },
+        scratch);
+    dv_dw();  // (dBv's last reads: the next product's ring covers its tile, and starts with a barrier)
   }
   // dP = s dO U_newᵀ (causal, undecayed)
-  block_gemm<Prec, 64, walk::k, walk::k, pk_tk<Erases>>(
-      L, L, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int s) { return Un[s * ldu + j]; },
-      [&](int r, int s, float acc) { sN[r * CL + s] = s <= r ? scale * acc : 0.f; }, scratch);
-  for (int e = tid; e < CL * max_kv; e += threads) sdG[e] = 0;  // (dW's tile is free: dBk is formed)
+  global_product(L, L, V, dO, ldv, Un, ldu,
+                 [&](int r, int s, float acc) { sN[r * CL + s] = s <= r ? scale * acc : 0.f; });
+  for (int e = tid; e < CL * max_kv; e += threads) sdG[(e / max_kv) * ld + e % max_kv] = 0;  // (dW's tile is free)
   // inter-chunk read: dq = s Γ ⊙ (dO hᵀ);  state write: dk = Kd-decay ⊙ (U_new dhᵀ)
-  gemm_128<Prec, Wide, pk_tk<Erases>, walk::k, walk::k>(
-      L, K, V, [&](int r, int j) { return dO[r * ldv + j]; }, [&](int j, int d) { return hc[d * w.V + j]; },
-      [&](int r, int d, float acc) {
-        const float x = scale * __expf(sG[r * LK + d]) * acc;
-        dq[r * ldg + d] = x;
-        sdG[r * max_kv + d] += q[r * ldq + d] * x;
-      },
-      scratch);
-  gemm_128<Prec, Wide, pk_tk<Erases>, walk::k, walk::k>(
-      L, K, V, [&](int s, int j) { return Un[s * ldu + j]; }, [&](int j, int d) { return dhc[d * w.V + j]; },
-      [&](int s, int d, float acc) {
-        const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc;
-        dk[s * ldg + d] = x;
-        if (s < L - 1) sdG[s * max_kv + d] -= ks(s, d) * x;  // (the last row's term: below)
-      },
-      scratch);
+  global_product(L, K, V, dO, ldv, hc, w.V, [&](int r, int d, float acc) {
+    const float x = scale * __expf(sG[r * LK + d]) * acc;
+    dq[r * ldg + d] = x;
+    sdG[r * ld + d] += q[r * ldq + d] * x;
+  });
+  global_product(L, K, V, Un, ldu, dhc, w.V, [&](int s, int d, float acc) {
+    const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc;
+    dk[s * ldg + d] = x;
+    if (s < L - 1) sdG[s * ld + d] -= ks(s, d) * x;  // (the last row's term: below)
+  });
   // dG_Ld's share of the state write, Σ_{s<L-1} k_sd dk_sd, one channel per thread over dk as the product left it
-  // (this CTA's own global writes, visible after block_gemm's closing barrier) in place of an atomic from every
+  // (this CTA's own global writes, visible after the product's closing barrier) in place of an atomic from every
   // element (two threads per channel, each over half the rows with all its loads in flight; sdGL zeroed first).
   // The last row's term, undecayed (F = 1), would enter dG_L and leave dG_{L-1} — both in every dgk_t of the chunk —
   // and reach none: in float32 its rounding is all that it adds, and it can dwarf every decayed term (issue #14).
@@ -157,55 +220,13 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
     if (d < K) atomicAdd(&sdGL[d], z);
   }
   __syncthreads();  // (the loop below adds to dk)
-  // dv, dw (an erasing update: dw_r = Σ_j v_rj dBv_rj by warp reductions into sdWr, then q's rows into dBv's tile)
-  if constexpr (Erases && !Channels) {
-    const int warp = tid >> 5, lane = tid & 31;
-    constexpr int rows = CL / (threads / 32), cols = max_kv / 32;
-    float vr[rows][cols], wr[rows];
-#pragma unroll
-    for (int i = 0; i < rows; ++i) {
-      const int r = warp + i * (threads / 32);
-      wr[i] = r < L ? gate_w[r * HV] : 0.f;
-#pragma unroll
-      for (int c = 0; c < cols; ++c) vr[i][c] = r < L && lane + 32 * c < V ? v[r * ldv + lane + 32 * c] : 0.f;
-    }
-#pragma unroll
-    for (int i = 0; i < rows; ++i) {
-      const int r = warp + i * (threads / 32);
-      float x = 0;
-#pragma unroll
-      for (int c = 0; c < cols; ++c) {
-        const int j = lane + 32 * c;
-        if (r >= L || j >= V) continue;
-        const float dbv = sdBv[r * max_kv + j];
-        x = fmaf(vr[i][c], dbv, x);
-        if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(wr[i] * dbv);
-      }
-      x = warp_sum(x);
-      if (lane == 0 && r < L) sdWr[r] = x;
-    }
-  } else {
-    for (int e = tid; e < CL * V; e += threads) {
-      const int r = e / V, j = e % V;
-      if (r >= L) continue;
-      float x;
-      if constexpr (Erases) {  // (channel gates)
-        const float dbv = sdBv[r * max_kv + j];
-        x = w_ch[r * ldv + j] * dbv;
-        if (cd.dw.ptr) cd.dw(ci.bt, ci.t0 + r, hv, j) = from_float<T>(v[r * ldv + j] * dbv);
-      } else {
-        x = dU[r * w.V + j];
-      }
-      if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x);
-    }
-  }
-  if constexpr (Erases) {
-    __syncthreads();  // (dBv's last reads)
-    stage_tile<CL, max_kv, grad_batch>(sQ, max_kv, [&](int r, int d) { return r < L && d < K ? q[r * ldq + d] : 0.f; });
+  if constexpr (!Erases) dv_dw();
+  if constexpr (Erases) {  // q's rows into dBv's tile (dead since dv, dw; the ring's last product has ended)
+    stage_tile<CL, max_kv, grad_batch>(sQ, ld, [&](int r, int d) { return r < L && d < K ? q[r * ldq + d] : 0.f; });
     __syncthreads();
   }
   // q_td: the staged rows for an erasing update, global rows otherwise
-  const auto qs = [&](int t, int d) { return Erases ? sQ[t * max_kv + d] : q[t * ldq + d]; };
+  const auto qs = [&](int t, int d) { return Erases ? sQ[t * ld + d] : q[t * ldq + d]; };
   // the decayed intra-chunk products, per (token, channel). dG takes the off-diagonal terms only: the diagonal
   // one, dP_rr q_rd k_rd (D_rrd = 1), is added to dG_rd as q (dq) and taken off as k (dk), so it reaches no dgk_t;
   // in float32 the two roundings of it would not cancel (at T = 1 they are all that the rule gives: issue #14).
@@ -214,7 +235,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
     const float qr = qs(r, d), kr = ks(r, d);
     float dqP = 0, dkP = 0, ddk, dG;
     if constexpr (Erases) {  // rowA shares dq's decays and k_s, colA dk's decays (each accumulator in the same order)
-      const float er = erase(r, d), bk = __expf(sG[r * LK + d]) * sdBk[r * max_kv + d];
+      const float er = erase(r, d), bk = __expf(sG[r * LK + d]) * sdBk[r * ld + d];
       float rowA = 0, colA = 0;
       for (int s = 0; s < r; ++s) {
         const float x = ks(s, d), decay = D(r, s, d);
@@ -233,7 +254,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
       if constexpr (Channels) {
         if (cd.db.ptr) cd.db(ci.bt, ci.t0 + r, hv, d) = from_float<T>(kr * (rowA + bk));
       } else {
-        sdBk[r * max_kv + d] = kr * (rowA + bk);  // de_r's term (dBk's element is read only here, by this thread)
+        sdBk[r * ld + d] = kr * (rowA + bk);  // de_r's term (dBk's element is read only here, by this thread)
       }
     } else {
       for (int s = 0; s < r; ++s) dqP = fmaf(sN[r * CL + s] * ks(s, d), D(r, s, d), dqP);
@@ -245,7 +266,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
     }
     dq[r * ldg + d] += dqP;
     dk[r * ldg + d] += ddk;
-    sdG[r * max_kv + d] += dG;
+    sdG[r * ld + d] += dG;
   }
   // the state's decay across the chunk: dG_Ld += γ_Ld ⟨h_d, dh_d⟩ (a warp per channel, four channels per warp at a
   // time with all their loads in flight)
@@ -273,13 +294,13 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   for (int d = tid; d < K; d += threads) {  // dgk_td = Σ_{r≥t} dG_rd
     float acc = sdGL[d];
     for (int r = L - 1; r >= 0; --r) {
-      acc += sdG[r * max_kv + d];
+      acc += sdG[r * ld + d];
       w.dlog_alpha_k[((tok0 + r) * w.HV + hv) * w.K + d] = acc;
     }
   }
   if constexpr (Erases && !Channels)  // de_r + dw_r = Σ_d of dBk's tile (the terms left there above) + sdWr
     row_sums(
-        L, K, [&](int r, int c) { return sdBk[r * max_kv + c]; },
+        L, K, [&](int r, int c) { return sdBk[r * ld + c]; },
         [&](int r, float x) { w.derase[(tok0 + r) * w.HV + hv] = x + sdWr[r]; });
 }
 
