@@ -266,6 +266,12 @@ TEST_CASE("backward: edge shapes") {
                                                   {.chunk_size = 4});
   check<kda, decayed, backend::cpu, float>({.H = 1, .HV = 2, .K = 8, .V = 4, .seqlens = {0, 1, 0, 5, 1, 0}, .initial_state = true},
                                            {.chunk_size = 2, .threads = 2, .ccq = stats});
+  {  // B = 0: no sequences, nothing to compute (no item to share out among threads)
+    backward_case<kda, decayed, float> none({.B = 0, .T = 5, .H = 1, .HV = 2, .K = 8, .V = 4, .initial_state = true},
+                                            {.threads = 0, .ccq = stats});
+    CHECK_NOTHROW((linea::backward<kda, decayed>(none.args(), none.grads())));
+    CHECK_NOTHROW((linea::backward<kda, decayed, backend::generic>(none.args(), none.grads())));
+  }
   std::vector<std::int64_t> lengths;
   for (int i = 0; i < 60; ++i) lengths.push_back((i * 7) % 5);
   check<gated_delta, read::identity, backend::cpu, float>(
