@@ -3,7 +3,7 @@
 
     option_cases.py OUT_DIR [RUNNER]
 
-Writes cases in the shared format (../shared/conformance/README.md) for g_gamma, normalize and the
+Writes cases in the shared format (../shared/conformance/README.md) for g_gamma (with its gradient), normalize and the
 in-kernel gates (Gated DeltaNet softplus form, KDA/GDN-2 per-key dt_bias, KDA's lower bound), each with
 the write residual u. The truths come from the float64 recurrence below, written from SPEC.md §1-2 alone
 (plain Python, no linea code), on the float32-rounded inputs. With RUNNER, runs it on OUT_DIR and exits
@@ -114,6 +114,28 @@ def make_case(c, opts):
     return c
 
 
+def add_gamma_gradient(c, gamma, opts):
+    """Makes c a gradient case for g_gamma alone: do, dht and dg_ref64 [HV] = dL/d g_gamma of
+    L = <o, do> + <ht, dht>, by central differences of the float64 recurrence (g_gamma enters every token of
+    its head, so the runner's stride-0 dg must hold the sum over all of them)."""
+    r = c.rng
+    do = c.add("do", c.draw([c.B, c.T, c.HV, c.V], lambda: r.gauss(0, 1)))
+    dht = c.add("dht", c.draw([c.N, c.HV, c.K, c.V], lambda: r.gauss(0, 1)))
+
+    def loss(g):
+        o, ht, _ = run_reference(c, dict(opts, log_alpha=lambda b, t, hv, K=c.K: [g[hv]] * K))
+        return sum(x * y for x, y in zip(o, do)) + sum(x * y for x, y in zip(ht, dht))
+
+    h, dg = 1e-5, []
+    for hv in range(c.HV):
+        up, down = list(gamma), list(gamma)
+        up[hv] += h
+        down[hv] -= h
+        dg.append((loss(up) - loss(down)) / (2 * h))
+    c.add("dg_ref64", (dg, [c.HV]), "float64")
+    return c
+
+
 def base_inputs(c, positive=False, h0=True):
     """q, k (unit rows; positive entries for normalize), v, and optionally h0."""
     B, T, H, HV, K, V = c.B, c.T, c.H, c.HV, c.K, c.V
@@ -150,8 +172,9 @@ def cases():
         base_inputs(c)
         flags(c, g_gamma=True)
         gamma = c.add("g_gamma", c.draw([HV], lambda: math.log(sigmoid(c.rng.gauss(0, 1)))))
-        out.append(make_case(c, {"log_alpha": lambda b, t, hv, g=gamma, K=c.K: [g[hv]] * K,
-                                 "gates": lambda b, t, hv, K=c.K, V=c.V: ([0.0] * K, ones(V))}))
+        opts = {"log_alpha": lambda b, t, hv, g=gamma, K=c.K: [g[hv]] * K,
+                "gates": lambda b, t, hv, K=c.K, V=c.V: ([0.0] * K, ones(V))}
+        out.append(add_gamma_gradient(make_case(c, opts), gamma, opts))
 
     # linear_attn with normalize: positive q, k; once plain, once packed with initial states.
     for name, cu in (("normalize_t37", None), ("normalize_varlen_h0", [0, 9, 9, 30])):
@@ -213,8 +236,10 @@ def write(c, root):
         fmt = {"float32": "f", "float64": "d", "int64": "q"}[dtype]
         with open(os.path.join(d, name + ".bin"), "wb") as f:
             f.write(struct.pack("<%d%s" % (len(values), fmt), *values))
+        grad = name in ("do", "dht") or (name[0] == "d" and name.endswith("_ref64"))
+        role = "output" if name.endswith("_ref64") else "input"
         files[name] = {"file": name + ".bin", "dtype": dtype, "shape": shape,
-                       "role": "output" if name.endswith("_ref64") else "input"}
+                       "role": ("grad_" + role) if grad else role}
     if c.cu:
         with open(os.path.join(d, "cu_seqlens.bin"), "wb") as f:
             f.write(struct.pack("<%dq" % len(c.cu), *c.cu))
