@@ -140,6 +140,14 @@ TEST_CASE("aliasing: partly overlapping outputs are rejected, naming both argume
       {.what = "residual with stride 0 over B",
        .breaks = [](auto& a, auto&) { a.residual.str[0] = 0; },
        .words = {"'residual'", "stride 0", "axis 0"}},
+      // Strides that are not 0 can still put two positions on one element: a token stride of one value row (8)
+      // makes token t + 1, head h the element of token t, head h + 1. Threads wrote over each other before.
+      {.what = "o whose token stride is one value row (tokens and heads share elements)",
+       .breaks = [](auto& a, auto&) { a.o.str[1] = 8; },
+       .words = {"'o'", "[2, 10, 4, 8]", "strides [320, 8, 8, 1]", "one element"}},
+      {.what = "final_state with a row stride shorter than the row",
+       .breaks = [](auto& a, auto&) { a.final_state.str[2] = 4; },
+       .words = {"'final_state'", "one element", "axis 2"}},
   };
   for (const auto& row : rows) check_alias_row(row);
 }

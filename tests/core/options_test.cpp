@@ -245,6 +245,17 @@ TEST_CASE_TEMPLATE("T = 0 is a no-op: outputs untouched, final state = initial s
     }
 }
 
+// B = 0: no sequences at all, a no-op in the recurrent form on every backend and thread count (the CPU one divided by
+// the number of sequences before: SIGFPE); the backward: tests/forms/backward_test.cpp.
+TEST_CASE_TEMPLATE("B = 0 is a no-op", Rule, LINEA_ALL_RULES) {
+  auto c = random_case<Rule, float>::make({.B = 0, .T = 5, .H = 1, .HV = 2, .K = 8, .V = 4, .initial_state = true});
+  CHECK(c.N == 0);
+  for_each_backend([&]<class Backend>() { CHECK_NOTHROW((run_into<Rule, Backend>(c.args()))); });
+  auto a = c.args();
+  a.threads = 0;
+  CHECK_NOTHROW(recurrent<Rule>(a));
+}
+
 TEST_CASE_TEMPLATE("an empty packed sequence passes its initial state through and writes no output", Rule,
                    LINEA_ALL_RULES) {
   auto c = random_case<Rule, double>::make(

@@ -138,6 +138,18 @@ void rejects_bad_arguments() {
     expect_rejected<kda, Backend>(c, c.args(), g, {"'dq'", "stride 0"});
   }
   {
+    auto g = c.grads();  // strides not 0 that still share elements: token t + 1 is token t's next key head
+    g.dq.str[1] = 8;
+    expect_rejected<kda, Backend>(c, c.args(), g, {"'dq'", "strides [96, 8, 8, 1]", "one element"});
+  }
+  {
+    auto a = c.args();  // without o, a d_o of the wrong shape is named as d_o (it was reported as 'o')
+    a.o = {};
+    auto g = c.grads();
+    g.d_o.ext[3] = 5;
+    expect_rejected<kda, Backend>(c, a, g, {"'d_o'", "[2, 6, 4, 5]", "[2, 6, 4, 4]"});
+  }
+  {
     auto a = c.args();
     a.chunk_size = 0;
     expect_rejected<kda, Backend>(c, a, c.grads(), {"'chunk_size'"});
@@ -217,6 +229,53 @@ TEST_CASE("backward: normalize (additive)") {
 TEST_CASE("backward: g_gamma (a stride-0 gate and its stride-0 gradient)") {
   check<simple_gla, read::identity, backend::cpu, float>(small, {.g_gamma = true});
   check<gated_delta, read::ccq<read::decayed>, backend::cpu, double>(small, {.g_gamma = true, .threads = 2});
+}
+
+// A summed gradient whose strides are not 0 but still put several positions on one element (dg [2, 21, 2] with
+// strides [1, 2, 1]: (b = 1, hv = 0) and (b = 0, hv = 1) share) receives their sum, like g_gamma's; it kept one
+// position's value before.
+TEST_CASE("backward: a summed gradient over an overlapping layout receives the sum of what it covers") {
+  backward_case<simple_gla, read::identity, float> c(small, {.chunk_size = 8});
+  auto g = c.grads();
+  std::vector<float> dg(43, NAN);
+  g.dg = strided<3>(dg.data(), {2, 21, 2}, {1, 2, 1});
+  linea::backward<simple_gla>(c.args(), g);
+  auto& ref = c.reference_out();
+  std::vector<double> want(43, 0.0);
+  for (index_t b = 0; b < 2; ++b)
+    for (index_t t = 0; t < 21; ++t)
+      for (index_t hv = 0; hv < 2; ++hv) want[b + 2 * t + hv] += ref.dg(b, t, hv);
+  CHECK(relative_error(dg.data(), want.data(), dg.size()) <= gradient_tolerance_for<float>());
+}
+
+// Shapes at the edges: T = 0 (with the CCQ read: every gradient of the initial state and statistics), T = 1, odd
+// K (63, 129) and V ≠ K, K = V = 256, V = 256 with K = 3, packed sequences of lengths 0 and 1, 60 short sequences.
+TEST_CASE("backward: edge shapes") {
+  const ccq_options stats{.initial_stats = true, .explicit_log_decay = true};
+  using decayed = read::ccq<read::decayed>;
+  check<kda, decayed, backend::cpu, float>({.B = 2, .T = 0, .H = 1, .HV = 2, .K = 8, .V = 4, .initial_state = true},
+                                           {.ccq = stats});
+  check<gated_delta, decayed, backend::cpu, double>({.B = 1, .T = 1, .H = 1, .HV = 1, .K = 8, .V = 4, .initial_state = true},
+                                                    {.ccq = stats});
+  check<gdn2, decayed, backend::cpu, float>({.B = 1, .T = 40, .H = 1, .HV = 2, .K = 63, .V = 17, .initial_state = true},
+                                            {.chunk_size = 16, .ccq = stats});
+  check<kda, read::identity, backend::cpu, float>({.B = 1, .T = 20, .H = 1, .HV = 1, .K = 129, .V = 5}, {.chunk_size = 7});
+  check<gated_delta, read::identity, backend::cpu, float>(
+      {.B = 1, .T = 9, .H = 1, .HV = 1, .K = 256, .V = 256, .initial_state = true}, {.chunk_size = 4});
+  check<gla, read::identity, backend::cpu, float>({.B = 1, .T = 9, .H = 1, .HV = 1, .K = 3, .V = 256, .initial_state = true},
+                                                  {.chunk_size = 4});
+  check<kda, decayed, backend::cpu, float>({.H = 1, .HV = 2, .K = 8, .V = 4, .seqlens = {0, 1, 0, 5, 1, 0}, .initial_state = true},
+                                           {.chunk_size = 2, .threads = 2, .ccq = stats});
+  {  // B = 0: no sequences, nothing to compute (no item to share out among threads)
+    backward_case<kda, decayed, float> none({.B = 0, .T = 5, .H = 1, .HV = 2, .K = 8, .V = 4, .initial_state = true},
+                                            {.threads = 0, .ccq = stats});
+    CHECK_NOTHROW((linea::backward<kda, decayed>(none.args(), none.grads())));
+    CHECK_NOTHROW((linea::backward<kda, decayed, backend::generic>(none.args(), none.grads())));
+  }
+  std::vector<std::int64_t> lengths;
+  for (int i = 0; i < 60; ++i) lengths.push_back((i * 7) % 5);
+  check<gated_delta, read::identity, backend::cpu, float>(
+      {.H = 1, .HV = 2, .K = 4, .V = 3, .seqlens = lengths, .initial_state = true}, {.chunk_size = 3, .threads = 0});
 }
 
 TEST_CASE("backward: scale, head-first strides, beta up to 2, many threads") {
@@ -303,13 +362,9 @@ TEST_CASE("backward: every gradient may overwrite its own input exactly") {
   }
 }
 
-// A NaN or Inf in dL/do or dL/dS_T poisons exactly the gradient entries the reference's recurrence poisons (dq of
-// that token, the tokens before it of that head, S_0's gradient); every other entry stays finite and accurate.
+// The CPU backward's gradients against the reference's: the same entries non-finite, the rest within SPEC §6.
 template <class Rule, class Read>
-void poisons_like_the_reference(bool final_state) {
-  backward_case<Rule, Read, float> c(small, {.chunk_size = 8});
-  if (final_state) c.set_d_final_state(1, 1, 3, 2, std::nan(""));
-  else c.set_d_o(0, 10, 0, 2, std::numeric_limits<double>::infinity());
+int same_poisoning_as_the_reference(backward_case<Rule, Read, float>& c) {
   linea::backward<Rule, Read>(c.args(), c.grads());
   auto& ref = c.reference_out();
   int poisoned = 0;
@@ -325,12 +380,78 @@ void poisons_like_the_reference(bool final_state) {
     }
     CHECK(std::sqrt(err) <= gradient_tolerance_for<float>() * std::sqrt(norm));
   });
-  CHECK(poisoned > 0);
+  return poisoned;
+}
+
+// A NaN or Inf in dL/do or dL/dS_T poisons exactly the gradient entries the reference's recurrence poisons (dq of
+// that token, the tokens before it of that head, S_0's gradient); every other entry stays finite and accurate.
+template <class Rule, class Read>
+void poisons_like_the_reference(bool final_state) {
+  backward_case<Rule, Read, float> c(small, {.chunk_size = 8});
+  if (final_state) c.set_d_final_state(1, 1, 3, 2, std::nan(""));
+  else c.set_d_o(0, 10, 0, 2, std::numeric_limits<double>::infinity());
+  CHECK(same_poisoning_as_the_reference(c) > 0);
+}
+
+// A NaN or Inf in a forward input (q, k, v, a gate, S_0) at one entry, in both twins of the case.
+enum class poisoned_input { q, k, v, gate, initial_state };
+
+template <class Rule, class Read>
+int poison_input(poisoned_input which, double value) {
+  backward_case<Rule, Read, float> c(small, {.chunk_size = 8});
+  auto a = c.args();
+  auto r = c.ref_args();
+  const auto poke = [&](const auto& low, const auto& ref, index_t at) {
+    const_cast<float*>(low.ptr)[at] = float(value);
+    const_cast<double*>(ref.ptr)[at] = value;
+  };
+  switch (which) {  // small: B = 2, T = 21, H = 1, HV = 2, K = 8, V = 6; token 10 of row 1, or S_0 entry 5
+    case poisoned_input::q: poke(a.q, r.q, (21 + 10) * 8 + 3); break;
+    case poisoned_input::k: poke(a.k, r.k, 10 * 8 + 3); break;
+    case poisoned_input::v: poke(a.v, r.v, 10 * 12 + 2); break;
+    case poisoned_input::gate:
+      if (!a.g.empty()) poke(a.g, r.g, 10 * 2 + 1);
+      else poke(a.gk, r.gk, 10 * 16 + 3);
+      break;
+    case poisoned_input::initial_state: poke(a.initial_state, r.initial_state, 5); break;
+  }
+  return same_poisoning_as_the_reference(c);
+}
+
+template <class Rule>
+void poisons_from_inputs_like_the_reference() {
+  INFO(rule_name<Rule>::value);
+  const double inf = std::numeric_limits<double>::infinity();
+  for (double value : {std::nan(""), inf, -inf})
+    for (auto which : {poisoned_input::q, poisoned_input::k, poisoned_input::v, poisoned_input::gate,
+                       poisoned_input::initial_state}) {
+      if (which == poisoned_input::gate && (value == -inf || (std::is_same_v<typename Rule::decay, decay::none>)))
+        continue;  // a log decay of −inf is a valid gate of 0 (tested above); the rule may have no gate
+      INFO("input ", int(which), " = ", value);
+      poison_input<Rule, read::identity>(which, value);  // (the additive rule keeps every gradient finite under S_0)
+      poison_input<Rule, read::ccq<read::decayed>>(which, value);
+    }
 }
 
 TEST_CASE("backward: a non-finite dL/do or dL/dS_T poisons only what the recurrence poisons") {
   SUBCASE("Inf in d_o, gated_delta") { poisons_like_the_reference<gated_delta, read::identity>(false); }
   SUBCASE("NaN in d_final_state, kda, CCQ") { poisons_like_the_reference<kda, read::ccq<read::decayed>>(true); }
+}
+
+// The additive-update rules (additive, simple_gla, gla) have no erase term: the reference multiplied it by its gate
+// e = 0, and 0 · NaN poisoned every dk and dS below a NaN in S_0, k or v, where the CPU backward (and the
+// mathematics: dk does not depend on S_0 without an erase term) kept them finite.
+TEST_CASE("backward: a non-finite forward input poisons only what the recurrence poisons") {
+  SUBCASE("additive") { poisons_from_inputs_like_the_reference<additive>(); }
+  SUBCASE("gla") { poisons_from_inputs_like_the_reference<gla>(); }
+  SUBCASE("gated_delta") { poisons_from_inputs_like_the_reference<gated_delta>(); }
+  SUBCASE("additive: a NaN in S_0 reaches dq only (dk, dv, dS_0 do not depend on S_0)") {
+    backward_case<additive, read::identity, float> c(small, {.chunk_size = 8});
+    const_cast<float*>(c.args().initial_state.ptr)[5] = NAN;  // row 0, head 0, S_0[0][5]
+    const_cast<double*>(c.ref_args().initial_state.ptr)[5] = NAN;
+    CHECK(same_poisoning_as_the_reference(c) == 21);             // dq[0, t, 0, 0] for the 21 tokens
+    CHECK((all_finite(c.out().dk) && all_finite(c.out().dv) && all_finite(c.out().dh0)));
+  }
 }
 
 TEST_CASE("backward: a gradient may overwrite its own input (dq over q, dk over k, dv over v, dgk over gk)") {

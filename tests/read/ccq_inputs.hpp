@@ -80,7 +80,7 @@ struct ccq_tensors {
 
   void attach(arguments<T, S>& a) {
     a.ccq.lambda = lambda;
-    if (log_decay.size()) a.ccq.log_decay = log_decay;
+    if (allocated(log_decay)) a.ccq.log_decay = log_decay;
     if (C0.size()) a.ccq.C0 = C0, a.ccq.m0 = m0, a.ccq.z0 = z0;
     a.ccq.C = C, a.ccq.m = m, a.ccq.z = z;
     a.ccq.q_tilde = q_tilde;
@@ -91,7 +91,7 @@ struct ccq_tensors {
     ccq_tensors<U, SU> c;
     auto conv = [](const auto& from, auto& to) {
       using To = std::remove_reference_t<decltype(to)>;
-      if (!from.size()) return;
+      if (!allocated(from)) return;  // a T = 0 tensor (extents, no elements) is still given
       to = To(from.extents());
       for (std::size_t i = 0; i < from.size(); ++i)
         to.data()[i] = static_cast<typename std::remove_reference_t<decltype(to.values())>::value_type>(

@@ -2,7 +2,7 @@
 // gradient truth d<x>_ref64 out (format: ../shared/conformance/README.md).
 //
 //   grad inputs   do → d_o,  dht → d_final_state
-//   truths        dq, dk, dv, dg (dgk for per-key rules: fla names gk "g"), dbeta, db, dw, dh0 → d_initial_state,
+//   truths        dq, dk, dv, dg (dgk for per-key rules: fla names gk "g"; g_gamma's [H] or [HV]), dbeta, db, dw, dh0 → d_initial_state,
 //                 dlam → dlambda, dccq_g → dccq_log_decay, dccq_C0/m0/z0 → dC0/dm0/dz0, dA_log, ddt_bias
 // Every truth the case holds is computed and compared; a truth this runner cannot map fails the case.
 #pragma once
@@ -39,8 +39,7 @@ class case_gradients {
       if (x == "q") out<T>(truth, grads.dq, {in.B, in.T_, in.H, in.K});
       else if (x == "k") out<T>(truth, grads.dk, {in.B, in.T_, in.H, in.K});
       else if (x == "v") out<T>(truth, grads.dv, {in.B, in.T_, in.HV, in.V});
-      else if (x == "g" && c.flag("g_gamma"))
-        throw case_error("gradient truth '" + truth + "' of g_gamma: this runner does not map it yet");
+      else if (x == "g_gamma" || (x == "g" && c.flag("g_gamma"))) out_gamma(c, truth, in);
       else if (x == "g" && !a.gk.empty()) out<T>(truth, grads.dgk, {in.B, in.T_, in.HV, in.K});
       else if (x == "g") out<T>(truth, grads.dg, {in.B, in.T_, in.HV});
       else if (x == "beta") out<T>(truth, grads.dbeta, {in.B, in.T_, in.HV});
@@ -97,6 +96,24 @@ class case_gradients {
     view = contiguous<View::rank>(buffer->data(), ext);
     outputs_.push_back({truth, buffer->size(), [buffer](const double* ref) {
                           return testing::relative_error(buffer->data(), ref, buffer->size());
+                        }});
+  }
+
+  // g_gamma's gradient: dg as a view with stride 0 over B and T of an [HV] buffer, so that each value head's
+  // element receives the sum over every token (core/summed_store.hpp); a truth stored per key head ([H], as
+  // g_gamma may be) is that summed over the G value heads of each key head.
+  void out_gamma(const conformance_case& c, const std::string& truth, const case_inputs<T, S>& in) {
+    const index_t H = in.H, HV = in.HV, stored = c.file(truth).elements();
+    if (stored != HV && stored != H)
+      throw case_error("gradient truth '" + truth + "' has " + std::to_string(stored) + " values; expected g_gamma's H = " +
+                       std::to_string(H) + " or HV = " + std::to_string(HV));
+    auto buffer = std::make_shared<std::vector<T>>(static_cast<std::size_t>(HV), T(std::nan("")));
+    grads.dg = strided<3>(buffer->data(), {in.B, in.T_, HV}, {0, 0, 1});
+    outputs_.push_back({truth, static_cast<std::size_t>(stored), [buffer, H, HV, stored](const double* ref) {
+                          std::vector<double> per(static_cast<std::size_t>(stored), 0.0);
+                          for (index_t hv = 0; hv < HV; ++hv)
+                            per[static_cast<std::size_t>(stored == HV ? hv : hv / (HV / H))] += double((*buffer)[hv]);
+                          return testing::relative_error(per.data(), ref, per.size());
                         }});
   }
 

@@ -3,7 +3,7 @@
 
     option_cases.py OUT_DIR [RUNNER]
 
-Writes cases in the shared format (../shared/conformance/README.md) for g_gamma, normalize and the
+Writes cases in the shared format (../shared/conformance/README.md) for g_gamma (with its gradient), normalize and the
 in-kernel gates (Gated DeltaNet softplus form, KDA/GDN-2 per-key dt_bias, KDA's lower bound), each with
 the write residual u. The truths come from the float64 recurrence below, written from SPEC.md §1-2 alone
 (plain Python, no linea code), on the float32-rounded inputs. With RUNNER, runs it on OUT_DIR and exits
@@ -114,6 +114,59 @@ def make_case(c, opts):
     return c
 
 
+def add_gamma_gradient(c, gamma, opts, heads):
+    """Makes c a gradient case for g_gamma alone: do, dht and dg_ref64 [heads] = dL/d g_gamma of
+    L = <o, do> + <ht, dht>. g_gamma enters every token of its head (S_t = a S_{t-1} + k_t v_t^T, a = exp(g_gamma),
+    o_t = S_t^T (s q_t)), so the runner's stride-0 dg must hold the sum over all of them. The truth is the reverse
+    recurrence of that map (dS_T = dht; per token dS += s q_t do_t^T, dg += <dS, a S_{t-1}>, dS = a dS), checked here
+    against central differences of run_reference."""
+    r = c.rng
+    do = c.add("do", c.draw([c.B, c.T, c.HV, c.V], lambda: r.gauss(0, 1)))
+    dht = c.add("dht", c.draw([c.N, c.HV, c.K, c.V], lambda: r.gauss(0, 1)))
+    B, T, H, HV, K, V, N = c.B, c.T, c.H, c.HV, c.K, c.V, c.N
+    G, scale = HV // H, c.params["scale"]
+    q, qs = c.files["q"][2], c.files["q"][1]
+    k, ks = c.files["k"][2], c.files["k"][1]
+    v, vs = c.files["v"][2], c.files["v"][1]
+    seqs = [(n, 0, T) for n in range(B)] if not c.cu else [(0, c.cu[n], c.cu[n + 1]) for n in range(N)]
+    dg = [0.0] * HV
+    for n, (b, t0, t1) in enumerate(seqs):
+        for hv in range(HV):
+            h, a = hv // G, math.exp(gamma[hv])
+            S = [[0.0] * V for _ in range(K)]
+            if "h0" in c.files:
+                h0, h0s = c.files["h0"][2], c.files["h0"][1]
+                S = [[at(h0, h0s, n, hv, i, j) for j in range(V)] for i in range(K)]
+            states = [S]
+            for t in range(t0, t1):
+                S = [[a * S[i][j] + at(k, ks, b, t, h, i) * at(v, vs, b, t, hv, j) for j in range(V)] for i in range(K)]
+                states.append(S)
+            dS = [[at(dht, [N, HV, K, V], n, hv, i, j) for j in range(V)] for i in range(K)]
+            for t in range(t1 - 1, t0 - 1, -1):
+                prev = states[t - t0]
+                for i in range(K):
+                    for j in range(V):
+                        dS[i][j] += scale * at(q, qs, b, t, h, i) * at(do, [B, T, HV, V], b, t, hv, j)
+                        dg[hv] += dS[i][j] * a * prev[i][j]
+                        dS[i][j] *= a
+    if heads == HV:
+        c.add("dg_ref64", (dg, [HV]), "float64")
+    else:  # stored per key head: the sum over the G value heads that read it
+        c.add("dg_ref64", ([sum(dg[h * G:(h + 1) * G]) for h in range(heads)], [heads]), "float64")
+
+    def loss(g):
+        o, ht, _ = run_reference(c, dict(opts, log_alpha=lambda b, t, hv, K=c.K: [g[hv]] * K))
+        return sum(x * y for x, y in zip(o, do)) + sum(x * y for x, y in zip(ht, dht))
+
+    for hv in range(HV):  # the reverse recurrence against central differences of the forward
+        up, down = list(gamma), list(gamma)
+        up[hv] += 1e-5
+        down[hv] -= 1e-5
+        fd = (loss(up) - loss(down)) / 2e-5
+        assert abs(fd - dg[hv]) <= 1e-6 * max(1.0, abs(dg[hv])), (c.name, hv, fd, dg[hv])
+    return c
+
+
 def base_inputs(c, positive=False, h0=True):
     """q, k (unit rows; positive entries for normalize), v, and optionally h0."""
     B, T, H, HV, K, V = c.B, c.T, c.H, c.HV, c.K, c.V
@@ -145,13 +198,16 @@ def cases():
     out = []
 
     # simple_gla with g_gamma [HV]: a constant log decay per head, no g tensor.
-    for name, H, HV in (("g_gamma_t40", 2, 2), ("g_gamma_gva_t33", 1, 2)):
-        c = Case("simple_gla", name, 2, 40 if H == 2 else 33, H, HV, 8, 4, seed=11 + HV + H)
+    # The third stores g_gamma per key head [H] (value head hv uses hv / G): its gradient truth is [H] too.
+    for name, H, HV, heads in (("g_gamma_t40", 2, 2, 2), ("g_gamma_gva_t33", 1, 2, 2), ("g_gamma_per_key_head_t29", 1, 2, 1)):
+        c = Case("simple_gla", name, 2, {2: 40, 1: 33}[H] if heads == HV else 29, H, HV, 8, 4, seed=11 + HV + H + heads)
         base_inputs(c)
         flags(c, g_gamma=True)
-        gamma = c.add("g_gamma", c.draw([HV], lambda: math.log(sigmoid(c.rng.gauss(0, 1)))))
-        out.append(make_case(c, {"log_alpha": lambda b, t, hv, g=gamma, K=c.K: [g[hv]] * K,
-                                 "gates": lambda b, t, hv, K=c.K, V=c.V: ([0.0] * K, ones(V))}))
+        stored = c.add("g_gamma", c.draw([heads], lambda: math.log(sigmoid(c.rng.gauss(0, 1)))))
+        gamma = [stored[hv * heads // HV] for hv in range(HV)]
+        opts = {"log_alpha": lambda b, t, hv, g=gamma, K=c.K: [g[hv]] * K,
+                "gates": lambda b, t, hv, K=c.K, V=c.V: ([0.0] * K, ones(V))}
+        out.append(add_gamma_gradient(make_case(c, opts), gamma, opts, heads))
 
     # linear_attn with normalize: positive q, k; once plain, once packed with initial states.
     for name, cu in (("normalize_t37", None), ("normalize_varlen_h0", [0, 9, 9, 30])):
@@ -213,8 +269,10 @@ def write(c, root):
         fmt = {"float32": "f", "float64": "d", "int64": "q"}[dtype]
         with open(os.path.join(d, name + ".bin"), "wb") as f:
             f.write(struct.pack("<%d%s" % (len(values), fmt), *values))
+        grad = name in ("do", "dht") or (name[0] == "d" and name.endswith("_ref64"))
+        role = "output" if name.endswith("_ref64") else "input"
         files[name] = {"file": name + ".bin", "dtype": dtype, "shape": shape,
-                       "role": "output" if name.endswith("_ref64") else "input"}
+                       "role": ("grad_" + role) if grad else role}
     if c.cu:
         with open(os.path.join(d, "cu_seqlens.bin"), "wb") as f:
             f.write(struct.pack("<%dq" % len(c.cu), *c.cu))

@@ -8,6 +8,7 @@
 // element from several positions (threads would write over each other) and is rejected.
 #pragma once
 #include <cstdint>
+#include <cstdlib>
 #include <span>
 #include <sstream>
 #include <string>
@@ -84,23 +85,47 @@ void expect_disjoint(const O& out, const char* out_name, const X& other, const c
               describe_memory(other, other_name) + "; " + rule);
 }
 
-// The first axis over which several positions of `v` share one element (stride 0 over an extent > 1), or -1.
+// An axis over which two positions of `v` may share one element, or -1 when every position has its own. First an
+// axis with stride 0 over an extent > 1; then the O(rank²) sufficient test for distinct elements: with the axes of
+// extent > 1 ordered by |stride|, each |stride| exceeds the farthest offset the axes before it reach (a mixed-radix
+// layout: every dense, permuted, sliced or padded layout passes). An axis that fails it is returned: its positions
+// may land on another axis's elements (a row stride smaller than the row, say). That test is conservative: a rare
+// interleaving that still happens to give distinct elements (extents [2, 3], strides [3, 2]) is reported too.
 template <class V>
 int shared_element_axis(const V& v) {
   for (int r = 0; r < V::rank; ++r)
     if (v.extent(r) > 1 && v.stride(r) == 0) return r;
+  int order[V::rank];
+  int n = 0;
+  for (int r = 0; r < V::rank; ++r) {
+    if (v.extent(r) <= 1) continue;
+    int at = n++;  // insertion by |stride|
+    for (; at > 0 && std::abs(v.stride(order[at - 1])) > std::abs(v.stride(r)); --at) order[at] = order[at - 1];
+    order[at] = r;
+  }
+  index_t reach = 0;  // the farthest offset the axes so far reach
+  for (int i = 0; i < n; ++i) {
+    const index_t stride = std::abs(v.stride(order[i]));
+    if (stride <= reach) return order[i];
+    reach += (v.extent(order[i]) - 1) * stride;
+  }
   return -1;
 }
 
-// An output view must give every position its own element: stride 0 over an extent > 1 is rejected, `why` saying
-// why in the message.
+// An output view must give every position its own element: stride 0 over an extent > 1, or strides that may map
+// two positions onto one element (shared_element_axis), are rejected, `why` saying why in the message.
 template <class V>
 void expect_distinct_elements(const V& out, const char* name,
                               const char* why = "an output needs one element per position (several writers would share one)") {
   if (bytes_of(out).empty()) return;  // no elements (T = 0): nothing is written
-  if (const int r = shared_element_axis(out); r >= 0)
-    throw error(std::string("argument '") + name + "' has shape " + shape_string(out) + " and stride 0 over axis " +
-                std::to_string(r) + ": " + why);
+  if (const int r = shared_element_axis(out); r >= 0) {
+    std::string strides;
+    for (int i = 0; i < V::rank; ++i) strides += (i ? ", " : "") + std::to_string(out.stride(i));
+    const std::string where = out.stride(r) == 0 ? " and stride 0 over axis " + std::to_string(r)
+                                                 : " and strides [" + strides + "] that may put two positions on one "
+                                                   "element (axis " + std::to_string(r) + " steps inside the others)";
+    throw error(std::string("argument '") + name + "' has shape " + shape_string(out) + where + ": " + why);
+  }
 }
 
 }  // namespace linea::detail

@@ -54,6 +54,7 @@ struct recurrent_impl<backend::cpu_arch<Arch>> {
     const problem p = validate<Rule, Read>(a);
     check_recurrent_only(a);
     cpu_backend::thread_count(a.threads, 1);  // a bad thread count fails before anything is written
+    if (p.N == 0) return;                     // B = 0 (or no sequences): nothing to compute, no items to share out
     cpu_backend::recurrent<Rule, Read, cpu_backend::resolve_arch<Arch>>(a, p);
   }
 };

@@ -38,11 +38,13 @@ namespace linea::reference::inline LINEA_ISA {
 // gradients'. The backward reads no forward output, so `o` may be left out.
 template <class Rule, class Read, class T, class S>
 problem validate_backward(const arguments<T, S>& a, const gradients<T, S>& g) {
+  linea::detail::expect_given(g.d_o, "d_o", "the backward needs dL/do [B, T, HV, V]");
+  // The forward's checks want an o: without one, a stand-in of the shape q and v imply ([B, T] of q, [HV, V] of v),
+  // never written, so that a d_o of another shape is reported as 'd_o' by validate_gradients (not as 'o').
   arguments<T, S> shapes = a;
   T unused{};
-  if (shapes.o.empty() && !g.d_o.empty())  // o's shape is d_o's: a view that is never written
-    shapes.o = strided<4>(&unused, {g.d_o.extent(0), g.d_o.extent(1), g.d_o.extent(2), g.d_o.extent(3)}, {0, 0, 0, 0});
-  if (shapes.o.empty()) linea::detail::expect_given(g.d_o, "d_o", "the backward needs dL/do [B, T, HV, V]");
+  if (shapes.o.empty())
+    shapes.o = strided<4>(&unused, {a.q.extent(0), a.q.extent(1), a.v.extent(2), a.v.extent(3)}, {0, 0, 0, 0});
   const problem p = validate_shapes<Rule, Read>(shapes);
   linea::detail::expect_no_aliasing(a);  // on the caller's views: the stand-in o above is never written
   if (!a.state_indices.empty()) throw error("argument 'state_indices' belongs to the decode step, not the backward");
@@ -202,18 +204,23 @@ void backward(const arguments<T, S>& a, const gradients<T, S>& g) {
           for (index_t j = 0; j < V; ++j) dk[i] += dS(i, j) * u[j];  // dk += dS u
         // dS' = dS (the write adds k uᵀ to S'), continued below.
 
-        // 2. correct: u = w ⊙ v − S'ᵀ(e ⊙ k), with e_i = erase gate, w_j = write gate of the rule.
+        // 2. correct: u = w ⊙ v − S'ᵀ(e ⊙ k), with e_i = erase gate, w_j = write gate of the rule. An additive
+        //    update has no erase term at all (e ≡ 0): it is skipped, not multiplied by 0, so that a NaN or Inf in
+        //    S' or du (from a non-finite input or upstream gradient) does not reach dk, dS through 0 · NaN.
         for (index_t j = 0; j < V; ++j) {
           d_write[j] = du[j] * x.v[j];
           dv[j] = Update::write_gate(x, j) * du[j];
         }
         for (index_t i = 0; i < K; ++i) {
-          const Real e = Update::erase_gate(x, i);
-          Real r = 0;  // (S' du)_i
-          for (index_t j = 0; j < V; ++j) r += Sp(i, j) * du[j];
-          d_erase[i] = -x.k[i] * r;
-          dk[i] -= e * r;
-          for (index_t j = 0; j < V; ++j) dS(i, j) -= e * x.k[i] * du[j];
+          d_erase[i] = 0;
+          if constexpr (Update::kind == update_kind::erase) {
+            const Real e = Update::erase_gate(x, i);
+            Real r = 0;  // (S' du)_i
+            for (index_t j = 0; j < V; ++j) r += Sp(i, j) * du[j];
+            d_erase[i] = -x.k[i] * r;
+            dk[i] -= e * r;
+            for (index_t j = 0; j < V; ++j) dS(i, j) -= e * x.k[i] * du[j];
+          }
         }
 
         // 1. decay: S' = Diag(α) S_{t−1}, α_i = exp(log α_i).
