@@ -73,6 +73,10 @@ class backward_head {
   }
 
  private:
+  // Entry (i, j) of dS_: tile j / columns, in the tile's layout (backward_tile.hpp).
+  index_t dS_at(index_t i, index_t j) const {
+    return j / tile::columns * tile::columns * Kp_ + tile::at(i, j % tile::columns);
+  }
   static index_t round_up(index_t n, index_t m) { return (n + m - 1) / m * m; }
   static std::vector<R> sized(index_t n) { return std::vector<R>(static_cast<std::size_t>(n), R(0)); }
 
@@ -83,7 +87,7 @@ class backward_head {
     std::fill(dS_.begin(), dS_.end(), R(0));
     if (!g.d_final_state.empty())
       for (index_t i = 0; i < K; ++i)
-        for (index_t j = 0; j < V; ++j) dS_[j * Kp_ + i] = R(g.d_final_state(n, hv, i, j));
+        for (index_t j = 0; j < V; ++j) dS_[dS_at(i, j)] = R(g.d_final_state(n, hv, i, j));
     std::fill(dz_.begin(), dz_.end(), R(0));
     for (index_t c = chunks - 1; c >= 0; --c) {
       const index_t t0 = seq.t_begin + c * C_, len = std::min(C_, seq.t_end - t0);
@@ -93,7 +97,7 @@ class backward_head {
     }
     if (!g.d_initial_state.empty())
       for (index_t i = 0; i < K; ++i)
-        for (index_t j = 0; j < V; ++j) g.d_initial_state(n, hv, i, j) = S(dS_[j * Kp_ + i]);
+        for (index_t j = 0; j < V; ++j) g.d_initial_state(n, hv, i, j) = S(dS_[dS_at(i, j)]);
     tape_.end(sums, n, hv);
   }
 
@@ -228,7 +232,7 @@ class backward_head {
     for (index_t j0 = 0; j0 < Vt_; j0 += tile::columns) {
       for (index_t j = 0; j < tile::columns; ++j)
         for (index_t i = 0; i < Kp_; ++i)
-          store_[j * Kp_ + i] = i < K && j0 + j < V ? boundary[i * Vp_ + j0 + j] : R(0);
+          store_[tile::at(i, j)] = i < K && j0 + j < V ? boundary[i * Vp_ + j0 + j] : R(0);
       for (index_t r = 0; r < len; ++r)
         tile::template recompute<erases>(store_.data() + r * TK, store_.data() + (r + 1) * TK, rows_of(al_c_, r),
                                          rows_of(k_c_, r), rows_of(cu_c_, r), columns_of(w_c_, r) + j0,
@@ -372,8 +376,8 @@ class backward_head {
   std::vector<R> boundary_;                      // S at every chunk start [chunks, K, Vp]
   std::vector<typename tape_t::checkpoint> stats_;  // the read's statistics at every chunk start
   std::vector<R> zb_, zs_;                       // normaliser key sums: at chunk starts; within the chunk
-  std::vector<R> store_;                         // one tile of S_{t0} … S_{t0+len} [len+1, columns, Kp]
-  std::vector<R> dS_;                            // dL/dS, transposed [Vt, Kp]
+  std::vector<R> store_;                         // one tile of S_{t0} … S_{t0+len} [len+1, columns · Kp]
+  std::vector<R> dS_;                            // dL/dS, tile after tile [Vt / columns, columns · Kp]
   // The chunk's tokens: row coefficients α, k, e ⊙ k, α ⊙ erase key, s q̃ and the rows' dot products summed over
   // tiles (S_t·dr, dS_t·u, S_{t−1}·du, dS'·S_{t−1}) [C, Kp]; columns w (write target), dr, u, du [C, Vt];
   // the normaliser's divisors [C].

@@ -8,10 +8,12 @@
 // C = 64) in L2, where the untiled passes streamed two 64 KiB states per pass through L2. Each tile adds its
 // part of every row dot product to per-token sums.
 //
-// Layout: tiles are stored transposed, column by column ([column][row], rows padded to Kp, a multiple of the
-// lane count): the vector lanes run over rows, so a row dot product over the tile's columns is a vertical sum
-// (one accumulator per row block, no horizontal sum), and only the column sums du_j (and the recompute's
-// recall u_j) take a horizontal sum, one per column and token.
+// Layout: the vector lanes run over rows, so a row dot product over the tile's columns is a vertical sum (one
+// accumulator per row block, no horizontal sum), and only the column sums du_j (and the recompute's recall u_j)
+// take a horizontal sum, one per column and token. A tile is stored by row blocks of `width` rows (rows padded
+// to Kp, a multiple of width), each block column by column: entry (i, j) at (i / width)·block + j·width +
+// i % width (at(i, j)), so one row block of the tile is `block` contiguous values at fixed offsets, and the
+// column loop is unrolled (each_column) with its accumulators in registers.
 //
 //   recompute   per column j:  u_j = w_j − Σ_i c_i S_ij   (c = α ⊙ erase key; no sum without an erase)
 //                              S'_ij = α_i S_ij + k_i u_j
@@ -21,9 +23,20 @@
 //                 a: dS_ij += c_i dr_j;  du_j += k_i dS_ij;  st_dr_i += S_ij dr_j;  ds_u_i += dS_ij u_j
 #pragma once
 #include <type_traits>
+#include <utility>
 
+#include "../../config.hpp"
 #include "../isa.hpp"
 #include "simd.hpp"
+
+// Inlines every call in the function (the per-column lambdas and the vector operations).
+#ifndef LINEA_TILE_FLATTEN
+#if defined(__GNUC__) || defined(__clang__)
+#define LINEA_TILE_FLATTEN __attribute__((flatten))
+#else
+#define LINEA_TILE_FLATTEN
+#endif
+#endif
 
 namespace linea::cpu_backend::inline LINEA_ISA {
 
@@ -35,6 +48,20 @@ struct backward_tile {
   // Columns per tile: the adjoint keeps one du accumulator per column in a register (16 on AVX-512's 32 vector
   // registers, 8 on the 16 of AVX2 and below).
   static constexpr index_t columns = sizeof(vec) >= 64 ? 16 : 8;
+  static constexpr index_t block = columns * width;  // values per row block of a tile
+  static constexpr index_t at(index_t i, index_t j) { return i / width * block + j * width + i % width; }
+
+  // f(j) for j = 0 … columns − 1 as compile-time constants: unrolled, so per-column values stay in registers.
+  // (The passes below are LINEA_TILE_FLATTEN: GCC otherwise kept the unrolled body out of line, reloading every
+  // captured pointer per column, and the recompute ran slower than the untiled one.)
+  template <class F>
+  LINEA_INLINE static void each_column(F&& f) {
+    each_column(f, std::make_integer_sequence<index_t, columns>{});
+  }
+  template <class F, index_t... J>
+  LINEA_INLINE static void each_column(F& f, std::integer_sequence<index_t, J...>) {
+    (f(std::integral_constant<index_t, J>{}), ...);
+  }
 
   // Token a's read/write coefficients: rows c_i = s q̃_i and k_i (Kp entries); columns dr_j, u_j of the tile.
   // Outputs: st_dr, ds_u += the tile's part (Kp entries); du_j of the tile's columns (written).
@@ -49,48 +76,49 @@ struct backward_tile {
     R *sp_du, *ds_sp;
   };
 
-  // S_next = Diag(α) S + k uᵀ with u = w − Sᵀ c over the tile (columns × Kp, transposed); u_j written.
+  // S_next = Diag(α) S + k uᵀ with u = w − Sᵀ c over the tile (rows [0, Kp)); u_j written.
   template <bool erase>
-  static void recompute(const R* S, R* S_next, const R* alpha, const R* k, const R* c, const R* w, R* u,
+  LINEA_TILE_FLATTEN static void recompute(const R* S, R* S_next, const R* alpha, const R* k, const R* c, const R* w, R* u,
                         index_t Kp) {
-    for (index_t j = 0; j < columns; ++j) {
-      const R* s = S + j * Kp;
-      R* sn = S_next + j * Kp;
-      R uj = w[j];
-      if constexpr (erase) {
-        vec a0 = L::splat(R(0)), a1 = a0;
-        index_t i = 0;
-        for (; i + 2 * width <= Kp; i += 2 * width) {
-          a0 = L::fma(L::load(c + i), L::load(s + i), a0);
-          a1 = L::fma(L::load(c + i + width), L::load(s + i + width), a1);
-        }
-        for (; i < Kp; i += width) a0 = L::fma(L::load(c + i), L::load(s + i), a0);
-        uj -= lane_sum(a0 + a1);
+    vec uv[columns];
+    if constexpr (erase) {
+      vec acc[columns];
+      each_column([&](auto j) { acc[j] = L::splat(R(0)); });
+      for (index_t i = 0; i < Kp; i += width) {
+        const vec cv = L::load(c + i);
+        const R* s = S + i / width * block;
+        each_column([&](auto j) { acc[j] = L::fma(cv, L::load(s + j * width), acc[j]); });
       }
-      u[j] = uj;
-      const vec uv = L::splat(uj);
-      for (index_t i = 0; i < Kp; i += width)
-        L::store(sn + i, L::fma(L::load(alpha + i), L::load(s + i), L::load(k + i) * uv));
+      each_column([&](auto j) { u[j] = w[j] - lane_sum(acc[j]); });
+    } else {
+      each_column([&](auto j) { u[j] = w[j]; });
+    }
+    each_column([&](auto j) { uv[j] = L::splat(u[j]); });
+    for (index_t i = 0; i < Kp; i += width) {
+      const vec av = L::load(alpha + i), kv = L::load(k + i);
+      const R* s = S + i / width * block;
+      R* sn = S_next + i / width * block;
+      each_column([&](auto j) { L::store(sn + j * width, L::fma(av, L::load(s + j * width), kv * uv[j])); });
     }
   }
 
-  // One pass over the tile's S (`S`, transposed) and dS (`dS`, transposed, updated in place): token b's
-  // correct/decay (when `B`) then token a's read/write (when `A`). Without an erase or a decay, b's pass is the
-  // identity and `B` must be false.
+  // One pass over the tile's S (`S`) and dS (`dS`, updated in place): token b's correct/decay (when `B`) then
+  // token a's read/write (when `A`). Without an erase or a decay, b's pass is the identity and `B` must be false.
   template <bool A, bool B, bool erase, bool decay>
-  static void adjoint(const R* S, R* dS, index_t Kp, const read_write& a, const correct_decay& b) {
+  LINEA_TILE_FLATTEN static void adjoint(const R* S, R* dS, index_t Kp, const read_write& a, const correct_decay& b) {
     static_assert(!B || erase || decay);
     vec du[columns];
-    if constexpr (A)
-      for (index_t j = 0; j < columns; ++j) du[j] = L::splat(R(0));
+    if constexpr (A) each_column([&](auto j) { du[j] = L::splat(R(0)); });
     for (index_t i = 0; i < Kp; i += width) {
       vec ek{}, al{}, c{}, k{};
       vec sp_du = L::splat(R(0)), ds_sp = sp_du, st_dr = sp_du, ds_u = sp_du;
       if constexpr (B) ek = L::load(b.eki + i), al = L::load(b.alpha + i);
       if constexpr (A) c = L::load(a.c + i), k = L::load(a.k + i);
-      for (index_t j = 0; j < columns; ++j) {
-        const vec s = L::load(S + j * Kp + i);
-        vec d = L::load(dS + j * Kp + i);
+      const R* s_block = S + i / width * block;
+      R* d_block = dS + i / width * block;
+      each_column([&](auto j) {
+        const vec s = L::load(s_block + j * width);
+        vec d = L::load(d_block + j * width);
         if constexpr (B) {
           if constexpr (erase) {
             const vec dub = L::splat(b.du[j]);
@@ -109,8 +137,8 @@ struct backward_tile {
           st_dr = L::fma(s, drj, st_dr);
           ds_u = L::fma(d, L::splat(a.u[j]), ds_u);
         }
-        L::store(dS + j * Kp + i, d);
-      }
+        L::store(d_block + j * width, d);
+      });
       if constexpr (B) {
         if constexpr (erase) L::store(b.sp_du + i, L::load(b.sp_du + i) + sp_du);
         if constexpr (decay) L::store(b.ds_sp + i, L::load(b.ds_sp + i) + ds_sp);
@@ -120,8 +148,7 @@ struct backward_tile {
         L::store(a.ds_u + i, L::load(a.ds_u + i) + ds_u);
       }
     }
-    if constexpr (A)
-      for (index_t j = 0; j < columns; ++j) a.du[j] = lane_sum(du[j]);
+    if constexpr (A) each_column([&](auto j) { a.du[j] = lane_sum(du[j]); });
   }
 
   static R lane_sum(const vec& x) {
