@@ -6,11 +6,14 @@
 //                   keeping S (and the read's statistics, and the normaliser's key sum) at the start of every
 //                   chunk: ⌈L/C⌉·K·V values;
 //   2. per chunk, last first:
-//      recompute    S_{t0} … S_{t0+L} and u_t of the chunk from its boundary state (C·K·V scratch), and the read's
-//                   q̃_t (the reference's read tape, restarted from the chunk's statistics);
-//      adjoint      t = last … first, carrying dS = dL/dS_t across chunks: the reference backward's four steps
-//                   (read, write, correct, decay) as two fused passes over the state rows (backward_rows.hpp);
-//                   the policies' adjoint hooks turn (d log α, de, dw) into the rule's input gradients.
+//      prepare      the chunk's tokens once: per-token coefficients of the passes below, and the read's q̃_t (the
+//                   reference's read tape, restarted from the chunk's statistics);
+//      tiles        one column tile of the state at a time (backward_tile.hpp): recompute the tile of
+//                   S_{t0} … S_{t0+L} from the boundary state ((C+1)·K·16 scratch), then t = last … first the
+//                   reference backward's four steps (read, write, correct, decay) on the tile of dS = dL/dS_t
+//                   (carried across chunks), adding the tile's part of every row dot product to per-token sums;
+//      gradients    t = last … first: the policies' adjoint hooks turn (dq̃, d log α, de, dw) into the rule's
+//                   and the read's input gradients.
 // The value heads of a group add their dq̂, dk̂ (of the L2-normalised q, k) in the item's buffers; dq, dk are
 // stored once at the end (through the L2 norm's adjoint), so no other item writes them. Everything is computed in
 // the state type (float32, or float64 for float64 inputs); sums over tokens of several items (dA_log, ddt_bias,
@@ -29,8 +32,8 @@
 #include "../../reference/input_adjoints.hpp"
 #include "../../reference/read_adjoint.hpp"
 #include "../../reference/rule_adjoint.hpp"
-#include "backward_rows.hpp"
 #include "backward_sums.hpp"
+#include "backward_tile.hpp"
 #include "recurrent.hpp"
 
 namespace linea::cpu_backend::inline LINEA_ISA {
@@ -40,7 +43,7 @@ class backward_head {
   using R = S;  // compute type: the state type
   using Decay = typename Rule::decay;
   using Update = typename Rule::update;
-  using rows = backward_rows<R, Arch>;
+  using tile = backward_tile<R, Arch>;
   // The read's tape runs in float64 whatever R is: CCQ's Σ = C/z − μμᵀ cancels to O(a_t) under strong decays
   // (a_t = e^−10: float32 keeps ~3 digits of Σ, and dλ = −dq̃·Σq inherits that), and it costs O(K²) per token
   // next to the rule's O(K·V).
@@ -51,10 +54,12 @@ class backward_head {
 
  public:
   backward_head(const problem& p, index_t C)
-      : p_(p), C_(C), Vp_((p.V + rows::width - 1) / rows::width * rows::width), KV_(p.K * Vp_), load_(p),
-        tape_(p), states_(static_cast<std::size_t>((C + 1) * KV_)), u_(static_cast<std::size_t>(C * Vp_)),
-        dS_(static_cast<std::size_t>(KV_)), dr_(Vp_), du_(Vp_), o_(Vp_), alpha_(p.K), dla_(p.K), de_(p.K), dw_(Vp_),
-        dv_(Vp_), dz_(p.K), raw_(p.K), dx_(p.K), cq_(p.K), dot1_(p.K), dot2_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {}
+      : p_(p), C_(C), Vp_(round_up(p.V, tile::width)), KV_(p.K * Vp_), Kp_(round_up(p.K, tile::width)),
+        Vt_(round_up(p.V, tile::columns)), load_(p), tape_(p), store_(sized((C + 1) * tile::columns * Kp_)),
+        dS_(sized(Vt_ * Kp_)), al_c_(sized(C * Kp_)), k_c_(al_c_), eki_c_(al_c_), cu_c_(al_c_), cq_c_(al_c_),
+        st_dr_(al_c_), ds_u_(al_c_), sp_du_(al_c_), ds_sp_(al_c_), w_c_(sized(C * Vt_)), dr_c_(w_c_), u_c_(w_c_),
+        du_c_(w_c_), den_(sized(C)), alpha_(p.K), dla_(p.K), de_(p.K), dw_(p.V), dv_(p.V), dz_(p.K), raw_(p.K),
+        dx_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {}
 
   // Sequence `seq` (index n) at key head h: every value head of the group, then dq, dk of the group.
   void run(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t n, index_t h,
@@ -68,8 +73,12 @@ class backward_head {
   }
 
  private:
-  R* state(index_t r) { return states_.data() + r * KV_; }
-  R* row(R* S_, index_t i) { return S_ + i * Vp_; }
+  // Entry (i, j) of dS_: tile j / columns, in the tile's layout (backward_tile.hpp).
+  index_t dS_at(index_t i, index_t j) const {
+    return j / tile::columns * tile::columns * Kp_ + tile::at(i, j % tile::columns);
+  }
+  static index_t round_up(index_t n, index_t m) { return (n + m - 1) / m * m; }
+  static std::vector<R> sized(index_t n) { return std::vector<R>(static_cast<std::size_t>(n), R(0)); }
 
   void value_head(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t n, index_t hv,
                   backward_sums& sums) {
@@ -78,23 +87,24 @@ class backward_head {
     std::fill(dS_.begin(), dS_.end(), R(0));
     if (!g.d_final_state.empty())
       for (index_t i = 0; i < K; ++i)
-        for (index_t j = 0; j < V; ++j) dS_[i * Vp_ + j] = R(g.d_final_state(n, hv, i, j));
+        for (index_t j = 0; j < V; ++j) dS_[dS_at(i, j)] = R(g.d_final_state(n, hv, i, j));
     std::fill(dz_.begin(), dz_.end(), R(0));
     for (index_t c = chunks - 1; c >= 0; --c) {
       const index_t t0 = seq.t_begin + c * C_, len = std::min(C_, seq.t_end - t0);
-      recompute(a, seq.batch, t0, len, hv, c);
-      for (index_t r = len - 1; r >= 0; --r) token_step(a, g, seq, n, hv, t0, r, sums);
+      prepare(a, g, seq.batch, t0, len, hv, c);
+      tiles(len, c);
+      for (index_t r = len - 1; r >= 0; --r) token_gradients(a, g, seq, n, hv, t0, r, sums);
     }
     if (!g.d_initial_state.empty())
       for (index_t i = 0; i < K; ++i)
-        for (index_t j = 0; j < V; ++j) g.d_initial_state(n, hv, i, j) = S(dS_[i * Vp_ + j]);
+        for (index_t j = 0; j < V; ++j) g.d_initial_state(n, hv, i, j) = S(dS_[dS_at(i, j)]);
     tape_.end(sums, n, hv);
   }
 
   // 1. The forward over the whole sequence, keeping the chunk-boundary states, statistics and key sums. The
   //    states come from the recurrent form's kernel (backend/cpu/recurrent.hpp: deferred decay, register or L1
   //    tiles), run chunk by chunk from one boundary state to the next with its outputs thrown away; it is ~3×
-  //    faster than forward_token's row passes, and the state does not depend on the read. The read's statistics
+  //    faster than row passes over the whole state per token, and the state does not depend on the read. The read's statistics
   //    and the normaliser's key sums need the tokens themselves: only then is each token loaded here.
   void checkpoints(const arguments<T, S>& a, const sequence& seq, index_t n, index_t hv, index_t chunks) {
     const index_t K = p_.K, V = p_.V;
@@ -152,19 +162,6 @@ class backward_head {
     return v;
   }
 
-  // S_out = Diag(α) S_in + k uᵀ with u = w ⊙ v − (Diag(α) S_in)ᵀ(e ⊙ k); S_out may be S_in.
-  void forward_token(const token<R>& x, const R* S_in, R* S_out, R* u) {
-    const index_t K = p_.K, V = p_.V;
-    decays_of(x);
-    std::fill(u, u + Vp_, R(0));
-    if constexpr (erases) {
-      for (index_t i = 0; i < K; ++i) cu_[i] = alpha_[i] * erase_key<Rule>(x, i);
-      rows::recall(u, cu_.data(), S_in, K, Vp_);
-    }
-    for (index_t j = 0; j < V; ++j) u[j] = write_target<Rule>(x, j) - u[j];
-    for (index_t i = 0; i < K; ++i) rows::combine(S_out + i * Vp_, alpha_[i], S_in + i * Vp_, x.k[i], u, Vp_);
-  }
-
   // The token's q and k in float64, for the read's tape (which reads nothing else of it).
   token<double> wide(const token<R>& x) {
     for (index_t i = 0; i < p_.K; ++i) qd_[i] = double(x.q[i]), kd_[i] = double(x.k[i]);
@@ -180,50 +177,112 @@ class backward_head {
     else std::fill(alpha_.begin(), alpha_.end(), R(1));
   }
 
-  // 2a. The chunk's states S_{t0} … S_{t0+len}, corrections u_t, queries q̃_t and key sums z_t.
-  void recompute(const arguments<T, S>& a, index_t bt, index_t t0, index_t len, index_t hv, index_t c) {
-    const index_t K = p_.K;
-    std::copy(boundary_.data() + c * KV_, boundary_.data() + (c + 1) * KV_, state(0));
+  // Per-token arrays of the chunk: rows (Kp entries, zero past K) and columns (Vt entries, zero past V).
+  R* rows_of(std::vector<R>& v, index_t r) { return v.data() + r * Kp_; }
+  R* columns_of(std::vector<R>& v, index_t r) { return v.data() + r * Vt_; }
+
+  // 2a. The chunk's tokens, once: the coefficients of the recompute and of the adjoint passes (α, k, e ⊙ k,
+  //     α ⊙ erase key, s q̃ per row; the write target and dr = d_o (/ den) per column), the read's q̃ (its tape
+  //     restarted from the chunk's statistics), and the normaliser's key sums and divisors. Zeroes the chunk's
+  //     sums of the row dot products.
+  void prepare(const arguments<T, S>& a, const gradients<T, S>& g, index_t bt, index_t t0, index_t len, index_t hv,
+               index_t c) {
+    const index_t K = p_.K, V = p_.V;
+    const R scale = R(p_.scale);
     tape_.restart(stats_[static_cast<std::size_t>(c)]);
     zs_.assign(static_cast<std::size_t>((len + 1) * K), R(0));
     std::copy(zb_.begin() + c * K, zb_.begin() + (c + 1) * K, zs_.begin());
+    for (auto* v : {&st_dr_, &ds_u_, &sp_du_, &ds_sp_}) std::fill(v->begin(), v->begin() + len * Kp_, R(0));
     for (index_t r = 0; r < len; ++r) {
-      const token<R> x = load_.load(a, p_, bt, t0 + r, hv);
-      forward_token(x, state(r), state(r + 1), u_.data() + r * Vp_);
-      tape_.forward(a, bt, t0 + r, hv, wide(x), double(mean_log_decay<Rule>(x, K)));
-      if (a.normalize)
-        for (index_t i = 0; i < K; ++i) zs_[(r + 1) * K + i] = zs_[r * K + i] + x.k[i];
+      const index_t t = t0 + r;
+      const token<R> x = load_.load(a, p_, bt, t, hv);
+      decays_of(x);
+      R *al = rows_of(al_c_, r), *k = rows_of(k_c_, r), *eki = rows_of(eki_c_, r), *cu = rows_of(cu_c_, r);
+      for (index_t i = 0; i < K; ++i) {
+        al[i] = alpha_[i], k[i] = x.k[i];
+        if constexpr (erases) eki[i] = Update::erase_gate(x, i) * x.k[i], cu[i] = alpha_[i] * erase_key<Rule>(x, i);
+      }
+      R* w = columns_of(w_c_, r);
+      for (index_t j = 0; j < V; ++j) w[j] = write_target<Rule>(x, j);
+      const token<double> xd = wide(x);
+      tape_.forward(a, bt, t, hv, xd, double(mean_log_decay<Rule>(x, K)));
+      const double* qt = tape_.q_tilde(r, xd);
+      R* cq = rows_of(cq_c_, r);
+      for (index_t i = 0; i < K; ++i) cq[i] = scale * R(qt[i]);
+      R* dr = columns_of(dr_c_, r);
+      for (index_t j = 0; j < V; ++j) dr[j] = load_as<R>(g.d_o(bt, t, hv, j));
+      if (a.normalize) {  // o = r / den, den = s q·z_t + 1e-10: the passes see dr / den (normalizer_adjoint)
+        R den = 0;
+        for (index_t i = 0; i < K; ++i) {
+          zs_[(r + 1) * K + i] = zs_[r * K + i] + x.k[i];
+          den += scale * x.q[i] * zs_[(r + 1) * K + i];
+        }
+        den_[r] = normaliser_divisor(den);
+        for (index_t j = 0; j < V; ++j) dr[j] /= den_[r];
+      }
     }
   }
 
-  // 2b. Token t = t0 + r: dS holds dL/dS_t on entry and dL/dS_{t−1} on exit.
-  void token_step(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t n, index_t hv,
-             index_t t0, index_t r, backward_sums& sums) {
+  // 2b. Every column tile of the chunk: the tile of S_{t0} from the boundary, the recompute of the tile's
+  //     S_{t0} … S_{t0+len}, then the adjoint from t0+len−1 down to t0 with dS's tile in place (dS_ holds
+  //     dL/dS_{t0+len} on entry and dL/dS_{t0−1} on exit, transposed); the rows' dot products add up over tiles.
+  void tiles(index_t len, index_t c) {
+    const index_t K = p_.K, V = p_.V, TK = tile::columns * Kp_;
+    const R* boundary = boundary_.data() + c * KV_;
+    for (index_t j0 = 0; j0 < Vt_; j0 += tile::columns) {
+      for (index_t j = 0; j < tile::columns; ++j)
+        for (index_t i = 0; i < Kp_; ++i)
+          store_[tile::at(i, j)] = i < K && j0 + j < V ? boundary[i * Vp_ + j0 + j] : R(0);
+      for (index_t r = 0; r < len; ++r)
+        tile::template recompute<erases>(store_.data() + r * TK, store_.data() + (r + 1) * TK, rows_of(al_c_, r),
+                                         rows_of(k_c_, r), rows_of(cu_c_, r), columns_of(w_c_, r) + j0,
+                                         columns_of(u_c_, r) + j0, Kp_);
+      R* dS = dS_.data() + j0 * Kp_;
+      const auto read_write = [&](index_t r) {
+        return typename tile::read_write{rows_of(cq_c_, r),      rows_of(k_c_, r),  columns_of(dr_c_, r) + j0,
+                                         columns_of(u_c_, r) + j0, rows_of(st_dr_, r), rows_of(ds_u_, r),
+                                         columns_of(du_c_, r) + j0};
+      };
+      const auto correct_decay = [&](index_t r) {
+        return typename tile::correct_decay{rows_of(eki_c_, r), rows_of(al_c_, r), columns_of(du_c_, r) + j0,
+                                            rows_of(sp_du_, r), rows_of(ds_sp_, r)};
+      };
+      constexpr bool B = erases || decays;  // else correct/decay leaves dS as it is
+      tile::template adjoint<true, false, erases, decays>(store_.data() + len * TK, dS, Kp_, read_write(len - 1), {});
+      for (index_t r = len - 1; r >= 1; --r)  // token r's correct/decay and token r−1's read/write, both on S_{t0+r}
+        tile::template adjoint<true, B, erases, decays>(store_.data() + r * TK, dS, Kp_, read_write(r - 1),
+                                                        correct_decay(r));
+      if constexpr (B) tile::template adjoint<false, true, erases, decays>(store_.data(), dS, Kp_, {}, correct_decay(0));
+    }
+  }
+
+  // 2c. Token t = t0 + r, after every tile: the rows' dot products and du become the gradients of the read, the
+  //     normaliser, the rule's policies, and the token's inputs.
+  void token_gradients(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t n,
+                       index_t hv, index_t t0, index_t r, backward_sums& sums) {
     const index_t K = p_.K, V = p_.V, bt = seq.batch, t = t0 + r;
     const R scale = R(p_.scale);
     const token<R> x = load_.load(a, p_, bt, t, hv);
-    const R* St = state(r + 1);
-    const R* Sp = state(r);
-    const R* u = u_.data() + r * Vp_;
     const token<double> xd = wide(x);
-    const double* qt = tape_.q_tilde(r, xd);
+    const R *st_dr = rows_of(st_dr_, r), *ds_u = rows_of(ds_u_, r), *du = columns_of(du_c_, r);
     std::fill(dq_.begin(), dq_.end(), 0.0);
-    std::fill(dk_.begin(), dk_.end(), 0.0);
     std::fill(dla_.begin(), dla_.end(), R(0));
-    std::fill(du_.begin(), du_.end(), R(0));
-    for (index_t j = 0; j < V; ++j) dr_[j] = load_as<R>(g.d_o(bt, t, hv, j));
-    if (a.normalize) normalizer_adjoint(x, St, qt, r, scale);
-
-    // read o = S_tᵀ(s q̃) and write S_t = S' + k uᵀ: dq̃ = s S_t dr, dS += s q̃ drᵀ, du = dSᵀk, dk += dS u.
-    for (index_t i = 0; i < K; ++i) cq_[i] = scale * R(qt[i]);
-    rows::read_write(St, dS_.data(), dr_.data(), du_.data(), u, cq_.data(), x.k, K, Vp_, dot1_.data(), dot2_.data());
-    for (index_t i = 0; i < K; ++i) {
-      dqt_[i] = double(scale * dot1_[i]);
-      dk_[i] += dot2_[i];
+    if (a.normalize) {  // dden = −(dr·o)/den² with o = S_tᵀ(s q̃) (raw dr), i.e. −Σ_i (s q̃_i)(S_t dr/den)_i / den
+      const R* z = zs_.data() + (r + 1) * K;
+      const R* cq = rows_of(cq_c_, r);
+      R o_dr = 0;
+      for (index_t i = 0; i < K; ++i) o_dr += cq[i] * st_dr[i];
+      const R dden = -o_dr / den_[r];
+      for (index_t i = 0; i < K; ++i) {
+        dq_[i] += scale * z[i] * dden;
+        dz_[i] += scale * x.q[i] * dden;
+      }
     }
+    // read o = S_tᵀ(s q̃) and write S_t = S' + k uᵀ: dq̃ = s S_t dr, dk += dS u.
+    for (index_t i = 0; i < K; ++i) dqt_[i] = double(scale * st_dr[i]), dk_[i] = double(ds_u[i]);
     // The read policy: dq̃ → dq, dk, its own gradients, and d c_t of the rule's mean log decay (CCQ decayed).
-    const R dc = R(tape_.backward(a, sums, bt, t, hv, r, xd, double(mean_log_decay<Rule>(x, K)), dqt_.data(), dq_.data(),
-                                  dk_.data()));
+    const R dc = R(tape_.backward(a, sums, bt, t, hv, r, xd, double(mean_log_decay<Rule>(x, K)), dqt_.data(),
+                                  dq_.data(), dk_.data()));
     if (dc != R(0))
       for (index_t i = 0; i < K; ++i) dla_[i] += dc / R(K);
     if (a.normalize)
@@ -231,46 +290,27 @@ class backward_head {
 
     // correct u = w ⊙ v − S'ᵀ(e ⊙ k) and decay S' = Diag(α) S_{t−1}.
     for (index_t j = 0; j < V; ++j) {
-      dw_[j] = du_[j] * x.v[j];
-      dv_[j] = Update::write_gate(x, j) * du_[j];
+      dw_[j] = du[j] * x.v[j];
+      dv_[j] = Update::write_gate(x, j) * du[j];
     }
-    decays_of(x);
-    for (index_t i = 0; i < K; ++i) cq_[i] = Update::erase_gate(x, i) * x.k[i];  // e ⊙ k
-    rows::template correct_decay<erases, decays>(Sp, dS_.data(), du_.data(), alpha_.data(), cq_.data(), K, Vp_,
-                                                 dot1_.data(), dot2_.data());
-    if constexpr (erases)
+    const R* al = rows_of(al_c_, r);
+    if constexpr (erases) {
+      const R* sp_du = rows_of(sp_du_, r);
       for (index_t i = 0; i < K; ++i) {
-        const R recall = alpha_[i] * dot1_[i];  // (S' du)_i
+        const R recall = al[i] * sp_du[i];  // (S' du)_i
         de_[i] = -x.k[i] * recall;
         dk_[i] -= Update::erase_gate(x, i) * recall;
       }
-    if constexpr (decays)
-      for (index_t i = 0; i < K; ++i) dla_[i] += alpha_[i] * dot2_[i];  // Σ_j dS'_ij S'_ij
+    }
+    if constexpr (decays) {
+      const R* ds_sp = rows_of(ds_sp_, r);
+      for (index_t i = 0; i < K; ++i) dla_[i] += al[i] * ds_sp[i];  // Σ_j dS'_ij S'_ij
+    }
     reference::rule_adjoint<Rule>(dla_.data(), de_.data(), dw_.data(), K, V, grads_);
 
     const index_t s = t - seq.t_begin;
     for (index_t i = 0; i < K; ++i) dqh_[s * K + i] += R(dq_[i]), dkh_[s * K + i] += R(dk_[i]);
     store_token(a, g, bt, t, n, hv, sums);
-  }
-
-  // `normalize`: o = r / den, r = S_tᵀ(s q̃), den = s q·z_t + 1e-10 (docs/math/backward.md §2). Turns dr into
-  // do / den and adds dden's part to dq and to the carried dz.
-  void normalizer_adjoint(const token<R>& x, const R* St, const double* qt, index_t r, R scale) {
-    const index_t K = p_.K, V = p_.V;
-    const R* z = zs_.data() + (r + 1) * K;
-    R den = 0;
-    for (index_t i = 0; i < K; ++i) den += scale * x.q[i] * z[i];
-    den = normaliser_divisor(den);
-    std::fill(o_.begin(), o_.end(), R(0));
-    for (index_t i = 0; i < K; ++i) rows::axpy(o_.data(), scale * R(qt[i]), St + i * Vp_, Vp_);
-    R do_r = 0;
-    for (index_t j = 0; j < V; ++j) do_r += dr_[j] * o_[j];
-    const R dden = -do_r / (den * den);
-    for (index_t i = 0; i < K; ++i) {
-      dq_[i] += scale * z[i] * dden;
-      dz_[i] += scale * x.q[i] * dden;
-    }
-    for (index_t j = 0; j < V; ++j) dr_[j] /= den;
   }
 
   // The token's gradients of the raw inputs (gates through their activations) into g, or into the sums.
@@ -329,15 +369,20 @@ class backward_head {
   }
 
   problem p_;
-  index_t C_, Vp_, KV_;  // chunk size, padded V, padded state size K·Vp
+  index_t C_, Vp_, KV_;  // chunk size, padded V, padded state size K·Vp (boundary states: rows of Vp)
+  index_t Kp_, Vt_;      // K padded to the lane count, V padded to the tile width (tiles: columns of Kp)
   token_loader<Rule, R> load_;
   tape_t tape_;
   std::vector<R> boundary_;                      // S at every chunk start [chunks, K, Vp]
   std::vector<typename tape_t::checkpoint> stats_;  // the read's statistics at every chunk start
   std::vector<R> zb_, zs_;                       // normaliser key sums: at chunk starts; within the chunk
-  std::vector<R> states_, u_;                    // the chunk's S_{t0} … S_{t0+len} and u_t
-  std::vector<R> dS_, dr_, du_, o_, alpha_, dla_, de_, dw_, dv_, dz_, raw_, dx_;
-  std::vector<R> cq_, dot1_, dot2_, cu_ = std::vector<R>(static_cast<std::size_t>(p_.K));  // per-row coefficients and dot products of the backward passes
+  std::vector<R> store_;                         // one tile of S_{t0} … S_{t0+len} [len+1, columns · Kp]
+  std::vector<R> dS_;                            // dL/dS, tile after tile [Vt / columns, columns · Kp]
+  // The chunk's tokens: row coefficients α, k, e ⊙ k, α ⊙ erase key, s q̃ and the rows' dot products summed over
+  // tiles (S_t·dr, dS_t·u, S_{t−1}·du, dS'·S_{t−1}) [C, Kp]; columns w (write target), dr, u, du [C, Vt];
+  // the normaliser's divisors [C].
+  std::vector<R> al_c_, k_c_, eki_c_, cu_c_, cq_c_, st_dr_, ds_u_, sp_du_, ds_sp_, w_c_, dr_c_, u_c_, du_c_, den_;
+  std::vector<R> alpha_, dla_, de_, dw_, dv_, dz_, raw_, dx_;
   std::vector<double> qd_, kd_, dqt_, dq_, dk_;  // the token's q, k for the tape; dq̃, dq̂, dk̂
   std::vector<R> dqh_, dkh_;                     // the group's dq̂, dk̂ over the sequence [L, K]
   reference::rule_input_gradients<R> grads_;
