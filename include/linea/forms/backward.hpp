@@ -10,7 +10,7 @@
 //   reference   linea::reference::backward: the float64 reverse-time recurrence (reference/backward.hpp)
 //   cpu         the chunkwise backward of backend/cpu/backward.hpp: states stored at chunk boundaries
 //               (arguments::chunk_size tokens apart, any positive value), recomputed per chunk; threads over
-//               (sequence, key head) by arguments::threads; xsimd row passes
+//               (sequence, key head) by arguments::threads; xsimd column tiles of the state (backend/cpu/backward_tile.hpp)
 //   generic     the same algorithm with one scalar lane on the calling thread
 //   cuda        backend/cuda/backward.hpp, included by <linea/cuda.hpp>
 #pragma once

@@ -29,7 +29,7 @@ void backward(const arguments<T, S>& a, const gradients<T, S>& g, int threads) {
   const index_t items = p.N * p.H;
   threads = thread_count(threads, items);
   // The checkpoint interval: chunk_size, but never longer than the longest sequence (the chunk scratch is
-  // (C+1)·K·V per thread, and a chunk_size meant for another form may be large).
+  // (C+1)·K·16 + C·(9K + 4V) per thread, and a chunk_size meant for another form may be large).
   index_t longest = 0;
   for (index_t n = 0; n < p.N; ++n) longest = std::max(longest, sequence_of(a, p, n).length());
   const index_t C = std::max<index_t>(1, std::min<index_t>(a.chunk_size, longest));

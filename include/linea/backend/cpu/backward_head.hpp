@@ -1,5 +1,5 @@
 // linea/backend/cpu/backward_head.hpp — the CPU backward of one (sequence, key head): every value head of its
-// group, chunk by chunk in reverse, from states stored at chunk boundaries only (docs/math/backward.md §6).
+// group, chunk by chunk in reverse, from states stored at chunk boundaries only (docs/math/backward.md §7).
 //
 // Per value head hv, with C = arguments::chunk_size:
 //   1. checkpoints  the forward recurrence over the sequence (the recurrent form's kernel, chunk to chunk),
@@ -211,7 +211,7 @@ class backward_head {
       for (index_t i = 0; i < K; ++i) cq[i] = scale * R(qt[i]);
       R* dr = columns_of(dr_c_, r);
       for (index_t j = 0; j < V; ++j) dr[j] = load_as<R>(g.d_o(bt, t, hv, j));
-      if (a.normalize) {  // o = r / den, den = s q·z_t + 1e-10: the passes see dr / den (normalizer_adjoint)
+      if (a.normalize) {  // o = r / den, den = s q·z_t + 1e-10: the passes see dr / den
         R den = 0;
         for (index_t i = 0; i < K; ++i) {
           zs_[(r + 1) * K + i] = zs_[r * K + i] + x.k[i];

@@ -1,5 +1,5 @@
 // linea/backend/cpu/backward_tile.hpp — the CPU backward's passes over one column tile of the state, a chunk of
-// tokens at a time (backward_head.hpp; docs/math/backward.md §6).
+// tokens at a time (backward_head.hpp; docs/math/backward.md §7).
 //
 // Why tiles: column j of S_t and of dS = dL/dS_t evolves on its own (u_j, du_j, S_{·j}, dS_{·j} depend only on
 // column j); only the rows' dot products (dq̃, dk, de, d log α) sum over columns. So the chunk runs one tile of

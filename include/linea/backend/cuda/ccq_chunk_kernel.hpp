@@ -9,10 +9,12 @@
 //                                    q̃_t = q̂_t − λ_t (Y_t / z_t − m_t (m_tᵀ q̂_t) / z_t²), in the input type
 //
 // Y_t = C_t q̂_t comes from the stats pass between the two (a simple_gla read with values := keys, log decay c_t,
-// on the 64-token kernel). Every (chunk, value head) is one CTA of 128 threads, block slot · HV + hv: a warp per
-// token for the row sums, a thread per key channel for the 64-step scan. Chunks are numbered per sequence; with
-// cu_seqlens their offsets come from ccq_chunk_starts_kernel. With l2 norms, c_t and k̂ are rounded to the input
-// type as the stats pass reads them, so the statistics and Y weigh the same keys with the same decays.
+// on the 64-token kernel). Every (chunk, value head) is one CTA of 128 threads, block slot · HV + hv: 16 threads
+// per token for the row sums (eight key channels each, 16-byte loads), a thread per key channel for the 64-step
+// scan; the Final launch reads c_t and k̂ back from the first launch's output instead of recomputing them.
+// Chunks are numbered per sequence; with cu_seqlens their offsets come from ccq_chunk_starts_kernel. With l2 norms,
+// c_t and k̂ are rounded to the input type as the stats pass reads them, so the statistics and Y weigh the same keys
+// with the same decays.
 #pragma once
 #include "source.hpp"
 
@@ -154,7 +156,7 @@ __global__ void __launch_bounds__(ccq_chunk_threads) ccq_chunk_kernel(const ccq_
   const index_t i0 = static_cast<index_t>(threadIdx.x % ccq_row_threads) * ccq_vec;
   const bool lanes = i0 < K;  // K is a multiple of 8
 
-  extern __shared__ float Kc[];  // [64][K]: k̂_t, then (Final) m_t
+  extern __shared__ __align__(16) float Kc[];  // [64][K] (read as float4): k̂_t, then (Final) m_t
   __shared__ float decay[ccq_chunk_len], logd[ccq_chunk_len], lam[ccq_chunk_len], zc[ccq_chunk_len],
       gsum[ccq_chunk_len];
   auto at = [&](index_t t) { return ((seq.bt * a.T + t) * HV + hv) * K; };  // row of [B, T, HV, K]

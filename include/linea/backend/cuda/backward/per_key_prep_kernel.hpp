@@ -25,8 +25,9 @@ namespace linea::cuda_detail::bwd {
 
 // Lean (kda only: an erasing update without channel gates): A goes through global memory like P (T's workspace,
 // which T then overwrites), and A, T and the solve's scratch take G's tile, widened to 9 216 floats, once G is spent:
-// 104 448 B instead of 138 240, two CTAs an SM. Not the library's choice yet: prepared by prep9 after its one device
-// call, not run (bench/cuda/grad_ab.cu -DGRAD_AB_PREP_V0 times it as "prep_lean_ms").
+// 104 448 B instead of 138 240, two CTAs an SM. Not the library's choice yet: run on the H200 only through bench/cuda/grad_ab.cu
+// ("prep_lean_ms"; 2026-12-03: kda phase 1 1.60× faster, outputs identical at 8×4096); prep_phase switches to it
+// once the CUDA suite has run with it (bench/cuda/README.md, "Seventh session").
 template <bool Erases, bool Channels = false, bool Lean = false>  // (A, T only for an erasing update; b only for gates)
 struct per_key_prep_shape {
   static_assert(!Lean || (Erases && !Channels), "per_key_prep_shape: Lean is kda's layout");

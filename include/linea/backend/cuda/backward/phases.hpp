@@ -88,8 +88,7 @@ void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const chan
     grad<<<grid, threads, per_key_grad_shape<Erases>::bytes, st>>>(w, dv, cg, cd);
     check_launch("backward per_key_grad_kernel");
   } else {
-    // 128-wide products (Wide) where the kernel has the registers for them: without an erasing update (bwd7's A/B)
-    constexpr auto grad = chunk_grad_kernel<Erases, Decays, T, !Erases, Prec>;
+    constexpr auto grad = chunk_grad_kernel<Erases, Decays, T, false, Prec>;  // Wide is unused by the ring kernel
     allow_dynamic_shared<grad, grad_shape<Erases>::bytes>();
     grad<<<grid, threads, grad_shape<Erases>::bytes, st>>>(w, dv);
     check_launch("backward chunk_grad_kernel");
