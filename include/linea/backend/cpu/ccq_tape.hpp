@@ -85,7 +85,7 @@ class ccq_tape {
     reserve(steps_ + 2);
     padded(x);
     const index_t s = steps_;
-    const double decay = std::exp(read::ccq_log_decay<Weighting, double>(a, bt, t, hv, c_rule));
+    const double decay = std::exp(log_decay(a, bt, t, hv, c_rule));
     const double *Cb = C_at(s), *mb = m_at(s);
     double *C = C_at(s + 1), *m = m_at(s + 1), *y = y_at(s), *qt = qt_at(s);
     const double z = decay * z_[static_cast<std::size_t>(s)] + 1.0;
@@ -145,7 +145,7 @@ class ccq_tape {
     double mu_q = 0, mu_dy = 0;
     if (reads)
       for (index_t i = 0; i < K_; ++i) mu_q += m[i] / z * q_[i], mu_dy += m[i] / z * dy_[i];
-    const double c = read::ccq_log_decay<Weighting, double>(a, bt, t, hv, c_rule);
+    const double c = log_decay(a, bt, t, hv, c_rule);
     const double decay = std::exp(c);
     std::fill(ct_dy_.begin(), ct_dy_.end(), 0.0);
     std::fill(dct_k_.begin(), dct_k_.end(), 0.0);
@@ -213,6 +213,12 @@ class ccq_tape {
   }
 
  private:
+  // c_t as read::ccq_log_decay gives it, here so that no symbol outside the ISA namespace is called (backend/isa.hpp).
+  template <class A>
+  static double log_decay(const A& a, index_t bt, index_t t, index_t hv, double rule_log_decay) {
+    if constexpr (!Weighting::decays) return 0.0;
+    else return a.ccq.log_decay.empty() ? rule_log_decay : load_as<double>(a.ccq.log_decay(bt, t, hv));
+  }
   static std::vector<double> sized(index_t n) { return std::vector<double>(static_cast<std::size_t>(n), 0.0); }
   // Room for `slots` statistics (and slots − 1 steps' y, q̃); grows, keeping what is stored, only on a longer stretch.
   void reserve(index_t slots) {
