@@ -34,6 +34,7 @@
 #include "../../reference/rule_adjoint.hpp"
 #include "backward_sums.hpp"
 #include "backward_tile.hpp"
+#include "ccq_tape.hpp"
 #include "recurrent.hpp"
 
 namespace linea::cpu_backend::inline LINEA_ISA {
@@ -46,8 +47,8 @@ class backward_head {
   using tile = backward_tile<R, Arch>;
   // The read's tape runs in float64 whatever R is: CCQ's Σ = C/z − μμᵀ cancels to O(a_t) under strong decays
   // (a_t = e^−10: float32 keeps ~3 digits of Σ, and dλ = −dq̃·Σq inherits that), and it costs O(K²) per token
-  // next to the rule's O(K·V).
-  using tape_t = reference::read_tape<Read, double>;
+  // next to the rule's O(K·V). CCQ's tape is the vectorised one of ccq_tape.hpp, every other read the reference's.
+  using tape_t = typename read_tape_of<Read, Arch>::type;
   using forward_t = head_kernel<Rule, read::identity, T, S, Arch>;  // the checkpoint pass
   static constexpr bool erases = linea::erases<Rule>;
   static constexpr bool decays = Decay::kind != decay_kind::none;
