@@ -118,10 +118,9 @@ __global__ void __launch_bounds__(threads, 2) per_key_prep_kernel(const work w, 
   } else {  // P, then A's rows b ⊙ k in q's tile (q read again in 3): A_rs = Σ_d (b ⊙ k)_rd k_sd D_rsd, s < r
     blocks.template operator()<false>(sQ, put_p, put_none);
     __syncthreads();
-    for (int e = tid; e < CL * max_kv; e += threads) {
-      const int r = e / max_kv, d = e % max_kv;
-      sQ[r * LD + d] = r < L && d < K ? cg.b[((tok0 + r) * w.HV + hv) * w.K + d] * sK[r * LD + d] : 0.f;
-    }
+    stage_tile<CL, max_kv>(sQ, LD, [&](int r, int d) {
+      return r < L && d < K ? cg.b[((tok0 + r) * w.HV + hv) * w.K + d] * sK[r * LD + d] : 0.f;
+    });
     __syncthreads();
     blocks.template operator()<false>(sQ, [&](int r, int s, float x) { if (s < r) put_a(r, s, x); }, put_none);
   }
@@ -131,16 +130,12 @@ __global__ void __launch_bounds__(threads, 2) per_key_prep_kernel(const work w, 
   // k's tiles, or with Channels (q's tile holds b ⊙ k) W's operand in q's and Qg, q read again, in k's -----------------
   float* sQg = Channels ? sK : sQ;
   float* sWk = Channels ? sQ : sK;
+  if constexpr (Channels) stage_tile<CL, max_kv>(sK, LD, [&](int r, int d) { return q_row(r, d) * __expf(sG[r * LD + d]); });
   for (int e = tid; e < CL * max_kv; e += threads) {
     const int r = e / max_kv, d = e % max_kv;
     const float gamma = __expf(sG[r * LD + d]);
-    if constexpr (Channels) {
-      sQ[r * LD + d] *= gamma;
-      sK[r * LD + d] = q_row(r, d) * gamma;
-    } else {
-      sQ[r * LD + d] *= gamma;
-      if constexpr (Erases) sK[r * LD + d] *= (r < L ? e_tok[r * w.HV] : 0.f) * gamma;
-    }
+    sQ[r * LD + d] *= gamma;
+    if constexpr (Erases && !Channels) sK[r * LD + d] *= (r < L ? e_tok[r * w.HV] : 0.f) * gamma;
   }
   const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;  // row r at r·HV·V
   if constexpr (Erases) {
