@@ -31,7 +31,7 @@ for r in kda gdn2; do $L $B/grad_ab_$r.o $B/*.inst.o -o $B/ab_$r & done; wait
 grep -E "FAILED|error|spill|[0-9] s " $OUT/build.log | cut -c1-240 | head -30
 ls $B/tests $B/bench $B/conf $B/ab_* 2>&1 | tr '\n' ' '; echo
 el checks
-W=$(( $(left) - 22 )); [ $W -gt 60 ] && W=60; [ $W -lt 15 ] && W=15
+W=$(( $(left) - 18 )); [ $W -gt 60 ] && W=60; [ $W -lt 15 ] && W=15
 T=$B/tests; C=$G/conformance
 (LINEA_BACKWARD_ERRORS=1 timeout $W $T "-tc=CUDA backward*" > $OUT/tests.log 2>&1; echo "tests rc $?" >> $OUT/tests.log) &
 (timeout $W $B/conf $C/fla $C/linea > $OUT/conformance.log 2>&1; echo "conf rc $?" >> $OUT/conformance.log) &
