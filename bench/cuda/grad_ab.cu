@@ -15,10 +15,11 @@
 // With -DGRAD_AB_PREP_V0 (prep9) "old" is instead main 16a7383's phase 1 for per-key decays (per_key_prep_v0.hpp: P
 // and A pairwise in log space) with the library's phase 4: the distances are then new phase 1 against old, and
 // "prep_old_ms" times main's phase 1 (the phase-4 columns then time the same kernel twice).
-// For kda (either mode) it also runs per_key_prep_kernel's Lean layout (prep9-lean: two CTAs an SM, not the
-// library's choice) in the whole backward with the library's phase 4: "lean_vs_lib" (its distance from the library's
-// call, same arithmetic: ≈ 0 expected), and timed, interleaved with the library's phase 1, "prep_lean_ms" /
-// "prep_lib_ms" and "bwd_lean_ms" / "bwd_lib1_ms" (the whole backward with either phase 1).
+// For kda and gdn2 (either mode) it also runs main 07de2f4's phase 1 (per_key_prep_v1.hpp: A and T in tiles of their
+// own, one CTA an SM; lean11 made the library's phase 1 two CTAs an SM) in the whole backward with the library's
+// phase 4: "v1_vs_lib" (the library's call against it: kda ≈ 0, same arithmetic; gdn2 float32 rounding: W's operand
+// is (b ⊙ k) ⊙ exp(G) now, k ⊙ (b ⊙ exp(G)) there), and timed, interleaved with the library's phase 1, "prep_lib_ms" /
+// "prep_v1_ms" and "bwd_lib1_ms" / "bwd_v1_ms" (the whole backward with either phase 1).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -31,6 +32,7 @@
 #include <linea/cuda.hpp>
 
 #include "grad_ab_v0.hpp"
+#include "per_key_prep_v1.hpp"
 #ifdef GRAD_AB_PREP_V0
 #include "per_key_prep_v0.hpp"
 #endif
@@ -241,19 +243,22 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     }
     CK(cudaGetLastError());
   };
-  constexpr bool has_lean = per_key && erases && !channels;  // kda
-  const auto prep_lean = [&] {  // the Lean layout of the library's phase-1 kernel (prep9-lean)
-    if constexpr (has_lean) {
-      constexpr auto kern = bwd::per_key_prep_kernel<true, false, P, true>;
-      constexpr std::size_t sh = bwd::per_key_prep_shape<true, false, true>::bytes;
+  constexpr bool has_v1 = per_key && erases;  // kda, gdn2
+  const auto prep_v1 = [&] {  // main 07de2f4's phase 1 (per_key_prep_v1.hpp)
+    if constexpr (has_v1) {
+      constexpr auto kern = bwd::per_key_prep_kernel_v1<true, channels, P>;
+      constexpr std::size_t sh = bwd::per_key_prep_shape_v1<true, channels>::bytes;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
       kern<<<grid, bwd::threads, sh>>>(wk, cg);
       CK(cudaGetLastError());
     }
   };
-  const auto whole_lean = [&] {  // backward.hpp's run with the Lean phase 1 and the library's phase 4
+  const auto whole_v1 = [&] {  // backward.hpp's run with main's phase 1 and the library's phase 4
     bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
-    prep_lean();
+    if constexpr (channels) {
+      bwd::channel_gates_kernel<T><<<unsigned(tokens), bwd::threads>>>(a.b, a.w, wk, gate_b, gate_w);
+    }
+    prep_v1();
     bwd::state_phases<erases, per_key, P>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
     grad_new();
     bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
@@ -327,19 +332,21 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     lib_worst = std::max(lib_worst, std::isfinite(e) ? e : 1e30);
   }
   std::printf(",\"worst_new_vs_old\":%.3g,\"lib_vs_new\":%.3g", worst, lib_worst);
-  if constexpr (has_lean) {  // the Lean phase 1 against the library's call (T's workspace cleared: A passes through it)
+  if constexpr (has_v1) {  // the library's call against main's phase 1 (T's workspace cleared: A passes through it)
     clear();
     CK(cudaMemset(wk.Tinv, 0, std::size_t(wk.chunks * wk.HV) * bwd::CL * bwd::CL * sizeof(float)));
-    whole_lean();
+    whole_v1();
     CK(cudaDeviceSynchronize());
-    const auto o_lean = outputs();
-    double lean_worst = 0;
+    const auto o_v1 = outputs();
+    double v1_worst = 0;
+    std::printf(",\"v1_vs_lib\":{");
     for (std::size_t i = 0; i < o_lib.size(); ++i) {
-      const double d = distance(o_lean[i], o_lib[i]);
-      lean_worst = std::max(lean_worst, std::isfinite(d) ? d : 1e30);
+      const double d = distance(o_lib[i], o_v1[i]);
+      v1_worst = std::max(v1_worst, std::isfinite(d) ? d : 1e30);
+      std::printf("%s\"%s\":%.3g", i ? "," : "", names[i], d);
     }
-    std::printf(",\"lean_vs_lib\":%.3g", lean_worst);
-    for (const copy& c : o_lean) CK(cudaFree(c.p));
+    std::printf("},\"v1_vs_lib_worst\":%.3g", v1_worst);
+    for (const copy& c : o_v1) CK(cudaFree(c.p));
   }
   for (const auto* o : {&o_old, &o_new, &o_lib})
     for (const copy& c : *o) CK(cudaFree(c.p));
@@ -363,15 +370,15 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       for (int r = 0; r < 3; ++r) p_new = std::min(p_new, time_ms(prep, 3, 3)), p_old = std::min(p_old, time_ms(prep_old, 3, 3));
       std::printf(",\"prep_new_ms\":%.3f,\"prep_old_ms\":%.3f", p_new, p_old);
     }
-    if constexpr (has_lean) {
-      double pl = 1e30, pb = 1e30, wl = 1e30, wb = 1e30;
-      for (int r = 0; r < 3; ++r) pl = std::min(pl, time_ms(prep_lean, 3, 3)), pb = std::min(pb, time_ms(prep, 3, 3));
+    if constexpr (has_v1) {
+      double p1 = 1e30, pb = 1e30, w1 = 1e30, wb = 1e30;
+      for (int r = 0; r < 3; ++r) p1 = std::min(p1, time_ms(prep_v1, 3, 3)), pb = std::min(pb, time_ms(prep, 3, 3));
       for (int r = 0; r < 3; ++r) {
-        wl = std::min(wl, time_ms(whole_lean, 2, 3));
+        w1 = std::min(w1, time_ms(whole_v1, 2, 3));
         wb = std::min(wb, time_ms([&] { whole(grad_new); }, 2, 3));
       }
-      std::printf(",\"prep_lean_ms\":%.3f,\"prep_lib_ms\":%.3f,\"bwd_lean_ms\":%.3f,\"bwd_lib1_ms\":%.3f", pl, pb, wl,
-                  wb);
+      std::printf(",\"prep_lib_ms\":%.3f,\"prep_v1_ms\":%.3f,\"bwd_lib1_ms\":%.3f,\"bwd_v1_ms\":%.3f", pb, p1, wb,
+                  w1);
     }
   } else if (once) {  // one launch of each phase 4 (ncu)
     grad_new();

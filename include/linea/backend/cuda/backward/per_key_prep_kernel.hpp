@@ -8,13 +8,15 @@
 // With Channels (GDN-2, channel_gates.hpp) the erase gate e_r is b_r per key channel and the write gate w per value
 // channel: A_rs = Σ_d b_rd k_rd k_sd D_rsd, W = T (b ⊙ exp(G) ⊙ K), U = T (w ⊙ V).
 // It also writes the state-free products of the reverse state pass, s Pᵀ dO and s Qgᵀ dO (staged_state_passes.hpp).
-// One CTA per (chunk, value head); q, k, G (and b) rows in shared memory padded to ld_kv, every product reading its
-// operands in place (block_gemm_direct): the tiles are reused as their readers finish — q becomes Qg, k becomes
-// W's operand (b | e) ⊙ exp(G) ⊙ k, G's tile takes w ⊙ V and then P (written to global memory by the blocks, read
-// back: no tile of its own, so gla's kernel fits two CTAs an SM), k's takes dO.
-//   1  stage q, k, (b), log α; G by a scan per key channel; Gk, Kd, gL out
-//   2  P (and A) by blocks; zeros above the diagonal
-//   3  Qg and W's operand in place;  T = (I + A)⁻¹;  W, U
+// One CTA per (chunk, value head), three tiles of [CL][ld_kv] floats (q, k, G), every product reading its operands in
+// place (block_gemm_direct); the tiles are reused as their readers finish, so that every rule fits two CTAs an SM:
+// A goes through global memory like P (T's workspace, which T then overwrites) and comes back into G's tile, widened
+// to A, T and the solve's scratch, once G is spent; P is read back into G's tile for s Pᵀ dO.
+//   1  stage q, k, log α; G by a scan per key channel; Gk, Kd, gL out
+//   2  P (and A) by blocks; zeros above the diagonal. With Channels A's rows are b ⊙ k, which would need a fourth
+//      tile beside q, k, G: P first, then b ⊙ k replaces q and A runs by the same blocks (q is read again in 3)
+//   3  Qg and W's operand (b | e) ⊙ exp(G) ⊙ k; A back into G's tile, T = (I + A)⁻¹; W; w ⊙ V in W's operand's
+//      tile; U
 //   4  dO and P staged;  s Pᵀ dO, s Qgᵀ dO
 #pragma once
 #include "channel_gates.hpp"
@@ -23,51 +25,42 @@
 
 namespace linea::cuda_detail::bwd {
 
-// Lean (kda only: an erasing update without channel gates): A goes through global memory like P (T's workspace,
-// which T then overwrites), and A, T and the solve's scratch take G's tile, widened to 9 216 floats, once G is spent:
-// 104 448 B instead of 138 240, two CTAs an SM. Not the library's choice yet: run on the H200 only through bench/cuda/grad_ab.cu
-// ("prep_lean_ms"; 2026-12-03: kda phase 1 1.60× faster, outputs identical at 8×4096); prep_phase switches to it
-// once the CUDA suite has run with it (bench/cuda/README.md, "Seventh session").
-template <bool Erases, bool Channels = false, bool Lean = false>  // (A, T only for an erasing update; b only for gates)
+// Shared memory: q, k, G tiles; for an erasing update G's tile is widened to hold A, T (ld_cc) and the solve's scratch
+// (9 216 floats > CL · ld_kv): gla 101 376 B, kda and gdn2 104 448 B.
+template <bool Erases>
 struct per_key_prep_shape {
-  static_assert(!Lean || (Erases && !Channels), "per_key_prep_shape: Lean is kda's layout");
-  static constexpr int ut_cc = Erases && !Lean ? CL * CL : 0, ut_t = Erases && !Lean ? CL * ld_cc : 0,
-                       b_cl = Channels ? CL * ld_kv : 0;
-  static constexpr int lean_g = CL * CL + CL * ld_cc + inverse_scratch;  // A, T, scratch in G's tile
-  static constexpr int g_len = Lean && lean_g > CL * ld_kv ? lean_g : CL * ld_kv;
-  static constexpr int q_at = 0, k_at = q_at + CL * ld_kv, g_at = k_at + CL * ld_kv, b_at = g_at + g_len,
-                       a_at = Lean ? g_at : b_at + b_cl, t_at = Lean ? g_at + CL * CL : a_at + ut_cc,
-                       scratch_at = Lean ? t_at + CL * ld_cc : t_at + ut_t,
-                       end = Lean ? b_at : scratch_at + (Erases ? inverse_scratch : 0);
+  static constexpr int ut = CL * CL + CL * ld_cc + inverse_scratch;  // A, T, scratch in G's tile
+  static constexpr int g_len = Erases && ut > CL * ld_kv ? ut : CL * ld_kv;
+  static constexpr int q_at = 0, k_at = q_at + CL * ld_kv, g_at = k_at + CL * ld_kv, a_at = g_at,
+                       t_at = a_at + CL * CL, scratch_at = t_at + CL * ld_cc, end = g_at + g_len;
   static constexpr std::size_t bytes = sizeof(float) * end;
-  static_assert(q_at % 4 == 0 && k_at % 4 == 0 && g_at % 4 == 0 && b_at % 4 == 0 && ld_kv % 4 == 0,
-                "16-byte rows (diagonal_rows' reads)");
+  static_assert(q_at % 4 == 0 && k_at % 4 == 0 && g_at % 4 == 0 && ld_kv % 4 == 0, "16-byte rows (diagonal_rows' reads)");
+  static_assert(bytes + 1024 <= 228 * 1024 / 2, "two CTAs an SM (Hopper: 228 KB an SM, 1 KB reserved a CTA)");
 };
 
-// (gla's kernel, 99 KB of tiles, and Lean's run two CTAs an SM: at most 128 registers a thread)
-template <bool Erases, bool Channels, precision Prec, bool Lean = false>
-__global__ void __launch_bounds__(threads, Erases && !Lean ? 1 : 2)
-    per_key_prep_kernel(const work w, const channel_gates cg = {}) {
+// (two CTAs an SM: at most 128 registers a thread)
+template <bool Erases, bool Channels, precision Prec>
+__global__ void __launch_bounds__(threads, 2) per_key_prep_kernel(const work w, const channel_gates cg = {}) {
   static_assert(Erases || !Channels, "channel gates belong to an erasing update");
   static_assert(CL == 4 * diag_block && threads == 8 * 32 && threads == 2 * max_kv,
                 "per_key_prep_kernel: four 16-row blocks, eight warps, two threads a key channel");
-  using sh = per_key_prep_shape<Erases, Channels, Lean>;
+  using sh = per_key_prep_shape<Erases>;
   constexpr int LD = ld_kv;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
   const chunk_info ci = w.chunk[c];
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x, warp = tid >> 5;
   const index_t tok0 = w.token(ci.bt, ci.t0);
   extern __shared__ __align__(16) float sm[];
-  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sG = sm + sh::g_at, *sB = sm + sh::b_at, *sA = sm + sh::a_at,
-        *sT = sm + sh::t_at, *scratch = sm + sh::scratch_at;
+  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sG = sm + sh::g_at, *sA = sm + sh::a_at, *sT = sm + sh::t_at,
+        *scratch = sm + sh::scratch_at;
 
   // ---- 1: the rows (zeros past L and K), loaded in batches (stage_tile); G_rd = Σ_{i≤r} log α_id in place ----------
   const auto row = [&](const float* x, index_t ld) {
     return [=](int r, int d) { return r < L && d < K ? x[(tok0 + r) * ld + d] : 0.f; };
   };
-  stage_tile<CL, max_kv>(sQ, LD, row(w.q + h * w.K, w.H * w.K));
+  const auto q_row = row(w.q + h * w.K, w.H * w.K);
+  stage_tile<CL, max_kv>(sQ, LD, q_row);
   stage_tile<CL, max_kv>(sK, LD, row(w.k + h * w.K, w.H * w.K));
-  if constexpr (Channels) stage_tile<CL, max_kv>(sB, LD, row(cg.b + hv * w.K, w.HV * w.K));
   stage_tile<CL, max_kv>(sG, LD, row(w.log_alpha_k + hv * w.K, w.HV * w.K));
   __syncthreads();
   {  // two threads a channel: each scans half the rows, then the second half adds the first's total
@@ -91,72 +84,86 @@ __global__ void __launch_bounds__(threads, Erases && !Lean ? 1 : 2)
   }
   for (int d = tid; d < K; d += threads) w.gL[w.ch(c, hv) * w.K + d] = __expf(sG[(L - 1) * LD + d]);
 
-  // ---- 2: P into global memory (rows < L), A into its tile or (Lean) T's workspace (zero rows past L) --------------
+  // ---- 2: P into global memory (rows < L), A into T's workspace (zero rows past L) ---------------------------------
   float* P = w.P + w.ch(c, hv) * CL * CL;
   float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
-  float* sAw = Lean ? Tg : sA;  // where A is written
   const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
   const float* w_tok = w.write + tok0 * w.HV + hv;
   const auto put_p = [&](int r, int s, float x) {
     if (r < L) P[r * CL + s] = x;
   };
-  const auto put_a = [&](int r, int s, float x) {
-    if constexpr (Erases) sAw[r * CL + s] = Channels ? x : r < L ? e_tok[r * w.HV] * x : 0.f;
+  const auto put_a = [&](int r, int s, float x) {  // (kda: A's row r scaled by e_r)
+    if constexpr (Erases) Tg[r * CL + s] = Channels ? x : r < L ? e_tok[r * w.HV] * x : 0.f;
   };
+  const auto put_none = [](int, int, float) {};
   for (int e = tid; e < CL * CL; e += threads) {  // the zeros on (A) and above the diagonal
     const int r = e / CL, s = e % CL;
     if (s > r && r < L && s < L) P[e] = 0;
-    if (Erases && s >= r) sAw[e] = 0;
+    if (Erases && s >= r) Tg[e] = 0;
   }
-  {  // warp w: half of diagonal block w / 2 (rows split for equal work), and off-diagonal block w (w < 6)
-    const int blk = warp / 2, split = Erases ? 11 : 12;
-    diagonal_rows<Erases, Channels>(diag_block * blk, warp % 2 ? split : 0, warp % 2 ? diag_block : split, sQ, sK, sB,
-                                    sG, put_p, put_a);
-    const int I = warp < 1 ? 1 : warp < 3 ? 2 : 3, J = warp - I * (I - 1) / 2;  // (1,0) (2,0) (2,1) (3,0) (3,1) (3,2)
-    if (warp < 6) off_diagonal_block<Erases, Channels, Prec>(I, J, K, sQ, sK, sB, sG, put_p, put_a);
+  // warp w: half of diagonal block w / 2 (rows split for equal work: one row of P and A a pass, or two of one
+  // product), and off-diagonal block w (w < 6)
+  const int I = warp < 1 ? 1 : warp < 3 ? 2 : 3, J = warp - I * (I - 1) / 2;  // (1,0) (2,0) (2,1) (3,0) (3,1) (3,2)
+  const auto blocks = [&]<bool Both>(const float* x, auto put_x, auto put_ka) {  // x kᵀ (and, Both: k kᵀ) decayed
+    constexpr int split = Both ? 11 : 12;
+    const int blk = warp / 2;
+    diagonal_rows<Both, false>(diag_block * blk, warp % 2 ? split : 0, warp % 2 ? diag_block : split, x, sK, nullptr,
+                               sG, put_x, put_ka);
+    if (warp < 6) off_diagonal_block<Both, false, Prec>(I, J, K, x, sK, nullptr, sG, put_x, put_ka);
+  };
+  if constexpr (!Erases) {
+    blocks.template operator()<false>(sQ, put_p, put_none);
+  } else if constexpr (!Channels) {
+    blocks.template operator()<true>(sQ, put_p, put_a);
+  } else {  // P, then A's rows b ⊙ k in q's tile (q read again in 3): A_rs = Σ_d (b ⊙ k)_rd k_sd D_rsd, s < r
+    blocks.template operator()<false>(sQ, put_p, put_none);
+    __syncthreads();
+    stage_tile<CL, max_kv>(sQ, LD, [&](int r, int d) {
+      return r < L && d < K ? cg.b[((tok0 + r) * w.HV + hv) * w.K + d] * sK[r * LD + d] : 0.f;
+    });
+    __syncthreads();
+    blocks.template operator()<false>(sQ, [&](int r, int s, float x) { if (s < r) put_a(r, s, x); }, put_none);
   }
   __syncthreads();
 
-  // ---- 3: Qg = Q ⊙ exp(G) in q's tile (P and A were its last readers), W's operand (b | e) ⊙ exp(G) ⊙ K in k's --------
+  // ---- 3: Qg = Q ⊙ exp(G) and W's operand (b | e) ⊙ exp(G) ⊙ K (P and A were their tiles' last readers): in q's and
+  // k's tiles, or with Channels (q's tile holds b ⊙ k) W's operand in q's and Qg, q read again, in k's -----------------
+  float* sQg = Channels ? sK : sQ;
+  float* sWk = Channels ? sQ : sK;
+  if constexpr (Channels) stage_tile<CL, max_kv>(sK, LD, [&](int r, int d) { return q_row(r, d) * __expf(sG[r * LD + d]); });
   for (int e = tid; e < CL * max_kv; e += threads) {
     const int r = e / max_kv, d = e % max_kv;
     const float gamma = __expf(sG[r * LD + d]);
     sQ[r * LD + d] *= gamma;
-    if constexpr (Erases) sK[r * LD + d] *= (Channels ? sB[r * LD + d] : r < L ? e_tok[r * w.HV] : 0.f) * gamma;
+    if constexpr (Erases && !Channels) sK[r * LD + d] *= (r < L ? e_tok[r * w.HV] : 0.f) * gamma;
   }
   const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;  // row r at r·HV·V
   if constexpr (Erases) {
-    if constexpr (Lean) {  // A back from global memory into G's tile (G's last reader: the pass above)
-      __syncthreads();
-      stage_tile<CL, CL>(sA, CL, [&](int r, int s) { return Tg[r * CL + s]; });
-    }
-    unit_lower_inverse<ld_cc>(sA, sT, scratch);  // (starts and ends with a barrier: G's tile is free after it)
+    __syncthreads();  // A back from global memory into G's tile (G's last reader: the pass above)
+    stage_tile<CL, CL>(sA, CL, [&](int r, int s) { return Tg[r * CL + s]; });
+    unit_lower_inverse<ld_cc>(sA, sT, scratch);  // (starts and ends with a barrier)
     for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[(e / CL) * ld_cc + e % CL];
     const float* v = w.v + (tok0 * w.HV + hv) * w.V;
-    float* sWV = Lean ? sK : sG;  // U's operand w ⊙ V: in G's tile, or (Lean: T is there) in k's once W is done
-    const auto stage_wv = [&] {
-      stage_tile<CL, max_kv>(sWV, LD, [&](int s, int j) {
-        if (s >= L || j >= V) return 0.f;
-        return (Channels ? cg.w[((tok0 + s) * w.HV + hv) * w.V + j] : w_tok[s * w.HV]) * v[s * w.HV * w.V + j];
-      });
-    };
-    if constexpr (!Lean) stage_wv();
     // W = T (b|e ⊙ exp(G) ⊙ K), U = T (w ⊙ V)   (T is lower triangular: its zeros do the masking)
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
     block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
-        L, K, L, [&](int r, int s) { return sT[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * LD + d]; },
+        L, K, L, [&](int r, int s) { return sT[r * ld_cc + s]; }, [&](int s, int d) { return sWk[s * LD + d]; },
         [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; });
-    if constexpr (Lean) stage_wv();  // (W, k's last reader, ended at a barrier)
+    // U's operand w ⊙ V in W's operand's tile (W, its last reader, ended at a barrier)
+    stage_tile<CL, max_kv>(sWk, LD, [&](int s, int j) {
+      if (s >= L || j >= V) return 0.f;
+      return (Channels ? cg.w[((tok0 + s) * w.HV + hv) * w.V + j] : w_tok[s * w.HV]) * v[s * w.HV * w.V + j];
+    });
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
     block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
-        L, V, L, [&](int r, int s) { return sT[r * ld_cc + s]; }, [&](int s, int j) { return sWV[s * LD + j]; },
+        L, V, L, [&](int r, int s) { return sT[r * ld_cc + s]; }, [&](int s, int j) { return sWk[s * LD + j]; },
         [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; });
   }
   // ---- 4: the reverse state pass's products that do not involve the state (as chunk_prep_kernel's): s Pᵀ dO into
-  // dU's workspace and s Qgᵀ dO into dh's. dO in k's tile (its last reader, P, W or U, ended at a barrier), P read
-  // back into G's tile (its last reader, Qg's pass or U, too: gla's one barrier below) — global writes of this CTA,
-  // seen after the barrier.
-  float* sO = sK;
+  // dU's workspace and s Qgᵀ dO into dh's. dO in W's operand's tile (its last reader, P or U, ended at a barrier), P
+  // read back into G's tile (its last reader, Qg's pass or U, too: gla's one barrier below) — global writes of this
+  // CTA, seen after the barrier.
+  float* sO = sWk;
   stage_tile<CL, max_kv>(sO, LD, [&](int r, int j) { return r < L && j < V ? dO[r * w.HV * w.V + j] : 0.f; });
   if constexpr (!Erases) __syncthreads();
   float* sP = sG;
@@ -168,7 +175,7 @@ __global__ void __launch_bounds__(threads, Erases && !Lean ? 1 : 2)
       L, V, L, [&](int s, int r) { return sP[r * ld_cc + s]; }, [&](int r, int j) { return sO[r * LD + j]; },
       [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; });
   block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
-      K, V, L, [&](int d, int r) { return sQ[r * LD + d]; }, [&](int r, int j) { return sO[r * LD + j]; },
+      K, V, L, [&](int d, int r) { return sQg[r * LD + d]; }, [&](int r, int j) { return sO[r * LD + j]; },
       [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; });
 }
 

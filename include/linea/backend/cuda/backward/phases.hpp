@@ -24,8 +24,8 @@ void prep_phase(const work& w, cudaStream_t st, const channel_gates& cg = {}) {
   if (!w.chunks) return;
   const dim3 grid{unsigned(w.chunks), unsigned(w.HV)};
   if constexpr (PerKey) {
-    constexpr auto prep = per_key_prep_kernel<Erases, Channels, Prec>;
-    constexpr std::size_t bytes = per_key_prep_shape<Erases, Channels>::bytes;
+    constexpr auto prep = per_key_prep_kernel<Erases, Channels, Prec>;  // (two CTAs an SM for every rule)
+    constexpr std::size_t bytes = per_key_prep_shape<Erases>::bytes;
     allow_dynamic_shared<prep, bytes>();
     prep<<<grid, threads, bytes, st>>>(w, cg);
     check_launch("backward per_key_prep_kernel");

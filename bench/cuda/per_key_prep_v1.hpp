@@ -1,0 +1,158 @@
+// bench/cuda/per_key_prep_v1.hpp — main 07de2f4's phase 1 for per-key decays (backward/per_key_prep_kernel.hpp before
+// lean11): an erasing update keeps A and T in tiles of their own (kda 138 240 B, gdn2 172 032 B: one CTA an SM), and
+// its Lean layout (kda only). Kept only as grad_ab.cu's A/B baseline ("v1" columns), renamed (_v1); same arithmetic.
+#pragma once
+#include <linea/backend/cuda/backward/channel_gates.hpp>
+#include <linea/backend/cuda/backward/chunk_prep_kernel.hpp>
+#include <linea/backend/cuda/backward/per_key_blocks.hpp>
+
+namespace linea::cuda_detail::bwd {
+
+// Lean (kda only: an erasing update without channel gates): A goes through global memory like P (T's workspace,
+// which T then overwrites), and A, T and the solve's scratch take G's tile, widened to 9 216 floats, once G is spent:
+// 104 448 B instead of 138 240, two CTAs an SM (prep9-lean; the library's layout since lean11).
+template <bool Erases, bool Channels = false, bool Lean = false>  // (A, T only for an erasing update; b only for gates)
+struct per_key_prep_shape_v1 {
+  static_assert(!Lean || (Erases && !Channels), "per_key_prep_shape_v1: Lean is kda's layout");
+  static constexpr int ut_cc = Erases && !Lean ? CL * CL : 0, ut_t = Erases && !Lean ? CL * ld_cc : 0,
+                       b_cl = Channels ? CL * ld_kv : 0;
+  static constexpr int lean_g = CL * CL + CL * ld_cc + inverse_scratch;  // A, T, scratch in G's tile
+  static constexpr int g_len = Lean && lean_g > CL * ld_kv ? lean_g : CL * ld_kv;
+  static constexpr int q_at = 0, k_at = q_at + CL * ld_kv, g_at = k_at + CL * ld_kv, b_at = g_at + g_len,
+                       a_at = Lean ? g_at : b_at + b_cl, t_at = Lean ? g_at + CL * CL : a_at + ut_cc,
+                       scratch_at = Lean ? t_at + CL * ld_cc : t_at + ut_t,
+                       end = Lean ? b_at : scratch_at + (Erases ? inverse_scratch : 0);
+  static constexpr std::size_t bytes = sizeof(float) * end;
+  static_assert(q_at % 4 == 0 && k_at % 4 == 0 && g_at % 4 == 0 && b_at % 4 == 0 && ld_kv % 4 == 0,
+                "16-byte rows (diagonal_rows' reads)");
+};
+
+// (gla's kernel, 99 KB of tiles, and Lean's run two CTAs an SM: at most 128 registers a thread)
+template <bool Erases, bool Channels, precision Prec, bool Lean = false>
+__global__ void __launch_bounds__(threads, Erases && !Lean ? 1 : 2)
+    per_key_prep_kernel_v1(const work w, const channel_gates cg = {}) {
+  static_assert(Erases || !Channels, "channel gates belong to an erasing update");
+  static_assert(CL == 4 * diag_block && threads == 8 * 32 && threads == 2 * max_kv,
+                "per_key_prep_kernel: four 16-row blocks, eight warps, two threads a key channel");
+  using sh = per_key_prep_shape_v1<Erases, Channels, Lean>;
+  constexpr int LD = ld_kv;
+  const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
+  const chunk_info ci = w.chunk[c];
+  const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x, warp = tid >> 5;
+  const index_t tok0 = w.token(ci.bt, ci.t0);
+  extern __shared__ __align__(16) float sm[];
+  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sG = sm + sh::g_at, *sB = sm + sh::b_at, *sA = sm + sh::a_at,
+        *sT = sm + sh::t_at, *scratch = sm + sh::scratch_at;
+
+  // ---- 1: the rows (zeros past L and K), loaded in batches (stage_tile); G_rd = Σ_{i≤r} log α_id in place ----------
+  const auto row = [&](const float* x, index_t ld) {
+    return [=](int r, int d) { return r < L && d < K ? x[(tok0 + r) * ld + d] : 0.f; };
+  };
+  stage_tile<CL, max_kv>(sQ, LD, row(w.q + h * w.K, w.H * w.K));
+  stage_tile<CL, max_kv>(sK, LD, row(w.k + h * w.K, w.H * w.K));
+  if constexpr (Channels) stage_tile<CL, max_kv>(sB, LD, row(cg.b + hv * w.K, w.HV * w.K));
+  stage_tile<CL, max_kv>(sG, LD, row(w.log_alpha_k + hv * w.K, w.HV * w.K));
+  __syncthreads();
+  {  // two threads a channel: each scans half the rows, then the second half adds the first's total
+    const int d = tid % max_kv, half = tid / max_kv;
+    float acc = 0;
+    for (int r = half * CL / 2; r < (half + 1) * CL / 2; ++r) sG[r * LD + d] = acc += sG[r * LD + d];
+    __syncthreads();
+    if (half) {
+      const float first = sG[(CL / 2 - 1) * LD + d];
+#pragma unroll 8
+      for (int r = CL / 2; r < CL; ++r) sG[r * LD + d] += first;
+    }
+    __syncthreads();
+  }
+  const std::size_t ck = w.ch(c, hv) * CL * w.K;
+  for (int e = tid; e < L * K; e += threads) {
+    const int r = e / K, d = e % K;
+    const float g = sG[r * LD + d];
+    w.Gk[ck + e] = g;
+    w.Kd[ck + e] = sK[r * LD + d] * __expf(sG[(L - 1) * LD + d] - g);
+  }
+  for (int d = tid; d < K; d += threads) w.gL[w.ch(c, hv) * w.K + d] = __expf(sG[(L - 1) * LD + d]);
+
+  // ---- 2: P into global memory (rows < L), A into its tile or (Lean) T's workspace (zero rows past L) --------------
+  float* P = w.P + w.ch(c, hv) * CL * CL;
+  float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
+  float* sAw = Lean ? Tg : sA;  // where A is written
+  const float* e_tok = w.erase + tok0 * w.HV + hv;  // row r at r·HV
+  const float* w_tok = w.write + tok0 * w.HV + hv;
+  const auto put_p = [&](int r, int s, float x) {
+    if (r < L) P[r * CL + s] = x;
+  };
+  const auto put_a = [&](int r, int s, float x) {
+    if constexpr (Erases) sAw[r * CL + s] = Channels ? x : r < L ? e_tok[r * w.HV] * x : 0.f;
+  };
+  for (int e = tid; e < CL * CL; e += threads) {  // the zeros on (A) and above the diagonal
+    const int r = e / CL, s = e % CL;
+    if (s > r && r < L && s < L) P[e] = 0;
+    if (Erases && s >= r) sAw[e] = 0;
+  }
+  {  // warp w: half of diagonal block w / 2 (rows split for equal work), and off-diagonal block w (w < 6)
+    const int blk = warp / 2, split = Erases ? 11 : 12;
+    diagonal_rows<Erases, Channels>(diag_block * blk, warp % 2 ? split : 0, warp % 2 ? diag_block : split, sQ, sK, sB,
+                                    sG, put_p, put_a);
+    const int I = warp < 1 ? 1 : warp < 3 ? 2 : 3, J = warp - I * (I - 1) / 2;  // (1,0) (2,0) (2,1) (3,0) (3,1) (3,2)
+    if (warp < 6) off_diagonal_block<Erases, Channels, Prec>(I, J, K, sQ, sK, sB, sG, put_p, put_a);
+  }
+  __syncthreads();
+
+  // ---- 3: Qg = Q ⊙ exp(G) in q's tile (P and A were its last readers), W's operand (b | e) ⊙ exp(G) ⊙ K in k's --------
+  for (int e = tid; e < CL * max_kv; e += threads) {
+    const int r = e / max_kv, d = e % max_kv;
+    const float gamma = __expf(sG[r * LD + d]);
+    sQ[r * LD + d] *= gamma;
+    if constexpr (Erases) sK[r * LD + d] *= (Channels ? sB[r * LD + d] : r < L ? e_tok[r * w.HV] : 0.f) * gamma;
+  }
+  const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;  // row r at r·HV·V
+  if constexpr (Erases) {
+    if constexpr (Lean) {  // A back from global memory into G's tile (G's last reader: the pass above)
+      __syncthreads();
+      stage_tile<CL, CL>(sA, CL, [&](int r, int s) { return Tg[r * CL + s]; });
+    }
+    unit_lower_inverse<ld_cc>(sA, sT, scratch);  // (starts and ends with a barrier: G's tile is free after it)
+    for (int e = tid; e < CL * CL; e += threads) Tg[e] = sT[(e / CL) * ld_cc + e % CL];
+    const float* v = w.v + (tok0 * w.HV + hv) * w.V;
+    float* sWV = Lean ? sK : sG;  // U's operand w ⊙ V: in G's tile, or (Lean: T is there) in k's once W is done
+    const auto stage_wv = [&] {
+      stage_tile<CL, max_kv>(sWV, LD, [&](int s, int j) {
+        if (s >= L || j >= V) return 0.f;
+        return (Channels ? cg.w[((tok0 + s) * w.HV + hv) * w.V + j] : w_tok[s * w.HV]) * v[s * w.HV * w.V + j];
+      });
+    };
+    if constexpr (!Lean) stage_wv();
+    // W = T (b|e ⊙ exp(G) ⊙ K), U = T (w ⊙ V)   (T is lower triangular: its zeros do the masking)
+    float* Wg = w.W + w.ch(c, hv) * CL * w.K;
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
+        L, K, L, [&](int r, int s) { return sT[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * LD + d]; },
+        [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; });
+    if constexpr (Lean) stage_wv();  // (W, k's last reader, ended at a barrier)
+    float* Ug = w.U + w.ch(c, hv) * CL * w.V;
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
+        L, V, L, [&](int r, int s) { return sT[r * ld_cc + s]; }, [&](int s, int j) { return sWV[s * LD + j]; },
+        [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; });
+  }
+  // ---- 4: the reverse state pass's products that do not involve the state (as chunk_prep_kernel's): s Pᵀ dO into
+  // dU's workspace and s Qgᵀ dO into dh's. dO in k's tile (its last reader, P, W or U, ended at a barrier), P read
+  // back into G's tile (its last reader, Qg's pass or U, too: gla's one barrier below) — global writes of this CTA,
+  // seen after the barrier.
+  float* sO = sK;
+  stage_tile<CL, max_kv>(sO, LD, [&](int r, int j) { return r < L && j < V ? dO[r * w.HV * w.V + j] : 0.f; });
+  if constexpr (!Erases) __syncthreads();
+  float* sP = sG;
+  stage_tile<CL, CL>(sP, ld_cc, [&](int r, int s) { return r < L && s < L ? P[r * CL + s] : 0.f; });
+  float* dUg = w.dU + w.ch(c, hv) * CL * w.V;
+  float* dhg = w.dh + w.ch(c, hv) * w.K * w.V;
+  const float scale = w.scale;
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
+      L, V, L, [&](int s, int r) { return sP[r * ld_cc + s]; }, [&](int r, int j) { return sO[r * LD + j]; },
+      [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; });
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
+      K, V, L, [&](int d, int r) { return sQ[r * LD + d]; }, [&](int r, int j) { return sO[r * LD + j]; },
+      [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; });
+}
+
+}  // namespace linea::cuda_detail::bwd
