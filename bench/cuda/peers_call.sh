@@ -190,7 +190,10 @@ rules = []
 for line in open(sys.argv[1]):
     try: d = json.loads(line)
     except ValueError: continue
-    if d.get("impl") == "fla" and "error" in d and "rule" in d and d["rule"] not in rules: rules.append(d["rule"])
+    err = d.get("error", "")  # a refusal, not a timeout or a crash: those would only repeat
+    if d.get("impl") == "fla" and err and "timeout" not in err and "process ended" not in err and "rule" in d \
+            and d["rule"] not in rules:
+        rules.append(d["rule"])
 print(" ".join(rules))' "$OUT/peers.jsonl" 2> /dev/null)
   [ -n "$refused" ] && step fla-default "$DEFAULT_CAP" "$OUT/peers.jsonl" FLA_DEFAULTS=1 PEERS=fla RULES="$refused" \
     SHAPES="$(first "$FLA_SHAPES")" OP_CAP="$OP_CAP" -- python3 "$PY"
