@@ -23,7 +23,8 @@
 #     the rules whose Triton path refused in 4, at the first of FLA_SHAPES
 # Out ($OUT): run.log (steps and their wall times), env.json, linea_backward.jsonl, peers.jsonl (every timing row,
 # and a row for each step that timed out, failed or was skipped for lack of budget, with its error text),
-# warm.jsonl (compile / autotune seconds per rule), stderr.txt (the last lines of each failing process).
+# warm.jsonl (compile / autotune seconds per rule), stderr.txt (the last lines of each failing process), table.md
+# (bench/cuda/peers_table.py: one row per rule and shape, linea beside each peer).
 #
 # Knobs: PEERS_STEPS (subset of "linea warm flashqla fla flashinfer fla-default"), PEERS_RULES, FLA_SHAPES,
 # FQ_SHAPES, FI_SHAPES, LINEA_BENCH; caps in seconds: LINEA_CAP (90), WARM_CAP (150), OP_CAP (60, per peer × rule ×
@@ -198,4 +199,6 @@ print(" ".join(rules))' "$OUT/peers.jsonl" 2> /dev/null)
   [ -n "$refused" ] && step fla-default "$DEFAULT_CAP" "$OUT/peers.jsonl" FLA_DEFAULTS=1 PEERS=fla RULES="$refused" \
     SHAPES="$(first "$FLA_SHAPES")" OP_CAP="$OP_CAP" -- python3 "$PY"
 fi
+python3 "$HERE/peers_table.py" "$OUT/linea_backward.jsonl" "$OUT/peers.jsonl" > "$OUT/table.md" 2>> "$OUT/stderr.txt"
+cat "$OUT/table.md"
 log "done"
