@@ -12,9 +12,12 @@
 //                       accumulators (a chain of 4 FMAs each, not one of K), then a reduce-scatter leaves lane l the
 //                       whole sum of entry l (reduce_scatter.hpp, shared with the forward's diagonal blocks).
 // Tiles: [CL][ld_kv] floats (zeros past the chunk's length and past K up to max_kv); G the in-chunk cumulative log
-// decay (constant past the chunk's length). put_p(r, s, x) / put_a(r, s, x) take every entry computed.
+// decay (constant past the chunk's length). put_p(r, s, x) / put_a(r, s, x) take every entry computed. GDN-2's b
+// (Channels) is either such a tile (a pointer) or an accessor b(r, d) (finite everywhere: k is zero where b is not
+// defined), read from global memory where a fourth tile would not leave two CTAs an SM (per_key_prep_kernel.hpp).
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "../chunk_phases/layout.hpp"  // load_n
 #include "../reduce_scatter.hpp"
@@ -25,24 +28,42 @@ namespace linea::cuda_detail::bwd {
 inline constexpr int diag_block = 16;  // the blocks' side
 
 // One warp: the 16 × 16 block (I, J), J < I, of P and (Erases) A, K channels.
-template <bool Erases, bool Channels, precision Prec, class PutP, class PutA>
+template <bool Erases, bool Channels, precision Prec, class BRows, class PutP, class PutA>
 __device__ __forceinline__ void off_diagonal_block(int I, int J, int K, const float* sQ, const float* sK,
-                                                   const float* sB, const float* sG, PutP put_p, PutA put_a) {
+                                                   BRows sB, const float* sG, PutP put_p, PutA put_a) {
   constexpr int LD = ld_kv;
+  constexpr bool b_tile = std::is_pointer_v<BRows>;
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
   const int ref = diag_block * I, ra = ref + g, rb = ra + 8, s0 = diag_block * J;
   float p[2][4] = {}, a[2][4] = {};
+  // b through an accessor: this k-step's four values loaded one step ahead (global memory's latency off the loop)
+  const auto b_step = [&](int kk, float* bn) {
+    if constexpr (Channels && !b_tile) {
+      bn[0] = sB(ra, kk + t), bn[1] = sB(rb, kk + t), bn[2] = sB(ra, kk + t + 4), bn[3] = sB(rb, kk + t + 4);
+    }
+  };
+  float bnext[4] = {1.f, 1.f, 1.f, 1.f};
+  b_step(0, bnext);
   for (int kk = 0; kk < K; kk += 8) {
     const int k0 = kk + t, k1 = k0 + 4;
     const float gref0 = sG[ref * LD + k0], gref1 = sG[ref * LD + k1];
     // the A fragment (rows ra, rb × channels k0, k1: m16n8k8's a[0..3]) decayed down to row r from the reference
     const int at[4] = {ra * LD + k0, rb * LD + k0, ra * LD + k1, rb * LD + k1};
+    float bv[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) bv[i] = bnext[i];
+    if (kk + 8 < K) b_step(kk + 8, bnext);
     std::uint32_t qb[4], qs[4], xb[4] = {}, xs[4] = {};
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const float f = __expf(sG[at[i]] - (i < 2 ? gref0 : gref1));
       a_operand<Prec>(sQ[at[i]] * f, qb[i], qs[i]);
-      if constexpr (Erases) a_operand<Prec>((Channels ? sB[at[i]] : 1.f) * sK[at[i]] * f, xb[i], xs[i]);
+      if constexpr (Erases) {
+        float b = 1.f;
+        if constexpr (Channels && b_tile) b = sB[at[i]];
+        else if constexpr (Channels) b = bv[i];
+        a_operand<Prec>(b * sK[at[i]] * f, xb[i], xs[i]);
+      }
     }
     // the B fragment (channels k0, k1 × column s), decayed from column s down to the reference
 #pragma unroll
@@ -65,9 +86,9 @@ __device__ __forceinline__ void off_diagonal_block(int I, int J, int K, const fl
 }
 
 // One warp: rows b0 + [lo, hi) of the diagonal block at row and column b0 (hi − lo even without Erases).
-template <bool Erases, bool Channels, class PutP, class PutA>
+template <bool Erases, bool Channels, class BRows, class PutP, class PutA>
 __device__ __forceinline__ void diagonal_rows(int b0, int lo, int hi, const float* sQ, const float* sK,
-                                              const float* sB, const float* sG, PutP put_p, PutA put_a) {
+                                              BRows sB, const float* sG, PutP put_p, PutA put_a) {
   static_assert(max_kv == 4 * 32, "diagonal_rows: four key channels a lane");
   constexpr int LD = ld_kv, rows = Erases ? 1 : 2;  // rows a pass: 16 entries of P and 16 of A, or 2 × 16 of P
   const int lane = threadIdx.x & 31, dc = 4 * lane;
@@ -85,7 +106,10 @@ __device__ __forceinline__ void diagonal_rows(int b0, int lo, int hi, const floa
       load_n<4>(sK + (b0 + rr) * LD + dc, xr);
       if constexpr (Channels) {
         float bv[4];
-        load_n<4>(sB + (b0 + rr) * LD + dc, bv);
+        if constexpr (std::is_pointer_v<BRows>) load_n<4>(sB + (b0 + rr) * LD + dc, bv);
+        else
+#pragma unroll
+          for (int u = 0; u < 4; ++u) bv[u] = sB(b0 + rr, dc + u);
 #pragma unroll
         for (int u = 0; u < 4; ++u) xr[u] *= bv[u];
       }

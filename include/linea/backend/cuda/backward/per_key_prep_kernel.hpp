@@ -13,11 +13,11 @@
 // A goes through global memory like P (T's workspace, which T then overwrites) and comes back into G's tile, widened
 // to A, T and the solve's scratch, once G is spent; P is read back into G's tile for s Pᵀ dO.
 //   1  stage q, k, log α; G by a scan per key channel; Gk, Kd, gL out
-//   2  P (and A) by blocks; zeros above the diagonal. With Channels A's rows are b ⊙ k, which would need a fourth
-//      tile beside q, k, G: P first, then b ⊙ k replaces q and A runs by the same blocks (q is read again in 3)
-//   3  Qg and W's operand (b | e) ⊙ exp(G) ⊙ k; A back into G's tile, T = (I + A)⁻¹; W; w ⊙ V in W's operand's
-//      tile; U
-//   4  dO and P staged;  s Pᵀ dO, s Qgᵀ dO
+//   2  P (and A) by blocks; zeros above the diagonal. With Channels A's rows are b ⊙ k: b is read from global
+//      memory (the float32 workspace copy, L1/L2) inside the blocks, where a fourth tile would leave one CTA an SM
+//   3  Qg = q ⊙ exp(G) in q's tile, W's operand (b | e) ⊙ exp(G) ⊙ k in k's; A back into G's tile, T = (I + A)⁻¹;
+//      W; w ⊙ V in k's tile; U
+//   4  dO (k's tile) and P (G's) staged;  s Pᵀ dO, s Qgᵀ dO
 #pragma once
 #include "channel_gates.hpp"
 #include "chunk_prep_kernel.hpp"
@@ -58,8 +58,7 @@ __global__ void __launch_bounds__(threads, 2) per_key_prep_kernel(const work w, 
   const auto row = [&](const float* x, index_t ld) {
     return [=](int r, int d) { return r < L && d < K ? x[(tok0 + r) * ld + d] : 0.f; };
   };
-  const auto q_row = row(w.q + h * w.K, w.H * w.K);
-  stage_tile<CL, max_kv>(sQ, LD, q_row);
+  stage_tile<CL, max_kv>(sQ, LD, row(w.q + h * w.K, w.H * w.K));
   stage_tile<CL, max_kv>(sK, LD, row(w.k + h * w.K, w.H * w.K));
   stage_tile<CL, max_kv>(sG, LD, row(w.log_alpha_k + hv * w.K, w.HV * w.K));
   __syncthreads();
@@ -95,47 +94,32 @@ __global__ void __launch_bounds__(threads, 2) per_key_prep_kernel(const work w, 
   const auto put_a = [&](int r, int s, float x) {  // (kda: A's row r scaled by e_r)
     if constexpr (Erases) Tg[r * CL + s] = Channels ? x : r < L ? e_tok[r * w.HV] * x : 0.f;
   };
-  const auto put_none = [](int, int, float) {};
   for (int e = tid; e < CL * CL; e += threads) {  // the zeros on (A) and above the diagonal
     const int r = e / CL, s = e % CL;
     if (s > r && r < L && s < L) P[e] = 0;
     if (Erases && s >= r) Tg[e] = 0;
   }
-  // warp w: half of diagonal block w / 2 (rows split for equal work: one row of P and A a pass, or two of one
-  // product), and off-diagonal block w (w < 6)
-  const int I = warp < 1 ? 1 : warp < 3 ? 2 : 3, J = warp - I * (I - 1) / 2;  // (1,0) (2,0) (2,1) (3,0) (3,1) (3,2)
-  const auto blocks = [&]<bool Both>(const float* x, auto put_x, auto put_ka) {  // x kᵀ (and, Both: k kᵀ) decayed
-    constexpr int split = Both ? 11 : 12;
-    const int blk = warp / 2;
-    diagonal_rows<Both, false>(diag_block * blk, warp % 2 ? split : 0, warp % 2 ? diag_block : split, x, sK, nullptr,
-                               sG, put_x, put_ka);
-    if (warp < 6) off_diagonal_block<Both, false, Prec>(I, J, K, x, sK, nullptr, sG, put_x, put_ka);
-  };
-  if constexpr (!Erases) {
-    blocks.template operator()<false>(sQ, put_p, put_none);
-  } else if constexpr (!Channels) {
-    blocks.template operator()<true>(sQ, put_p, put_a);
-  } else {  // P, then A's rows b ⊙ k in q's tile (q read again in 3): A_rs = Σ_d (b ⊙ k)_rd k_sd D_rsd, s < r
-    blocks.template operator()<false>(sQ, put_p, put_none);
-    __syncthreads();
-    stage_tile<CL, max_kv>(sQ, LD, [&](int r, int d) {
-      return r < L && d < K ? cg.b[((tok0 + r) * w.HV + hv) * w.K + d] * sK[r * LD + d] : 0.f;
-    });
-    __syncthreads();
-    blocks.template operator()<false>(sQ, [&](int r, int s, float x) { if (s < r) put_a(r, s, x); }, put_none);
+  // warp w: half of diagonal block w / 2 (rows split for equal work: one row of P and A a pass, or two of P), and
+  // off-diagonal block w (w < 6)
+  {
+    const auto b_at = [&](int r, int d) {  // GDN-2's b_rd (zero past L and K, as the tiles)
+      return r < L && d < K ? cg.b[((tok0 + r) * w.HV + hv) * w.K + d] : 0.f;
+    };
+    const int I = warp < 1 ? 1 : warp < 3 ? 2 : 3, J = warp - I * (I - 1) / 2;  // (1,0) (2,0) (2,1) (3,0) (3,1) (3,2)
+    const int blk = warp / 2, split = Erases ? 11 : 12;
+    diagonal_rows<Erases, Channels>(diag_block * blk, warp % 2 ? split : 0, warp % 2 ? diag_block : split, sQ, sK,
+                                    b_at, sG, put_p, put_a);
+    if (warp < 6) off_diagonal_block<Erases, Channels, Prec>(I, J, K, sQ, sK, b_at, sG, put_p, put_a);
   }
   __syncthreads();
 
-  // ---- 3: Qg = Q ⊙ exp(G) and W's operand (b | e) ⊙ exp(G) ⊙ K (P and A were their tiles' last readers): in q's and
-  // k's tiles, or with Channels (q's tile holds b ⊙ k) W's operand in q's and Qg, q read again, in k's -----------------
-  float* sQg = Channels ? sK : sQ;
-  float* sWk = Channels ? sQ : sK;
-  if constexpr (Channels) stage_tile<CL, max_kv>(sK, LD, [&](int r, int d) { return q_row(r, d) * __expf(sG[r * LD + d]); });
+  // ---- 3: Qg = Q ⊙ exp(G) in q's tile (P and A were its last readers), W's operand (b | e) ⊙ exp(G) ⊙ K in k's --------
   for (int e = tid; e < CL * max_kv; e += threads) {
     const int r = e / max_kv, d = e % max_kv;
     const float gamma = __expf(sG[r * LD + d]);
     sQ[r * LD + d] *= gamma;
-    if constexpr (Erases && !Channels) sK[r * LD + d] *= (r < L ? e_tok[r * w.HV] : 0.f) * gamma;
+    if constexpr (Channels) sK[r * LD + d] *= (r < L && d < K ? cg.b[((tok0 + r) * w.HV + hv) * w.K + d] : 0.f) * gamma;
+    else if constexpr (Erases) sK[r * LD + d] *= (r < L ? e_tok[r * w.HV] : 0.f) * gamma;
   }
   const float* dO = w.d_o + (tok0 * w.HV + hv) * w.V;  // row r at r·HV·V
   if constexpr (Erases) {
@@ -147,23 +131,23 @@ __global__ void __launch_bounds__(threads, 2) per_key_prep_kernel(const work w, 
     // W = T (b|e ⊙ exp(G) ⊙ K), U = T (w ⊙ V)   (T is lower triangular: its zeros do the masking)
     float* Wg = w.W + w.ch(c, hv) * CL * w.K;
     block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
-        L, K, L, [&](int r, int s) { return sT[r * ld_cc + s]; }, [&](int s, int d) { return sWk[s * LD + d]; },
+        L, K, L, [&](int r, int s) { return sT[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * LD + d]; },
         [&](int r, int d, float acc) { Wg[r * w.K + d] = acc; });
-    // U's operand w ⊙ V in W's operand's tile (W, its last reader, ended at a barrier)
-    stage_tile<CL, max_kv>(sWk, LD, [&](int s, int j) {
+    // U's operand w ⊙ V in k's tile (W, its last reader, ended at a barrier)
+    stage_tile<CL, max_kv>(sK, LD, [&](int s, int j) {
       if (s >= L || j >= V) return 0.f;
       return (Channels ? cg.w[((tok0 + s) * w.HV + hv) * w.V + j] : w_tok[s * w.HV]) * v[s * w.HV * w.V + j];
     });
     float* Ug = w.U + w.ch(c, hv) * CL * w.V;
     block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
-        L, V, L, [&](int r, int s) { return sT[r * ld_cc + s]; }, [&](int s, int j) { return sWk[s * LD + j]; },
+        L, V, L, [&](int r, int s) { return sT[r * ld_cc + s]; }, [&](int s, int j) { return sK[s * LD + j]; },
         [&](int r, int j, float acc) { Ug[r * w.V + j] = acc; });
   }
   // ---- 4: the reverse state pass's products that do not involve the state (as chunk_prep_kernel's): s Pᵀ dO into
-  // dU's workspace and s Qgᵀ dO into dh's. dO in W's operand's tile (its last reader, P or U, ended at a barrier), P
-  // read back into G's tile (its last reader, Qg's pass or U, too: gla's one barrier below) — global writes of this
-  // CTA, seen after the barrier.
-  float* sO = sWk;
+  // dU's workspace and s Qgᵀ dO into dh's. dO in k's tile (its last reader, P or U, ended at a barrier), P read back
+  // into G's tile (its last reader, Qg's pass or U, too: gla's one barrier below) — global writes of this CTA, seen
+  // after the barrier.
+  float* sO = sK;
   stage_tile<CL, max_kv>(sO, LD, [&](int r, int j) { return r < L && j < V ? dO[r * w.HV * w.V + j] : 0.f; });
   if constexpr (!Erases) __syncthreads();
   float* sP = sG;
@@ -175,7 +159,7 @@ __global__ void __launch_bounds__(threads, 2) per_key_prep_kernel(const work w, 
       L, V, L, [&](int s, int r) { return sP[r * ld_cc + s]; }, [&](int r, int j) { return sO[r * LD + j]; },
       [&](int s, int j, float acc) { dUg[s * w.V + j] = scale * acc; });
   block_gemm_direct<Prec, 64, direct_unroll<Erases, true>>(
-      K, V, L, [&](int d, int r) { return sQg[r * LD + d]; }, [&](int r, int j) { return sO[r * LD + j]; },
+      K, V, L, [&](int d, int r) { return sQ[r * LD + d]; }, [&](int r, int j) { return sO[r * LD + j]; },
       [&](int d, int j, float acc) { dhg[d * w.V + j] = scale * acc; });
 }
 
