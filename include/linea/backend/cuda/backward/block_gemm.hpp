@@ -246,7 +246,11 @@ template <bool Erases, bool PerKey>
 inline constexpr int direct_unroll = Erases == PerKey ? 2 : 1;
 #endif
 
-template <precision Prec, int TN = 64, int Unroll = 1, class A, class B, class Out>
+// Pipe: each warp loads k-step kk + 8's fragments before it issues step kk's mma (software pipelining: the
+// shared-memory latency hides behind the tensor-core work instead of stalling every step; the same values reach the
+// same mma in the same order, so results are unchanged). Phase 4's kernels use it (prof11's profile, bench/cuda/
+// README.md); it costs 4 + TN / 8 registers, which the two-CTA-per-SM kernels do not have to spare.
+template <precision Prec, int TN = 64, int Unroll = 1, bool Pipe = false, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b, Out out) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm_direct: 256 threads, 64 × 16|32|64 tiles");
   constexpr int NT = TN / 16;
@@ -259,18 +263,47 @@ __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b
     for (int n0 = 0; n0 < N; n0 += TN) {
       float acc[NT][4] = {};
       const int ma = m0 + wm + g, mb = ma + 8;
-#pragma unroll (Unroll)
-      for (int kk = 0; kk < Kd; kk += 8) {
-        const int k0 = kk + t, k1 = k0 + 4;
-        std::uint32_t ab[4], as[4];
-        a_operand<Prec>(A0(ma, k0), ab[0], as[0]);
-        a_operand<Prec>(A0(mb, k0), ab[1], as[1]);
-        a_operand<Prec>(A0(ma, k1), ab[2], as[2]);
-        a_operand<Prec>(A0(mb, k1), ab[3], as[3]);
+      if constexpr (Pipe) {
+        // step kk's fragments, raw float32 (zeros past Kd: the prefetch of the step after the last reads nothing)
+        const auto load = [&](int kk, float (&fa)[4], float (&fb)[NT][2]) {
+          const int k0 = kk + t, k1 = k0 + 4;
+          fa[0] = A0(ma, k0), fa[1] = A0(mb, k0), fa[2] = A0(ma, k1), fa[3] = A0(mb, k1);
 #pragma unroll
-        for (int j = 0; j < NT; ++j) {
-          const int n = n0 + wn + 8 * j + g;
-          mma_step<Prec>(acc[j], ab, as, B0(k0, n), B0(k1, n));
+          for (int j = 0; j < NT; ++j) {
+            const int n = n0 + wn + 8 * j + g;
+            fb[j][0] = B0(k0, n), fb[j][1] = B0(k1, n);
+          }
+        };
+        float fa[4], fb[NT][2];
+        load(0, fa, fb);
+#pragma unroll (Unroll)
+        for (int kk = 0; kk < Kd; kk += 8) {
+          float na[4], nb[NT][2];
+          load(kk + 8, na, nb);
+          std::uint32_t ab[4], as[4];
+#pragma unroll
+          for (int x = 0; x < 4; ++x) a_operand<Prec>(fa[x], ab[x], as[x]);
+#pragma unroll
+          for (int j = 0; j < NT; ++j) mma_step<Prec>(acc[j], ab, as, fb[j][0], fb[j][1]);
+#pragma unroll
+          for (int x = 0; x < 4; ++x) fa[x] = na[x];
+#pragma unroll
+          for (int j = 0; j < NT; ++j) fb[j][0] = nb[j][0], fb[j][1] = nb[j][1];
+        }
+      } else {
+#pragma unroll (Unroll)
+        for (int kk = 0; kk < Kd; kk += 8) {
+          const int k0 = kk + t, k1 = k0 + 4;
+          std::uint32_t ab[4], as[4];
+          a_operand<Prec>(A0(ma, k0), ab[0], as[0]);
+          a_operand<Prec>(A0(mb, k0), ab[1], as[1]);
+          a_operand<Prec>(A0(ma, k1), ab[2], as[2]);
+          a_operand<Prec>(A0(mb, k1), ab[3], as[3]);
+#pragma unroll
+          for (int j = 0; j < NT; ++j) {
+            const int n = n0 + wn + 8 * j + g;
+            mma_step<Prec>(acc[j], ab, as, B0(k0, n), B0(k1, n));
+          }
         }
       }
 #pragma unroll
