@@ -118,7 +118,7 @@ __device__ __forceinline__ void block_gemm_ring(int M, int N, int Kd, const floa
   __syncthreads();  // (the ring's previous readers are done; a resident A is complete)
 #pragma unroll 1
   for (int j = 0; j < Stages - 1; ++j) fill_next();
-  float acc[NT][4] = {};
+  float acc[NT][3][4] = {};  // (mma_step3's accumulators: block_gemm.hpp)
   const int ma = wm + g, mb = ma + 8;
   int k0 = 0, n0 = 0, st = 0;  // this job's slab, n-tile and stage
   for (int j = 0; j < jobs; ++j) {
@@ -128,9 +128,9 @@ __device__ __forceinline__ void block_gemm_ring(int M, int N, int Kd, const floa
     const float* As = ring + st * SF;
     const float* Bs = As + BO;
     const int steps = (Kd - k0 < ring_tk ? Kd - k0 + 7 : ring_tk) / 8;  // (the slab's zeros past Kd skip)
-    // The fragments of k-step kk (raw float32; split or rounded just before their mma). Step s + 1's are loaded
-    // before step s's mma issue, so the shared-memory latency hides behind them (the same values reach the same
-    // mma in the same order: results unchanged).
+    // The fragments of k-step kk (raw float32; split or rounded just before their mma), loaded ahead of the mma
+    // that use them: a full slab's four steps all at once, else step s + 1's before step s's mma (the same values
+    // reach the same mma in the same order).
     const auto load = [&](int kk, float (&fa)[4], float (&fb)[NT][2]) {
       const int ka = kk + t, kb = ka + 4;
       if constexpr (AResident) {  // (A past M or Kd read as zeros, never from the tile)
@@ -149,20 +149,32 @@ __device__ __forceinline__ void block_gemm_ring(int M, int N, int Kd, const floa
         fb[i][0] = Bs[n * ring_ld + ka], fb[i][1] = Bs[n * ring_ld + kb];
       }
     };
-    float fa[4], fb[NT][2];
-    load(0, fa, fb);
-    for (int s = 0; s < steps; ++s) {
-      float na[4], nb[NT][2];
-      load(s + 1 < steps ? 8 * (s + 1) : 8 * s, na, nb);  // (the last step reloads its own: inside the slab)
+    const auto step = [&](const float (&fa)[4], const float (&fb)[NT][2]) {
       std::uint32_t ab[4], as[4];
 #pragma unroll
       for (int x = 0; x < 4; ++x) a_operand<Prec>(fa[x], ab[x], as[x]);
 #pragma unroll
-      for (int i = 0; i < NT; ++i) mma_step<Prec>(acc[i], ab, as, fb[i][0], fb[i][1]);
+      for (int i = 0; i < NT; ++i) mma_step3<Prec>(acc[i], ab, as, fb[i][0], fb[i][1]);
+    };
+    constexpr int full = ring_tk / 8;
+    if (steps == full) {
+      float fa[full][4], fb[full][NT][2];
 #pragma unroll
-      for (int x = 0; x < 4; ++x) fa[x] = na[x];
+      for (int s = 0; s < full; ++s) load(8 * s, fa[s], fb[s]);
 #pragma unroll
-      for (int i = 0; i < NT; ++i) fb[i][0] = nb[i][0], fb[i][1] = nb[i][1];
+      for (int s = 0; s < full; ++s) step(fa[s], fb[s]);
+    } else {
+      float fa[4], fb[NT][2];
+      load(0, fa, fb);
+      for (int s = 0; s < steps; ++s) {
+        float na[4], nb[NT][2];
+        load(s + 1 < steps ? 8 * (s + 1) : 8 * s, na, nb);  // (the last step reloads its own: inside the slab)
+        step(fa, fb);
+#pragma unroll
+        for (int x = 0; x < 4; ++x) fa[x] = na[x];
+#pragma unroll
+        for (int i = 0; i < NT; ++i) fb[i][0] = nb[i][0], fb[i][1] = nb[i][1];
+      }
     }
     st = st + 1 == Stages ? 0 : st + 1;
     k0 += ring_tk;
@@ -173,9 +185,14 @@ __device__ __forceinline__ void block_gemm_ring(int M, int N, int Kd, const floa
 #pragma unroll
         for (int x = 0; x < 4; ++x) {
           const int m = wm + g + 8 * (x >> 1), n = n0 + wn + 8 * i + 2 * t + (x & 1);
-          if (m < M && n < N) out(m, n, acc[i][x]);
-          acc[i][x] = 0.f;
+          if (m < M && n < N) out(m, n, acc3_value<Prec>(acc[i], x));
         }
+#pragma unroll
+      for (int i = 0; i < NT; ++i)
+#pragma unroll
+        for (int y = 0; y < 3; ++y)
+#pragma unroll
+          for (int x = 0; x < 4; ++x) acc[i][y][x] = 0.f;
       k0 = 0, n0 += 64;
     }
   }
