@@ -13,6 +13,8 @@
 //   grad_ab --check    small odd shapes only (partial chunks, K, V < 128, a GVA group): distances, for a sanitizer
 //   GRAD_AB_ONLY=<rule>  one rule by its name (gated_delta_rule, kda, …; at 8×4096 only with --once: one launch of
 //                        each phase 4, for ncu)
+// -DLINEA_BWD_SPLIT_ACC=0 / -DLINEA_BWD_GRAD_PIPE=0 build the library's side without prof11's split accumulators /
+// block_gemm_direct's prefetch (block_gemm.hpp, chunk_grad_kernel.hpp), for an A/B of either against main.
 // With -DGRAD_AB_PREP_V0 (prep9) "old" is instead main 16a7383's phase 1 for per-key decays (per_key_prep_v0.hpp: P
 // and A pairwise in log space) with the library's phase 4: the distances are then new phase 1 against old, and
 // "prep_old_ms" times main's phase 1 (the phase-4 columns then time the same kernel twice).

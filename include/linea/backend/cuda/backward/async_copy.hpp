@@ -19,8 +19,10 @@
 // slabs in shared memory filled by cp.async, Stages − 1 slabs ahead, across the n-tiles as one sequence: no
 // prefetch registers, and the loads of the next slabs are in flight while the tensor cores work on this one (the
 // register-prefetched block_gemm has one slab in flight, and phase 4, one CTA per SM, waited on it ~36 times a
-// CTA). ring: ring_floats<Stages, AResident> floats of shared memory. Every thread of the CTA calls it; it starts
-// and ends with a barrier, and `out` runs after the ring's last read (so the ring may be scratch for it).
+// CTA). Each warp loads its mma fragments ahead of the mma that use them (a full slab's four k-steps at once), and
+// 3xTF32's three products go to accumulators of their own (block_gemm.hpp's mma_step3). ring:
+// ring_floats<Stages, AResident> floats of shared memory. Every thread of the CTA calls it; it starts and ends with
+// a barrier, and `out` runs after the ring's last read (so the ring may be scratch for it).
 #pragma once
 #include <cstdint>
 

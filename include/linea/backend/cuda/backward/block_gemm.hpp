@@ -123,6 +123,9 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const std::uint32_t (&ab
 // One k-step's three mma then depend on no other mma of that step, where one accumulator chained them (prof11: phase
 // 4 runs two warps a scheduler, and its k-steps waited on that chain). Float32 reordering of the same terms (the
 // corrections, ~2⁻¹¹ of the product, summed apart: SPEC §6's bounds unchanged). At one TF32 mma, acc[0] alone.
+// Measured (prof11, bench/cuda/README.md): gated_delta's phase 4 1.027× over main with it, 1.062× with the single
+// chain (LINEA_BWD_SPLIT_ACC=0: 31 fewer registers, 6 % less code, and the kernel is bound by instruction fetch).
+// On by default only because that is the build the CUDA suite ran; the single chain's arithmetic is main's.
 // LINEA_BWD_SPLIT_ACC=0 restores the single chain (bench/cuda/grad_ab.cu's A/B builds), not a user option.
 #ifdef LINEA_BWD_SPLIT_ACC
 inline constexpr bool split_acc = LINEA_BWD_SPLIT_ACC;
