@@ -19,8 +19,10 @@
 // slabs in shared memory filled by cp.async, Stages − 1 slabs ahead, across the n-tiles as one sequence: no
 // prefetch registers, and the loads of the next slabs are in flight while the tensor cores work on this one (the
 // register-prefetched block_gemm has one slab in flight, and phase 4, one CTA per SM, waited on it ~36 times a
-// CTA). ring: ring_floats<Stages, AResident> floats of shared memory. Every thread of the CTA calls it; it starts
-// and ends with a barrier, and `out` runs after the ring's last read (so the ring may be scratch for it).
+// CTA). Each warp loads its mma fragments ahead of the mma that use them (a full slab's four k-steps at once), and
+// 3xTF32's three products go to accumulators of their own (block_gemm.hpp's mma_step3). ring:
+// ring_floats<Stages, AResident> floats of shared memory. Every thread of the CTA calls it; it starts and ends with
+// a barrier, and `out` runs after the ring's last read (so the ring may be scratch for it).
 #pragma once
 #include <cstdint>
 
@@ -97,65 +99,103 @@ __device__ __forceinline__ void block_gemm_ring(int M, int N, int Kd, const floa
   constexpr int NT = 4, SF = ring_stage_floats<AResident>, BO = AResident ? 0 : gemm_tm * ring_ld;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int wm = 16 * (warp & 3), wn = 32 * (warp >> 2);  // this warp's 16 × 32 strip of a 64 × 64 tile
-  const int slabs = (Kd + ring_tk - 1) / ring_tk, tiles_n = (N + 63) / 64, jobs = slabs * tiles_n;
+  const int jobs = (Kd + ring_tk - 1) / ring_tk * ((N + 63) / 64);  // (n-tile, slab) pairs, slabs innermost
   const auto aligned = [](const float* p, index_t ld) {
     return ld % 4 == 0 && reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
   };
   const bool wide = Kd % 4 == 0 && aligned(b, ldb) && (AResident || aligned(a, lda));
-  const auto fill = [&](int j) {  // job j = (n-tile j / slabs, slab j % slabs) into stage j % Stages
-    float* st = ring + (j % Stages) * SF;
-    const int n0 = 64 * (j / slabs), k0 = ring_tk * (j % slabs);
-    if constexpr (!AResident) ring_fill(st, a, lda, M, k0, Kd, wide);
-    ring_fill(st + BO, b + n0 * ldb, ldb, N - n0, k0, Kd, wide);
+  // The fill cursor (the next job to fetch: its n-tile, slab and stage) and the compute cursor move by counters, not
+  // by a division per job (prof11's profile: the runtime j / slabs, j % slabs cost ~50 dependent instructions a job).
+  int f_n0 = 0, f_k0 = 0, f_st = 0, filled = 0;
+  const auto fill_next = [&] {
+    if (filled < jobs) {
+      float* st = ring + f_st * SF;
+      if constexpr (!AResident) ring_fill(st, a, lda, M, f_k0, Kd, wide);
+      ring_fill(st + BO, b + f_n0 * ldb, ldb, N - f_n0, f_k0, Kd, wide);
+      ++filled, f_st = f_st + 1 == Stages ? 0 : f_st + 1, f_k0 += ring_tk;
+      if (f_k0 >= Kd) f_k0 = 0, f_n0 += 64;
+    }
+    async_commit();
   };
   __syncthreads();  // (the ring's previous readers are done; a resident A is complete)
-#pragma unroll
-  for (int j = 0; j < Stages - 1; ++j) {
-    if (j < jobs) fill(j);
-    async_commit();
-  }
-  float acc[NT][4] = {};
+#pragma unroll 1
+  for (int j = 0; j < Stages - 1; ++j) fill_next();
+  float acc[NT][3][4] = {};  // (mma_step3's accumulators: block_gemm.hpp)
   const int ma = wm + g, mb = ma + 8;
+  int k0 = 0, n0 = 0, st = 0;  // this job's slab, n-tile and stage
   for (int j = 0; j < jobs; ++j) {
     async_wait<Stages - 2>();  // this thread's pieces of slab j are in
     __syncthreads();           // everyone's are; and slab j − 1's stage has been read by all
-    if (j + Stages - 1 < jobs) fill(j + Stages - 1);
-    async_commit();
-    const float* As = ring + (j % Stages) * SF;
+    fill_next();
+    const float* As = ring + st * SF;
     const float* Bs = As + BO;
-    const int k0 = ring_tk * (j % slabs), n0 = 64 * (j / slabs);
     const int steps = (Kd - k0 < ring_tk ? Kd - k0 + 7 : ring_tk) / 8;  // (the slab's zeros past Kd skip)
-    for (int s = 0; s < steps; ++s) {
-      const int kk = 8 * s, ka = kk + t, kb = ka + 4;
-      std::uint32_t ab[4], as[4];
+    // The fragments of k-step kk (raw float32; split or rounded just before their mma), loaded ahead of the mma
+    // that use them: a full slab's four steps all at once, else step s + 1's before step s's mma (the same values
+    // reach the same mma in the same order).
+    const auto load = [&](int kk, float (&fa)[4], float (&fb)[NT][2]) {
+      const int ka = kk + t, kb = ka + 4;
       if constexpr (AResident) {  // (A past M or Kd read as zeros, never from the tile)
         const int ga = k0 + ka, gb = k0 + kb;
-        a_operand<Prec>(ma < M && ga < Kd ? a[ma * lda + ga] : 0.f, ab[0], as[0]);
-        a_operand<Prec>(mb < M && ga < Kd ? a[mb * lda + ga] : 0.f, ab[1], as[1]);
-        a_operand<Prec>(ma < M && gb < Kd ? a[ma * lda + gb] : 0.f, ab[2], as[2]);
-        a_operand<Prec>(mb < M && gb < Kd ? a[mb * lda + gb] : 0.f, ab[3], as[3]);
+        fa[0] = ma < M && ga < Kd ? a[ma * lda + ga] : 0.f;
+        fa[1] = mb < M && ga < Kd ? a[mb * lda + ga] : 0.f;
+        fa[2] = ma < M && gb < Kd ? a[ma * lda + gb] : 0.f;
+        fa[3] = mb < M && gb < Kd ? a[mb * lda + gb] : 0.f;
       } else {
-        a_operand<Prec>(As[ma * ring_ld + ka], ab[0], as[0]);
-        a_operand<Prec>(As[mb * ring_ld + ka], ab[1], as[1]);
-        a_operand<Prec>(As[ma * ring_ld + kb], ab[2], as[2]);
-        a_operand<Prec>(As[mb * ring_ld + kb], ab[3], as[3]);
+        fa[0] = As[ma * ring_ld + ka], fa[1] = As[mb * ring_ld + ka];
+        fa[2] = As[ma * ring_ld + kb], fa[3] = As[mb * ring_ld + kb];
       }
 #pragma unroll
       for (int i = 0; i < NT; ++i) {
         const int n = wn + 8 * i + g;
-        mma_step<Prec>(acc[i], ab, as, Bs[n * ring_ld + ka], Bs[n * ring_ld + kb]);
+        fb[i][0] = Bs[n * ring_ld + ka], fb[i][1] = Bs[n * ring_ld + kb];
+      }
+    };
+    const auto step = [&](const float (&fa)[4], const float (&fb)[NT][2]) {
+      std::uint32_t ab[4], as[4];
+#pragma unroll
+      for (int x = 0; x < 4; ++x) a_operand<Prec>(fa[x], ab[x], as[x]);
+#pragma unroll
+      for (int i = 0; i < NT; ++i) mma_step3<Prec>(acc[i], ab, as, fb[i][0], fb[i][1]);
+    };
+    constexpr int full = ring_tk / 8;
+    if (steps == full) {
+      float fa[full][4], fb[full][NT][2];
+#pragma unroll
+      for (int s = 0; s < full; ++s) load(8 * s, fa[s], fb[s]);
+#pragma unroll
+      for (int s = 0; s < full; ++s) step(fa[s], fb[s]);
+    } else {
+      float fa[4], fb[NT][2];
+      load(0, fa, fb);
+      for (int s = 0; s < steps; ++s) {
+        float na[4], nb[NT][2];
+        load(s + 1 < steps ? 8 * (s + 1) : 8 * s, na, nb);  // (the last step reloads its own: inside the slab)
+        step(fa, fb);
+#pragma unroll
+        for (int x = 0; x < 4; ++x) fa[x] = na[x];
+#pragma unroll
+        for (int i = 0; i < NT; ++i) fb[i][0] = nb[i][0], fb[i][1] = nb[i][1];
       }
     }
-    if (j % slabs == slabs - 1) {  // the n-tile is done
+    st = st + 1 == Stages ? 0 : st + 1;
+    k0 += ring_tk;
+    if (k0 >= Kd) {  // the n-tile is done
       if (j == jobs - 1) __syncthreads();  // (out may write over the ring: every warp is past its last read)
 #pragma unroll
       for (int i = 0; i < NT; ++i)
 #pragma unroll
         for (int x = 0; x < 4; ++x) {
           const int m = wm + g + 8 * (x >> 1), n = n0 + wn + 8 * i + 2 * t + (x & 1);
-          if (m < M && n < N) out(m, n, acc[i][x]);
-          acc[i][x] = 0.f;
+          if (m < M && n < N) out(m, n, acc3_value<Prec>(acc[i], x));
         }
+#pragma unroll
+      for (int i = 0; i < NT; ++i)
+#pragma unroll
+        for (int y = 0; y < 3; ++y)
+#pragma unroll
+          for (int x = 0; x < 4; ++x) acc[i][y][x] = 0.f;
+      k0 = 0, n0 += 64;
     }
   }
   async_wait<0>();  // (only empty groups are left)

@@ -37,6 +37,13 @@ namespace linea::cuda_detail::bwd {
 inline constexpr int grad_tk = 32;  // slab depth of block_gemm's global-operand products (per_key_grad_kernel.hpp)
 inline constexpr int grad_batch = 16;  // loads in flight per thread when staging a tile through registers
 inline constexpr int grad_stages = 3;   // block_gemm_ring's slabs (two in flight)
+// block_gemm_direct's products load the next k-step's fragments ahead (prof11); LINEA_BWD_GRAD_PIPE=0 turns it off
+// (bench/cuda/grad_ab.cu's A/B builds), not a user option
+#ifdef LINEA_BWD_GRAD_PIPE
+inline constexpr bool grad_pipe = LINEA_BWD_GRAD_PIPE;
+#else
+inline constexpr bool grad_pipe = true;
+#endif
 // block_gemm's 64 × 128 slabs, its 32-deep 64-wide ones, or dP's padded CL × CL tile (per_key_grad_kernel.hpp)
 inline constexpr int grad_scratch = std::max({gemm_scratch_for<32, 128>, gemm_scratch_for<grad_tk>, CL * (CL + 1)});
 // chunk_grad's ring: three slabs of both operands, also dP's padded CL × CL tile in dP's epilogue
@@ -117,13 +124,13 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   if constexpr (Erases) {
     block_gemm_ring<Prec, grad_stages, true>(
         L, K, V, sdU, ld_kv, hc, w.V, [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, ring);
-    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
         L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
         [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
     // (dU is dead: k's rows come into its tile while dBk and M form)
     async_tile<CL, max_kv>(sK, ld_kv, k, ldq, L, K);
     async_commit();
-    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
         L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
     block_gemm_ring<Prec, grad_stages, true>(
@@ -133,17 +140,26 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
         [&](int r, int s, float acc) { sM[r * ld_cc + s] = s < r ? -(sM[r * ld_cc + s] + acc) * D(r, s) : 0.f; },
         ring);
     // dv_r = w_r dBv_r, dw_r = v_r·dBv_r: dBv's last reads (a row per warp; every row's loads issued before the
-    // first store: one round trip, not one per row)
+    // first store: one round trip, not one per row). Row pointers step by 8 rows: the 64-bit index arithmetic of v
+    // and dv_out is done once per row, not per element (prof11: this block, fully unrolled, was ~2000 instructions
+    // run once per CTA, and the fetch of code run once is a third of phase 4's stalls).
     const int warp = tid >> 5, lane = tid & 31;
     constexpr int rows = CL / (threads / 32), cols = max_kv / 32;
     float vr[rows][cols], wr[rows];
+    {
+      const float* vp = v + warp * ldv + lane;  // row warp + 8 i at vp + 8 i ldv
+      const float* wp = gate_w + warp * HV;
 #pragma unroll
-    for (int i = 0; i < rows; ++i) {
-      const int r = warp + i * (threads / 32);
-      wr[i] = r < L ? gate_w[r * HV] : 0.f;
+      for (int i = 0; i < rows; ++i) {
+        const int r = warp + i * (threads / 32);
+        wr[i] = r < L ? wp[i * (threads / 32) * HV] : 0.f;
 #pragma unroll
-      for (int c = 0; c < cols; ++c) vr[i][c] = r < L && lane + 32 * c < V ? v[r * ldv + lane + 32 * c] : 0.f;
+        for (int c = 0; c < cols; ++c)
+          vr[i][c] = r < L && lane + 32 * c < V ? vp[i * (threads / 32) * ldv + 32 * c] : 0.f;
+      }
     }
+    T* dvp = dv_out.ptr ? &dv_out(ci.bt, ci.t0 + warp, hv, lane) : nullptr;  // (row warp, column lane)
+    const index_t dv_row = (threads / 32) * dv_out.stride(1), dv_col = 32 * dv_out.stride(3);
 #pragma unroll
     for (int i = 0; i < rows; ++i) {
       const int r = warp + i * (threads / 32);
@@ -155,7 +171,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
         if (j >= V) continue;
         const float dbv = sdBv[r * ld_kv + j];
         x = fmaf(vr[i][c], dbv, x);
-        if (dv_out.ptr) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(wr[i] * dbv);
+        if (dvp) dvp[i * dv_row + c * dv_col] = from_float<T>(wr[i] * dbv);
       }
 #pragma unroll
       for (int o = 16; o; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
@@ -188,7 +204,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     });
   if constexpr (Erases) {
     // x_s = γ_s dBk_s + (M K)_s (into dBk's tile): dk_s += e_s x_s;  de_s += k_s·x_s, and e_s times that into dG_s
-    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
         L, K, L, [&](int s, int t) { return sM[s * ld_cc + t]; }, [&](int t, int d) { return sK[t * ld_kv + d]; },
         [&](int s, int d, float acc) {
           const float x = sGam[s] * sdBk[s * ld_kv + d] + acc;
@@ -200,7 +216,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
       if (Decays) sdG[s] += sE[s] * z;
     });
     // y_s = Σ_{r>s} M_rs e_r k_r (into dBk's tile): dk_s += y_s;  dG_s −= k_s·y_s
-    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
         L, K, L, [&](int s, int r) { return sM[r * ld_cc + s]; }, [&](int r, int d) { return sE[r] * sK[r * ld_kv + d]; },
         [&](int s, int d, float acc) {
           sDK[s * ld_kv + d] += acc;
@@ -239,11 +255,11 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   if constexpr (Decays)
     row_sums(L, K, [&](int r, int d) { return sQ[r * ld_kv + d] * sDQ[r * ld_kv + d]; },
              [&](int r, float x) { sdG[r] += x; });
-  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
       L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
       [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
   // ---- dk += Nᵀ Q ----
-  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>>(
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
       L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
       [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; });
   // ---- dq, dk leave; the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ ----
