@@ -20,8 +20,8 @@
 // "prep_old_ms" times main's phase 1 (the phase-4 columns then time the same kernel twice).
 // For kda and gdn2 (either mode) it also runs main 07de2f4's phase 1 (per_key_prep_v1.hpp: A and T in tiles of their
 // own, one CTA an SM; lean11 made the library's phase 1 two CTAs an SM) in the whole backward with the library's
-// phase 4: "v1_vs_lib" (the library's call against it: kda ≈ 0, same arithmetic; gdn2 float32 rounding: W's operand
-// is (b ⊙ k) ⊙ exp(G) now, k ⊙ (b ⊙ exp(G)) there), and timed, interleaved with the library's phase 1, "prep_lib_ms" /
+// phase 4: "v1_vs_lib" (the library's call against it: 0 for kda and gdn2, the same arithmetic since
+// lean11-onepass), and timed, interleaved with the library's phase 1, "prep_lib_ms" /
 // "prep_v1_ms" and "bwd_lib1_ms" / "bwd_v1_ms" (the whole backward with either phase 1).
 #include <algorithm>
 #include <cmath>

@@ -6,8 +6,8 @@
 //                   keeping S (and the read's statistics, and the normaliser's key sum) at the start of every
 //                   chunk: ⌈L/C⌉·K·V values;
 //   2. per chunk, last first:
-//      prepare      the chunk's tokens once: per-token coefficients of the passes below, and the read's q̃_t (the
-//                   reference's read tape, restarted from the chunk's statistics);
+//      prepare      the chunk's tokens once: per-token coefficients of the passes below, and the read's q̃_t (its
+//                   tape, restarted from the chunk's statistics: ccq_tape.hpp for CCQ, the reference's otherwise);
 //      tiles        one column tile of the state at a time (backward_tile.hpp): recompute the tile of
 //                   S_{t0} … S_{t0+L} from the boundary state ((C+1)·K·16 scratch), then t = last … first the
 //                   reference backward's four steps (read, write, correct, decay) on the tile of dS = dL/dS_t

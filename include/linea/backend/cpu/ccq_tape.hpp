@@ -1,6 +1,6 @@
 // linea/backend/cpu/ccq_tape.hpp — the CPU backward's tape of the CCQ read: the reference's read_tape
-// (reference/read_adjoint.hpp, same interface and the same float64 arithmetic) with its K×K loops vectorised and
-// fused, over contiguous storage.
+// (reference/read_adjoint.hpp, same interface and the same formulas in float64 — not bit-identical: an FMA in C's
+// update, vector partial sums, dC's (dy_i / z) q_j) with its K×K loops vectorised and fused, over contiguous storage.
 //
 // Why: the reference tape keeps one heap-allocated ccq_statistics per token (a K×K copy and an allocation per
 // forward step), and its backward walks C_t, C_{t−1} and the carried dC in six separate K×K loops, two of them
@@ -11,7 +11,7 @@
 //              K-vector in L1 rather than a walk down a column.
 // Everything stays in float64 (backward_head.hpp says why). Storage: the statistics after each step of the
 // current stretch (restart to restart: one chunk) in one buffer of slots, rows padded to the lane count with zeros
-// (so the vector loops have no tails); it grows to the chunk length once and is reused.
+// (so the vector loops have no tails); it grows by doubling to at least the longest stretch and is reused.
 #pragma once
 #include <algorithm>
 #include <cmath>

@@ -19,8 +19,9 @@
 // slabs in shared memory filled by cp.async, Stages − 1 slabs ahead, across the n-tiles as one sequence: no
 // prefetch registers, and the loads of the next slabs are in flight while the tensor cores work on this one (the
 // register-prefetched block_gemm has one slab in flight, and phase 4, one CTA per SM, waited on it ~36 times a
-// CTA). Each warp loads its mma fragments ahead of the mma that use them (a full slab's four k-steps at once), and
-// 3xTF32's three products go to accumulators of their own (block_gemm.hpp's mma_step3). ring:
+// CTA). Each warp loads its mma fragments ahead of the mma that use them (a full slab's four k-steps at once);
+// 3xTF32's three products chain into one accumulator (block_gemm.hpp's mma_step3; LINEA_BWD_SPLIT_ACC=1, an A/B
+// switch, gives them accumulators of their own). ring:
 // ring_floats<Stages, AResident> floats of shared memory. Every thread of the CTA calls it; it starts and ends with
 // a barrier, and `out` runs after the ring's last read (so the ring may be scratch for it).
 #pragma once

@@ -282,8 +282,8 @@ inline constexpr int direct_unroll = Erases == PerKey ? 2 : 1;
 
 // Pipe: each warp loads k-step kk + 8's fragments before it issues step kk's mma (software pipelining: the
 // shared-memory latency hides behind the tensor-core work instead of stalling every step; the same values reach the
-// same mma in the same order, so results are unchanged). Phase 4's kernels use it (prof11's profile, bench/cuda/
-// README.md); it costs 4 + TN / 8 registers, which the two-CTA-per-SM kernels do not have to spare.
+// same mma in the same order, so results are unchanged). chunk_grad (phase 4 of the scalar-decay rules) uses it
+// (prof11's profile, bench/cuda/README.md; per_key_grad has no block_gemm_direct product); it costs 4 + TN / 8 registers, which the two-CTA-per-SM kernels do not have to spare.
 template <precision Prec, int TN = 64, int Unroll = 1, bool Pipe = false, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b, Out out) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm_direct: 256 threads, 64 × 16|32|64 tiles");

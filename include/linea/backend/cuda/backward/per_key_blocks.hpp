@@ -13,8 +13,9 @@
 //                       whole sum of entry l (reduce_scatter.hpp, shared with the forward's diagonal blocks).
 // Tiles: [CL][ld_kv] floats (zeros past the chunk's length and past K up to max_kv); G the in-chunk cumulative log
 // decay (constant past the chunk's length). put_p(r, s, x) / put_a(r, s, x) take every entry computed. GDN-2's b
-// (Channels) is either such a tile (a pointer) or an accessor b(r, d) (finite everywhere: k is zero where b is not
-// defined), read from global memory where a fourth tile would not leave two CTAs an SM (per_key_prep_kernel.hpp).
+// (Channels) is either such a tile (a pointer: only bench/cuda/per_key_prep_v1.hpp, the A/B's old kernel, passes
+// one) or an accessor b(r, d) (finite everywhere: k is zero where b is not defined), read from global memory, which
+// the library's phase 1 uses: a fourth tile would not leave two CTAs an SM (per_key_prep_kernel.hpp).
 #pragma once
 #include <cstdint>
 #include <type_traits>

@@ -6,7 +6,8 @@
 //   v, d_o      [tokens, HV, V]
 //   log_alpha   [tokens, HV]       the rule's log decay (0 without decay); erase, write: the update's gates
 //   G           [chunks, HV, CL]   in-chunk cumulative log decay
-//   P, Tinv     [chunks, HV, CL, CL]  decayed causal Q Kᵀ (no scale); (I + A)⁻¹ of the UT transform
+//   P, Tinv     [chunks, HV, CL, CL]  decayed causal Q Kᵀ (no scale); (I + A)⁻¹ of the UT transform (the per-key
+//                                     phase 1 parks A there first, then overwrites it with T)
 //   W, U        [chunks, HV, CL, K|V] the UT transform's products T(e⊙Γ⊙K), T(w⊙V)
 //   U_new, dU   [chunks, HV, CL, V]   the residuals U − W S, and dL/dU_new
 //   h, dh       [chunks, HV, K, V]    the state before chunk c, and dL/d(state after chunk c)
