@@ -266,6 +266,14 @@ TEST_CASE("backward: edge shapes") {
                                                   {.chunk_size = 4});
   check<kda, decayed, backend::cpu, float>({.H = 1, .HV = 2, .K = 8, .V = 4, .seqlens = {0, 1, 0, 5, 1, 0}, .initial_state = true},
                                            {.chunk_size = 2, .threads = 2, .ccq = stats});
+  // A non-symmetric C0 (initial statistics plus an antisymmetric part, read as the row product C q): the CPU CCQ
+  // tape's transposed products (Cᵀdy, dCᵀk) are the only place where C ≠ Cᵀ shows.
+  check<gated_delta, read::ccq<read::uniform>, backend::cpu, double>(
+      {.B = 1, .T = 40, .H = 1, .HV = 2, .K = 12, .V = 5, .initial_state = true},
+      {.chunk_size = 16, .ccq = {.initial_stats = true, .skewed_C0 = true}});
+  check<kda, decayed, backend::cpu, float>({.B = 2, .T = 23, .H = 1, .HV = 1, .K = 20, .V = 6, .initial_state = true},
+                                           {.chunk_size = 8, .ccq = {.initial_stats = true, .explicit_log_decay = true,
+                                                                     .skewed_C0 = true}});
   {  // B = 0: no sequences, nothing to compute (no item to share out among threads)
     backward_case<kda, decayed, float> none({.B = 0, .T = 5, .H = 1, .HV = 2, .K = 8, .V = 4, .initial_state = true},
                                             {.threads = 0, .ccq = stats});
