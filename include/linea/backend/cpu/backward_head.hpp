@@ -61,7 +61,8 @@ class backward_head {
         st_dr_(al_c_), ds_u_(al_c_), sp_du_(al_c_), ds_sp_(al_c_), w_c_(sized(C * Vt_)), dr_c_(w_c_), u_c_(w_c_),
         du_c_(w_c_), den_(sized(C)), alpha_(p.K), dla_(p.K), de_(p.K), dw_(p.V), dv_(p.V), dz_(p.K), raw_(p.K),
         dx_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {
-    if constexpr (requires { tape_.reserve_steps(C); }) tape_.reserve_steps(std::min(C, std::max<index_t>(p.T, 1)));
+    // The tape's per-step record, for the longest chunk at once (backward.hpp has capped C at the longest sequence).
+    if constexpr (requires { tape_.reserve_steps(C); }) tape_.reserve_steps(C);
   }
 
   // Sequence `seq` (index n) at key head h: every value head of the group, then dq, dk of the group.
