@@ -60,7 +60,10 @@ class backward_head {
         dS_(sized(Vt_ * Kp_)), al_c_(sized(C * Kp_)), k_c_(al_c_), eki_c_(al_c_), cu_c_(al_c_), cq_c_(al_c_),
         st_dr_(al_c_), ds_u_(al_c_), sp_du_(al_c_), ds_sp_(al_c_), w_c_(sized(C * Vt_)), dr_c_(w_c_), u_c_(w_c_),
         du_c_(w_c_), den_(sized(C)), alpha_(p.K), dla_(p.K), de_(p.K), dw_(p.V), dv_(p.V), dz_(p.K), raw_(p.K),
-        dx_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {}
+        dx_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {
+    // The tape's per-step record, for the longest chunk at once (backward.hpp has capped C at the longest sequence).
+    if constexpr (requires { tape_.reserve_steps(C); }) tape_.reserve_steps(C);
+  }
 
   // Sequence `seq` (index n) at key head h: every value head of the group, then dq, dk of the group.
   void run(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t n, index_t h,
@@ -135,7 +138,11 @@ class backward_head {
       if (!tokens) continue;
       for (index_t t = t0; t < t0 + len; ++t) {
         const token<R> x = load_.load(a, p_, seq.batch, t, hv);
-        tape_.forward(a, seq.batch, t, hv, wide(x), double(mean_log_decay<Rule>(x, K)));
+        const double c_rule = double(mean_log_decay<Rule>(x, K));
+        if constexpr (requires { tape_.advance(a, seq.batch, t, hv, wide(x), c_rule); })
+          tape_.advance(a, seq.batch, t, hv, wide(x), c_rule);  // the statistics only: no y, no per-step record
+        else
+          tape_.forward(a, seq.batch, t, hv, wide(x), c_rule);
         if (a.normalize)
           for (index_t i = 0; i < K; ++i) z[i] += x.k[i];
       }

@@ -11,7 +11,8 @@
 //              K-vector in L1 rather than a walk down a column.
 // Everything stays in float64 (backward_head.hpp says why). Storage: the statistics after each step of the
 // current stretch (restart to restart: one chunk) in one buffer of slots, rows padded to the lane count with zeros
-// (so the vector loops have no tails); it grows by doubling to at least the longest stretch and is reused.
+// (so the vector loops have no tails), sized once for the longest stretch (reserve_steps) and reused. The
+// checkpoint pass, which needs only the statistics at chunk boundaries, advances them in place (advance).
 #pragma once
 #include <algorithm>
 #include <cmath>
@@ -113,6 +114,31 @@ class ccq_tape {
     steps_ = s + 1;
     return qt;
   }
+
+  // The statistics' update alone, in place (the checkpoint pass needs only the statistics at chunk boundaries):
+  // one pass over C's rows, no y, no q̃, no slot per step. The arithmetic of C, m, z is forward's, operation for
+  // operation, so the stretches that forward later restarts from these statistics see them bit for bit.
+  // Only at the start of a stretch (no step recorded since begin or restart): forward's record would be overwritten.
+  template <class A>
+  void advance(const A& a, index_t bt, index_t t, index_t hv, const token<double>& x, double c_rule) {
+    std::copy(x.k, x.k + K_, k_.begin());
+    const double decay = std::exp(log_decay(a, bt, t, hv, c_rule));
+    double *C = C_at(steps_), *m = m_at(steps_);
+    double& z = z_[static_cast<std::size_t>(steps_)];
+    z = decay * z + 1.0;
+    for (index_t i = 0; i < Kp_; ++i) m[i] = decay * m[i] + k_[i];
+    const vec a_v = L::splat(decay);
+    for (index_t i = 0; i < K_; ++i) {
+      double* r = C + i * Kp_;
+      const vec ki = L::splat(k_[i]);
+      for (index_t j = 0; j < Kp_; j += L::size)
+        L::store(r + j, L::fma(a_v, L::load(r + j), ki * L::load(k_.data() + j)));
+    }
+  }
+
+  // Room for a stretch of `steps` steps, allocated once (backward_head knows its chunk size); forward still grows
+  // the storage if a stretch runs longer.
+  void reserve_steps(index_t steps) { reserve(steps + 1, false); }
 
   const double* q_tilde(index_t step, const token<double>&) const { return qt_at(step); }
 
@@ -220,10 +246,11 @@ class ccq_tape {
     else return a.ccq.log_decay.empty() ? rule_log_decay : load_as<double>(a.ccq.log_decay(bt, t, hv));
   }
   static std::vector<double> sized(index_t n) { return std::vector<double>(static_cast<std::size_t>(n), 0.0); }
-  // Room for `slots` statistics (and slots − 1 steps' y, q̃); grows, keeping what is stored, only on a longer stretch.
-  void reserve(index_t slots) {
+  // Room for `slots` statistics (and slots − 1 steps' y, q̃); grows, keeping what is stored, only on a longer stretch:
+  // to exactly `slots` when asked for a known length, else by doubling (forward, one step at a time).
+  void reserve(index_t slots, bool doubling = true) {
     if (slots <= slots_) return;
-    slots = std::max(slots, 2 * slots_);
+    if (doubling) slots = std::max(slots, 2 * slots_);
     Cs_.resize(static_cast<std::size_t>(slots * KK_), 0.0);
     ms_.resize(static_cast<std::size_t>(slots * Kp_), 0.0);
     z_.resize(static_cast<std::size_t>(slots), 0.0);
