@@ -126,7 +126,8 @@ void ab(const shape& s) {
   a.k = input<X>(seed, s, s.H, s.K, 1);
   a.v = input<X>(seed, s, s.HV, s.V, 1);
   a.qk_l2norm = true;
-  const float glo = s.gates ? -3.f : -1.f, ghi = s.gates ? 3.f : 0.f;  // logits, or log decays
+  const bool gates = s.gates && Rule::decay::kind != decay_kind::none;  // (in-kernel gates need a decay)
+  const float glo = gates ? -3.f : -1.f, ghi = gates ? 3.f : 0.f;  // logits, or log decays
   const std::size_t ns = std::size_t(s.B * s.T * s.HV), nkv = ns * std::size_t(s.K);
   if constexpr (reads(Rule::inputs, input::g)) a.g = contiguous<3>(static_cast<const X*>(random<X>(ns, 11, glo, ghi)), {s.B, s.T, s.HV});
   if constexpr (reads(Rule::inputs, input::gk))
@@ -135,7 +136,7 @@ void ab(const shape& s) {
     a.beta = contiguous<3>(static_cast<const X*>(random<X>(ns, 13, -2.f, 2.f)), {s.B, s.T, s.HV});
     a.beta_act = beta_activation::sigmoid;
   }
-  if (s.gates) {
+  if (gates) {
     a.gate.A_log = contiguous<1>(static_cast<const float*>(random<float>(std::size_t(s.HV), 14, -1.f, 1.f)), {s.HV});
     const index_t nb = per_key ? s.HV * s.K : s.HV;
     a.gate.dt_bias = contiguous<1>(static_cast<const float*>(random<float>(std::size_t(nb), 15, -1.f, 1.f)), {nb});
@@ -180,7 +181,7 @@ void ab(const shape& s) {
     if (a.g.ptr) og[i].dg = contiguous<3>(dg[i], {s.B, s.T, s.HV});
     if (a.beta.ptr) og[i].dbeta = contiguous<3>(dbeta[i], {s.B, s.T, s.HV});
     if (a.gk.ptr) og[i].dgk = contiguous<4>(dgk[i], {s.B, s.T, s.HV, s.K});
-    if (s.gates) {
+    if (gates) {
       og[i].sum_A_log = sums[i], og[i].sum_dt_bias = sums[i] + s.HV;
       og[i].dA_log = contiguous<1>(dalloc<float>(HV), {s.HV});
       og[i].ddt_bias = contiguous<1>(dalloc<float>(per_key ? HV * K : HV), {per_key ? s.HV * s.K : s.HV});
@@ -196,7 +197,7 @@ void ab(const shape& s) {
 
   std::printf("{\"rule\":\"%s\",\"type\":\"%s\",\"B\":%ld,\"T\":%ld,\"H\":%ld,\"HV\":%ld,\"K\":%ld,\"V\":%ld,\"odd\":%d,\"gates\":%d",
               rule_name<Rule>::value, std::is_same_v<X, float> ? "float32" : "bf16", long(s.B), long(s.T), long(s.H),
-              long(s.HV), long(s.K), long(s.V), int(s.odd_strides), int(s.gates));
+              long(s.HV), long(s.K), long(s.V), int(s.odd_strides), int(gates));
   double worst = 0;
   const auto report = [&](const char* name, double d) {
     worst = std::max(worst, std::isfinite(d) ? d : 1e30);
@@ -212,7 +213,7 @@ void ab(const shape& s) {
   if (a.g.ptr) report("dg", distance(dg[1], dg[0], ns));
   if (a.beta.ptr) report("dbeta", distance(dbeta[1], dbeta[0], ns));
   if (a.gk.ptr) report("dgk", distance(dgk[1], dgk[0], nkv));
-  if (s.gates) report("sums", distance(sums[1], sums[0], std::size_t(s.HV + (per_key ? s.HV * s.K : s.HV))));
+  if (gates) report("sums", distance(sums[1], sums[0], std::size_t(s.HV + (per_key ? s.HV * s.K : s.HV))));
   std::printf(",\"worst\":%.3g", worst);
   if (s.timed) {
     double t0[2] = {1e30, 1e30}, t5[2] = {1e30, 1e30};
