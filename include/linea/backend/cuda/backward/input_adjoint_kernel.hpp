@@ -29,26 +29,34 @@ __global__ void sums_kernel(const view<float, 1> x, const double* sum) {
     x(i) = sum ? float(sum[i]) : 0.f;
 }
 
-// One warp: dx of key head h's row, from the value heads' dx̂ rows of its group (row_quads.hpp: four elements a lane).
+// One warp, one key head h of q or k (row_quads.hpp: four elements a lane): its dx̂ summed over the value heads of
+// the group, and the raw row when the L2 norm's adjoint needs it. Loading (gather) and storing (store) are apart so
+// that a warp has q's and k's loads in flight together.
+struct adjoint_row {
+  float d[4] = {0, 0, 0, 0}, x[4];
+};
 template <class T>
-__device__ void qk_adjoint(const view<const T, 4>& raw, bool l2, const float* dhat, index_t G, index_t K, index_t bt,
-                           index_t t, index_t h, const view<T, 4>& out) {
+__device__ __forceinline__ void gather_adjoint(const view<const T, 4>& raw, bool l2, const float* dhat, index_t G,
+                                               index_t K, index_t bt, index_t t, index_t h, adjoint_row& r) {
   const int lane = threadIdx.x & 31;
-  float d[4] = {0, 0, 0, 0};  // Σ over the value heads of key head h
   for (index_t hv = h * G; hv < (h + 1) * G; ++hv) {
     float x[4];
     load_quad(dhat + hv * K, 1, K, lane, x);
 #pragma unroll
-    for (int j = 0; j < 4; ++j) d[j] += x[j];
+    for (int j = 0; j < 4; ++j) r.d[j] += x[j];
   }
-  if (l2) {  // n = sqrt(Σ x² + 1e-6); dx = (dx̂ − x̂ (x̂·dx̂)) / n
-    float x[4];
-    load_quad(raw.row(bt, t, h), raw.stride(3), K, lane, x);
-    const float inv = rsqrtf(warp_sum(quad_dot(x, x)) + 1e-6f), dot = warp_sum(quad_dot(x, d)) * inv;
+  if (l2) load_quad(raw.row(bt, t, h), raw.stride(3), K, lane, r.x);
+}
+// dx = (dx̂ − x̂ (x̂·dx̂)) / n with n = sqrt(Σ x² + 1e-6), or dx̂ without the norm
+template <class T>
+__device__ __forceinline__ void store_adjoint(adjoint_row& r, bool l2, index_t K, index_t bt, index_t t, index_t h,
+                                              const view<T, 4>& out) {
+  if (l2) {
+    const float inv = rsqrtf(warp_sum(quad_dot(r.x, r.x)) + 1e-6f), dot = warp_sum(quad_dot(r.x, r.d)) * inv;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) d[j] = (d[j] - x[j] * inv * dot) * inv;
+    for (int j = 0; j < 4; ++j) r.d[j] = (r.d[j] - r.x[j] * inv * dot) * inv;
   }
-  store_quad(out.row(bt, t, h), out.stride(3), K, lane, d);
+  store_quad(out.row(bt, t, h), out.stride(3), K, threadIdx.x & 31, r.d);
 }
 
 template <class T>
@@ -57,8 +65,11 @@ __global__ void __launch_bounds__(threads) input_adjoint_kernel(const kernel_arg
   const index_t token = blockIdx.x, bt = token / w.T, t = token % w.T;
   const int tid = threadIdx.x, warp = tid >> 5;
   for (index_t h = warp; h < w.H; h += threads / 32) {
-    if (o.dq.ptr) qk_adjoint(a.q, a.l2q, w.dq + token * w.HV * w.K, w.G, w.K, bt, t, h, o.dq);
-    if (o.dk.ptr) qk_adjoint(a.k, a.l2k, w.dk + token * w.HV * w.K, w.G, w.K, bt, t, h, o.dk);
+    adjoint_row rq, rk;
+    if (o.dq.ptr) gather_adjoint(a.q, a.l2q, w.dq + token * w.HV * w.K, w.G, w.K, bt, t, h, rq);
+    if (o.dk.ptr) gather_adjoint(a.k, a.l2k, w.dk + token * w.HV * w.K, w.G, w.K, bt, t, h, rk);
+    if (o.dq.ptr) store_adjoint(rq, a.l2q, w.K, bt, t, h, o.dq);
+    if (o.dk.ptr) store_adjoint(rk, a.l2k, w.K, bt, t, h, o.dk);
   }
   for (index_t hv = tid; hv < w.HV; hv += threads) {
     const std::size_t at = std::size_t(token * w.HV + hv);
