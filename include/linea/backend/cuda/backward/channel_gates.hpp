@@ -6,8 +6,9 @@
 //   db_rd = k_rd (rowA_rd + γ_rd dBk_rd),   dw_rj = v_rj dBv_rj,   dv_rj = w_rj dBv_rj
 // The state passes need nothing new: the erase key enters them only through W.
 #pragma once
-#include "work.hpp"
 #include "../source.hpp"
+#include "row_quads.hpp"
+#include "work.hpp"
 
 namespace linea::cuda_detail::bwd {
 
@@ -21,13 +22,19 @@ struct channel_grads {
   view<T, 4> db, dw;  // [B, T, HV, K], [B, T, HV, V] (each written when given)
 };
 
-// The gates as float32, one CTA per token.
+// The gates as float32, one CTA per token, one warp a row (row_quads.hpp).
 template <class T>
 __global__ void __launch_bounds__(threads) channel_gates_kernel(const view<const T, 4> b, const view<const T, 4> wv,
                                                                 const work w, float* b_out, float* w_out) {
   const index_t token = blockIdx.x, bt = token / w.T, t = token % w.T;
-  for (index_t e = threadIdx.x; e < w.HV * w.K; e += threads) b_out[token * w.HV * w.K + e] = to_float(b(bt, t, e / w.K, e % w.K));
-  for (index_t e = threadIdx.x; e < w.HV * w.V; e += threads) w_out[token * w.HV * w.V + e] = to_float(wv(bt, t, e / w.V, e % w.V));
+  const int lane = threadIdx.x & 31;
+  for (index_t hv = threadIdx.x >> 5; hv < w.HV; hv += threads / 32) {
+    float x[4], y[4];
+    load_quad(b.row(bt, t, hv), b.stride(3), w.K, lane, x);
+    load_quad(wv.row(bt, t, hv), wv.stride(3), w.V, lane, y);
+    store_quad(b_out + std::size_t((token * w.HV + hv) * w.K), 1, w.K, lane, x);
+    store_quad(w_out + std::size_t((token * w.HV + hv) * w.V), 1, w.V, lane, y);
+  }
 }
 
 }  // namespace linea::cuda_detail::bwd

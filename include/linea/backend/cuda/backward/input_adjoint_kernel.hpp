@@ -29,29 +29,34 @@ __global__ void sums_kernel(const view<float, 1> x, const double* sum) {
     x(i) = sum ? float(sum[i]) : 0.f;
 }
 
+// One warp, one key head h of q or k (row_quads.hpp: four elements a lane): its dx̂ summed over the value heads of
+// the group, and the raw row when the L2 norm's adjoint needs it. Loading (gather) and storing (store) are apart so
+// that a warp has q's and k's loads in flight together.
+struct adjoint_row {
+  float d[4] = {0, 0, 0, 0}, x[4];
+};
 template <class T>
-__device__ void qk_adjoint(const view<const T, 4>& raw, bool l2, const float* dhat, index_t G, index_t K, index_t bt,
-                           index_t t, index_t h, const view<T, 4>& out) {
+__device__ __forceinline__ void gather_adjoint(const view<const T, 4>& raw, bool l2, const float* dhat, index_t G,
+                                               index_t K, index_t bt, index_t t, index_t h, adjoint_row& r) {
   const int lane = threadIdx.x & 31;
-  const auto sum_group = [&](index_t i) {  // Σ over the value heads of key head h
-    float x = 0;
-    for (index_t hv = h * G; hv < (h + 1) * G; ++hv) x += dhat[hv * K + i];
-    return x;
-  };
-  float inv = 1.f, dot = 0.f;
-  if (l2) {  // n = sqrt(Σ x² + 1e-6), x̂·dx̂
-    float ss = 0, xd = 0;
-    for (index_t i = lane; i < K; i += 32) {
-      const float x = to_float(raw(bt, t, h, i));
-      ss += x * x, xd += x * sum_group(i);
-    }
-    inv = rsqrtf(warp_sum(ss) + 1e-6f);
-    dot = warp_sum(xd) * inv;
+  for (index_t hv = h * G; hv < (h + 1) * G; ++hv) {
+    float x[4];
+    load_quad(dhat + hv * K, 1, K, lane, x);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) r.d[j] += x[j];
   }
-  for (index_t i = lane; i < K; i += 32) {
-    const float d = sum_group(i);
-    out(bt, t, h, i) = from_float<T>(l2 ? (d - to_float(raw(bt, t, h, i)) * inv * dot) * inv : d);
+  if (l2) load_quad(raw.row(bt, t, h), raw.stride(3), K, lane, r.x);
+}
+// dx = (dx̂ − x̂ (x̂·dx̂)) / n with n = sqrt(Σ x² + 1e-6), or dx̂ without the norm
+template <class T>
+__device__ __forceinline__ void store_adjoint(adjoint_row& r, bool l2, index_t K, index_t bt, index_t t, index_t h,
+                                              const view<T, 4>& out) {
+  if (l2) {
+    const float inv = rsqrtf(warp_sum(quad_dot(r.x, r.x)) + 1e-6f), dot = warp_sum(quad_dot(r.x, r.d)) * inv;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) r.d[j] = (r.d[j] - r.x[j] * inv * dot) * inv;
   }
+  store_quad(out.row(bt, t, h), out.stride(3), K, threadIdx.x & 31, r.d);
 }
 
 template <class T>
@@ -60,8 +65,11 @@ __global__ void __launch_bounds__(threads) input_adjoint_kernel(const kernel_arg
   const index_t token = blockIdx.x, bt = token / w.T, t = token % w.T;
   const int tid = threadIdx.x, warp = tid >> 5;
   for (index_t h = warp; h < w.H; h += threads / 32) {
-    if (o.dq.ptr) qk_adjoint(a.q, a.l2q, w.dq + token * w.HV * w.K, w.G, w.K, bt, t, h, o.dq);
-    if (o.dk.ptr) qk_adjoint(a.k, a.l2k, w.dk + token * w.HV * w.K, w.G, w.K, bt, t, h, o.dk);
+    adjoint_row rq, rk;
+    if (o.dq.ptr) gather_adjoint(a.q, a.l2q, w.dq + token * w.HV * w.K, w.G, w.K, bt, t, h, rq);
+    if (o.dk.ptr) gather_adjoint(a.k, a.l2k, w.dk + token * w.HV * w.K, w.G, w.K, bt, t, h, rk);
+    if (o.dq.ptr) store_adjoint(rq, a.l2q, w.K, bt, t, h, o.dq);
+    if (o.dk.ptr) store_adjoint(rk, a.l2k, w.K, bt, t, h, o.dk);
   }
   for (index_t hv = tid; hv < w.HV; hv += threads) {
     const std::size_t at = std::size_t(token * w.HV + hv);
@@ -83,21 +91,22 @@ __global__ void __launch_bounds__(threads) input_adjoint_kernel(const kernel_arg
       o.dbeta(bt, t, hv) = from_float<T>(w.derase[at] * reference::beta_activation_derivative(x, static_cast<beta_activation>(a.beta_act)));
     }
   }
-  if (a.gk.ptr)  // the rule's per-key log decay (dt_bias per (hv, i): index hv·K + i)
-    for (index_t e = tid; e < w.HV * w.K; e += threads) {
-      const index_t hv = e / w.K, i = e % w.K;
-      const float d = w.dlog_alpha_k[token * w.HV * w.K + e];
-      float dx = d;
-      if (a.gate_active) {
-        const float bias = a.dt_bias.empty() ? 0.f : a.dt_bias(e);
-        const auto pd = reference::activate_gate_partials(to_float(a.gk(bt, t, hv, i)), a.A_log(hv), bias,
-                                                          a.has_lower_bound, a.lower_bound);
-        dx = d * pd.dx;
-        if (o.dA_log.ptr) atomicAdd(o.sum_A_log + hv, double(d) * double(pd.dA_log));
-        if (o.ddt_bias.ptr) atomicAdd(o.sum_dt_bias + e, double(d) * double(pd.ddt_bias));
+  if (a.gk.ptr)  // the rule's per-key log decay (dt_bias per (hv, i): index hv·K + i); one warp a value head
+    for (index_t hv = warp; hv < w.HV; hv += threads / 32)
+      for (index_t i = threadIdx.x & 31; i < w.K; i += 32) {
+        const index_t e = hv * w.K + i;
+        const float d = w.dlog_alpha_k[token * w.HV * w.K + e];
+        float dx = d;
+        if (a.gate_active) {
+          const float bias = a.dt_bias.empty() ? 0.f : a.dt_bias(e);
+          const auto pd = reference::activate_gate_partials(to_float(a.gk(bt, t, hv, i)), a.A_log(hv), bias,
+                                                            a.has_lower_bound, a.lower_bound);
+          dx = d * pd.dx;
+          if (o.dA_log.ptr) atomicAdd(o.sum_A_log + hv, double(d) * double(pd.dA_log));
+          if (o.ddt_bias.ptr) atomicAdd(o.sum_dt_bias + e, double(d) * double(pd.ddt_bias));
+        }
+        if (o.dgk.ptr) o.dgk(bt, t, hv, i) = from_float<T>(dx);
       }
-      if (o.dgk.ptr) o.dgk(bt, t, hv, i) = from_float<T>(dx);
-    }
 }
 
 }  // namespace linea::cuda_detail::bwd

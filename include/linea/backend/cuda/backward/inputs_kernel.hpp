@@ -1,9 +1,11 @@
 // linea/backend/cuda/backward/inputs_kernel.hpp — phase 0: the caller's inputs (any type, any strides) as the
 // float32 values the rule uses, contiguous (work.hpp): q, k after the in-kernel L2 norm; v; d_o; the log decay
 // and the update's gates through the policies' hooks (in-kernel gates and β activation included).
-// One CTA per token; one warp per key head for q, k (the L2 norm is a warp reduction).
+// One CTA per token; one warp a row (row_quads.hpp: each row read once, four elements a lane), so the L2 norm
+// of q, k is a warp reduction over values already in registers.
 #pragma once
 #include "../source.hpp"
+#include "row_quads.hpp"
 #include "work.hpp"
 
 namespace linea::cuda_detail::bwd {
@@ -17,32 +19,40 @@ template <class Rule, class T>
 __global__ void __launch_bounds__(threads) inputs_kernel(const kernel_args<T> a, const view<const T, 4> d_o, const work w) {
   const index_t token = blockIdx.x, bt = token / w.T, t = token % w.T;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
+  constexpr int warps = threads / 32;
   const source<T> src{a};
 
-  for (index_t h = warp; h < w.H; h += threads / 32) {  // q, k of key head h, normalised when asked
-    float sq = 0, sk = 0;
-    for (index_t i = lane; i < w.K; i += 32) {
-      const float x = to_float(a.q(bt, t, h, i)), y = to_float(a.k(bt, t, h, i));
-      sq += x * x, sk += y * y;
+  // Row r of q, k (key head r, normalised when asked) and of v, d_o (value head r): the four loads issued before
+  // the reductions and stores, so that a warp has them in flight together.
+  for (index_t r = warp; r < (w.H > w.HV ? w.H : w.HV); r += warps) {
+    float x[4], y[4], v[4], d[4];
+    if (r < w.H) {
+      load_quad(a.q.row(bt, t, r), a.q.stride(3), w.K, lane, x);
+      load_quad(a.k.row(bt, t, r), a.k.stride(3), w.K, lane, y);
     }
-    const float iq = a.l2q ? rsqrtf(warp_sum(sq) + 1e-6f) : 1.f, ik = a.l2k ? rsqrtf(warp_sum(sk) + 1e-6f) : 1.f;
-    for (index_t i = lane; i < w.K; i += 32) {
-      const std::size_t at = std::size_t((token * w.H + h) * w.K + i);
-      w.q[at] = to_float(a.q(bt, t, h, i)) * iq;
-      w.k[at] = to_float(a.k(bt, t, h, i)) * ik;
+    if (r < w.HV) {
+      load_quad(a.v.row(bt, t, r), a.v.stride(3), w.V, lane, v);
+      load_quad(d_o.row(bt, t, r), d_o.stride(3), w.V, lane, d);
     }
-  }
-  for (index_t e = tid; e < w.HV * w.V; e += threads) {
-    const index_t hv = e / w.V, j = e % w.V;
-    w.v[token * w.HV * w.V + e] = to_float(a.v(bt, t, hv, j));
-    w.d_o[token * w.HV * w.V + e] = to_float(d_o(bt, t, hv, j));
+    if (r < w.H) {
+      const float iq = a.l2q ? rsqrtf(warp_sum(quad_dot(x, x)) + 1e-6f) : 1.f;
+      const float ik = a.l2k ? rsqrtf(warp_sum(quad_dot(y, y)) + 1e-6f) : 1.f;
+      const std::size_t at = std::size_t((token * w.H + r) * w.K);
+      store_quad(w.q + at, 1, w.K, lane, x, iq);
+      store_quad(w.k + at, 1, w.K, lane, y, ik);
+    }
+    if (r < w.HV) {
+      const std::size_t at = std::size_t((token * w.HV + r) * w.V);
+      store_quad(w.v + at, 1, w.V, lane, v);
+      store_quad(w.d_o + at, 1, w.V, lane, d);
+    }
   }
   using U = typename Rule::update;
   if constexpr (Rule::decay::kind == decay_kind::per_key) {
-    for (index_t e = tid; e < w.HV * w.K; e += threads) {
-      const index_t hv = e / w.K, i = e % w.K;
+    for (index_t hv = warp; hv < w.HV; hv += warps) {
       const token_scalars s = src.template scalars<Rule::decay::inputs>(bt, t, hv);
-      w.log_alpha_k[token * w.HV * w.K + e] = src.template log_alpha<Rule>(s, bt, t, hv, i);
+      float* out = w.log_alpha_k + std::size_t((token * w.HV + hv) * w.K);
+      for (index_t i = lane; i < w.K; i += 32) out[i] = src.template log_alpha<Rule>(s, bt, t, hv, i);
     }
   }
   for (index_t hv = tid; hv < w.HV; hv += threads) {
