@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# seg12's device call (issue #15, 2026-12-03): pass M of the decay-only rules from the summed log decays.
+# Run from the repository root of the device's copy, with the branch's tree in .gpu/seg12 (rsync of the worktree),
+# .gpu/deps and .gpu/conformance carried:
+#   bash .gpu/seg12/bench/cuda/results/h200-2026-12-03-seg12-scripts/call.sh
+# Builds the 7 instance units, the test binary (segments_test + rules_test), segments_bench and the conformance
+# runner (sm_90a, 16 jobs); then segments_test (all cases), the --ab timing alone on the GPU (the decay sums against
+# main 861c7ef's general pass M, interleaved in one process), conformance, rules_test's simple_gla and gla cases,
+# memcheck and racecheck on the new segmented case.
+set -u
+TOP=$PWD; R=$TOP/.gpu/seg12; C=$TOP/.gpu/conformance; DEPS=$TOP/.gpu/deps
+export PATH=/usr/local/cuda/bin:$PATH
+START=$(date +%s)
+el() { echo "== $1 at $(( $(date +%s) - START )) s" | tee -a $OUT/summary.txt; }
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader | tee $OUT/summary.txt
+B=/tmp/b; mkdir -p $B/obj
+export FLAGS="-std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -diag-suppress=20012,20013,20015,68,186 -Xptxas -warn-spills -I$R/include -I$R/tests -I$R/tools -I$DEPS -I$DEPS/eigen3"
+el build
+{ for s in $R/tests/backend/cuda/instances/*.cu; do echo "I $s"; done
+  for s in $R/tests/backend/cuda/main.cu $R/tests/backend/cuda/rules_test.cu $R/tests/backend/cuda/segments_test.cu \
+           $R/tools/linea_cuda_conformance.cu $R/bench/cuda/segments_bench.cu; do echo "E $s"; done; } |
+  timeout 280 xargs -P 16 -L 1 sh -c 'o=/tmp/b/obj/$(basename "$2" .cu)$([ "$1" = I ] && echo .inst).o; d=$([ "$1" = E ] && echo -DLINEA_CUDA_EXTERN_INSTANCES); /usr/bin/time -f "%e s wall %U s user: $2" nvcc $FLAGS $d -c "$2" -o "$o" || echo "FAILED: $2"' _ > $OUT/build.log 2>&1
+el link
+grep -E "FAILED|error|spill" $OUT/build.log | head -20
+cd $B; I=$(ls obj/*.inst.o); L="nvcc -gencode=arch=compute_90a,code=sm_90a"
+$L obj/segments_bench.o $I -o sb & $L obj/main.o obj/rules_test.o obj/segments_test.o $I -o tests & $L obj/linea_cuda_conformance.o $I -o conf & wait
+ls
+el segments_test
+timeout 60 ./tests "-tc=CUDA segmented*,CUDA context parallel*" > $OUT/tests.log 2>&1; echo "segments_test rc $?" >> $OUT/tests.log
+grep -E "ERROR|FAILED|test cases|assertions|rc " $OUT/tests.log | head -20 | tee -a $OUT/summary.txt
+el ab-timing
+timeout 70 ./sb --ab > $OUT/ab.jsonl 2>&1; echo "ab rc $?" | tee -a $OUT/summary.txt
+el checks
+( timeout 60 ./conf $C/fla $C/linea > $OUT/conformance.log 2>&1; echo "conf rc $?" >> $OUT/conformance.log ) &
+( timeout 60 ./tests "-tc=cuda simple_gla*,cuda gla*" > /tmp/rules.log 2>&1; echo "rules_test rc $?" >> /tmp/rules.log ) &
+( timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 ./tests "-tc=CUDA segmented chunkwise: decay-only*" > /tmp/memcheck.log 2>&1; echo "memcheck rc $?" >> /tmp/memcheck.log ) &
+wait
+el racecheck
+timeout 50 compute-sanitizer --tool racecheck --error-exitcode 9 ./tests "-tc=CUDA segmented chunkwise: decay-only*" > /tmp/racecheck.log 2>&1; echo "racecheck rc $?" >> /tmp/racecheck.log
+{ echo "--- rules_test"; cat /tmp/rules.log; echo "--- memcheck"; tail -n 30 /tmp/memcheck.log; echo "--- racecheck"; tail -n 30 /tmp/racecheck.log; } > $OUT/checks.log
+el collect
+grep -E "test cases|assertions|rc " /tmp/rules.log | tee -a $OUT/summary.txt
+grep -E '^FAIL' $OUT/conformance.log | head; tail -n 3 $OUT/conformance.log | tee -a $OUT/summary.txt
+grep -hE "ERROR SUMMARY|RACECHECK SUMMARY|test cases|rc " /tmp/memcheck.log /tmp/racecheck.log | tee -a $OUT/summary.txt
+grep -m5 -hE 'Invalid|Error|hazard' /tmp/memcheck.log /tmp/racecheck.log
+grep -E '"kind":"(ab|pass_m)"' $OUT/ab.jsonl | sed -E 's/"kind"://; s/"rule"://; s/"shape"://' | cut -c1-230
+el done
