@@ -143,7 +143,7 @@ void check_segmented_gates(case_shape shape, std::int64_t piece, gate_options g)
   for (auto& x : bias.values()) x = float(0.5 * normal(rng));
   tensor<T, 1> gamma({shape.HV});
   for (auto& x : gamma.values()) x = T(-0.02 * std::abs(normal(rng)));  // g_gamma: small decays, long products
-  auto options = [&](auto& a, const float* A_log, const float* dt_bias, const T* gam) {
+  auto options = [&](auto& a, const float* A_log, const float* dt_bias, const auto* gam) {
     if (g.in_kernel) {
       a.gate.A_log = contiguous<1>(A_log, {shape.HV});
       a.gate.dt_bias = contiguous<1>(dt_bias, {static_cast<index_t>(bias.size())});
