@@ -19,22 +19,22 @@ el build
 { for s in $R/tests/backend/cuda/instances/*.cu; do echo "I $s"; done
   for s in $R/tests/backend/cuda/main.cu $R/tests/backend/cuda/rules_test.cu $R/tests/backend/cuda/segments_test.cu \
            $R/tools/linea_cuda_conformance.cu $R/bench/cuda/segments_bench.cu; do echo "E $s"; done; } |
-  timeout 200 xargs -P 16 -L 1 sh -c 'o=/tmp/b/obj/$(basename "$2" .cu)$([ "$1" = I ] && echo .inst).o; d=$([ "$1" = E ] && echo -DLINEA_CUDA_EXTERN_INSTANCES); /usr/bin/time -f "%e s wall %U s user: $2" nvcc $FLAGS $d -c "$2" -o "$o" || echo "FAILED: $2"' _ > $OUT/build.log 2>&1
+  timeout 150 xargs -P 16 -L 1 sh -c 'o=/tmp/b/obj/$(basename "$2" .cu)$([ "$1" = I ] && echo .inst).o; d=$([ "$1" = E ] && echo -DLINEA_CUDA_EXTERN_INSTANCES); /usr/bin/time -f "%e s wall %U s user: $2" nvcc $FLAGS $d -c "$2" -o "$o" || echo "FAILED: $2"' _ > $OUT/build.log 2>&1
 el link
 grep -E "FAILED|error|spill" $OUT/build.log | head -20
 cd $B; I=$(ls obj/*.inst.o); L="nvcc -gencode=arch=compute_90a,code=sm_90a"
 $L obj/segments_bench.o $I -o sb & $L obj/main.o obj/rules_test.o obj/segments_test.o $I -o tests & $L obj/linea_cuda_conformance.o $I -o conf & wait
 ls
 el segments_test
-timeout 60 ./tests "-tc=CUDA segmented*,CUDA context parallel*" > $OUT/tests.log 2>&1; echo "segments_test rc $?" >> $OUT/tests.log
+timeout 40 ./tests "-tc=CUDA segmented*,CUDA context parallel*" > $OUT/tests.log 2>&1; echo "segments_test rc $?" >> $OUT/tests.log
 grep -E "ERROR|FAILED|test cases|assertions|rc " $OUT/tests.log | head -20 | tee -a $OUT/summary.txt
 el ab-timing
-timeout 60 ./sb --ab > $OUT/ab.jsonl 2>&1; echo "ab rc $?" | tee -a $OUT/summary.txt
+timeout 40 ./sb --ab > $OUT/ab.jsonl 2>&1; echo "ab rc $?" | tee -a $OUT/summary.txt
 el checks
-( timeout 75 ./conf $C/fla $C/linea > $OUT/conformance.log 2>&1; echo "conf rc $?" >> $OUT/conformance.log ) &
-( timeout 75 ./tests "-tc=cuda simple_gla*,cuda gla*" > $OUT/rules.log 2>&1; echo "rules_test rc $?" >> $OUT/rules.log ) &
-( timeout 75 compute-sanitizer --tool memcheck --error-exitcode 9 ./tests "-tc=CUDA segmented chunkwise: decay-only*" > $OUT/memcheck.log 2>&1; echo "memcheck rc $?" >> $OUT/memcheck.log ) &
-( timeout 75 compute-sanitizer --tool racecheck --error-exitcode 9 ./tests "-tc=CUDA segmented chunkwise: decay-only*" > $OUT/racecheck.log 2>&1; echo "racecheck rc $?" >> $OUT/racecheck.log ) &
+( timeout 45 ./conf $C/fla $C/linea > $OUT/conformance.log 2>&1; echo "conf rc $?" >> $OUT/conformance.log ) &
+( timeout 45 ./tests "-tc=cuda simple_gla*,cuda gla*" > $OUT/rules.log 2>&1; echo "rules_test rc $?" >> $OUT/rules.log ) &
+( timeout 60 compute-sanitizer --tool memcheck --error-exitcode 9 ./tests "-tc=CUDA segmented chunkwise: decay-only*" > $OUT/memcheck.log 2>&1; echo "memcheck rc $?" >> $OUT/memcheck.log ) &
+( timeout 60 compute-sanitizer --tool racecheck --kernel-name kns=decay_product_kernel --error-exitcode 9 ./tests "-tc=CUDA segmented chunkwise: decay-only*" > $OUT/racecheck.log 2>&1; echo "racecheck rc $?" >> $OUT/racecheck.log ) &
 wait
 el collect
 grep -E "test cases|assertions|rc " $OUT/rules.log | tee -a $OUT/summary.txt
