@@ -10,6 +10,9 @@
 //   sweep  every rule but gdn2 at 1×32768 and 2×16384 over segment_tokens 0, 512, 1024, 2048, 4096, 8192 and the
 //          automatic choice (the piece it takes printed);
 //   ccq    every rule at 8×4096, the identity read and CCQ (uniform weighting, C, m, z written): ms and the ratio;
+//   ab     simple_gla and gla at 8×4096, 2×16384, 1×32768 and packed: pass M from the decay sums (the library's) against
+//          the general pass M (main 861c7ef's), interleaved, pieces 512 .. 8192, the automatic choices (this tree's and
+//          main's model), and pass M alone at 1×32768 in pieces of 2048 and 4096;
 //   once   one call of each configuration ncu is asked to split into kernels (after one warm-up call each; the
 //          configurations are named on stderr): linear_attn and gated_delta 8×4096 identity and CCQ, gated_delta,
 //          linear_attn and gla 1×32768 in pieces of 4096 and 2048.
@@ -259,21 +262,156 @@ void context_parallel_shapes(const pool& x) {
   }
 }
 
+// ---- --ab: pass M of the decay-only rules, the decay sums (the library's, decay_product_kernel.hpp) against the
+// general pass M (the rule's chunk kernel with V = 1 from S_0 = 1: main 861c7ef's), both through segments::forward
+// on the same plan and one preallocated scratch, interleaved in one process; the library's call
+// (linea::chunkwise, which carves the cached workspace) beside them. Only this bench selects the general path.
+struct general_pass_m_ops : cuda_detail::device_ops {
+  using device_ops::device_ops;
+  static constexpr bool sums_log_decays = false;
+};
+
+template <class Ops, class Rule>
+std::size_t forward_scratch(const arguments<T, float>& a, const problem& p, const segments::plan& pl) {
+  Ops counter(nullptr, cuda_detail::scratch_source::count, nullptr, 0);
+  segments::forward<Rule>(counter, a, p, pl);
+  return counter.carved_bytes();
+}
+
+// A then B, `calls` back-to-back calls each, `repeats` times after warm-up: the medians (ms per call).
+template <class FA, class FB>
+std::pair<double, double> time_ab(FA&& fa, FB&& fb, int calls = 5, int repeats = 7, int warmup = 2) {
+  for (int i = 0; i < warmup; ++i) fa(), fb();
+  cudaEvent_t e[3];
+  for (auto& x : e) CK(cudaEventCreate(&x));
+  std::vector<double> ta, tb;
+  for (int r = 0; r < repeats; ++r) {
+    CK(cudaEventRecord(e[0]));
+    for (int i = 0; i < calls; ++i) fa();
+    CK(cudaEventRecord(e[1]));
+    for (int i = 0; i < calls; ++i) fb();
+    CK(cudaEventRecord(e[2]));
+    CK(cudaEventSynchronize(e[2]));
+    float a = 0, b = 0;
+    CK(cudaEventElapsedTime(&a, e[0], e[1]));
+    CK(cudaEventElapsedTime(&b, e[1], e[2]));
+    ta.push_back(a / calls), tb.push_back(b / calls);
+  }
+  for (auto& x : e) CK(cudaEventDestroy(x));
+  std::sort(ta.begin(), ta.end());
+  std::sort(tb.begin(), tb.end());
+  return {ta[ta.size() / 2], tb[tb.size() / 2]};
+}
+
+// main 861c7ef's cost model for these rules (its calibrated_model), to print the piece main chose.
+template <class Rule>
+index_t main_choice(const std::vector<std::int64_t>& starts) {
+  segments::cost_model m;
+  if constexpr (std::is_same_v<Rule, gla>) m.slots = 132, m.units = 16, m.am_passes = 1.7, m.link = 20, m.fixed = 300;
+  else m.slots = 264, m.units = 32, m.am_passes = 1, m.link = 70, m.fixed = 6000, m.m_passes = 2.7, m.m_units = 16;
+  return segments::choose_piece(starts, m);
+}
+
+template <class Rule>
+void ab_shapes(const pool& x) {
+  struct shape {
+    const char* name;
+    index_t B, T_;
+    bool varlen;
+  };
+  std::vector<std::int64_t> cu{0, 32768};
+  for (int i = 0; i < 63; ++i) cu.push_back(cu.back() + 512);
+  for (const shape s : {shape{"8x4096", 8, 4096, false}, shape{"2x16384", 2, 16384, false},
+                        shape{"1x32768", 1, 32768, false}, shape{"32768+63x512", 1, cu.back(), true}}) {
+    arguments<T, float> a = make_args<Rule>(x, s.B, s.T_, 0, s.varlen ? 64 : -1);
+    if (s.varlen) a.cu_seqlens = cu;
+    const problem p = validate<Rule, read::identity>(a);
+    const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
+    const index_t tokens = s.B * s.T_;
+    const index_t automatic = cuda_detail::piece_length<Rule>(a, starts, p, cuda::launch{}, cuda_detail::current_device());
+    const index_t main_auto = main_choice<Rule>(starts);
+    const double whole = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {.segment_tokens = 0}); });
+    std::printf("{\"kind\":\"ab\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":0,\"auto\":%ld,\"main_auto\":%ld,"
+                "\"lib_ms\":%.4f,\"ns_per_token\":%.3f}\n",
+                rule_name<Rule>::value, s.name, long(automatic), long(main_auto), whole, whole * 1e6 / double(tokens));
+    std::fflush(stdout);
+    for (const index_t piece : {index_t(512), index_t(1024), index_t(2048), index_t(4096), index_t(8192)}) {
+      const segments::plan pl = segments::make_plan(starts, piece);
+      if (!pl.cuts()) continue;
+      const std::size_t bytes = std::max(forward_scratch<cuda_detail::device_ops, Rule>(a, p, pl),
+                                         forward_scratch<general_pass_m_ops, Rule>(a, p, pl));
+      void* buf = nullptr;
+      CK(cudaMalloc(&buf, bytes));
+      const auto sums = [&] {
+        cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, buf, bytes);
+        segments::forward<Rule>(ops, a, p, pl);
+      };
+      const auto general = [&] {
+        general_pass_m_ops ops(nullptr, cuda_detail::scratch_source::carve, buf, bytes);
+        segments::forward<Rule>(ops, a, p, pl);
+      };
+      const auto [t_sums, t_general] = time_ab(sums, general);
+      const double lib = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {.segment_tokens = piece}); });
+      std::printf("{\"kind\":\"ab\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":%ld,\"is_auto\":%d,\"is_main_auto\":%d,"
+                  "\"lib_ms\":%.4f,\"sums_ms\":%.4f,\"general_ms\":%.4f,\"general_over_sums\":%.3f,\"ns_per_token\":%.3f}\n",
+                  rule_name<Rule>::value, s.name, long(piece), int(piece == automatic), int(piece == main_auto), lib, t_sums,
+                  t_general, t_general / t_sums, lib * 1e6 / double(tokens));
+      std::fflush(stdout);
+      // pass M alone on the first run of pieces (1×32768: every piece but the last)
+      if (!std::strcmp(s.name, "1x32768") && (piece == 2048 || piece == 4096)) {
+        const segments::run& r = pl.runs[0];
+        const arguments<T, float> pa = segments::slice(segments::packed_arguments(a), r.t0, r.t1);
+        const index_t L = r.t1 - r.t0;
+        float* M = dalloc<float>(r.pieces() * H * K);
+        T* zeros = dalloc<T>(H);
+        CK(cudaMemset(zeros, 0, H * sizeof(T)));
+        T* om = dalloc<T>(L * H);
+        const view<float, 4> Mv = contiguous<4>(M, {r.pieces(), H, K, 1});
+        const auto pass_m = [&](auto& ops, bool sum) {
+          if (sum) ops.template decay_transitions<Rule>(pa, Mv, r.cu);
+          else segments::transition_pass<Rule>(ops, pa, zeros, contiguous<4>(om, {1, L, H, 1}), Mv, r.cu);
+        };
+        cuda_detail::device_ops c1(nullptr, cuda_detail::scratch_source::count, nullptr, 0), c2(nullptr, cuda_detail::scratch_source::count, nullptr, 0);
+        pass_m(c1, true), pass_m(c2, false);
+        const std::size_t mb = std::max(c1.carved_bytes(), c2.carved_bytes());
+        void* mbuf = dalloc<unsigned char>(mb);
+        const auto [m_sums, m_general] = time_ab(
+            [&] { cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, mbuf, mb); pass_m(ops, true); },
+            [&] { cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, mbuf, mb); pass_m(ops, false); }, 10);
+        std::printf("{\"kind\":\"pass_m\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":%ld,\"pieces\":%ld,\"sums_ms\":%.4f,"
+                    "\"general_ms\":%.4f,\"general_over_sums\":%.2f}\n",
+                    rule_name<Rule>::value, s.name, long(piece), long(r.pieces()), m_sums, m_general, m_general / m_sums);
+        std::fflush(stdout);
+        CK(cudaDeviceSynchronize());
+        cudaFree(M), cudaFree(zeros), cudaFree(om), cudaFree(mbuf);
+      }
+      CK(cudaDeviceSynchronize());
+      cudaFree(buf);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool long_only = false, cp_only = false, sweep = false, ccq = false, one = false;
+  bool long_only = false, cp_only = false, sweep = false, ccq = false, one = false, ab = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--sweep")) sweep = true;
     if (!std::strcmp(argv[i], "--ccq")) ccq = true;
     if (!std::strcmp(argv[i], "--once")) one = true;
     if (!std::strcmp(argv[i], "--long")) long_only = true;
     if (!std::strcmp(argv[i], "--cp")) cp_only = true;
+    if (!std::strcmp(argv[i], "--ab")) ab = true;
   }
   try {
     cudaDeviceProp prop{};
     CK(cudaGetDeviceProperties(&prop, 0));
     std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d}\n", prop.name, prop.multiProcessorCount);
+    if (ab) {  // simple_gla and gla: the decay sums against the general pass M
+      const pool x(65536);
+      ab_shapes<simple_gla>(x), ab_shapes<gla>(x);
+      return 0;
+    }
     if (sweep || ccq || one) {
       const pool x(65536);
       const ccq_outputs s(8);

@@ -101,13 +101,29 @@ TEST_CASE("segment cost model: cut only what cannot fill the device") {
   CHECK(segments::choose_piece(starts({16384, 16384}), scalar_kernel) == 0);
   CHECK(segments::choose_piece(starts({32768}), scalar_kernel) == 4096);
   CHECK(segments::choose_piece(starts(varlen), scalar_kernel) == 0);
-  // Pass M on a kernel of its own with one CTA per piece and head (simple_gla's, as the backend models it now):
+  // Pass M on a kernel of its own with one CTA per piece and head (simple_gla's general pass M, as main 861c7ef modelled it):
   // shorter pieces fill the device for it, 2048 at 1×32768 (measured 1.41 ms against 1.65 for 4096 on the H200).
   const segments::cost_model scalar_own_m{
       .slots = 264, .units = 32, .am_passes = 1, .link = 70, .fixed = 6000, .m_passes = 2.7, .m_units = 16};
   CHECK(segments::choose_piece(starts(std::vector<std::int64_t>(8, 4096)), scalar_own_m) == 0);
   CHECK(segments::choose_piece(starts({16384, 16384}), scalar_own_m) == 0);
   CHECK(segments::choose_piece(starts({32768}), scalar_own_m) == 2048);
+  // Pass M of the decay-only rules from the decay sums (backend/cuda/decay_product_kernel.hpp, seg12): the backend
+  // models simple_gla as the additive rule and gla as its kernel's pass A alone, each plus 5 % of pass A for the sums
+  // (a read of the gates). The choices are those the H200 measured for the additive rule, whose segmented call has
+  // no pass M (linear_attn at 1×32768: 0.669 ms in pieces of 4096 against 0.712 for 2048; at 2×16384 0.666 against
+  // 0.712 whole, bench/cuda/README.md fwd7) — and for gla the ones main chose (4096 at 1×32768 and 2×16384).
+  const segments::cost_model scalar_decay_sums{
+      .slots = 264, .units = 32, .am_passes = 1.05, .link = 70, .fixed = 6000, .min_saving = 0.10};
+  CHECK(segments::choose_piece(starts(std::vector<std::int64_t>(8, 4096)), scalar_decay_sums) == 0);
+  CHECK(segments::choose_piece(starts({16384, 16384}), scalar_decay_sums) == 4096);
+  CHECK(segments::choose_piece(starts({32768}), scalar_decay_sums) == 4096);
+  CHECK(segments::choose_piece(starts(varlen), scalar_decay_sums) == 4096);
+  const segments::cost_model perkey_decay_sums{.slots = 132, .units = 16, .am_passes = 1.05, .link = 20, .fixed = 300};
+  CHECK(segments::choose_piece(starts(std::vector<std::int64_t>(8, 4096)), perkey_decay_sums) == 0);
+  CHECK(segments::choose_piece(starts({16384, 16384}), perkey_decay_sums) == 4096);
+  CHECK(segments::choose_piece(starts({32768}), perkey_decay_sums) == 4096);
+  CHECK(segments::choose_piece(starts(varlen), perkey_decay_sums) == 4096);
   // Waves: pieces that need a second wave cost it; no piece below min_piece.
   const segments::cost_model cheap{.slots = 132, .units = 16, .am_passes = 1};
   const index_t one = segments::choose_piece(starts({32768}), cheap);

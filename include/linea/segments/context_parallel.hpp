@@ -125,12 +125,14 @@ void forward_pieces(Ops& ops, const arguments<T, S>& a, const problem& p, transp
   arguments<T, S> pa = segments::slice(x, 0, x.q.ext[1]);  // pass A: every piece from a zero state
   pa.final_state = segments::state_rows(Bp, PC, p.HV, p.K, p.V);
   ops.template forward<Rule>(pa, cu);
-  if (d.KM) {  // pass M (o is overwritten by pass C; when K ≠ V a scratch of its own)
-    const T* zeros = ops.template zeros<T>(static_cast<std::size_t>(p.HV * d.KM));
+  if (d.KM) {  // pass M (o is overwritten by pass C; when K ≠ V a scratch of its own; none for the decay sums)
+    constexpr bool general_m = !segments::sums_decays<Rule, Ops>;
+    const T* zeros = general_m ? ops.template zeros<T>(static_cast<std::size_t>(p.HV * d.KM)) : nullptr;
     const index_t L = x.q.ext[1];
-    const view<T, 4> om =
-        d.KM == p.V ? x.o : contiguous<4>(ops.template alloc<T>(static_cast<std::size_t>(L * p.HV * d.KM)), {1, L, p.HV, d.KM});
-    segments::transition_pass<Rule>(ops, pa, zeros, om, segments::state_rows(Mp, PC, p.HV, p.K, d.KM), cu);
+    const view<T, 4> om = !general_m || d.KM == p.V
+                              ? x.o
+                              : contiguous<4>(ops.template alloc<T>(static_cast<std::size_t>(L * p.HV * d.KM)), {1, L, p.HV, d.KM});
+    segments::transitions<Rule>(ops, pa, zeros, om, segments::state_rows(Mp, PC, p.HV, p.K, d.KM), cu);
   }
   // The rank's summary per sequence: its pieces folded (rank 0 from the initial state: its end state).
   S* B_send = ops.template alloc<S>(static_cast<std::size_t>(N * d.state()));
@@ -224,11 +226,12 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t)
     }
     ops.template forward<Rule>(pa, {});
     if (r > 0 && d.KM) {  // pass M
-      const T* zeros = ops.template zeros<T>(static_cast<std::size_t>(p.HV * d.KM));
-      const view<T, 4> om = d.KM == p.V && o_free ? a.o : scratch_o(d.KM);
+      constexpr bool general_m = !segments::sums_decays<Rule, Ops>;
+      const T* zeros = general_m ? ops.template zeros<T>(static_cast<std::size_t>(p.HV * d.KM)) : nullptr;
+      const view<T, 4> om = !general_m || (d.KM == p.V && o_free) ? a.o : scratch_o(d.KM);
       arguments<T, S> pm = a;
       pm.initial_state = {}, pm.final_state = {};
-      segments::transition_pass<Rule>(ops, pm, zeros, om, segments::state_rows(M_send, N, p.HV, p.K, d.KM), {});
+      segments::transitions<Rule>(ops, pm, zeros, om, segments::state_rows(M_send, N, p.HV, p.K, d.KM), {});
     }
   }
   t.allgather(B_send, B_all, static_cast<std::size_t>(N * d.state()) * sizeof(S));

@@ -105,6 +105,20 @@ void transition_pass(Ops& ops, arguments<T, S> x, const T* zeros, view<T, 4> o_s
   ops.template forward<Rule>(x, cu);
 }
 
+// Whether Ops computes pass M of Rule from the summed log decays (Ops::decay_transitions: the CUDA backend, for a
+// diagonal transition) instead of the general transition_pass.
+template <class Rule, class Ops>
+inline constexpr bool sums_decays = diagonal_transition<Rule> && Ops::sums_log_decays;
+
+// Pass M of `x` (tokens of one or more pieces, cut at `cu`, or x's own sequences when cu is empty) into M
+// [pieces, HV, K, KM]. `zeros` and `o_scratch` serve the general path only (null / empty under sums_decays).
+template <class Rule, class Ops, class T, class S>
+void transitions(Ops& ops, const arguments<T, S>& x, const T* zeros, view<T, 4> o_scratch, const view<S, 4>& M,
+                 std::span<const std::int64_t> cu) {
+  if constexpr (sums_decays<Rule, Ops>) ops.template decay_transitions<Rule>(x, M, cu);
+  else transition_pass<Rule>(ops, x, zeros, o_scratch, M, cu);
+}
+
 // The segmented forward of a validated call `a` (problem p) with plan `pl` (make_plan over sequence_starts).
 template <class Rule, class Ops, class T, class S>
 void forward(Ops& ops, const arguments<T, S>& a, const problem& p, const plan& pl) {
@@ -114,10 +128,13 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, const plan& p
   S* C = ops.template alloc<S>(static_cast<std::size_t>(PC * d.state()));
   S* Bs = ops.template alloc<S>(static_cast<std::size_t>(pl.rows * d.state()));
   S* Ms = d.KM ? ops.template alloc<S>(static_cast<std::size_t>(pl.rows * d.transition())) : nullptr;
-  const T* zeros = ops.template zeros<T>(static_cast<std::size_t>(p.HV * std::max<index_t>(d.KM, 1)));
+  // The general pass M's v = 0 and, when K ≠ V, its output (none when Ops sums the log decays).
+  constexpr bool general_m = !sums_decays<Rule, Ops>;
+  const T* zeros = general_m ? ops.template zeros<T>(static_cast<std::size_t>(p.HV * std::max<index_t>(d.KM, 1))) : nullptr;
   index_t longest_run = 0;
   for (const run& r : pl.runs) longest_run = std::max(longest_run, r.t1 - r.t0);
-  T* o_m = (d.KM && d.KM != p.V) ? ops.template alloc<T>(static_cast<std::size_t>(longest_run * p.HV * d.KM)) : nullptr;
+  T* o_m = (general_m && d.KM && d.KM != p.V) ? ops.template alloc<T>(static_cast<std::size_t>(longest_run * p.HV * d.KM))
+                                              : nullptr;
 
   // Passes A and M, one launch each per run.
   for (const run& r : pl.runs) {
@@ -126,8 +143,7 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, const plan& p
     ops.template forward<Rule>(pa, r.cu);
     if (d.KM) {
       const view<T, 4> om = o_m ? contiguous<4>(o_m, {1, r.t1 - r.t0, p.HV, d.KM}) : pa.o;
-      transition_pass<Rule>(ops, pa, zeros, om, state_rows(Ms + r.first_row * d.transition(), r.pieces(), p.HV, p.K, d.KM),
-                            r.cu);
+      transitions<Rule>(ops, pa, zeros, om, state_rows(Ms + r.first_row * d.transition(), r.pieces(), p.HV, p.K, d.KM), r.cu);
     }
   }
   // S_init of every piece: the call's initial states at first pieces, then the chains of the cut sequences.

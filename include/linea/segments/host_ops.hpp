@@ -19,12 +19,16 @@ struct state_dims {
   LINEA_HD index_t transition() const { return HV * K * KM; }
 };
 
+// Whether a rule's transition is a diagonal: a decay (scalar or per key) and no erase — M = Diag(Π_t α_t), KM = 1.
+template <class Rule>
+inline constexpr bool diagonal_transition = !erases<Rule> && Rule::decay::kind != decay_kind::none;
+
 // The columns of a rule's transition (state_dims::KM).
 template <class Rule>
 index_t transition_columns(index_t K) {
   if constexpr (erases<Rule>) return K;
-  else if constexpr (Rule::decay::kind == decay_kind::none) return 0;
-  else return 1;
+  else if constexpr (diagonal_transition<Rule>) return 1;
+  else return 0;
 }
 
 // S ← M S + B for one state row (all value heads): M is [HV, K, KM] as state_dims says.
@@ -75,6 +79,11 @@ template <class Backend>
 class host_ops {
  public:
   explicit host_ops(int threads = 1, index_t piece = 0) : threads_(threads), piece_(piece) {}
+
+  // Pass M of a diagonal transition takes the general path here (the rule with v = 0 from S_0 = 1, forward.hpp's
+  // transition_pass): the host chunkwise form with V = 1 costs little next to pass A, and it keeps one path to test
+  // the CUDA backend's decay sums (backend/cuda/decay_product_kernel.hpp) against.
+  static constexpr bool sums_log_decays = false;
 
   // The piece length a context-parallel rank cuts its shard into (0: not cut).
   template <class Rule, class T, class S>

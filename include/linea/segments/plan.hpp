@@ -5,7 +5,8 @@
 // pieces 0..R-1 is computed as:
 //   pass A  every piece from a zero state: B_r is its final state;
 //   pass M  the transition M_r (erasing rules: the rule with v = 0 from S_0 = I; decay-only rules: its diagonal,
-//           from S_0 = 1 with V = 1; the additive rule: M = I, no pass);
+//           from S_0 = 1 with V = 1 — on the CUDA backend exp(Σ log α) over the piece, a kernel of its own that
+//           reads only the gates; the additive rule: M = I, no pass);
 //   combine S_init(0) = S_0,  S_init(r) = M_{r-1} S_init(r-1) + B_{r-1}   (chain.hpp);
 //   pass C  every piece from S_init(r), writing the outputs (and the final state of the last piece).
 // Only sequences longer than the piece length are cut; the others run once, in pass C. Passes A and M run over the

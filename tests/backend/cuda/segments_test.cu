@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 #include <functional>
+#include <limits>
+#include <random>
 #include <thread>
 
 #include "backend/cuda/consistency.hpp"
@@ -110,6 +112,149 @@ TEST_CASE_TEMPLATE("CUDA segmented chunkwise equals the reference", Rule, LINEA_
   const case_shape packed{.H = 2, .HV = 4, .K = 64, .V = 64, .seqlens = {3000, 64, 0, 100, 1500, 33}, .initial_state = true};
   check_segmented<Rule, bf16>(packed, 256);
   check_segmented<Rule, bf16>(packed, -1);
+}
+
+// Pass M of the decay-only rules (simple_gla, gla) from the summed log decays (decay_product_kernel.hpp): the gate
+// options the chunk kernels take — the in-kernel gate (A_log, dt_bias, with and without the lower bound), a g_gamma
+// broadcast (stride 0), extreme gates (down to −20 a step) and gates of exactly 0 — through the segmented forward
+// (every piece's transition enters the combine) against the float64 reference.
+namespace {
+struct gate_options {
+  bool in_kernel = false, lower = false, gamma = false, zeros = false;
+};
+template <class Rule, class T>
+void check_segmented_gates(case_shape shape, std::int64_t piece, gate_options g) {
+  constexpr bool per_key = reads(Rule::inputs, input::gk);
+  auto c = random_case<Rule, T>::make(shape);
+  std::mt19937 rng(shape.seed + 7);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  if (g.in_kernel) {  // the gate inputs become logits
+    if constexpr (per_key) for (auto& x : c.gk.values()) x = T(normal(rng));
+    else for (auto& x : c.g.values()) x = T(normal(rng));
+  }
+  if (g.zeros)  // log decay −inf: first token, mid-piece, either side of a piece boundary, last token
+    for (const index_t t : {index_t(0), index_t(37), piece - 1, piece, c.shape.T - 1})
+      for (index_t hv = 0; hv < shape.HV; ++hv) {
+        if constexpr (per_key) c.gk(0, t, hv, t % 3) = T(-std::numeric_limits<float>::infinity());
+        else c.g(0, t, hv) = T(-std::numeric_limits<float>::infinity());
+      }
+  tensor<float, 1> A({shape.HV}), bias({per_key ? shape.HV * shape.K : shape.HV});
+  for (auto& x : A.values()) x = float(0.5 * normal(rng));
+  for (auto& x : bias.values()) x = float(0.5 * normal(rng));
+  tensor<T, 1> gamma({shape.HV});
+  for (auto& x : gamma.values()) x = T(-0.02 * std::abs(normal(rng)));  // g_gamma: small decays, long products
+  auto options = [&](auto& a, const float* A_log, const float* dt_bias, const auto* gam) {
+    if (g.in_kernel) {
+      a.gate.A_log = contiguous<1>(A_log, {shape.HV});
+      a.gate.dt_bias = contiguous<1>(dt_bias, {static_cast<index_t>(bias.size())});
+      if (g.lower) a.gate.lower_bound = -5.0f;
+    }
+    if (g.gamma) a.g = strided<3>(gam, {shape.B, shape.T, shape.HV}, {0, 0, 1});
+  };
+  auto ref = c.template cast<double>();
+  auto ra = ref.args();
+  tensor<double, 1> gamma64({shape.HV});
+  for (index_t h = 0; h < shape.HV; ++h) gamma64.data()[h] = double(gamma.data()[h]);
+  options(ra, A.data(), bias.data(), gamma64.data());
+  reference::recurrent<Rule>(ra);
+  {
+    device_case<Rule, T> d{c};
+    auto a = d.args(c.args());
+    options(a, d.pool.copy(A), d.pool.copy(bias), d.pool.copy(gamma));
+    linea::chunkwise<Rule, read::identity, backend::cuda>(a, cuda::launch{.segment_tokens = piece});
+    d.back();
+  }
+  INFO(rule_name<Rule>::value << " " << type_name<T>() << " piece " << piece << " " << describe_shape(shape)
+                              << (g.in_kernel ? " in-kernel gate" : "") << (g.lower ? " lower bound" : "")
+                              << (g.gamma ? " g_gamma" : "") << (g.zeros ? " zero gates" : ""));
+  const double tol = tolerance_for<T>(shape.T);
+  CHECK(all_finite(c.o));
+  expect_close("o", c.o, ref.o, tol);
+  expect_close("final state", c.ht, ref.ht, tol);
+}
+template <class Rule>
+void check_decay_rule_gates() {
+  const case_shape one{.B = 1, .T = 900, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true, .seed = 71};
+  const case_shape odd{.B = 2, .T = 500, .H = 1, .HV = 3, .K = 40, .V = 24, .initial_state = true, .seed = 72};
+  for (const bool lower : {false, true}) {
+    check_segmented_gates<Rule, bf16>(one, 128, {.in_kernel = true, .lower = lower});
+    check_segmented_gates<Rule, float>(odd, 128, {.in_kernel = true, .lower = lower});
+  }
+  check_segmented_gates<Rule, bf16>(one, 192, {.zeros = true});
+  check_segmented_gates<Rule, float>(odd, 64, {.zeros = true});
+  case_shape extreme = odd;
+  extreme.gates = gate_range::extreme;
+  check_segmented_gates<Rule, float>(extreme, 64, {});
+  if constexpr (reads(Rule::inputs, input::g)) {
+    check_segmented_gates<Rule, bf16>(one, 128, {.gamma = true});
+    check_segmented_gates<Rule, float>(odd, 128, {.gamma = true});
+  }
+}
+
+// The transitions themselves, one run of pieces: the decay sums equal the float64 product of the decays and the
+// general pass M (the rule's chunk kernel with v = 0 and V = 1 from S_0 = 1), per piece, value head and key.
+template <class Rule, class T>
+void check_decay_transitions(const case_shape& shape, index_t piece) {
+  constexpr bool per_key = reads(Rule::inputs, input::gk);
+  auto c = random_case<Rule, T>::make(shape);
+  std::mt19937 rng(shape.seed + 9);
+  std::uniform_real_distribution<double> small(0.0, 0.003);  // log decays in [−0.003, 0]: products of ~1e-3 over 4096
+  if constexpr (per_key) for (auto& x : c.gk.values()) x = T(-small(rng));
+  else for (auto& x : c.g.values()) x = T(-small(rng));
+  const index_t HV = shape.HV, K = shape.K;
+  device_case<Rule, T> d{c};
+  const auto a = d.args(c.args());
+  const problem p = validate_chunkwise<Rule, read::identity>(a);
+  const segments::plan pl = segments::make_plan(segments::sequence_starts(a, p), piece);
+  REQUIRE(pl.runs.size() == 1);
+  const segments::run& r = pl.runs[0];
+  const auto pa = segments::slice(segments::packed_arguments(a), r.t0, r.t1);
+  const index_t rows = r.pieces(), L = r.t1 - r.t0;
+  tensor<float, 4> sums({rows, HV, K, 1}), general({rows, HV, K, 1});
+  tensor<T, 4> o_scratch({1, L, HV, 1});
+  tensor<T, 1> zeros({HV});
+  for (auto& x : zeros.values()) x = T(0);
+  {
+    float* Ms = d.pool.copy(sums);
+    float* Mg = d.pool.copy(general);
+    cuda_detail::device_ops ops(nullptr);
+    ops.decay_transitions<Rule>(pa, contiguous<4>(Ms, {rows, HV, K, 1}), r.cu);
+    segments::transition_pass<Rule>(ops, pa, d.pool.copy(zeros), contiguous<4>(d.pool.copy(o_scratch), {1, L, HV, 1}),
+                                    contiguous<4>(Mg, {rows, HV, K, 1}), r.cu);
+    cuda_ok(cudaDeviceSynchronize());
+    copy_back(sums, Ms), copy_back(general, Mg);
+  }
+  tensor<double, 4> product({rows, HV, K, 1});
+  const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
+  for (index_t k = 0; k < rows; ++k)
+    for (index_t hv = 0; hv < HV; ++hv)
+      for (index_t i = 0; i < K; ++i) {
+        double s = 0;
+        for (std::int64_t t = r.t0 + r.cu[k]; t < r.t0 + r.cu[k + 1]; ++t) {  // packed token t: row b, token t − starts[b]
+          const index_t b = static_cast<index_t>(std::upper_bound(starts.begin(), starts.end(), t) - starts.begin()) - 1;
+          if constexpr (per_key) s += double(c.gk(b, t - starts[b], hv, i));
+          else s += double(c.g(b, t - starts[b], hv));
+        }
+        product(k, hv, i, 0) = std::exp(s);
+      }
+  INFO(rule_name<Rule>::value << " " << type_name<T>() << " " << describe_shape(shape) << " piece " << piece);
+  // the same rounded gates in both: the sums' error is float32's (the log α, M's rounding); the general pass M's
+  // that of its kernel (its tolerance for T, here the piece's length)
+  expect_close("decay sums against the float64 product", sums, product, tolerance_for<float>(piece));
+  expect_close("general pass M against the float64 product", general, product, tolerance_for<T>(piece));
+  expect_close("decay sums against the general pass M", sums, general, tolerance_for<T>(piece));
+}
+}  // namespace
+
+TEST_CASE("CUDA segmented chunkwise: decay-only rules, pass M from the summed log decays") {
+  check_decay_rule_gates<simple_gla>();
+  check_decay_rule_gates<gla>();
+  // Two batch rows of 1000 tokens cut at 192 (the last piece of row 0 and the first of row 1 in one run), K = 72
+  // (three key blocks, the last partial), and long pieces (4096 tokens: the sum of a whole piece's small decays).
+  check_decay_transitions<simple_gla, bf16>({.B = 2, .T = 1000, .H = 1, .HV = 3, .K = 72, .V = 16}, 192);
+  check_decay_transitions<gla, bf16>({.B = 2, .T = 1000, .H = 1, .HV = 3, .K = 72, .V = 16}, 192);
+  check_decay_transitions<gla, float>({.B = 1, .T = 12288, .H = 1, .HV = 2, .K = 128, .V = 8}, 4096);
+  check_decay_transitions<simple_gla, float>({.B = 1, .T = 12288, .H = 1, .HV = 2, .K = 8, .V = 8}, 4096);
 }
 
 TEST_CASE_TEMPLATE("CUDA context parallel over simulated ranks equals the reference", Rule, LINEA_RULES) {

@@ -13,6 +13,7 @@
 // cuda::context_parallel_workspace_size: nothing is allocated per call.
 #pragma once
 #include "call.hpp"
+#include "decay_product_kernel.hpp"
 #include "segment_kernels.hpp"
 
 #include <algorithm>
@@ -119,6 +120,33 @@ class device_ops {
   template <class Rule, class T>
   index_t piece_for(const arguments<T, float>& a, const std::vector<std::int64_t>& starts, const problem& p) const;
 
+  // Pass M of a rule whose transition is a decay alone (segments::diagonal_transition): M [N, HV, K, 1] ← the product
+  // of the decays over each sequence of `x` (cu's, or x's own), from their summed logs (decay_product_kernel.hpp):
+  // one small launch that reads the gates, where the general path runs the chunk kernel with V = 1.
+  static constexpr bool sums_log_decays = true;
+  template <class Rule, class T>
+  void decay_transitions(const arguments<T, float>& x, const view<float, 4>& M, std::span<const std::int64_t> cu) {
+    static_assert(decay_product_rule<Rule>, "decay_transitions: a rule with a scalar or per-key decay");
+    std::vector<std::int64_t> own;  // x's own host cu_seqlens (a context-parallel shard): copied like cu
+    if (cu.empty() && !x.cu_seqlens.empty()) own = x.cu_seqlens.to_int64(), cu = own;
+    const std::int64_t* seqlens = cu.empty() ? nullptr : upload(cu);
+    if (counting()) return;
+    arguments<T, float> y = x;
+    y.cu_seqlens = {}, y.initial_state = {}, y.final_state = {}, y.residual = {};
+    const problem p = validate_chunkwise<Rule, read::identity>(y, seqlens ? static_cast<index_t>(cu.size()) - 1 : -1);
+    if (M.ext[0] != p.N || M.ext[1] != p.HV || M.ext[2] != p.K || M.ext[3] != 1)  // forward.hpp sized it: a bug if met
+      throw error("linea: the segmented forward's decay transitions [" + std::to_string(M.ext[0]) + ", " +
+                  std::to_string(M.ext[1]) + ", " + std::to_string(M.ext[2]) + ", " + std::to_string(M.ext[3]) +
+                  "] do not match " + std::to_string(p.N) + " sequences, " + std::to_string(p.HV) + " heads, K = " +
+                  std::to_string(p.K));
+    if (p.N == 0 || p.HV == 0 || p.K == 0) return;
+    kernel_args<T> k = make_kernel_args(y, p);
+    k.cu_seqlens = seqlens;
+    const dim3 grid(static_cast<unsigned>(p.N), static_cast<unsigned>(p.HV), decay_product_key_blocks<Rule>(p.K));
+    decay_product_kernel<Rule, T><<<grid, decay_product_shape::threads, 0, stream_>>>(k, M);
+    check_launch("decay_product_kernel");
+  }
+
   template <class S>
   void fill_identity(const view<S, 4>& dst) {
     if (dst.size() == 0 || counting()) return;
@@ -163,10 +191,12 @@ class device_ops {
 // 2026-12-01: pieces of 4096 tokens were best or near best at 1×32768, 2×16384 and 32768 + 63×512, and cutting lost
 // at 2×16384 with the 64-token kernels): the warp-specialised delta kernel runs one CTA per SM over 128 value
 // columns; the scalar 64-token kernel two per SM over 64 columns, bandwidth-bound (a large fixed term keeps it
-// whole until a single sequence leaves most SMs idle); the general kernel two per SM over 64 columns. Pass M of a
-// decay-only rule is the general kernel with V = 1. gla's kernel (perkey_delta_kernel.hpp, 2026-12-02) runs one
-// CTA per SM over 128 value columns; its constants are estimates: it is cut at 2×16384 and 1×32768 and kept whole
-// at 8×4096 (with the old per-key kernel, cutting 1×32768 at 4096 measured 4.45 ms against 11.72 whole).
+// whole until a single sequence leaves most SMs idle); the general kernel two per SM over 64 columns. gla's kernel
+// (perkey_delta_kernel.hpp, 2026-12-02) runs one CTA per SM over 128 value columns.
+// Pass M of a decay-only rule (simple_gla, gla) is the decay sums (decay_product_kernel.hpp, seg12 2026-12-03): it
+// reads only the gates, a few per cent of pass A, so these rules are modelled as the additive rule (no pass M) plus
+// that fraction of pass A in am_passes. (Before, pass M ran the chunk kernel with V = 1: simple_gla's cost ~2.7
+// times its pass A per step as a launch of its own, cost_model::m_passes; gla's was counted as 0.7 of pass A.)
 // A model, not a contract: it only steers the piece length.
 template <class Rule, class T>
 segments::cost_model calibrated_model(const arguments<T, float>& a, const problem& p, int sms) {
@@ -176,7 +206,8 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
   if constexpr ((scalar_chunk_rule<Rule, pass::main> || delta_chunk_rule<Rule, pass::main> || per_key) && sizeof(T) == 2)
     fast = tiles::inputs_fit(make_kernel_args(a, p));
   segments::cost_model m;
-  const bool no_pass_m = KM == 0;  // the additive rule: M = I
+  // pass M of a diagonal transition (the decay sums), in pass A's launches; 0 for the additive rule (M = I)
+  const double decay_m = KM == 1 ? 0.05 : 0.0;
   if (fast && erases<Rule>) {
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
     // a link of the combine: ~37 µs at K = V = 128, H = 16 (ncu, fwd7 2026-12-02; 77 µs before its float4 rows)
@@ -186,22 +217,17 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
     // 0.668 / 0.719; lead's final call, 2026-12-02 fourth session); the default 15 % kept them whole.
     m.min_saving = 0.10;
   } else if (fast && per_key) {
-    // pass M (the decay alone) runs the general kernel with V = 1, ~0.7 of this kernel's pass A (an estimate)
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
-    m.am_passes = 1.7, m.link = 20, m.fixed = 300;
+    m.am_passes = 1 + decay_m, m.link = 20, m.fixed = 300;
   } else if (fast) {
+    // linear_attn and simple_gla: at 1×32768 pieces of 4096 measured 0.669 ms against 0.712 for 2048 (linear_attn,
+    // fwd7 2026-12-02)
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
-    // simple_gla's pass M (the general kernel with V = 1: one CTA per piece and head) costs ~2.7 times its pass A
-    // per step (1.657 ms against linear_attn's 0.724 at 1×32768 in pieces of 4096), but with half the CTAs per
-    // piece it fills the device with shorter pieces: 2048 measured 1.412 ms against 1.646 for 4096 (fwd7,
-    // 2026-12-02), where the model that counted pass M as 2.7 more launches of pass A chose 4096.
-    m.am_passes = 1, m.link = 70, m.fixed = 6000;
-    // Its pass-M model has one calibration point (1×32768): it keeps the default 15 % margin (1×16384 stays whole).
-    if (!no_pass_m) m.m_passes = 2.7, m.m_units = static_cast<double>(p.HV);
-    else m.min_saving = 0.10;  // the additive rule: as the delta kernel above
+    m.am_passes = 1 + decay_m, m.link = 70, m.fixed = 6000;
+    m.min_saving = 0.10;  // as the delta kernel above
   } else {
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
-    m.am_passes = erases<Rule> ? 2 : (no_pass_m ? 1 : 1.5), m.link = erases<Rule> ? 150 : 20, m.fixed = 300;
+    m.am_passes = erases<Rule> ? 2 : 1 + decay_m, m.link = erases<Rule> ? 150 : 20, m.fixed = 300;
   }
   return m;
 }
