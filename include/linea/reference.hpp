@@ -16,6 +16,7 @@
 #include "core/storage.hpp"
 #include "core/validate.hpp"
 #include "core/view.hpp"
+#include "tensor.hpp"  // linea::tensor, the owning tensor of the tests and examples
 
 #include "rules/list.hpp"
 

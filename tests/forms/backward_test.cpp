@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "forms/backward_case.hpp"
+#include "reference/finite_differences.hpp"
 #include "support/rejection.hpp"
 #include "support/rules.hpp"
 
@@ -312,6 +313,49 @@ TEST_CASE("backward: no NaN or Inf from the SPEC §5 ranges (log decays in [−2
   check<kda, read::ccq<read::decayed>, backend::cpu, float>(extreme, {.chunk_size = 128});
   check<gdn2, read::identity, backend::cpu, bf16>(extreme, {.chunk_size = 64});
   check<gla, read::identity, backend::cpu, float>(extreme, {.chunk_size = 32});
+}
+
+// CCQ's normaliser z at zero. z_0 = 0 given with C0 = m0 = 0 (a fresh sequence's statistics passed explicitly, as a
+// state pool holds them): every gradient, dz0 included, is that of a smooth function there. z_t = 0 inside the
+// sequence (a caller's z0 = −1 or −2 under the uniform weighting cancels the count at token 1 or 2): the read takes
+// Σ_t = 0 (read/ccq_statistics.hpp) and the backward the adjoint of that constant — token t's read adds nothing to
+// dC, dm, dz (the `z != 0` branches of reference/read_adjoint.hpp and backend/cpu/ccq_tape.hpp). Each: the float64
+// reference against central differences (every input; z0 too where the forward is smooth in it — not beside
+// z_t = 0, where C_t / z_t → ∞), then the CPU backward in float64 and float32 against the reference (SPEC §6) and
+// finite. Chunk size 2 puts z_2 = 0 on a checkpoint boundary.
+TEST_CASE("backward: CCQ with a zero normaliser (z_0 = 0 given, z_t = 0 inside the sequence)") {
+  const case_shape tiny{.B = 2, .T = 7, .H = 1, .HV = 2, .K = 4, .V = 3, .initial_state = true, .seed = 31};
+  const case_shape shape{.B = 2, .T = 37, .H = 2, .HV = 2, .K = 16, .V = 12, .initial_state = true, .seed = 31};
+  using uniform = read::ccq<read::uniform>;
+  using decayed = read::ccq<read::decayed>;
+  SUBCASE("z_0 = 0: the statistics of no key, given") {
+    const ccq_options none{.initial_stats = true, .empty_initial_stats = true};
+    const ccq_options none_c{.initial_stats = true, .explicit_log_decay = true, .empty_initial_stats = true};
+    CHECK(fd_case<gated_delta, decayed>(tiny, {.ccq = none_c}).check() == 11);  // q k v g β S0 λ c C0 m0 z0
+    CHECK(fd_case<kda, uniform>(tiny, {.ccq = none}).check() == 10);            // q k v gk β S0 λ C0 m0 z0
+    for (index_t C : {16, 2}) {
+      CAPTURE(C);
+      check<gated_delta, decayed, backend::cpu, double>(shape, {.chunk_size = C, .ccq = none_c});
+      check<gated_delta, decayed, backend::cpu, float>(shape, {.chunk_size = C, .ccq = none_c});
+      check<kda, uniform, backend::cpu, double>(shape, {.chunk_size = C, .ccq = none});
+      check<kda, uniform, backend::cpu, float>(shape, {.chunk_size = C, .ccq = none});
+    }
+  }
+  SUBCASE("z_t = 0 inside the sequence") {
+    for (double z0 : {-1.0, -2.0}) {
+      CAPTURE(z0);
+      const ccq_options cancel{.initial_stats = true, .z0 = z0};
+      CHECK(fd_case<gated_delta, uniform>(tiny, {.ccq = cancel, .fd_z0 = false}).check() == 9);  // all but z0
+      CHECK(fd_case<kda, uniform>(tiny, {.ccq = cancel, .fd_z0 = false}).check() == 9);
+      for (index_t C : {16, 2}) {
+        CAPTURE(C);
+        check<gated_delta, uniform, backend::cpu, double>(shape, {.chunk_size = C, .ccq = cancel});
+        check<gated_delta, uniform, backend::cpu, float>(shape, {.chunk_size = C, .ccq = cancel});
+        check<kda, uniform, backend::cpu, double>(shape, {.chunk_size = C, .ccq = cancel});
+        check<kda, uniform, backend::cpu, float>(shape, {.chunk_size = C, .ccq = cancel});
+      }
+    }
+  }
 }
 
 // Every gradient view over its own input (same pointer, extents, strides): the result equals separate buffers'.

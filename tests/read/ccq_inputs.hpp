@@ -6,7 +6,9 @@
 //   auto a = c.args();  s.attach(a);
 //   recurrent<kda, read::ccq<read::decayed>>(a);
 #pragma once
+#include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
 
 #include "../support/inputs.hpp"
@@ -17,6 +19,10 @@ struct ccq_options {
   bool initial_stats = false;      // C0, m0, z0 of a weighted set of earlier keys
   bool explicit_log_decay = false; // pass ccq.log_decay (decayed weighting only) instead of the rule's default
   bool skewed_C0 = false;          // with initial_stats: C0 plus an antisymmetric part (read as the row product C q)
+  bool empty_initial_stats = false;  // with initial_stats: C0 = 0, m0 = 0, z0 = 0 given (the statistics of no key)
+  std::optional<double> z0;        // with initial_stats: every z0 set to this. −1 (uniform weighting) makes z_1 = 0,
+                                   // −2 makes z_2 = 0: a vanishing normaliser, where the read takes Σ_t = 0
+                                   // (read/ccq_statistics.hpp)
   double lambda_max = 1;           // λ = lambda_max · U(0, 1)
   std::uint32_t seed = 99;
 };
@@ -70,6 +76,10 @@ struct ccq_tensors {
                 c.C0(n, hv, i, k) += d;
                 c.C0(n, hv, k, i) -= d;
               }
+      if (opt.empty_initial_stats)
+        for (std::vector<S>* x : {&c.C0.values(), &c.m0.values(), &c.z0.values()}) std::fill(x->begin(), x->end(), S(0));
+      if (opt.z0)
+        for (S& x : c.z0.values()) x = S(*opt.z0);
     }
     c.C = tensor<S, 4>({N, s.HV, s.K, s.K});
     c.m = tensor<S, 3>({N, s.HV, s.K});

@@ -55,6 +55,21 @@ TEST_CASE_TEMPLATE("ccq: float64 inputs through the recurrent form match the ref
   check_ccq_against_reference<Rule, read::ccq<read::uniform>, chunkwise_form<32>, double>(shape, {.initial_stats = true});
 }
 
+// A caller's z0 = −1 (−2) cancels the count: z_1 = 0 (z_2 = 0, at a recurrent-block or chunk position other than
+// the first). The read takes Σ_t = 0 there (q̃_t = q_t, read/ccq_statistics.hpp), as the reference does; the CPU
+// forms divided by z and turned q̃, o and every later state into NaN before.
+TEST_CASE("ccq: a vanishing normaliser (z_t = 0) reads Sigma_t = 0 in every form") {
+  const case_shape shape{.B = 2, .T = 40, .H = 2, .HV = 4, .K = 16, .V = 8, .initial_state = true, .seed = 21};
+  for (double z0 : {-1.0, -2.0}) {
+    CAPTURE(z0);
+    const ccq_options opt{.initial_stats = true, .z0 = z0};
+    check_ccq_against_reference<gated_delta, read::ccq<read::uniform>, recurrent_form, float>(shape, opt);
+    check_ccq_against_reference<gated_delta, read::ccq<read::uniform>, chunkwise_form<16>, float>(shape, opt);
+    check_ccq_against_reference<kda, read::ccq<read::uniform>, recurrent_form, double>(shape, opt);
+    check_ccq_against_reference<kda, read::ccq<read::uniform>, chunkwise_form<16>, double>(shape, opt);
+  }
+}
+
 TEST_CASE("ccq: head-first strided inputs give the same result") {
   case_shape shape{.B = 2, .T = 40, .H = 2, .HV = 4, .K = 32, .V = 16, .head_first = true};
   check_ccq_against_reference<gated_delta, read::ccq<read::decayed>, recurrent_form, float>(shape, {});

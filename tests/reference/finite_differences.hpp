@@ -38,6 +38,8 @@ struct fd_options {
   bool normalize = false;          // additive rule's normaliser (positive q, k keep the denominator away from 0)
   bool g_gamma = false;            // scalar gate as one value per value head: a view with stride 0 over b, t
   ccq_options ccq;
+  bool fd_z0 = true;               // whether ccq.z0 gets a finite difference: not where the read is discontinuous
+                                   // in it (a z0 that makes z_t = 0, where Σ_t = 0 but C_t / z_t → ∞ beside it)
 };
 
 template <class Rule, class Read>
@@ -130,7 +132,7 @@ class fd_case {
       if (s_.C0.size()) {
         add(inputs, "ccq.C0", s_.C0.values(), g.dC0, a.ccq.C0);
         add(inputs, "ccq.m0", s_.m0.values(), g.dm0, a.ccq.m0);
-        add(inputs, "ccq.z0", s_.z0.values(), g.dz0, a.ccq.z0);
+        if (opt_.fd_z0) add(inputs, "ccq.z0", s_.z0.values(), g.dz0, a.ccq.z0);
       }
     }
     reference::backward<Rule, Read>(a, g);

@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "../backend/isa.hpp"
-#include "../tensor.hpp"
 #include "aliasing.hpp"
+#include "sum_tensor.hpp"
 
 // In the instruction-set namespace: its loops are compiled for the translation unit's -march (backend/isa.hpp).
 namespace linea::detail::inline LINEA_ISA {
@@ -31,7 +31,7 @@ void for_each_position(const std::array<index_t, Rank>& ext, F&& f) {
 
 // Every position of `out` from `sum` at its logical index (the two have the same extents).
 template <class Wide, class X, int Rank>
-void store_summed(const tensor<Wide, Rank>& sum, const view<X, Rank>& out) {
+void store_summed(const sum_tensor<Wide, Rank>& sum, const view<X, Rank>& out) {
   if (out.empty()) return;
   std::array<index_t, Rank> ext{};
   for (int r = 0; r < Rank; ++r) ext[r] = out.extent(r);

@@ -90,8 +90,11 @@ struct ccq_statistics {
 
   // y = Σ q, forming every entry Σ_ij explicitly (readable; the chunkwise form uses the factored
   // Y / z − μ (μᵀ q) instead, docs/math/ccq.md).
+  // z = 0 reads Σ = 0 (q̃ = q), in every form and in the backward (which treats that Σ as a constant): the count of
+  // no key. After a token z = a z_prev + 1 ≥ 1 for any z0 ≥ 0, so only a caller's negative z0 (−1/a_1: z_1 = 0)
+  // makes it vanish inside a sequence; C / 0 would turn q̃ and everything after it into NaN.
   void covariance_times(const R* q, R* y) const {
-    if (z == R(0)) {  // no key seen yet (an empty prefix): Σ = 0
+    if (z == R(0)) {  // Σ = 0: see above
       std::fill(y, y + K, R(0));
       return;
     }

@@ -63,7 +63,8 @@ void add_token_gradients(const arguments<T, S>& a, const problem& p, gradient_su
   const index_t K = p.K, V = p.V, h = hv / p.group;
   // q, k: through the in-kernel L2 norm when it is on; value heads of a group add into their key head.
   std::vector<Real> raw(static_cast<std::size_t>(K)), dx(static_cast<std::size_t>(K));
-  const auto add_qk = [&](const view<const T, 4>& x, const std::vector<Real>& dx_hat, tensor<Real, 4>& sum) {
+  const auto add_qk = [&](const view<const T, 4>& x, const std::vector<Real>& dx_hat,
+                          linea::detail::sum_tensor<Real, 4>& sum) {
     if (a.qk_l2norm) {
       for (index_t i = 0; i < K; ++i) raw[i] = load_as<Real>(x(bt, t, h, i)), dx[i] = 0;
       l2_normalize_adjoint(raw.data(), dx_hat.data(), K, dx.data());

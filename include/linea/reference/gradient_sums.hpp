@@ -7,17 +7,17 @@
 #include "../backend/isa.hpp"
 #include "../core/arguments.hpp"
 #include "../core/gradients.hpp"
+#include "../core/sum_tensor.hpp"
 #include "../core/summed_store.hpp"
-#include "../tensor.hpp"
 
 namespace linea::reference::inline LINEA_ISA {
 
 template <class Real>
 struct gradient_sums {
-  tensor<Real, 4> dq, dk, dv, dgk, db, dw, dh0, dC0;
-  tensor<Real, 3> dg, dbeta, dlambda, dccq_log_decay, dm0;
-  tensor<Real, 2> dz0;
-  tensor<Real, 1> dA_log, ddt_bias;
+  linea::detail::sum_tensor<Real, 4> dq, dk, dv, dgk, db, dw, dh0, dC0;
+  linea::detail::sum_tensor<Real, 3> dg, dbeta, dlambda, dccq_log_decay, dm0;
+  linea::detail::sum_tensor<Real, 2> dz0;
+  linea::detail::sum_tensor<Real, 1> dA_log, ddt_bias;
 
   explicit gradient_sums(const problem& p, index_t dt_bias_size)
       : dq({p.B, p.T, p.H, p.K}), dk({p.B, p.T, p.H, p.K}), dv({p.B, p.T, p.HV, p.V}), dgk({p.B, p.T, p.HV, p.K}),
@@ -36,7 +36,7 @@ struct gradient_sums {
 
  private:
   template <class X, int Rank>
-  static void put(const tensor<Real, Rank>& sum, const view<X, Rank>& out) {
+  static void put(const linea::detail::sum_tensor<Real, Rank>& sum, const view<X, Rank>& out) {
     detail::store_summed(sum, out);
   }
 };

@@ -1,6 +1,7 @@
 // linea/rules/write_rule.hpp — a write rule is a decay composed with an update (DESIGN.md), and the per-token
 // quantities every form builds from their hooks.
 #pragma once
+#include "../backend/isa.hpp"
 #include "concepts.hpp"
 #include "decay.hpp"
 #include "update.hpp"
@@ -21,6 +22,11 @@ struct rule_name;
 // Whether the rule's update erases (needs the UT transform in the chunkwise form).
 template <class Rule>
 inline constexpr bool erases = Rule::update::kind == update_kind::erase;
+
+// The per-token quantities below are arithmetic, so they sit in the instruction-set namespace (backend/isa.hpp): a
+// function template emitted out of line (mean_log_decay's loop over K, at -O1) would otherwise be one symbol shared
+// by units built for different instruction sets (tests/backend/isa's isa_shared_symbols).
+inline namespace LINEA_ISA {
 
 // b ⊙ k of key lanes [i, i + Lanes::size): the erase key, whose recall S'ᵀ(b ⊙ k) the update subtracts.
 template <class Rule, class Lanes = void, class X>
@@ -51,5 +57,7 @@ LINEA_HD typename X::value_type mean_log_decay(const X& x, index_t K) {
     return s / R(K);
   }
 }
+
+}  // inline namespace LINEA_ISA
 
 }  // namespace linea

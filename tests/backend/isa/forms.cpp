@@ -8,12 +8,14 @@ isa_unit LINEA_TEST_ENTRY(const linea::arguments<float>& chunk, const linea::arg
   linea::chunkwise<linea::gated_delta>(chunk);
   linea::recurrent<linea::gated_delta>(rec);
   using A = linea::arguments<float>;
-  void (*c)(const A&) = &linea::chunkwise<linea::gated_delta, linea::read::identity, linea::backend::cpu, float, float>;
-  void (*r)(const A&) = &linea::recurrent<linea::gated_delta, linea::read::identity, linea::backend::cpu, float, float>;
-  // The backward is instantiated too (not called), so the symbol check covers its kernels and its sums.
-  void (*b)(const A&, const linea::gradients<float>&) =
-      &linea::backward<linea::gated_delta, linea::read::identity, linea::backend::cpu, float, float>;
-  static void (*volatile keep)(const A&, const linea::gradients<float>&) = b;
+  using linea::backend::cpu;
+  void (*c)(const A&) = &linea::chunkwise<linea::gated_delta, linea::read::identity, cpu, float, float>;
+  void (*r)(const A&) = &linea::recurrent<linea::gated_delta, linea::read::identity, cpu, float, float>;
+  // The identity backward is instantiated too (not called), so the symbol check covers its kernels and its sums;
+  // the CCQ backwards are called by main.cpp.
+  static volatile isa_backward keep = &linea::backward<linea::gated_delta, linea::read::identity, cpu, float, float>;
   (void)keep;
-  return {LINEA_ISA_NAME, reinterpret_cast<const void*>(c), reinterpret_cast<const void*>(r)};
+  const isa_backward gd = &linea::backward<linea::gated_delta, linea::read::ccq<linea::read::uniform>, cpu, float, float>;
+  const isa_backward kda = &linea::backward<linea::kda, linea::read::ccq<linea::read::decayed>, cpu, float, float>;
+  return {LINEA_ISA_NAME, reinterpret_cast<const void*>(c), reinterpret_cast<const void*>(r), gd, kda};
 }

@@ -149,9 +149,9 @@ class backward_head {
     }
   }
 
-  // The two views below fill extents and strides in place rather than calling core/view.hpp's strided<4>: that
-  // template lives outside the ISA inline namespace, so calling it from here would make the -mavx2 and -mno-avx
-  // units both define strided<4, float> (tests/backend/isa's isa_shared_symbols check fails).
+  // The two views below fill extents and strides in place rather than calling core/view.hpp's strided<4>, a
+  // template outside the ISA inline namespace. (tests/backend/isa's isa_shared_symbols check allows strided< now,
+  // as argument plumbing like contiguous<, because reference::validate_backward calls it.)
   // Boundary slot c as a state view: every (n, hv) maps to it (stride 0), rows of Vp entries.
   view<R, 4> boundary_view(index_t c) {
     view<R, 4> v;

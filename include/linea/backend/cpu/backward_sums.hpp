@@ -13,34 +13,37 @@
 #include "../isa.hpp"
 #include "../../core/arguments.hpp"
 #include "../../core/gradients.hpp"
+#include "../../core/sum_tensor.hpp"
 #include "../../core/summed_store.hpp"
-#include "../../tensor.hpp"
 
 namespace linea::cpu_backend::inline LINEA_ISA {
 
 struct backward_sums {
-  tensor<double, 3> dg, dbeta, dlambda, dccq_log_decay;
-  tensor<double, 4> dC0;
-  tensor<double, 3> dm0;
-  tensor<double, 2> dz0;
-  tensor<double, 2> dA_log, ddt_bias;  // [N, HV], [N, dt_bias size]: one row per sequence
+  template <int Rank>
+  using sums = detail::sum_tensor<double, Rank>;
+
+  sums<3> dg, dbeta, dlambda, dccq_log_decay;
+  sums<4> dC0;
+  sums<3> dm0;
+  sums<2> dz0;
+  sums<2> dA_log, ddt_bias;  // [N, HV], [N, dt_bias size]: one row per sequence
 
   // Only what the call reads: a sum nobody asked for costs nothing.
   template <class T, class S>
   backward_sums(const arguments<T, S>& a, const gradients<T, S>& g, const problem& p, bool ccq_read) {
     const std::array<index_t, 3> per_token{p.B, p.T, p.HV};
-    if (!g.dg.empty()) dg = tensor<double, 3>(per_token);
-    if (!g.dbeta.empty()) dbeta = tensor<double, 3>(per_token);
+    if (!g.dg.empty()) dg = sums<3>(per_token);
+    if (!g.dbeta.empty()) dbeta = sums<3>(per_token);
     if (ccq_read) {  // the read's tape adds into these whether or not they are asked for
-      dlambda = tensor<double, 3>(per_token);
-      if (!a.ccq.log_decay.empty()) dccq_log_decay = tensor<double, 3>(per_token);
-      dC0 = tensor<double, 4>({p.N, p.HV, p.K, p.K});
-      dm0 = tensor<double, 3>({p.N, p.HV, p.K});
-      dz0 = tensor<double, 2>({p.N, p.HV});
+      dlambda = sums<3>(per_token);
+      if (!a.ccq.log_decay.empty()) dccq_log_decay = sums<3>(per_token);
+      dC0 = sums<4>({p.N, p.HV, p.K, p.K});
+      dm0 = sums<3>({p.N, p.HV, p.K});
+      dz0 = sums<2>({p.N, p.HV});
     }
     if (a.gate.active()) {
-      dA_log = tensor<double, 2>({p.N, p.HV});
-      ddt_bias = tensor<double, 2>({p.N, a.gate.dt_bias.empty() ? 0 : a.gate.dt_bias.extent(0)});
+      dA_log = sums<2>({p.N, p.HV});
+      ddt_bias = sums<2>({p.N, a.gate.dt_bias.empty() ? 0 : a.gate.dt_bias.extent(0)});
     }
   }
 
@@ -53,13 +56,13 @@ struct backward_sums {
 
  private:
   template <class X, int Rank>
-  static void put(const tensor<double, Rank>& sum, const view<X, Rank>& out) {
+  static void put(const sums<Rank>& sum, const view<X, Rank>& out) {
     detail::store_summed(sum, out);
   }
 
   // out[j] = Σ_n rows(n, j), in sequence order.
   template <class X>
-  static void put_rows(const tensor<double, 2>& rows, const view<X, 1>& out) {
+  static void put_rows(const sums<2>& rows, const view<X, 1>& out) {
     if (out.empty()) return;
     for (index_t j = 0; j < out.extent(0); ++j) {
       double s = 0;

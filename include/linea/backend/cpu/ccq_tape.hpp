@@ -87,12 +87,10 @@ class ccq_tape {
     padded(x);
     const index_t s = steps_;
     const double decay = std::exp(log_decay(a, bt, t, hv, c_rule));
-    const double *Cb = C_at(s), *mb = m_at(s);
+    const double z = accumulate_m_z(decay, s, s + 1);
+    const double* Cb = C_at(s);
     double *C = C_at(s + 1), *m = m_at(s + 1), *y = y_at(s), *qt = qt_at(s);
-    const double z = decay * z_[static_cast<std::size_t>(s)] + 1.0;
-    z_[static_cast<std::size_t>(s + 1)] = z;
-    for (index_t i = 0; i < Kp_; ++i) m[i] = decay * mb[i] + k_[i];
-    const bool empty = z == 0.0;  // Σ = 0 before any key (z can be 0 only with a caller's z0)
+    const bool empty = z == 0.0;  // Σ = 0 where z = 0 (only a caller's z0 < 0 gets there: ccq_statistics.hpp)
     const double inv_z = empty ? 0.0 : 1.0 / z;
     for (index_t i = 0; i < Kp_; ++i) mu_[i] = m[i] * inv_z;
     const vec a_v = L::splat(decay), inv_z_v = L::splat(inv_z);
@@ -123,10 +121,8 @@ class ccq_tape {
   void advance(const A& a, index_t bt, index_t t, index_t hv, const token<double>& x, double c_rule) {
     std::copy(x.k, x.k + K_, k_.begin());
     const double decay = std::exp(log_decay(a, bt, t, hv, c_rule));
-    double *C = C_at(steps_), *m = m_at(steps_);
-    double& z = z_[static_cast<std::size_t>(steps_)];
-    z = decay * z + 1.0;
-    for (index_t i = 0; i < Kp_; ++i) m[i] = decay * m[i] + k_[i];
+    accumulate_m_z(decay, steps_, steps_);
+    double* C = C_at(steps_);
     const vec a_v = L::splat(decay);
     for (index_t i = 0; i < K_; ++i) {
       double* r = C + i * Kp_;
@@ -244,6 +240,17 @@ class ccq_tape {
   static double log_decay(const A& a, index_t bt, index_t t, index_t hv, double rule_log_decay) {
     if constexpr (!Weighting::decays) return 0.0;
     else return a.ccq.log_decay.empty() ? rule_log_decay : load_as<double>(a.ccq.log_decay(bt, t, hv));
+  }
+  // m and z of slot `to` from slot `from` (the same slot: in place) and the token's key in k_:
+  // m = a m + k, z = a z + 1. Returns z. forward and advance both update them here, so that the statistics the
+  // checkpoint pass leaves are forward's bit for bit.
+  double accumulate_m_z(double decay, index_t from, index_t to) {
+    const double* m_from = m_at(from);
+    double* m = m_at(to);
+    for (index_t i = 0; i < Kp_; ++i) m[i] = decay * m_from[i] + k_[i];
+    double& z = z_[static_cast<std::size_t>(to)];
+    z = decay * z_[static_cast<std::size_t>(from)] + 1.0;
+    return z;
   }
   static std::vector<double> sized(index_t n) { return std::vector<double>(static_cast<std::size_t>(n), 0.0); }
   // Room for `slots` statistics (and slots − 1 steps' y, q̃); grows, keeping what is stored, only on a longer stretch:
