@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kgrad12 call 1: verify and measure phase 4 for per-key decays by 16 × 16 blocks. Binaries built on the CPU machine
-# (build_here.sh beside this file; sm_90a, nvcc 13.0), carried xz'd in .gpu/kgrad12/bin:
+# (build_other.sh, build_mine.sh, build2.sh beside this file; sm_90a, nvcc 13.0), carried xz'd in .gpu/kgrad12/bin:
 #   tests        main.cu + backward_test.cu + the 7 instance units (the CUDA backward suite)
 #   conf         linea_cuda_conformance
 #   ab_kda, ab_gdn2, ab_gla   grad_ab.cu for one rule (phase 4: library vs main 861c7ef's in bwd::v0)

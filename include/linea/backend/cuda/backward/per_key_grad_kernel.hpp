@@ -239,6 +239,9 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   // dgk_t; in float32 the two roundings of it would not cancel (at T = 1 they are all that the rule gives: issue #14).
   for (int e = tid; e < L * K; e += threads) {
     const int r = e / K, d = e % K, b0 = r - r % diag_block, b1 = min(L, b0 + diag_block);
+    // dq's and dk's values so far, loaded first: their latency runs under the sums (a load after the previous
+    // element's stores could not move up, as dq and dk may alias for the compiler)
+    const float dq0 = dq[r * ldg + d], dk0 = dk[r * ldg + d];
     const float qr = qs(r, d), kr = ks(r, d);
     float dqP = 0, dkP = 0, ddk, dG;
     if constexpr (Erases) {  // rowA shares dq's decays and k_s, colA dk's decays (each accumulator in the same order)
@@ -269,8 +272,8 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
       dqP = fmaf(nrr, kr, dqP), dkP = fmaf(nrr, qr, dkP);
       ddk = dkP;
     }
-    dq[r * ldg + d] += dqP;
-    dk[r * ldg + d] += ddk;
+    dq[r * ldg + d] = dq0 + dqP;
+    dk[r * ldg + d] = dk0 + ddk;
     sdG[r * ld + d] += dG;
   }
   // Below the diagonal blocks: warp w takes key channels 16 w + [0, 16) of every 16-row block I (token_block):
@@ -287,19 +290,23 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
     const auto kx = [&](int s, int d) { return d < K ? ks(s, d) : 0.f; };
     const auto qx = [&](int t, int d) { return d < K ? qs(t, d) : 0.f; };
     const auto ex = [&](int t, int d) { return d < K ? erase(t, d) * ks(t, d) : 0.f; };
-    for (int I = 0; I < blocks; ++I) {
-      const int r0 = diag_block * I, rl = r0, rr = r0 + diag_block - 1;  // the two references
-      float lp[2][4] = {}, la[2][4] = {}, rp[2][4] = {}, ra[2][4] = {};
-      if (I > 0)
-        token_block<Erases, Prec>(
-            r0, c0, 0, r0, [&](int r, int s) { return r < L ? sN[r * ldn + s] : 0.f; },
-            [&](int r, int s) { return r < L ? sM[r * ldn + s] : 0.f; }, kx, kx,
-            [&](int s, int d) { return __expf(sG[rl * LK + d] - sG[s * LK + d]); }, lp, la);
-      if (I < blocks - 1)  // (its rows and tokens are below L)
-        token_block<Erases, Prec>(
-            r0, c0, r0 + diag_block, L, [&](int r, int t) { return sN[t * ldn + r]; },
-            [&](int r, int t) { return sM[t * ldn + r]; }, qx, ex,
-            [&](int t, int d) { return __expf(sG[t * LK + d] - sG[rr * LK + d]); }, rp, ra);
+    // adds the terms of rows r0 + [0, 16) from the left (lp: dq's, la: rowA's) and from the right (rp: dk's, ra:
+    // colA's) products; `left` / `right` say which ran
+    const auto add = [&](int r0, bool left, bool right, const float (&lp)[2][4], const float (&la)[2][4],
+                         const float (&rp)[2][4], const float (&ra)[2][4]) {
+      const int rl = r0, rr = r0 + diag_block - 1;  // the two references
+      const bool dq_on = left, dk_on = Erases || right;  // (an erasing update's rowA reaches dk from the left)
+      // the lane's dq and dk elements, all loads in flight before the first store (one round trip, not 16)
+      float oq[2][4], ok[2][4];
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int r = r0 + g + 8 * (x >> 1), d = c0 + 8 * j + 2 * t4 + (x & 1);
+          const bool in = r < L && d < K;
+          oq[j][x] = in && dq_on ? dq[r * ldg + d] : 0.f;
+          ok[j][x] = in && dk_on ? dk[r * ldg + d] : 0.f;
+        }
 #pragma unroll
       for (int j = 0; j < 2; ++j)
 #pragma unroll
@@ -307,20 +314,46 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
           const int r = r0 + g + 8 * (x >> 1), d = c0 + 8 * j + 2 * t4 + (x & 1);
           if (r >= L || d >= K) continue;
           const float Gr = sG[r * LK + d];
-          const float fl = I > 0 ? __expf(Gr - sG[rl * LK + d]) : 0.f;
-          const float fr = I < blocks - 1 ? __expf(sG[rr * LK + d] - Gr) : 0.f;
+          const float fl = left ? __expf(Gr - sG[rl * LK + d]) : 0.f;
+          const float fr = right ? __expf(sG[rr * LK + d] - Gr) : 0.f;
           const float dqP = fl * lp[j][x], dkP = fr * rp[j][x], qr = qs(r, d), kr = ks(r, d);
-          dq[r * ldg + d] += dqP;
+          if (dq_on) dq[r * ldg + d] = oq[j][x] + dqP;
           if constexpr (Erases) {
             const float er = erase(r, d), rowA = fl * la[j][x], colA = fr * ra[j][x];
-            dk[r * ldg + d] += dkP + (er * rowA + colA);
+            dk[r * ldg + d] = ok[j][x] + (dkP + (er * rowA + colA));
             sdG[r * ld + d] += (qr * dqP - kr * dkP) + kr * (er * rowA - colA);
             sdBk[r * ld + d] += kr * rowA;
           } else {
-            dk[r * ldg + d] += dkP;
+            if (dk_on) dk[r * ldg + d] = ok[j][x] + dkP;
             sdG[r * ld + d] += qr * dqP - kr * dkP;
           }
         }
+    };
+    const auto from_left = [&](int r0, float (&lp)[2][4], float (&la)[2][4]) {  // reference ρ = r0
+      token_block<Erases, Prec>(
+          r0, c0, 0, r0, [&](int r, int s) { return r < L ? sN[r * ldn + s] : 0.f; },
+          [&](int r, int s) { return r < L ? sM[r * ldn + s] : 0.f; }, kx, kx,
+          [&](int s, int d) { return __expf(sG[r0 * LK + d] - sG[s * LK + d]); }, lp, la);
+    };
+    const auto from_right = [&](int r0, float (&rp)[2][4], float (&ra)[2][4]) {  // ρ' = r0 + 15; rows, tokens < L
+      const int rr = r0 + diag_block - 1;
+      token_block<Erases, Prec>(
+          r0, c0, r0 + diag_block, L, [&](int r, int t) { return sN[t * ldn + r]; },
+          [&](int r, int t) { return sM[t * ldn + r]; }, qx, ex,
+          [&](int t, int d) { return __expf(sG[t * LK + d] - sG[rr * LK + d]); }, rp, ra);
+    };
+    for (int I = 0; I < blocks; ++I) {
+      const int r0 = diag_block * I;
+      const bool left = I > 0, right = I < blocks - 1;
+      float lp[2][4] = {}, la[2][4] = {}, rp[2][4] = {}, ra[2][4] = {};
+      if constexpr (Erases) {  // both products, then one pass over the elements
+        if (left) from_left(r0, lp, la);
+        if (right) from_right(r0, rp, ra);
+        add(r0, left, right, lp, la, rp, ra);
+      } else {  // (two CTAs an SM, 128 registers: one product's accumulators live at a time)
+        if (left) from_left(r0, lp, la), add(r0, true, false, lp, la, rp, ra);
+        if (right) from_right(r0, rp, ra), add(r0, false, true, lp, la, rp, ra);
+      }
     }
   }
   // the state's decay across the chunk: dG_Ld += γ_Ld ⟨h_d, dh_d⟩ (a warp per channel, four channels per warp at a
