@@ -16,6 +16,14 @@
 // (Channels) is either such a tile (a pointer: only bench/cuda/per_key_prep_v1.hpp, the A/B's old kernel, passes
 // one) or an accessor b(r, d) (finite everywhere: k is zero where b is not defined), read from global memory, which
 // the library's phase 1 uses: a fourth tile would not leave two CTAs an SM (per_key_prep_kernel.hpp).
+//
+// Phase 4 (per_key_grad_kernel.hpp) sums the same decays over tokens instead of channels, e.g.
+//   dq_rd = Σ_{s<r} N_rs k_sd D_rsd,   dk_rd = Σ_{t>r} N_tr q_td D_trd;
+// its blocks below the diagonal go through a reference row as well (`token_block`): for rows r in block I and
+// tokens s < ρ = 16 I, D_rsd = exp(G_rd − G_ρd) · exp(G_ρd − G_sd) — the first factor scales the output row, the
+// second the B operand; for rows r in block J and tokens t > ρ' = 16 J + 15, D_trd = exp(G_td − G_ρ'd) ·
+// exp(G_ρ'd − G_rd). Every exponent ≤ 0: no overflow, and a factor underflows only where the true decay is
+// smaller still (extreme gates: SPEC §6).
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -140,6 +148,41 @@ __device__ __forceinline__ void diagonal_rows(int b0, int lo, int hi, const floa
     } else {
       const int row = rr + (Erases ? 0 : lane >> 4);
       if (s <= row) put_p(b0 + row, b0 + s, sum);
+    }
+  }
+}
+
+// Phase 4: one warp's 16 rows × 16 key channels of products over tokens (see above),
+//   acc0[j](r, d) += Σ_{s ∈ [s0, s1)} a0(r, s) · x0(s, d) · f(s, d)   and (Two) acc1 likewise with a1, x1,
+// rows r0 + [0, 16), channels c0 + [0, 16) (n-tile j: c0 + 8 j + [0, 8)), in the m16n8k8 accumulator layout (row
+// r0 + g + 8 (x >> 1), channel c0 + 8 j + 2 t + (x & 1) of acc[j][x]). f(s, d) is the B operand's decay (≤ 1),
+// computed once for both products. s0 a multiple of 8; tokens ≥ s1 read as zeros, never through the accessors; the
+// accessors must give zeros (finite values) for rows and channels outside the problem.
+template <bool Two, precision Prec, class A0, class A1, class X0, class X1, class F>
+__device__ __forceinline__ void token_block(int r0, int c0, int s0, int s1, A0 a0, A1 a1, X0 x0, X1 x1, F f,
+                                            float (&acc0)[2][4], float (&acc1)[2][4]) {
+  const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, ra = r0 + g, rb = ra + 8;
+#pragma unroll 1
+  for (int kk = s0; kk < s1; kk += 8) {
+    const int sa = kk + t, sb = sa + 4;
+    const bool ina = sa < s1, inb = sb < s1;
+    std::uint32_t ab0[4], as0[4], ab1[4] = {}, as1[4] = {};
+    a_operand<Prec>(ina ? a0(ra, sa) : 0.f, ab0[0], as0[0]);
+    a_operand<Prec>(ina ? a0(rb, sa) : 0.f, ab0[1], as0[1]);
+    a_operand<Prec>(inb ? a0(ra, sb) : 0.f, ab0[2], as0[2]);
+    a_operand<Prec>(inb ? a0(rb, sb) : 0.f, ab0[3], as0[3]);
+    if constexpr (Two) {
+      a_operand<Prec>(ina ? a1(ra, sa) : 0.f, ab1[0], as1[0]);
+      a_operand<Prec>(ina ? a1(rb, sa) : 0.f, ab1[1], as1[1]);
+      a_operand<Prec>(inb ? a1(ra, sb) : 0.f, ab1[2], as1[2]);
+      a_operand<Prec>(inb ? a1(rb, sb) : 0.f, ab1[3], as1[3]);
+    }
+#pragma unroll
+    for (int j = 0; j < 2; ++j) {
+      const int d = c0 + 8 * j + g;
+      const float fa = ina ? f(sa, d) : 0.f, fb = inb ? f(sb, d) : 0.f;
+      mma_step<Prec>(acc0[j], ab0, as0, ina ? x0(sa, d) * fa : 0.f, inb ? x0(sb, d) * fb : 0.f);
+      if constexpr (Two) mma_step<Prec>(acc1[j], ab1, as1, ina ? x1(sa, d) * fa : 0.f, inb ? x1(sb, d) * fb : 0.f);
     }
   }
 }

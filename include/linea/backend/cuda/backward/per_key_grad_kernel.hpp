@@ -1,10 +1,14 @@
 // linea/backend/cuda/backward/per_key_grad_kernel.hpp — phase 4 for per-key decays (gla, kda): chunk_grad_kernel's
 // gradients with D_rsd = exp(G_rd − G_sd) per key channel (docs/math/backward.md §6). The products without a
-// per-channel decay inside (dW, dBv, dBk, dA, dP, dO hᵀ, U_new dhᵀ) are block_gemms; the decayed ones are summed
-// per (token, channel) in log space:
+// per-channel decay inside (dW, dBv, dBk, dA, dP, dO hᵀ, U_new dhᵀ) are block_gemms; the decayed ones
 //   dq_rd += Σ_{s≤r} dP_rs k_sd D_rsd                     dk_rd += Σ_{t≥r} dP_tr q_td D_trd
 //   rowA_rd = Σ_{s<r} dA_rs k_sd D_rsd                    colA_rd = Σ_{t>r} dA_tr e_t k_td D_trd
 //   dk_rd += e_r rowA_rd + colA_rd + e_r γ_rd dBk_rd      de_r += Σ_d k_rd (rowA_rd + γ_rd dBk_rd)
+// go by 16-token blocks of the chunk (per_key_blocks.hpp, as phase 1): within a diagonal block, per (token,
+// channel) in log space (one exp per (r, s, d)); below it, on tensor cores through a reference row (token_block):
+// 16 rows × 16 channels a warp, dq's and rowA's terms as N and M times (k ⊙ exp(G_ρ − G)), dk's and colA's as Nᵀ
+// and Mᵀ times (q ⊙ exp(G − G_ρ')) and (e k ⊙ exp(G − G_ρ')), each row then scaled by its decay to or from the
+// reference — every exponent ≤ 0 (kgrad12, bench/cuda/README.md).
 // and the decay's gradient per channel is (each product contributes x ⊙ dx for its row factor, −x ⊙ dx for its
 // column factor):
 //   dG_rd = q_rd (dq_rd) − k_rd (dk_rd)   over the P, A, Kd, Bk and inter-chunk terms, + Σ_s k_sd (Kd term) and
@@ -27,6 +31,7 @@
 #include "chunk_grad_kernel.hpp"
 #include "block_gemm.hpp"
 #include "inputs_kernel.hpp"
+#include "per_key_blocks.hpp"
 
 namespace linea::cuda_detail::bwd {
 
@@ -39,10 +44,11 @@ inline constexpr int LK = max_kv + 1;  // padded row stride of [CL][K] shared ti
 template <bool Erases>
 struct per_key_grad_shape {
   static constexpr int ld = Erases ? ld_kv : max_kv;  // rows of the dW / dG, dBk, dBv (q) tiles
-  static constexpr int ut_kv = Erases ? CL * ld : 0, ut_cc = Erases ? CL * CL : 0, ut_k = Erases ? CL * LK : 0;
+  static constexpr int ldn = ld_cc;  // rows of N and M (token_block reads them by rows and by columns: ≡ 4 mod 32)
+  static constexpr int ut_kv = Erases ? CL * ld : 0, ut_cc = Erases ? CL * ldn : 0, ut_k = Erases ? CL * LK : 0;
   static constexpr int ring_own = Erases ? ring_floats<3, true> : 0;
   static constexpr int dw_at = 0, dbk_at = dw_at + CL * ld, dbv_at = dbk_at + ut_kv, ring_at = dbv_at + ut_kv,
-                       n_at = ring_at + ring_own, m_at = n_at + CL * CL, g_at = m_at + ut_cc, k_at = g_at + CL * LK,
+                       n_at = ring_at + ring_own, m_at = n_at + CL * ldn, g_at = m_at + ut_cc, k_at = g_at + CL * LK,
                        gl_at = k_at + ut_k, e_at = gl_at + max_kv, dwr_at = e_at + (Erases ? CL : 0),
                        scratch_at = Erases ? ring_at : dwr_at + (Erases ? CL : 0),
                        end = Erases ? dwr_at + CL : scratch_at + grad_scratch;
@@ -96,7 +102,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   const index_t ldu = Erases ? w.V : ldv;
   const float scale = w.scale;
 
-  constexpr int ld = sh::ld;  // rows of the dW / dG, dBk, dBv (q) tiles
+  constexpr int ld = sh::ld, ldn = sh::ldn;  // rows of the dW / dG, dBk, dBv (q) tiles; of N and M
   float* ring = sdBv;          // (erasing update) the full ring, once dv and dw have read dBv: dBv's tile and the
                                // ring's region; before that the region alone, for products with A in place
   stage_tile<CL, max_kv>(sG, LK, [&](int r, int d) { return r < L && d < K ? Gk[r * K + d] : 0.f; });
@@ -174,15 +180,15 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
         L, K, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int d) { return sdW[s * ld + d]; },
         [&](int r, int d, float acc) { sdBk[r * ld + d] = acc; }, scratch);
     block_gemm_ring<Prec, 3, true>(
-        L, L, V, sdBv, ld, Uc, w.V, [&](int r, int s, float acc) { sM[r * CL + s] = acc; }, scratch);
+        L, L, V, sdBv, ld, Uc, w.V, [&](int r, int s, float acc) { sM[r * ldn + s] = acc; }, scratch);
     block_gemm_ring<Prec, 3, true>(
-        L, L, K, sdBk, ld, Wc, w.K, [&](int r, int s, float acc) { sM[r * CL + s] = s < r ? -(sM[r * CL + s] + acc) : 0.f; },
+        L, L, K, sdBk, ld, Wc, w.K, [&](int r, int s, float acc) { sM[r * ldn + s] = s < r ? -(sM[r * ldn + s] + acc) : 0.f; },
         scratch);
     dv_dw();  // (dBv's last reads: the next product's ring covers its tile, and starts with a barrier)
   }
   // dP = s dO U_newᵀ (causal, undecayed)
   global_product(L, L, V, dO, ldv, Un, ldu,
-                 [&](int r, int s, float acc) { sN[r * CL + s] = s <= r ? scale * acc : 0.f; });
+                 [&](int r, int s, float acc) { sN[r * ldn + s] = s <= r ? scale * acc : 0.f; });
   for (int e = tid; e < CL * max_kv; e += threads) sdG[(e / max_kv) * ld + e % max_kv] = 0;  // (dW's tile is free)
   // inter-chunk read: dq = s Γ ⊙ (dO hᵀ);  state write: dk = Kd-decay ⊙ (U_new dhᵀ)
   global_product(L, K, V, dO, ldv, hc, w.V, [&](int r, int d, float acc) {
@@ -227,46 +233,128 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   }
   // q_td: the staged rows for an erasing update, global rows otherwise
   const auto qs = [&](int t, int d) { return Erases ? sQ[t * ld + d] : q[t * ldq + d]; };
-  // the decayed intra-chunk products, per (token, channel). dG takes the off-diagonal terms only: the diagonal
-  // one, dP_rr q_rd k_rd (D_rrd = 1), is added to dG_rd as q (dq) and taken off as k (dk), so it reaches no dgk_t;
-  // in float32 the two roundings of it would not cancel (at T = 1 they are all that the rule gives: issue #14).
+  // the decayed intra-chunk products within the diagonal blocks (s, t in r's 16-token block), per (token,
+  // channel); the blocks below the diagonal follow on tensor cores. dG takes the off-diagonal terms only: the
+  // diagonal one, dP_rr q_rd k_rd (D_rrd = 1), is added to dG_rd as q (dq) and taken off as k (dk), so it reaches no
+  // dgk_t; in float32 the two roundings of it would not cancel (at T = 1 they are all that the rule gives: issue #14).
   for (int e = tid; e < L * K; e += threads) {
-    const int r = e / K, d = e % K;
+    const int r = e / K, d = e % K, b0 = r - r % diag_block, b1 = min(L, b0 + diag_block);
+    // dq's and dk's values so far, loaded first: their latency runs under the sums (a load after the previous
+    // element's stores could not move up, as dq and dk may alias for the compiler)
+    const float dq0 = dq[r * ldg + d], dk0 = dk[r * ldg + d];
     const float qr = qs(r, d), kr = ks(r, d);
     float dqP = 0, dkP = 0, ddk, dG;
     if constexpr (Erases) {  // rowA shares dq's decays and k_s, colA dk's decays (each accumulator in the same order)
       const float er = erase(r, d), bk = __expf(sG[r * LK + d]) * sdBk[r * ld + d];
       float rowA = 0, colA = 0;
-      for (int s = 0; s < r; ++s) {
+      for (int s = b0; s < r; ++s) {
         const float x = ks(s, d), decay = D(r, s, d);
-        dqP = fmaf(sN[r * CL + s] * x, decay, dqP);
-        rowA = fmaf(sM[r * CL + s] * x, decay, rowA);
+        dqP = fmaf(sN[r * ldn + s] * x, decay, dqP);
+        rowA = fmaf(sM[r * ldn + s] * x, decay, rowA);
       }
-      for (int t = r + 1; t < L; ++t) {
+      for (int t = r + 1; t < b1; ++t) {
         const float decay = D(t, r, d);
-        dkP = fmaf(sN[t * CL + r] * qs(t, d), decay, dkP);
-        colA = fmaf(sM[t * CL + r] * erase(t, d) * ks(t, d), decay, colA);
+        dkP = fmaf(sN[t * ldn + r] * qs(t, d), decay, dkP);
+        colA = fmaf(sM[t * ldn + r] * erase(t, d) * ks(t, d), decay, colA);
       }
       dG = (qr * dqP - kr * dkP) + kr * (er * (rowA + bk) - colA);
-      const float nrr = sN[r * CL + r];  // the diagonal, undecayed
+      const float nrr = sN[r * ldn + r];  // the diagonal, undecayed
       dqP = fmaf(nrr, kr, dqP), dkP = fmaf(nrr, qr, dkP);
       ddk = dkP + (er * (rowA + bk) + colA);
-      if constexpr (Channels) {
-        if (cd.db.ptr) cd.db(ci.bt, ci.t0 + r, hv, d) = from_float<T>(kr * (rowA + bk));
-      } else {
-        sdBk[r * ld + d] = kr * (rowA + bk);  // de_r's term (dBk's element is read only here, by this thread)
-      }
+      // de_r's term, or GDN-2's db_rd (dBk's element is read only here, by this thread; the blocks below the
+      // diagonal add k_rd rowA_rd to it)
+      sdBk[r * ld + d] = kr * (rowA + bk);
     } else {
-      for (int s = 0; s < r; ++s) dqP = fmaf(sN[r * CL + s] * ks(s, d), D(r, s, d), dqP);
-      for (int t = r + 1; t < L; ++t) dkP = fmaf(sN[t * CL + r] * qs(t, d), D(t, r, d), dkP);
+      for (int s = b0; s < r; ++s) dqP = fmaf(sN[r * ldn + s] * ks(s, d), D(r, s, d), dqP);
+      for (int t = r + 1; t < b1; ++t) dkP = fmaf(sN[t * ldn + r] * qs(t, d), D(t, r, d), dkP);
       dG = qr * dqP - kr * dkP;
-      const float nrr = sN[r * CL + r];  // the diagonal, undecayed
+      const float nrr = sN[r * ldn + r];  // the diagonal, undecayed
       dqP = fmaf(nrr, kr, dqP), dkP = fmaf(nrr, qr, dkP);
       ddk = dkP;
     }
-    dq[r * ldg + d] += dqP;
-    dk[r * ldg + d] += ddk;
+    dq[r * ldg + d] = dq0 + dqP;
+    dk[r * ldg + d] = dk0 + ddk;
     sdG[r * ld + d] += dG;
+  }
+  // Below the diagonal blocks: warp w takes key channels 16 w + [0, 16) of every 16-row block I (token_block):
+  //   from the left (I > 0, reference ρ = 16 I):   dq_r += f_r N_r,<ρ K̃,  rowA_r += f_r M_r,<ρ K̃,
+  //     K̃_sd = k_sd exp(G_ρd − G_sd), f_rd = exp(G_rd − G_ρd);
+  //   from the right (I before the last, ρ' = 16 I + 15):   dkP_r = f'_r (Nᵀ)_r,>ρ' Q̃,  colA_r = f'_r (Mᵀ)_r,>ρ' X̃,
+  //     Q̃_td = q_td exp(G_td − G_ρ'd), X̃_td = e_td k_td exp(G_td − G_ρ'd), f'_rd = exp(G_ρ'd − G_rd);
+  // then each lane adds its elements' terms to dq, dk, dG and dBk's tile (de, db) as the loop above does (a lane
+  // owns the same elements in both products; the loop's writes are in after the barrier).
+  __syncthreads();
+  if (const int warp = tid >> 5, c0 = diag_block * warp, blocks = (L + diag_block - 1) / diag_block;
+      blocks > 1 && c0 < K) {
+    const int lane = tid & 31, g = lane >> 2, t4 = lane & 3;
+    const auto kx = [&](int s, int d) { return d < K ? ks(s, d) : 0.f; };
+    const auto qx = [&](int t, int d) { return d < K ? qs(t, d) : 0.f; };
+    const auto ex = [&](int t, int d) { return d < K ? erase(t, d) * ks(t, d) : 0.f; };
+    // adds the terms of rows r0 + [0, 16) from the left (lp: dq's, la: rowA's) and from the right (rp: dk's, ra:
+    // colA's) products; `left` / `right` say which ran
+    const auto add = [&](int r0, bool left, bool right, const float (&lp)[2][4], const float (&la)[2][4],
+                         const float (&rp)[2][4], const float (&ra)[2][4]) {
+      const int rl = r0, rr = r0 + diag_block - 1;  // the two references
+      const bool dq_on = left, dk_on = Erases || right;  // (an erasing update's rowA reaches dk from the left)
+      // the lane's dq and dk elements, all loads in flight before the first store (one round trip, not 16)
+      float oq[2][4], ok[2][4];
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int r = r0 + g + 8 * (x >> 1), d = c0 + 8 * j + 2 * t4 + (x & 1);
+          const bool in = r < L && d < K;
+          oq[j][x] = in && dq_on ? dq[r * ldg + d] : 0.f;
+          ok[j][x] = in && dk_on ? dk[r * ldg + d] : 0.f;
+        }
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) {
+          const int r = r0 + g + 8 * (x >> 1), d = c0 + 8 * j + 2 * t4 + (x & 1);
+          if (r >= L || d >= K) continue;
+          const float Gr = sG[r * LK + d];
+          const float fl = left ? __expf(Gr - sG[rl * LK + d]) : 0.f;
+          const float fr = right ? __expf(sG[rr * LK + d] - Gr) : 0.f;
+          const float dqP = fl * lp[j][x], dkP = fr * rp[j][x], qr = qs(r, d), kr = ks(r, d);
+          if (dq_on) dq[r * ldg + d] = oq[j][x] + dqP;
+          if constexpr (Erases) {
+            const float er = erase(r, d), rowA = fl * la[j][x], colA = fr * ra[j][x];
+            dk[r * ldg + d] = ok[j][x] + (dkP + (er * rowA + colA));
+            sdG[r * ld + d] += (qr * dqP - kr * dkP) + kr * (er * rowA - colA);
+            sdBk[r * ld + d] += kr * rowA;
+          } else {
+            if (dk_on) dk[r * ldg + d] = ok[j][x] + dkP;
+            sdG[r * ld + d] += qr * dqP - kr * dkP;
+          }
+        }
+    };
+    const auto from_left = [&](int r0, float (&lp)[2][4], float (&la)[2][4]) {  // reference ρ = r0
+      token_block<Erases, Prec>(
+          r0, c0, 0, r0, [&](int r, int s) { return r < L ? sN[r * ldn + s] : 0.f; },
+          [&](int r, int s) { return r < L ? sM[r * ldn + s] : 0.f; }, kx, kx,
+          [&](int s, int d) { return __expf(sG[r0 * LK + d] - sG[s * LK + d]); }, lp, la);
+    };
+    const auto from_right = [&](int r0, float (&rp)[2][4], float (&ra)[2][4]) {  // ρ' = r0 + 15; rows, tokens < L
+      const int rr = r0 + diag_block - 1;
+      token_block<Erases, Prec>(
+          r0, c0, r0 + diag_block, L, [&](int r, int t) { return sN[t * ldn + r]; },
+          [&](int r, int t) { return sM[t * ldn + r]; }, qx, ex,
+          [&](int t, int d) { return __expf(sG[t * LK + d] - sG[rr * LK + d]); }, rp, ra);
+    };
+    for (int I = 0; I < blocks; ++I) {
+      const int r0 = diag_block * I;
+      const bool left = I > 0, right = I < blocks - 1;
+      float lp[2][4] = {}, la[2][4] = {}, rp[2][4] = {}, ra[2][4] = {};
+      if constexpr (Erases) {  // both products, then one pass over the elements
+        if (left) from_left(r0, lp, la);
+        if (right) from_right(r0, rp, ra);
+        add(r0, left, right, lp, la, rp, ra);
+      } else {  // (two CTAs an SM, 128 registers: one product's accumulators live at a time)
+        if (left) from_left(r0, lp, la), add(r0, true, false, lp, la, rp, ra);
+        if (right) from_right(r0, rp, ra), add(r0, false, true, lp, la, rp, ra);
+      }
+    }
   }
   // the state's decay across the chunk: dG_Ld += γ_Ld ⟨h_d, dh_d⟩ (a warp per channel, four channels per warp at a
   // time with all their loads in flight)
@@ -297,6 +385,13 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
       acc += sdG[r * ld + d];
       w.dlog_alpha_k[((tok0 + r) * w.HV + hv) * w.K + d] = acc;
     }
+  }
+  if constexpr (Channels) {  // db_rd: dBk's tile as the terms above left it
+    if (cd.db.ptr)
+      for (int e = tid; e < L * K; e += threads) {
+        const int r = e / K, d = e % K;
+        cd.db(ci.bt, ci.t0 + r, hv, d) = from_float<T>(sdBk[r * ld + d]);
+      }
   }
   if constexpr (Erases && !Channels)  // de_r + dw_r = Σ_d of dBk's tile (the terms left there above) + sdWr
     row_sums(
