@@ -70,12 +70,13 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
   const index_t tok0 = w.token(ci.bt, ci.t0);
   float* const sm = grad_smem;  // (grad_products.hpp's routines address it by offsets from its base)
-  float *sK = sm + sh::k_at, *sQ = sm + sh::q_at, *sDQ = sm + sh::dq_at, *sDK = sm + sh::dk_at, *sN = sm + sh::n_at,
-        *sPM = sm + sh::pm_at, *sG = sm + sh::g_at, *sGam = sm + sh::gam_at, *sF = sm + sh::f_at, *sE = sm + sh::e_at,
-        *sdG = sm + sh::dg_at, *sdE = sm + sh::de_at, *sdWr = sm + sh::dwr_at, *ring = sm + sh::ring_at;
+  // (the tiles the kernel itself touches; the products name theirs by offset, sh::…_at)
+  float *sK = sm + sh::k_at, *sDQ = sm + sh::dq_at, *sDK = sm + sh::dk_at, *sG = sm + sh::g_at,
+        *sGam = sm + sh::gam_at, *sF = sm + sh::f_at, *sE = sm + sh::e_at, *sdG = sm + sh::dg_at, *sdE = sm + sh::de_at,
+        *sdWr = sm + sh::dwr_at, *ring = sm + sh::ring_at;
   // the UT transform's tiles (erasing update), in tiles that are free until the read part: dU in k's, T in N's, dW
-  // in dk's, M in P's (P, decaying rules, comes in once M is dead), and
-  float *sdBv = sDQ, *sdBk = sQ;  // dBv in dq's, dBk in q's
+  // in dk's, dBv in dq's, dBk in q's, M in P's (P, decaying rules, comes in once M is dead)
+  float* sdBv = sDQ;
 
   const std::size_t cv = w.ch(c, hv);
   const float *hc = w.h + cv * w.K * w.V, *dhc = w.dh + cv * w.K * w.V, *dU = w.dU + cv * CL * w.V;
