@@ -4,4 +4,4 @@ FL="-std=c++20 -O3 -DNDEBUG -lineinfo -gencode=arch=compute_90a,code=sm_90a --ex
 cd $R
 t=$(date +%s); nice nvcc $FL bench/cuda/grad_ab.cu -o $B/ab_all || echo FAILED ab_all; echo "$(( $(date +%s) - t )) s: ab_all $(date -u +%T)"
 t=$(date +%s); nice nvcc $FL -DGRAD_AB_FLOAT -DGRAD_AB_RULE=linea::gated_delta bench/cuda/grad_ab.cu -o $B/ab_gd_f32 || echo FAILED ab_gd_f32; echo "$(( $(date +%s) - t )) s: ab_gd_f32 $(date -u +%T)"
-./build_units.sh gated_delta delta simple_gla additive kda gla gdn2 backward_test main
+/tmp/grad12/build_units.sh gated_delta delta simple_gla additive kda gla gdn2 backward_test main
