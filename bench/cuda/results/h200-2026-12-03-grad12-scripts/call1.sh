@@ -8,7 +8,8 @@
 #   conf       linea_cuda_conformance (the 7 instance units)
 # 1. side by side: the suite (LINEA_BACKWARD_ERRORS=1), conformance, memcheck and racecheck (phase-4 kernels) of ab_all --check
 #    (every rule: partial chunks, GVA, K = 64 V = 96, K = 37 V = 45);
-# 2. alone: ab_all (8x4096, every rule), the four scalar rules at 8x4096 and 1x32768 (--long), ab_gd_f32;
+# 2. alone: the four scalar rules at 8x4096 and 1x32768 (ab_all --long), ab_gd_f32, kda and gdn2 at 8x4096
+#    (per_key_grad: only the split-accumulator removal);
 # 3. ncu (full set) of the new chunk_grad (gated_delta), if time is left.
 #   LIMIT=230 bash .gpu/grad12/call1.sh    (carry .gpu/grad12 .gpu/conformance)
 set -u
@@ -27,13 +28,15 @@ wait
 { for f in /tmp/s2.log /tmp/s3.log; do grep -h -E "ERROR SUMMARY|RACECHECK SUMMARY|rc [0-9]" $f; grep -h -m5 -E "Invalid|Race|Hazard|rror" $f; done
   echo "-- ab_all --check distances (under memcheck)"; grep '^{' /tmp/s2.log; } > $OUT/san.txt 2>&1
 el timing
-[ $(left) -gt 70 ] && { timeout 60 $B/ab_all > $OUT/ab.jsonl 2>&1 || echo "ab_all rc $?" >> $OUT/ab.jsonl; }
-el long
 for r in gated_delta_rule delta_rule simple_gla linear_attn; do
-  [ $(left) -gt 45 ] && { GRAD_AB_ONLY=$r timeout 30 $B/ab_all --long >> $OUT/ab_long.jsonl 2>&1 || echo "$r rc $?" >> $OUT/ab_long.jsonl; }
+  [ $(left) -gt 60 ] && { GRAD_AB_ONLY=$r timeout 30 $B/ab_all --long >> $OUT/ab.jsonl 2>&1 || echo "$r rc $?" >> $OUT/ab.jsonl; }
 done
 el f32
-[ $(left) -gt 35 ] && { timeout 25 $B/ab_gd_f32 | sed 's/^{/{"variant":"float32",/' >> $OUT/ab.jsonl 2>&1; }
+[ $(left) -gt 50 ] && { timeout 25 $B/ab_gd_f32 | sed 's/^{/{"variant":"float32",/' >> $OUT/ab.jsonl 2>&1; }
+el perkey
+for r in kda gdn2; do
+  [ $(left) -gt 50 ] && { GRAD_AB_ONLY=$r timeout 20 $B/ab_all >> $OUT/ab.jsonl 2>&1 || echo "$r rc $?" >> $OUT/ab.jsonl; }
+done
 el ncu
 if [ $(left) -gt 30 ]; then
   GRAD_AB_ONLY=gated_delta_rule timeout $(( $(left) - 5 )) ncu --clock-control none -k regex:chunk_grad -c 1 --set full --import-source yes -f -o $B/gd $B/ab_all --once > $B/ncu_run.txt 2>&1
@@ -45,5 +48,5 @@ fi
 el done
 grep -E "test cases|assertions|rc " $OUT/tests.log | head; grep -E "^FAIL" $OUT/conformance.log | head -5; tail -n 2 $OUT/conformance.log
 cut -c1-400 $OUT/san.txt | head -40
-cut -c1-900 $OUT/ab.jsonl $OUT/ab_long.jsonl
+cut -c1-900 $OUT/ab.jsonl
 grep -h -E "Duration|Warp Cycles Per Issued|Issue Slots Busy|Registers Per|Executed Instructions  " $B/gd_details.txt 2>/dev/null | head -8
