@@ -2,7 +2,7 @@
 // A/B in one process (not built by CMake; for a short device call). bf16 inputs as bench_cuda.cu's --backward
 // (H = 16, K = V = 128, L2 norm in kernel); for each rule:
 //   new    phases 0-5 as backward.hpp's run launches them (the library's phase 4: chunk_grad / per_key_grad);
-//   old    the same launches with main 861c7ef's phase-4 kernel (v0::, before kgrad12; on the workspace the new
+//   old    the same launches with main 861c7ef's phase-4 kernel (v0::, before grad12 and kgrad12; on the workspace the new
 //          phases 0-3 left);
 // the relative distance ‖new − old‖ / ‖old‖ of every float32 workspace gradient (dq̂, dk̂ per value head, d log α,
 // de) and of every bf16 output, the whole backward's time both ways (and linea::backward's), phase 4 alone both
@@ -13,8 +13,7 @@
 //   grad_ab --check    small odd shapes only (partial chunks, K, V < 128, a GVA group): distances, for a sanitizer
 //   GRAD_AB_ONLY=<rule>  one rule by its name (gated_delta_rule, kda, …; at 8×4096 only with --once: one launch of
 //                        each phase 4, for ncu)
-// -DLINEA_BWD_SPLIT_ACC=1 / -DLINEA_BWD_GRAD_PIPE=0 build the library's side with prof11's split accumulators (off by default) /
-// block_gemm_direct's prefetch (block_gemm.hpp, chunk_grad_kernel.hpp), for an A/B of either against main.
+// -DGRAD_AB_FLOAT: float32 inputs and outputs in place of bf16 (grad12's float32 A/B).
 // With -DGRAD_AB_PREP_V0 (prep9) "old" is instead main 16a7383's phase 1 for per-key decays (per_key_prep_v0.hpp: P
 // and A pairwise in log space) with the library's phase 4: the distances are then new phase 1 against old, and
 // "prep_old_ms" times main's phase 1 (the phase-4 columns then time the same kernel twice).
@@ -41,7 +40,11 @@
 #endif
 
 using namespace linea;
+#ifdef GRAD_AB_FLOAT
+using T = float;
+#else
 using T = bf16;
+#endif
 #define CK(x) linea::cuda_detail::check((x), #x)
 namespace bwd = linea::cuda_detail::bwd;
 using bwd::precision;
