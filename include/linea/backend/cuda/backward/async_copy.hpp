@@ -20,8 +20,8 @@
 // prefetch registers, and the loads of the next slabs are in flight while the tensor cores work on this one (the
 // register-prefetched block_gemm has one slab in flight, and phase 4, one CTA per SM, waited on it ~36 times a
 // CTA). Each warp loads its mma fragments ahead of the mma that use them (a full slab's four k-steps at once);
-// 3xTF32's three products chain into one accumulator (block_gemm.hpp's mma_step; prof11's split accumulators were
-// slower, and grad12 removed them). ring:
+// 3xTF32's three products chain into one accumulator (block_gemm.hpp's mma_step3; LINEA_BWD_SPLIT_ACC=1, an A/B
+// switch, gives them accumulators of their own). ring:
 // ring_floats<Stages, AResident> floats of shared memory. Every thread of the CTA calls it; it starts and ends with
 // a barrier, and `out` runs after the ring's last read (so the ring may be scratch for it).
 #pragma once
@@ -121,7 +121,7 @@ __device__ __forceinline__ void block_gemm_ring(int M, int N, int Kd, const floa
   __syncthreads();  // (the ring's previous readers are done; a resident A is complete)
 #pragma unroll 1
   for (int j = 0; j < Stages - 1; ++j) fill_next();
-  float acc[NT][4] = {};
+  float acc[NT][3][4] = {};  // (mma_step3's accumulators: block_gemm.hpp)
   const int ma = wm + g, mb = ma + 8;
   int k0 = 0, n0 = 0, st = 0;  // this job's slab, n-tile and stage
   for (int j = 0; j < jobs; ++j) {
@@ -157,7 +157,7 @@ __device__ __forceinline__ void block_gemm_ring(int M, int N, int Kd, const floa
 #pragma unroll
       for (int x = 0; x < 4; ++x) a_operand<Prec>(fa[x], ab[x], as[x]);
 #pragma unroll
-      for (int i = 0; i < NT; ++i) mma_step<Prec>(acc[i], ab, as, fb[i][0], fb[i][1]);
+      for (int i = 0; i < NT; ++i) mma_step3<Prec>(acc[i], ab, as, fb[i][0], fb[i][1]);
     };
     constexpr int full = ring_tk / 8;
     if (steps == full) {
@@ -188,12 +188,14 @@ __device__ __forceinline__ void block_gemm_ring(int M, int N, int Kd, const floa
 #pragma unroll
         for (int x = 0; x < 4; ++x) {
           const int m = wm + g + 8 * (x >> 1), n = n0 + wn + 8 * i + 2 * t + (x & 1);
-          if (m < M && n < N) out(m, n, acc[i][x]);
+          if (m < M && n < N) out(m, n, acc3_value<Prec>(acc[i], x));
         }
 #pragma unroll
       for (int i = 0; i < NT; ++i)
 #pragma unroll
-        for (int x = 0; x < 4; ++x) acc[i][x] = 0.f;
+        for (int y = 0; y < 3; ++y)
+#pragma unroll
+          for (int x = 0; x < 4; ++x) acc[i][y][x] = 0.f;
       k0 = 0, n0 += 64;
     }
   }

@@ -118,6 +118,40 @@ __device__ __forceinline__ void mma_step(float (&c)[4], const std::uint32_t (&ab
   }
 }
 
+// Phase 4's products (block_gemm_ring, block_gemm_direct's Pipe) can keep 3xTF32's three products in accumulators
+// of their own (split_acc): acc[0] += big·big, acc[1] += small·big, acc[2] += big·small, the result acc[0] + (acc[1]
+// + acc[2]), so that one k-step's three mma depend on no other mma of that step. prof11 measured it (bench/cuda/
+// README.md): gated_delta's phase 4 1.027× over main with it, 1.062× with the single chain, because the kernel is
+// bound by instruction fetch, not by that chain (the split costs 31 registers and 6 % more code). So the single
+// chain is the default (the same arithmetic as before prof11: bit-identical outputs); LINEA_BWD_SPLIT_ACC=1 builds
+// the split for bench/cuda/grad_ab.cu's A/B, not a user option.
+#ifdef LINEA_BWD_SPLIT_ACC
+inline constexpr bool split_acc = LINEA_BWD_SPLIT_ACC;
+#else
+inline constexpr bool split_acc = false;
+#endif
+template <precision Prec>
+__device__ __forceinline__ void mma_step3(float (&c)[3][4], const std::uint32_t (&ab)[4], const std::uint32_t (&as)[4],
+                                          float b0, float b1) {
+  if constexpr (Prec == precision::tf32x3 && split_acc) {
+    std::uint32_t bb[2], bs[2];
+    split_tf32(b0, bb[0], bs[0]);
+    split_tf32(b1, bb[1], bs[1]);
+    mma_tf32(c[1], as, bb);
+    mma_tf32(c[2], ab, bs);
+    mma_tf32(c[0], ab, bb);
+  } else {
+    mma_step<Prec>(c[0], ab, as, b0, b1);
+  }
+}
+template <precision Prec>
+__device__ __forceinline__ float acc3_value(const float (&c)[3][4], int x) {
+  if constexpr (Prec == precision::tf32x3 && split_acc)
+    return c[0][x] + (c[1][x] + c[2][x]);
+  else
+    return c[0][x];
+}
+
 template <precision Prec, int TN, walk WalkA = walk::mn, walk WalkB = walk::mn, int TK = gemm_tk, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm(int M, int N, int Kd, A a, B b, Out out, float* scratch) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64 || TN == 128),
@@ -248,10 +282,8 @@ inline constexpr int direct_unroll = Erases == PerKey ? 2 : 1;
 
 // Pipe: each warp loads k-step kk + 8's fragments before it issues step kk's mma (software pipelining: the
 // shared-memory latency hides behind the tensor-core work instead of stalling every step; the same values reach the
-// same mma in the same order, so results are unchanged). chunk_grad (phase 4 of the scalar-decay rules) used it
-// (prof11's profile, bench/cuda/README.md) until grad12 gave it products of its own (grad_products.hpp); no
-// kernel of the library passes Pipe now (bench/cuda/grad_ab_v0.hpp's copy of main's phase 4 does). It costs 4 + TN / 8
-// registers, which the two-CTA-per-SM kernels do not have to spare.
+// same mma in the same order, so results are unchanged). chunk_grad (phase 4 of the scalar-decay rules) uses it
+// (prof11's profile, bench/cuda/README.md; per_key_grad has no block_gemm_direct product); it costs 4 + TN / 8 registers, which the two-CTA-per-SM kernels do not have to spare.
 template <precision Prec, int TN = 64, int Unroll = 1, bool Pipe = false, class A, class B, class Out>
 __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b, Out out) {
   static_assert(threads == 256 && (TN == 16 || TN == 32 || TN == 64), "block_gemm_direct: 256 threads, 64 × 16|32|64 tiles");
@@ -276,6 +308,7 @@ __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b
             fb[j][0] = B0(k0, n), fb[j][1] = B0(k1, n);
           }
         };
+        float acc3[NT][3][4] = {};  // (mma_step3's accumulators)
         float fa[4], fb[NT][2];
         load(0, fa, fb);
 #pragma unroll (Unroll)
@@ -286,12 +319,16 @@ __device__ __forceinline__ void block_gemm_direct(int M, int N, int Kd, A a, B b
 #pragma unroll
           for (int x = 0; x < 4; ++x) a_operand<Prec>(fa[x], ab[x], as[x]);
 #pragma unroll
-          for (int j = 0; j < NT; ++j) mma_step<Prec>(acc[j], ab, as, fb[j][0], fb[j][1]);
+          for (int j = 0; j < NT; ++j) mma_step3<Prec>(acc3[j], ab, as, fb[j][0], fb[j][1]);
 #pragma unroll
           for (int x = 0; x < 4; ++x) fa[x] = na[x];
 #pragma unroll
           for (int j = 0; j < NT; ++j) fb[j][0] = nb[j][0], fb[j][1] = nb[j][1];
         }
+#pragma unroll
+        for (int j = 0; j < NT; ++j)
+#pragma unroll
+          for (int x = 0; x < 4; ++x) acc[j][x] = acc3_value<Prec>(acc3[j], x);
       } else {
 #pragma unroll (Unroll)
         for (int kk = 0; kk < Kd; kk += 8) {

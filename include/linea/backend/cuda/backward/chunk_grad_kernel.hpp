@@ -13,38 +13,41 @@
 // One CTA per (chunk, value head), float32 (docs: bench/cuda/README.md's phase-4 sections). The kernel is
 // latency-bound (one CTA per SM), so its global reads avoid round trips behind barriers:
 // - the six products with a global operand (dW, M's two halves, dP, dq's and dk's inter-chunk terms) stream it
-//   through ring_product (grad_products.hpp: block_gemm_ring's three 32-deep cp.async slabs, two in flight while the
-//   tensor cores work on one), with A read in place where it is already in shared memory (dU, dBv, dBk);
+//   through block_gemm_ring (async_copy.hpp): three 32-deep cp.async slabs, two in flight while the tensor cores
+//   work on one, with A read in place where it is already in shared memory (dU, dBv, dBk);
 // - the staged tiles (dU, T, k, q, P) are cp.async copies issued as soon as their tile is free, waited on by the
 //   next product's first slab;
-// - products whose operands are all in shared memory read their fragments in place (direct_product);
+// - products whose operands are all in shared memory read their fragments in place (block_gemm_direct);
 // - the UT transform's tiles live in the read part's tiles (dU in k's, T in N's, dW in dk's, dBv in dq's, dBk in
 //   q's, M in P's), and the decay terms of M (x = γ dBk + M K, y = Mᵀ E K) are added to dk right after the UT
 //   transform, so that its tiles are free when k and q are staged; dk starts as F ⊙ (U_new dhᵀ), formed first
 //   so that its decay sum k·dk is a row pass over that term alone.
 // The K Kᵀ of de and of the decay terms of dA never forms: Σ_s M_rs (k_r·k_s) is k_r·(M K)_r and
 // Σ_r M_rs e_r (k_r·k_s) is k_s·(Mᵀ E K)_s, rows of two products dk needs anyway. The per-row sums (dG, de, dw) are
-// warp reductions over tiles a product leaves in shared memory (row_dots), not atomics from every element. dP's
+// warp reductions over tiles a product leaves in shared memory (row_sums), not atomics from every element. dP's
 // row and column sums go through the ring, free in dP's epilogue.
-// The kernel is bound by instruction fetch (prof11's profile: ~14k SASS instructions run ~2.4 times a CTA), so its
-// code is kept small (grad12): the products, the staging and the row sums are out-of-line routines called with
-// shared-memory offsets (grad_products.hpp; one copy each per kernel, ~3.1k instructions in all for gated_delta),
-// and the loops run once a CTA are rolled.
 #pragma once
 #include <algorithm>
 
 #include "async_copy.hpp"
 #include "block_gemm.hpp"
-#include "grad_products.hpp"
 
 namespace linea::cuda_detail::bwd {
 
 inline constexpr int grad_tk = 32;  // slab depth of block_gemm's global-operand products (per_key_grad_kernel.hpp)
 inline constexpr int grad_batch = 16;  // loads in flight per thread when staging a tile through registers
+inline constexpr int grad_stages = 3;   // block_gemm_ring's slabs (two in flight)
+// block_gemm_direct's products load the next k-step's fragments ahead (prof11); LINEA_BWD_GRAD_PIPE=0 turns it off
+// (bench/cuda/grad_ab.cu's A/B builds), not a user option
+#ifdef LINEA_BWD_GRAD_PIPE
+inline constexpr bool grad_pipe = LINEA_BWD_GRAD_PIPE;
+#else
+inline constexpr bool grad_pipe = true;
+#endif
 // block_gemm's 64 × 128 slabs, its 32-deep 64-wide ones, or dP's padded CL × CL tile (per_key_grad_kernel.hpp)
 inline constexpr int grad_scratch = std::max({gemm_scratch_for<32, 128>, gemm_scratch_for<grad_tk>, CL * (CL + 1)});
 // chunk_grad's ring: three slabs of both operands, also dP's padded CL × CL tile in dP's epilogue
-inline constexpr int grad_ring = std::max(product_ring_floats, CL * (CL + 1));
+inline constexpr int grad_ring = std::max(ring_floats<grad_stages, false>, CL * (CL + 1));
 
 // Tiles in floats: k, q, dq, dk [CL][ld_kv]; N and (decaying or erasing rules) P / M [CL][ld_cc]; seven rows; the
 // ring. An erasing update's UT transform runs in these tiles before k and q are staged (see above), so every rule
@@ -69,14 +72,13 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   const chunk_info ci = w.chunk[c];
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x;
   const index_t tok0 = w.token(ci.bt, ci.t0);
-  float* const sm = grad_smem;  // (grad_products.hpp's routines address it by offsets from its base)
-  // (the tiles the kernel itself touches; the products name theirs by offset, sh::…_at)
-  float *sK = sm + sh::k_at, *sDQ = sm + sh::dq_at, *sDK = sm + sh::dk_at, *sG = sm + sh::g_at,
-        *sGam = sm + sh::gam_at, *sF = sm + sh::f_at, *sE = sm + sh::e_at, *sdG = sm + sh::dg_at, *sdE = sm + sh::de_at,
-        *sdWr = sm + sh::dwr_at, *ring = sm + sh::ring_at;
-  // the UT transform's tiles (erasing update), in tiles that are free until the read part: dU in k's, T in N's, dW
-  // in dk's, dBv in dq's, dBk in q's, M in P's (P, decaying rules, comes in once M is dead)
-  float* sdBv = sDQ;
+  extern __shared__ __align__(16) float sm[];
+  float *sK = sm + sh::k_at, *sQ = sm + sh::q_at, *sDQ = sm + sh::dq_at, *sDK = sm + sh::dk_at, *sN = sm + sh::n_at,
+        *sPM = sm + sh::pm_at, *sG = sm + sh::g_at, *sGam = sm + sh::gam_at, *sF = sm + sh::f_at, *sE = sm + sh::e_at,
+        *sdG = sm + sh::dg_at, *sdE = sm + sh::de_at, *sdWr = sm + sh::dwr_at, *ring = sm + sh::ring_at;
+  // the UT transform's tiles (erasing update), in tiles that are free until the read part
+  float *sdU = sK, *sT = sN, *sdW = sDK, *sdBv = sDQ, *sdBk = sQ, *sM = sPM;
+  float* sP = sPM;  // (decaying rules) P, once M is dead
 
   const std::size_t cv = w.ch(c, hv);
   const float *hc = w.h + cv * w.K * w.V, *dhc = w.dh + cv * w.K * w.V, *dU = w.dU + cv * CL * w.V;
@@ -99,12 +101,12 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
 
   // The first staged tiles: dU and T (erasing update), else k, q and P at once (their tiles are free).
   if constexpr (Erases) {
-    stage_tile_async(sh::k_at, ld_kv, dU, w.V, L, V, log2_kv);  // (dU in k's tile)
-    stage_tile_async(sh::n_at, ld_cc, Tc, CL, CL, CL, log2_cl);  // sT[s][r] = T_sr (in N's tile)
+    async_tile<CL, max_kv>(sdU, ld_kv, dU, w.V, L, V);
+    async_tile<CL, CL>(sT, ld_cc, Tc, CL, CL, CL);  // sT[s][r] = T_sr
   } else {
-    stage_tile_async(sh::k_at, ld_kv, k, ldq, L, K, log2_kv);
-    stage_tile_async(sh::q_at, ld_kv, q, ldq, L, K, log2_kv);
-    if constexpr (Decays) stage_tile_async(sh::pm_at, ld_cc, Pc, CL, L, CL, log2_cl);
+    async_tile<CL, max_kv>(sK, ld_kv, k, ldq, L, K);
+    async_tile<CL, max_kv>(sQ, ld_kv, q, ldq, L, K);
+    if constexpr (Decays) async_tile<CL, CL>(sP, ld_cc, Pc, CL, L, CL);
   }
   async_commit();
   // The chunk's gates and decays.
@@ -114,29 +116,29 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   }
   __syncthreads();
   if (tid < CL) sGam[tid] = __expf(sG[tid]), sF[tid] = tid < L ? __expf(sG[L - 1] - sG[tid]) : 0.f;
+  const auto D = [&](int r, int s) { return Decays ? __expf(sG[r] - sG[s]) : 1.f; };
   // (every product starts with a barrier, and a ring product's first slab waits for every older cp.async group:
   // a staged tile is complete before the first product after it reads it)
 
-  // The products (grad_products.hpp: two out-of-line routines, by shared-memory offsets; tile_out says what each
-  // product's epilogue does).
-  using op = tile_op;
-  const auto direct = [&](int N, int a, int a_m, int a_k, int b, tile_out out) {  // M = Kd = L, B rows of ld_kv
-    direct_product<Prec, Decays>(L, N, L, a, a_m, a_k, b, ld_kv, out);
-  };
-  const auto global = [&](int N, int Kd, const float* a, int a_at, index_t lda, const float* b, index_t ldb,
-                          tile_out out) { ring_product<Prec, Decays>(L, N, Kd, a, a_at, lda, b, ldb, sh::ring_at, out); };
-
   // ---- the UT transform's adjoints: dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW; dA = −(dBv Uᵀ + dBk Wᵀ), M = dA ⊙ D ----
   if constexpr (Erases) {
-    // (tiles: dU in k's, T in N's, dW in dk's, dBv in dq's, dBk in q's, M in P's)
-    global(K, V, nullptr, sh::k_at, ld_kv, hc, w.V, {.op = op::set_neg, .o = sh::dk_at, .ldo = ld_kv});
-    direct(V, sh::n_at, 1, ld_cc, sh::k_at, {.op = op::set, .o = sh::dq_at, .ldo = ld_kv});  // A(r, s) = T_sr
+    block_gemm_ring<Prec, grad_stages, true>(
+        L, K, V, sdU, ld_kv, hc, w.V, [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, ring);
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
+        L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
+        [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
     // (dU is dead: k's rows come into its tile while dBk and M form)
-    stage_tile_async(sh::k_at, ld_kv, k, ldq, L, K, log2_kv);
+    async_tile<CL, max_kv>(sK, ld_kv, k, ldq, L, K);
     async_commit();
-    direct(K, sh::n_at, 1, ld_cc, sh::dk_at, {.op = op::set, .o = sh::q_at, .ldo = ld_kv});
-    global(L, V, nullptr, sh::dq_at, ld_kv, Uc, w.V, {.op = op::set, .o = sh::pm_at, .ldo = ld_cc});
-    global(L, K, nullptr, sh::q_at, ld_kv, Wc, w.K, {.op = op::causal_m, .o = sh::pm_at, .ldo = ld_cc, .r1 = sh::g_at});
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
+        L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
+        [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
+    block_gemm_ring<Prec, grad_stages, true>(
+        L, L, V, sdBv, ld_kv, Uc, w.V, [&](int r, int s, float acc) { sM[r * ld_cc + s] = acc; }, ring);
+    block_gemm_ring<Prec, grad_stages, true>(
+        L, L, K, sdBk, ld_kv, Wc, w.K,
+        [&](int r, int s, float acc) { sM[r * ld_cc + s] = s < r ? -(sM[r * ld_cc + s] + acc) * D(r, s) : 0.f; },
+        ring);
     // dv_r = w_r dBv_r, dw_r = v_r·dBv_r: dBv's last reads (a row per warp; every row's loads issued before the
     // first store: one round trip, not one per row). Row pointers step by 8 rows: the 64-bit index arithmetic of v
     // and dv_out is done once per row, not per element (prof11: this block, fully unrolled, was ~2000 instructions
@@ -158,8 +160,7 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     }
     T* dvp = dv_out.ptr ? &dv_out(ci.bt, ci.t0 + warp, hv, lane) : nullptr;  // (row warp, column lane)
     const index_t dv_row = (threads / 32) * dv_out.stride(1), dv_col = 32 * dv_out.stride(3);
-    // (a rolled loop over the rows: each row's values shift down the register arrays, grad12)
-#pragma unroll 1
+#pragma unroll
     for (int i = 0; i < rows; ++i) {
       const int r = warp + i * (threads / 32);
       if (r >= L) break;  // (warp-uniform)
@@ -169,14 +170,8 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
         const int j = lane + 32 * c;
         if (j >= V) continue;
         const float dbv = sdBv[r * ld_kv + j];
-        x = fmaf(vr[0][c], dbv, x);
-        if (dvp) dvp[i * dv_row + c * dv_col] = from_float<T>(wr[0] * dbv);
-      }
-#pragma unroll
-      for (int y = 0; y + 1 < rows; ++y) {
-        wr[y] = wr[y + 1];
-#pragma unroll
-        for (int c = 0; c < cols; ++c) vr[y][c] = vr[y + 1][c];
+        x = fmaf(vr[i][c], dbv, x);
+        if (dvp) dvp[i * dv_row + c * dv_col] = from_float<T>(wr[i] * dbv);
       }
 #pragma unroll
       for (int o = 16; o; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
@@ -201,37 +196,50 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   // ---- dk = F ⊙ (U_new dhᵀ) (with z_s = k_s·dk_s: dG_s −= z_s, dG_L += z_s — but for the last row, whose F is 1:
   // its −z and +z meet in dG_L and reach no dg_t, yet in float32 (dG_L − z) + z keeps only ~2^-24 |z| of dG_L, and
   // z, undecayed, can dwarf every decayed term of dg: a chunk of one or two tokens under SPEC's extreme gates, #14) ----
-  global(K, V, Un, -1, ldu, dhc, w.V, {.op = op::set_row, .o = sh::dk_at, .ldo = ld_kv, .r1 = sh::f_at});
+  block_gemm_ring<Prec, grad_stages, false>(
+      L, K, V, Un, ldu, dhc, w.V, [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, ring);
   if constexpr (Decays)
-    row_dots<Decays>(L, K, sh::k_at, sh::dk_at, sh::dg_at, row_op::dk0_decay);
+    row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sDK[s * ld_kv + d]; }, [&](int s, float z) {
+      if (s < L - 1) atomicAdd(&sdG[s], -z), atomicAdd(&sdG[L - 1], z);
+    });
   if constexpr (Erases) {
     // x_s = γ_s dBk_s + (M K)_s (into dBk's tile): dk_s += e_s x_s;  de_s += k_s·x_s, and e_s times that into dG_s
-    direct(K, sh::pm_at, ld_cc, 1, sh::k_at,
-           {.op = op::gate_x, .o = sh::dk_at, .ldo = ld_kv, .o2 = sh::q_at, .r1 = sh::gam_at, .r2 = sh::e_at});
-    row_dots<Decays>(L, K, sh::k_at, sh::q_at, sh::dg_at, row_op::erase_x, sh::de_at, sh::e_at);
-    // y_s = Σ_{r>s} M_rs e_r k_r (into dBk's tile): dk_s += y_s;  dG_s −= k_s·y_s. E K goes into the ring first
-    // (free between ring products; the product's first barrier orders it), so that the product's B is a plain tile.
-    {
-      float* sEK = ring;
-      const int warp = tid >> 5, lane = tid & 31;
-#pragma unroll 1
-      for (int r = warp; r < L; r += threads / 32)
-#pragma unroll 1
-        for (int d = lane; d < K; d += 32) sEK[r * ld_kv + d] = sE[r] * sK[r * ld_kv + d];
-    }
-    direct(K, sh::pm_at, 1, ld_cc, sh::ring_at, {.op = op::add_keep, .o = sh::dk_at, .ldo = ld_kv, .o2 = sh::q_at});
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
+        L, K, L, [&](int s, int t) { return sM[s * ld_cc + t]; }, [&](int t, int d) { return sK[t * ld_kv + d]; },
+        [&](int s, int d, float acc) {
+          const float x = sGam[s] * sdBk[s * ld_kv + d] + acc;
+          sdBk[s * ld_kv + d] = x;
+          sDK[s * ld_kv + d] += sE[s] * x;
+        });
+    row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sdBk[s * ld_kv + d]; }, [&](int s, float z) {
+      sdE[s] += z;
+      if (Decays) sdG[s] += sE[s] * z;
+    });
+    // y_s = Σ_{r>s} M_rs e_r k_r (into dBk's tile): dk_s += y_s;  dG_s −= k_s·y_s
+    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
+        L, K, L, [&](int s, int r) { return sM[r * ld_cc + s]; }, [&](int r, int d) { return sE[r] * sK[r * ld_kv + d]; },
+        [&](int s, int d, float acc) {
+          sDK[s * ld_kv + d] += acc;
+          if (Decays) sdBk[s * ld_kv + d] = acc;
+        });
     if constexpr (Decays)
-      row_dots<Decays>(L, K, sh::k_at, sh::q_at, sh::dg_at, row_op::sub);
+      row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sdBk[s * ld_kv + d]; },
+               [&](int s, float z) { sdG[s] -= z; });
     __syncthreads();  // (dBk's and M's last reads: q and P come into their tiles)
-    stage_tile_async(sh::q_at, ld_kv, q, ldq, L, K, log2_kv);
-    if constexpr (Decays) stage_tile_async(sh::pm_at, ld_cc, Pc, CL, L, CL, log2_cl);
+    async_tile<CL, max_kv>(sQ, ld_kv, q, ldq, L, K);
+    if constexpr (Decays) async_tile<CL, CL>(sP, ld_cc, Pc, CL, L, CL);
     async_commit();
   }
   // ---- dP = s dO U_newᵀ (causal), N = dP ⊙ D; its decay terms dG_r += Σ_s dP_rs P_rs, dG_s −= Σ_r dP_rs P_rs ----
   float* sdP = ring;  // [CL][CL + 1]: the ring is free in the product's epilogue
-  global(L, V, dO, -1, ldv, Un, ldu,
-         {.op = op::causal_dp, .o = sh::n_at, .ldo = ld_cc, .o2 = sh::ring_at, .r1 = sh::g_at, .r2 = sh::pm_at,
-          .alpha = scale});
+  block_gemm_ring<Prec, grad_stages, false>(
+      L, L, V, dO, ldv, Un, ldu,
+      [&](int r, int s, float acc) {
+        const float dp = s <= r ? scale * acc : 0.f;
+        if (Decays) sdP[r * (CL + 1) + s] = s < r ? dp * sP[r * ld_cc + s] : 0.f;
+        sN[r * ld_cc + s] = s <= r ? dp * D(r, s) : 0.f;  // (D past the diagonal may overflow)
+      },
+      ring);
   if constexpr (Decays) {  // dG_i += Σ_t X_it − Σ_t X_ti, X = dP ⊙ P: four threads per i, a quarter of t each
     constexpr int parts = threads / CL, span = CL / parts;
     const int i = tid % CL, t0 = tid / CL * span;
@@ -242,23 +250,24 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     if (i < L) atomicAdd(&sdG[i], x);  // (ordered before the row passes' plain updates by the next product's barrier)
   }
   // ---- dq = Γ s (dO hᵀ) + N K;  dG_r += q_r·(Γ s dO hᵀ)_r ----
-  global(K, V, dO, -1, ldv, hc, w.V, {.op = op::set_row, .o = sh::dq_at, .ldo = ld_kv, .r1 = sh::gam_at, .alpha = scale});
+  block_gemm_ring<Prec, grad_stages, false>(
+      L, K, V, dO, ldv, hc, w.V, [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; }, ring);
   if constexpr (Decays)
-    row_dots<Decays>(L, K, sh::q_at, sh::dq_at, sh::dg_at, row_op::add);
-  direct(K, sh::n_at, ld_cc, 1, sh::k_at, {.op = op::add, .o = sh::dq_at, .ldo = ld_kv});
+    row_sums(L, K, [&](int r, int d) { return sQ[r * ld_kv + d] * sDQ[r * ld_kv + d]; },
+             [&](int r, float x) { sdG[r] += x; });
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
+      L, K, L, [&](int r, int s) { return sN[r * ld_cc + s]; }, [&](int s, int d) { return sK[s * ld_kv + d]; },
+      [&](int r, int d, float acc) { sDQ[r * ld_kv + d] += acc; });
   // ---- dk += Nᵀ Q ----
-  direct(K, sh::n_at, 1, ld_cc, sh::q_at, {.op = op::add, .o = sh::dk_at, .ldo = ld_kv});
+  block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
+      L, K, L, [&](int s, int r) { return sN[r * ld_cc + s]; }, [&](int r, int d) { return sQ[r * ld_kv + d]; },
+      [&](int s, int d, float acc) { sDK[s * ld_kv + d] += acc; });
   // ---- dq, dk leave; the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ ----
-  // (direct_product ended with a barrier: it orders the last row pass's plain updates of dG before the atomics)
-  {  // (a warp per row, lanes across it: no division per element)
-    const int warp = tid >> 5, lane = tid & 31;
-#pragma unroll 1
-    for (int r = warp; r < L; r += threads / 32)
-#pragma unroll 1
-      for (int d = lane; d < K; d += 32) {
-        dq[r * ldg + d] = sDQ[r * ld_kv + d];
-        dk[r * ldg + d] = sDK[r * ld_kv + d];
-      }
+  // (block_gemm_direct ended with a barrier: it orders the last row pass's plain updates of dG before the atomics)
+  for (int e = tid; e < L * K; e += threads) {
+    const int r = e / K, d = e % K;
+    dq[r * ldg + d] = sDQ[r * ld_kv + d];
+    dk[r * ldg + d] = sDK[r * ld_kv + d];
   }
   if constexpr (Decays) {  // (grad_batch loads of h and of dh in flight per thread)
     float hdh = 0;

@@ -22,30 +22,23 @@ __global__ void __launch_bounds__(threads) inputs_kernel(const kernel_args<T> a,
   constexpr int warps = threads / 32;
   const source<T> src{a};
 
-  // Row r of q, k (key head r, normalised when asked) and of v, d_o (value head r): the four loads issued before
-  // the reductions and stores, so that a warp has them in flight together.
-  for (index_t r = warp; r < (w.H > w.HV ? w.H : w.HV); r += warps) {
-    float x[4], y[4], v[4], d[4];
-    if (r < w.H) {
-      load_quad(a.q.row(bt, t, r), a.q.stride(3), w.K, lane, x);
-      load_quad(a.k.row(bt, t, r), a.k.stride(3), w.K, lane, y);
-    }
-    if (r < w.HV) {
-      load_quad(a.v.row(bt, t, r), a.v.stride(3), w.V, lane, v);
-      load_quad(d_o.row(bt, t, r), d_o.stride(3), w.V, lane, d);
-    }
-    if (r < w.H) {
-      const float iq = a.l2q ? rsqrtf(warp_sum(quad_dot(x, x)) + 1e-6f) : 1.f;
-      const float ik = a.l2k ? rsqrtf(warp_sum(quad_dot(y, y)) + 1e-6f) : 1.f;
-      const std::size_t at = std::size_t((token * w.H + r) * w.K);
-      store_quad(w.q + at, 1, w.K, lane, x, iq);
-      store_quad(w.k + at, 1, w.K, lane, y, ik);
-    }
-    if (r < w.HV) {
-      const std::size_t at = std::size_t((token * w.HV + r) * w.V);
-      store_quad(w.v + at, 1, w.V, lane, v);
-      store_quad(w.d_o + at, 1, w.V, lane, d);
-    }
+  for (index_t h = warp; h < w.H; h += warps) {  // q, k of key head h (one warp a row), normalised when asked
+    float x[4], y[4];
+    load_quad(a.q.row(bt, t, h), a.q.stride(3), w.K, lane, x);
+    load_quad(a.k.row(bt, t, h), a.k.stride(3), w.K, lane, y);
+    const float iq = a.l2q ? rsqrtf(warp_sum(quad_dot(x, x)) + 1e-6f) : 1.f;
+    const float ik = a.l2k ? rsqrtf(warp_sum(quad_dot(y, y)) + 1e-6f) : 1.f;
+    const std::size_t at = std::size_t((token * w.H + h) * w.K);
+    store_quad(w.q + at, 1, w.K, lane, x, iq);
+    store_quad(w.k + at, 1, w.K, lane, y, ik);
+  }
+  for (index_t hv = warp; hv < w.HV; hv += warps) {  // v, d_o of value head hv
+    float x[4], y[4];
+    load_quad(a.v.row(bt, t, hv), a.v.stride(3), w.V, lane, x);
+    load_quad(d_o.row(bt, t, hv), d_o.stride(3), w.V, lane, y);
+    const std::size_t at = std::size_t((token * w.HV + hv) * w.V);
+    store_quad(w.v + at, 1, w.V, lane, x);
+    store_quad(w.d_o + at, 1, w.V, lane, y);
   }
   using U = typename Rule::update;
   if constexpr (Rule::decay::kind == decay_kind::per_key) {
