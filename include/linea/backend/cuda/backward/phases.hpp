@@ -8,9 +8,10 @@
 // (block_gemm.hpp's precision): chunk_phases and grad_phase take it from the input type (3xTF32 for float32 inputs,
 // one TF32 mma for 16-bit ones), prep_phase and state_phases from their caller (3xTF32 unless told). prep_phase's In
 // (the input type; chunk_phases passes it): for 16-bit inputs and scalar decays phase 1 is chunk_prep16_kernel
-// (bf16 operands on tensor cores, same outputs; Prec unused), else chunk_prep_kernel at Prec. chunk_phases runs the
-// state passes of 16-bit inputs at one TF32 mma (state_precision): their operands (W, U from phase 1's bf16 products,
-// k, dO) carry more rounding than that already.
+// (bf16 operands on tensor cores, same outputs; Prec unused), else chunk_prep_kernel at Prec. The state passes stay
+// at Prec for every input type: at one TF32 mma they measured slower than 3xTF32 on the H200 (prep13, grad_ab:
+// gated_delta bf16 8×4096 forward 1.640 against 1.443 ms, reverse 1.860 against 1.613; 1×32768 3.92 / 3.57 and
+// 5.11 / 4.29 — round_tf32's NaN guard costs more than split_tf32, and the narrow reverse pass spills 84 bytes).
 #pragma once
 #include "chunk_grad_kernel.hpp"
 #include "chunk_prep16_kernel.hpp"
@@ -106,18 +107,13 @@ void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const chan
   }
 }
 
-// The state passes' precision: Prec for float32 inputs, one TF32 mma for 16-bit ones (bwd8: gated_delta's passes
-// 1.19× / 1.13× faster, the 1x-vs-3x distance of the gradients the same over 8 and 512 chunks).
-template <class T, precision Prec>
-inline constexpr precision state_precision = std::is_same_v<T, float> ? Prec : precision::tf32;
-
 // Phases 1–4 of a rule's backward on w: S0, dST, dS0 the initial state, dL/d(final state), dL/d(initial state).
 template <bool Erases, bool Decays, bool PerKey, bool Channels = false, class T, precision Prec = precision_for<T>>
 void chunk_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
                   const view<float, 4>& dS0, const view<T, 4>& dv, cudaStream_t st, const channel_gates& cg = {},
                   const channel_grads<T>& cd = {}) {
   prep_phase<Erases, PerKey, Channels, Prec, T>(w, st, cg);
-  state_phases<Erases, PerKey, state_precision<T, Prec>>(w, S0, dST, dS0, true, true, st);
+  state_phases<Erases, PerKey, Prec>(w, S0, dST, dS0, true, true, st);
   grad_phase<Erases, Decays, PerKey, T, Channels, Prec>(w, dv, st, cg, cd);
 }
 
