@@ -11,7 +11,7 @@
 // (bf16 operands on tensor cores, same outputs; Prec unused), else chunk_prep_kernel at Prec. The state passes stay
 // at Prec for every input type: at one TF32 mma they measured slower than 3xTF32 on the H200 (prep13, grad_ab:
 // gated_delta bf16 8×4096 forward 1.640 against 1.443 ms, reverse 1.860 against 1.613; 1×32768 3.92 / 3.57 and
-// 5.11 / 4.29 — round_tf32's NaN guard costs more than split_tf32, and the narrow reverse pass spills 84 bytes).
+// 5.11 / 4.29; not profiled: round_tf32's NaN guard and the narrow reverse pass's 84-byte spill are suspects).
 #pragma once
 #include "chunk_grad_kernel.hpp"
 #include "chunk_prep16_kernel.hpp"
