@@ -22,6 +22,14 @@
 // phase 4: "v1_vs_lib" (the library's call against it: 0 for kda and gdn2, the same arithmetic since
 // lean11-onepass), and timed, interleaved with the library's phase 1, "prep_lib_ms" /
 // "prep_v1_ms" and "bwd_lib1_ms" / "bwd_v1_ms" (the whole backward with either phase 1).
+// For scalar decays (prep13) it also runs main c94ecb9's phase 1 (grad_ab_prep_v0.hpp: float32 tiles, 3xTF32; the
+// library's phase 1 for bf16 / fp16 inputs is now chunk_prep16_kernel): "prep_vs_v0p", the distance of each phase-1
+// output (G, P, T, W, U, s Pᵀ dO, Y) of the library's launch to main's on the same inputs; "lib_vs_v0p", the whole
+// backward as main ran it (its phase 1, the state passes at 3xTF32; phases 0, 4, 5 the library's) against the
+// library's call; timed, interleaved, phase 1
+// alone ("prep16_ms" / "prep_v0p_ms") and the whole backward either way ("bwd_lib16_ms" / "bwd_v0p_ms").
+// GRAD_AB_PREP16=1 skips the phase-4 timings. --check also runs each small shape under SPEC §6's extreme gates
+// (log α uniform in [−20, 0], β = 2σ(z) ∈ [0, 2]: "extreme":1).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -33,6 +41,7 @@
 
 #include <linea/cuda.hpp>
 
+#include "grad_ab_prep_v0.hpp"
 #include "grad_ab_v0.hpp"
 #include "per_key_prep_v1.hpp"
 #ifdef GRAD_AB_PREP_V0
@@ -56,7 +65,7 @@ __device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
   x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
   return static_cast<float>(x >> 40) / static_cast<float>(1ull << 24);
 }
-enum class fill { normal, logsigmoid, sigmoid };
+enum class fill { normal, logsigmoid, sigmoid, extreme_log, sigmoid2 };
 __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -65,6 +74,8 @@ __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind)
     float x = z;
     if (kind == fill::logsigmoid) x = -log1pf(expf(-z));
     if (kind == fill::sigmoid) x = 1.f / (1.f + expf(-z));
+    if (kind == fill::extreme_log) x = -20.f * hash_uniform(i, seed + 99);
+    if (kind == fill::sigmoid2) x = 2.f / (1.f + expf(-z));
     p[i] = linea::cuda_detail::from_float<T>(x);
   }
 }
@@ -146,15 +157,15 @@ double time_ms(F&& f, int calls, int repeats) {
 }
 
 template <class Rule>
-void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool timed, bool once) {
+void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool timed, bool once, bool extreme = false) {
   constexpr bool erases = Rule::update::kind == update_kind::erase;
   constexpr bool decays = Rule::decay::kind == decay_kind::scalar;
   constexpr bool per_key = Rule::decay::kind == decay_kind::per_key;
   constexpr bool channels = bwd::channel_gated<Rule>;
   const std::size_t nk = B * T_ * H * K, nv = B * T_ * HV * V, ns = B * T_ * HV, nkv = B * T_ * HV * K;
   T *q = random_tensor(nk, 1, fill::normal), *k = random_tensor(nk, 2, fill::normal),
-    *v = random_tensor(nv, 3, fill::normal), *g = random_tensor(ns, 4, fill::logsigmoid),
-    *gk = random_tensor(nkv, 5, fill::logsigmoid), *beta = random_tensor(ns, 6, fill::sigmoid),
+    *v = random_tensor(nv, 3, fill::normal), *g = random_tensor(ns, 4, extreme ? fill::extreme_log : fill::logsigmoid),
+    *gk = random_tensor(nkv, 5, fill::logsigmoid), *beta = random_tensor(ns, 6, extreme ? fill::sigmoid2 : fill::sigmoid),
     *b = random_tensor(nkv, 7, fill::sigmoid), *w = random_tensor(nv, 8, fill::sigmoid),
     *d_o = random_tensor(nv, 9, fill::normal);
   arguments<T, float> a;
@@ -208,9 +219,12 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   const view<const float, 4> none4{};
   const view<float, 4> none4w{};
   constexpr precision P = bwd::precision_for<T>;
-  const auto prep = [&] { bwd::prep_phase<erases, per_key, channels, P>(wk, 0, cg); };
-  const auto fwd = [&] { bwd::state_phases<erases, per_key, P>(wk, none4, none4, none4w, true, false, 0); };
-  const auto rev = [&] { bwd::state_phases<erases, per_key, P>(wk, none4, none4, none4w, false, true, 0); };
+  const auto prep = [&] { bwd::prep_phase<erases, per_key, channels, P, T>(wk, 0, cg); };
+  constexpr precision SP = P;  // the library's state passes (3xTF32 for every input type: prep13 measured 1x slower)
+  const auto fwd = [&] { bwd::state_phases<erases, per_key, SP>(wk, none4, none4, none4w, true, false, 0); };
+  const auto rev = [&] { bwd::state_phases<erases, per_key, SP>(wk, none4, none4, none4w, false, true, 0); };
+  const auto fwd1 = [&] { bwd::state_phases<erases, per_key, precision::tf32>(wk, none4, none4, none4w, true, false, 0); };
+  const auto rev1 = [&] { bwd::state_phases<erases, per_key, precision::tf32>(wk, none4, none4, none4w, false, true, 0); };
   const auto grad_new = [&] { bwd::grad_phase<erases, decays, per_key, T, channels, P>(wk, gr.dv, 0, cg, cd); };
   const dim3 grid{unsigned(wk.chunks), unsigned(wk.HV)};
 #ifdef GRAD_AB_PREP_V0
@@ -259,13 +273,32 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       CK(cudaGetLastError());
     }
   };
+  constexpr bool has_v0p = !per_key;  // scalar decays: main c94ecb9's phase 1 (grad_ab_prep_v0.hpp)
+  const auto prep_v0p = [&] {
+    if constexpr (has_v0p) {
+      constexpr auto kern = bwd::v0p::chunk_prep_kernel<erases, precision::tf32x3>;
+      constexpr std::size_t sh = bwd::v0p::prep_shape<erases>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk);
+      CK(cudaGetLastError());
+    }
+  };
+  const auto whole_v0p = [&] {  // backward.hpp's run as main c94ecb9 had it: its phase 1, state passes at 3xTF32
+    // (prep13's call 1 ran the library's state passes at one TF32 mma for 16-bit inputs; they are 3xTF32 again)
+    bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
+    prep_v0p();
+    bwd::state_phases<erases, per_key, P>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
+    grad_new();
+    bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
+    CK(cudaGetLastError());
+  };
   const auto whole_v1 = [&] {  // backward.hpp's run with main's phase 1 and the library's phase 4
     bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
     if constexpr (channels) {
       bwd::channel_gates_kernel<T><<<unsigned(tokens), bwd::threads>>>(a.b, a.w, wk, gate_b, gate_w);
     }
     prep_v1();
-    bwd::state_phases<erases, per_key, P>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
+    bwd::state_phases<erases, per_key, SP>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
     grad_new();
     bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
     CK(cudaGetLastError());
@@ -277,7 +310,7 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     }
     if constexpr (std::is_same_v<std::decay_t<decltype(grad)>, std::decay_t<decltype(grad_old)>>) prep_old();
     else prep();
-    bwd::state_phases<erases, per_key, P>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
+    bwd::state_phases<erases, per_key, SP>(wk, a.initial_state, gr.d_final_state, gr.d_initial_state, true, true, 0);
     grad();
     bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
     CK(cudaGetLastError());
@@ -327,8 +360,8 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   lib();  // the library's own call: the same numbers as `new` expected
   CK(cudaDeviceSynchronize());
   const auto o_lib = outputs();
-  std::printf("{\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"H\":%ld,\"HV\":%ld,\"K\":%ld,\"V\":%ld", rule_name<Rule>::value,
-              long(B), long(T_), long(H), long(HV), long(K), long(V));
+  std::printf("{\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"H\":%ld,\"HV\":%ld,\"K\":%ld,\"V\":%ld,\"extreme\":%d",
+              rule_name<Rule>::value, long(B), long(T_), long(H), long(HV), long(K), long(V), int(extreme));
   double worst = 0, lib_worst = 0;
   for (std::size_t i = 0; i < o_new.size(); ++i) {
     const double d = distance(o_new[i], o_old[i]);
@@ -354,9 +387,71 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     std::printf("},\"v1_vs_lib_worst\":%.3g", v1_worst);
     for (const copy& c : o_v1) CK(cudaFree(c.p));
   }
+  if constexpr (has_v0p) {
+    // phase 1's outputs, main's launch against the library's (phase 0 as the library's call left it)
+    const std::size_t pc = std::size_t(wk.chunks * wk.HV);
+    const auto prep_outputs = [&] {
+      std::vector<copy> o;
+      o.push_back(keep(wk.Gc, pc * bwd::CL));
+      o.push_back(keep(wk.P, pc * bwd::CL * bwd::CL));
+      o.push_back(keep(wk.dU, pc * bwd::CL * V));
+      o.push_back(keep(wk.dh, pc * K * V));
+      if (erases) {
+        o.push_back(keep(wk.Tinv, pc * bwd::CL * bwd::CL));
+        o.push_back(keep(wk.W, pc * bwd::CL * K));
+        o.push_back(keep(wk.U, pc * bwd::CL * V));
+      }
+      return o;
+    };
+    const char* prep_names[] = {"G", "P", "sPtdO", "Y", "T", "W", "U"};
+    prep_v0p();
+    CK(cudaDeviceSynchronize());
+    const auto p_old = prep_outputs();
+    prep();
+    CK(cudaDeviceSynchronize());
+    const auto p_new = prep_outputs();
+    std::printf(",\"prep_vs_v0p\":{");
+    double pw = 0;
+    for (std::size_t i = 0; i < p_new.size(); ++i) {
+      const double d = distance(p_new[i], p_old[i]);
+      pw = std::max(pw, std::isfinite(d) ? d : 1e30);
+      std::printf("%s\"%s\":%.3g", i ? "," : "", prep_names[i], d);
+    }
+    std::printf("},\"prep_vs_v0p_worst\":%.3g", pw);
+    clear();
+    whole_v0p();
+    CK(cudaDeviceSynchronize());
+    const auto o_v0p = outputs();
+    double gw = 0;
+    std::printf(",\"lib_vs_v0p\":{");
+    for (std::size_t i = 0; i < o_lib.size(); ++i) {
+      const double d = distance(o_lib[i], o_v0p[i]);
+      gw = std::max(gw, std::isfinite(d) ? d : 1e30);
+      std::printf("%s\"%s\":%.3g", i ? "," : "", names[i], d);
+    }
+    std::printf("},\"lib_vs_v0p_worst\":%.3g", gw);
+    for (const auto* o : {&p_old, &p_new, &o_v0p})
+      for (const copy& c : *o) CK(cudaFree(c.p));
+  }
   for (const auto* o : {&o_old, &o_new, &o_lib})
     for (const copy& c : *o) CK(cudaFree(c.p));
-  if (timed && !once) {
+  if (timed && !once && has_v0p) {  // phase 1, main's against the library's, and the whole backward either way
+    double p16 = 1e30, p0 = 1e30, b16 = 1e30, b0 = 1e30;
+    for (int r = 0; r < 5; ++r) p16 = std::min(p16, time_ms(prep, 5, 3)), p0 = std::min(p0, time_ms(prep_v0p, 5, 3));
+    for (int r = 0; r < 3; ++r) b16 = std::min(b16, time_ms(lib, 2, 3)), b0 = std::min(b0, time_ms(whole_v0p, 2, 3));
+    std::printf(",\"prep16_ms\":%.3f,\"prep_v0p_ms\":%.3f,\"prep_speedup\":%.3f,\"bwd_lib16_ms\":%.3f,"
+                "\"bwd_v0p_ms\":%.3f,\"bwd_speedup16\":%.3f",
+                p16, p0, p0 / p16, b16, b0, b0 / b16);
+  }
+  const bool prep_only = std::getenv("GRAD_AB_PREP16") != nullptr;
+  if (timed && !once && prep_only) {  // the state passes at the library's precision and at one TF32 mma, interleaved
+    double f1 = 1e30, f3 = 1e30, r1 = 1e30, r3 = 1e30;
+    for (int r = 0; r < 3; ++r) {
+      f1 = std::min(f1, time_ms(fwd1, 3, 3)), f3 = std::min(f3, time_ms(fwd, 3, 3));
+      r1 = std::min(r1, time_ms(rev1, 3, 3)), r3 = std::min(r3, time_ms(rev, 3, 3));
+    }
+    std::printf(",\"fwd_ms\":%.3f,\"fwd_1x_ms\":%.3f,\"rev_ms\":%.3f,\"rev_1x_ms\":%.3f", f3, f1, r3, r1);
+  } else if (timed && !once) {
     double t_new = 1e30, t_old = 1e30, t_lib = 1e30;
     for (int r = 0; r < 3; ++r) {  // interleaved: the spread between runs
       t_new = std::min(t_new, time_ms([&] { whole(grad_new); }, 2, 3));
@@ -430,6 +525,9 @@ int main(int argc, char** argv) {
         ab<Rule>(2, 150, 2, 4, 64, 96, false, false);   // partial last chunk, K, V < 128, GVA (2 value heads a key head)
         ab<Rule>(1, 130, 1, 1, 128, 128, false, false);  // a 2-token last chunk
         ab<Rule>(1, 100, 1, 1, 37, 45, false, false);    // K, V not multiples of 4: block_gemm_ring's 4-byte copies
+        ab<Rule>(2, 150, 2, 4, 64, 96, false, false, true);  // the same under SPEC §6's extreme gates, β ≤ 2
+        ab<Rule>(1, 130, 1, 1, 128, 128, false, false, true);
+        ab<Rule>(1, 100, 1, 1, 37, 45, false, false, true);
         return;
       }
       ab<Rule>(8, 4096, 16, 16, 128, 128, true, once);

@@ -375,6 +375,38 @@ TEST_CASE("CUDA backward: bf16 over 32 chunks, K = V = 128") {
   check_backward<kda, bf16>(s);
 }
 
+// Phase 1 of the scalar-decay rules for 16-bit inputs is chunk_prep16_kernel (bf16 operands on tensor cores; T =
+// (I + A)⁻¹ in float32 from A's fp32 accumulators): under SPEC §6's extremes — β up to 2 (negative eigenvalues of
+// the transition; I + A furthest from the identity where no decay damps A: delta) and log decays uniform in
+// [−20, 0] — with full 128-wide tiles, and with K, V not multiples of 16 (the tiles' zero columns) over packed
+// sequences (partial chunks, an empty sequence) and GVA.
+TEST_CASE("CUDA backward: 16-bit phase 1 under beta up to 2 and extreme gates, K and V not multiples of 16") {
+  const case_shape wide{.B = 1, .T = 300, .H = 2, .HV = 4, .K = 128, .V = 128, .initial_state = true,
+                        .gates = gate_range::extreme, .beta_max = 2, .seed = 61};
+  const case_shape undecayed{.B = 2, .T = 200, .H = 1, .HV = 2, .K = 128, .V = 64, .initial_state = true,
+                             .beta_max = 2, .seed = 62};
+  const case_shape odd{.H = 1, .HV = 2, .K = 37, .V = 45, .seqlens = {70, 0, 5, 130}, .initial_state = true,
+                       .gates = gate_range::extreme, .beta_max = 2, .seed = 63};
+  SUBCASE("gated_delta bf16") {
+    check_backward<gated_delta, bf16>(wide);
+    check_backward<gated_delta, bf16>(undecayed);
+    check_backward<gated_delta, bf16>(odd);
+  }
+  SUBCASE("gated_delta fp16") {
+    check_backward<gated_delta, fp16>(wide);
+    check_backward<gated_delta, fp16>(odd);
+  }
+  SUBCASE("delta bf16 (no decay)") {
+    check_backward<delta, bf16>(undecayed);
+    check_backward<delta, bf16>(odd);
+  }
+  SUBCASE("simple_gla and additive bf16") {
+    check_backward<simple_gla, bf16>(wide);
+    check_backward<simple_gla, bf16>(odd);
+    check_backward<additive, bf16>(odd);
+  }
+}
+
 // Enough (sequence, value head) pairs that the staged state passes of scalar decays take one CTA per pair (128 value
 // columns; at least 3/4 of the SMs busy: 104 pairs on the H200's 132 SMs) instead of 16-column tiles: full and
 // partial value tiles (V = 96), K below the tile's 128, a tail chunk.

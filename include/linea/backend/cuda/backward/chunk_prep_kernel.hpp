@@ -11,7 +11,8 @@
 // tile (it once streamed v and P from global memory through block_gemm's slabs, a barrier-bound round trip per
 // slab); the solve goes by 16 × 16 blocks (triangular_inverse.hpp). It also computes the state-free half of the
 // reverse state pass (s Pᵀ dO and s (Γ ⊙ Q)ᵀ dO, see staged_state_passes.hpp). One CTA per (chunk, value head),
-// float32 throughout.
+// float32 throughout. (For bf16 / fp16 inputs phases.hpp launches chunk_prep16_kernel.hpp instead: the same outputs
+// from bf16 operands, two CTAs an SM.)
 #pragma once
 #include "block_gemm.hpp"
 #include "triangular_inverse.hpp"

@@ -6,9 +6,15 @@
 //   grad_phase     phase 4, per chunk × head: dq̂, dk̂, dv, d log α, de (db, dw for GDN-2's channel gates)
 // Channels: GDN-2's channel gates (channel_gates.hpp), per-key decays only. Prec: how every product multiplies
 // (block_gemm.hpp's precision): chunk_phases and grad_phase take it from the input type (3xTF32 for float32 inputs,
-// one TF32 mma for 16-bit ones), prep_phase and state_phases from their caller (3xTF32 unless told).
+// one TF32 mma for 16-bit ones), prep_phase and state_phases from their caller (3xTF32 unless told). prep_phase's In
+// (the input type; chunk_phases passes it): for 16-bit inputs and scalar decays phase 1 is chunk_prep16_kernel
+// (bf16 operands on tensor cores, same outputs; Prec unused), else chunk_prep_kernel at Prec. The state passes stay
+// at Prec for every input type: at one TF32 mma they measured slower than 3xTF32 on the H200 (prep13, grad_ab:
+// gated_delta bf16 8×4096 forward 1.640 against 1.443 ms, reverse 1.860 against 1.613; 1×32768 3.92 / 3.57 and
+// 5.11 / 4.29; not profiled: round_tf32's NaN guard and the narrow reverse pass's 84-byte spill are suspects).
 #pragma once
 #include "chunk_grad_kernel.hpp"
+#include "chunk_prep16_kernel.hpp"
 #include "chunk_prep_kernel.hpp"
 #include "per_key_grad_kernel.hpp"
 #include "per_key_prep_kernel.hpp"
@@ -18,7 +24,7 @@
 
 namespace linea::cuda_detail::bwd {
 
-template <bool Erases, bool PerKey, bool Channels = false, precision Prec = precision::tf32x3>
+template <bool Erases, bool PerKey, bool Channels = false, precision Prec = precision::tf32x3, class In = float>
 void prep_phase(const work& w, cudaStream_t st, const channel_gates& cg = {}) {
   static_assert(PerKey || !Channels, "channel gates have a per-key kernel only");
   if (!w.chunks) return;
@@ -29,6 +35,12 @@ void prep_phase(const work& w, cudaStream_t st, const channel_gates& cg = {}) {
     allow_dynamic_shared<prep, bytes>();
     prep<<<grid, threads, bytes, st>>>(w, cg);
     check_launch("backward per_key_prep_kernel");
+  } else if constexpr (!std::is_same_v<In, float>) {
+    constexpr auto prep = chunk_prep16_kernel<Erases>;  // (two CTAs an SM)
+    constexpr std::size_t bytes = prep16_shape<Erases>::bytes;
+    allow_dynamic_shared<prep, bytes>();
+    prep<<<grid, threads, bytes, st>>>(w);
+    check_launch("backward chunk_prep16_kernel");
   } else {
     constexpr auto prep = chunk_prep_kernel<Erases, Prec>;
     allow_dynamic_shared<prep, prep_shape<Erases>::bytes>();
@@ -100,7 +112,7 @@ template <bool Erases, bool Decays, bool PerKey, bool Channels = false, class T,
 void chunk_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
                   const view<float, 4>& dS0, const view<T, 4>& dv, cudaStream_t st, const channel_gates& cg = {},
                   const channel_grads<T>& cd = {}) {
-  prep_phase<Erases, PerKey, Channels, Prec>(w, st, cg);
+  prep_phase<Erases, PerKey, Channels, Prec, T>(w, st, cg);
   state_phases<Erases, PerKey, Prec>(w, S0, dST, dS0, true, true, st);
   grad_phase<Erases, Decays, PerKey, T, Channels, Prec>(w, dv, st, cg, cd);
 }
