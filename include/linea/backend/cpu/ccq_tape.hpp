@@ -213,16 +213,7 @@ class ccq_tape {
       dm_[i] *= decay;
     }
     dz_ *= decay;
-    const double dc = da * decay;  // d a / d c = a
-    if constexpr (Weighting::decays) {
-      if (!a.ccq.log_decay.empty()) {
-        sums.dccq_log_decay(bt, t, hv) += dc;
-        return 0;
-      }
-      return dc;  // the default c_t is the rule's mean log decay
-    } else {
-      return 0;
-    }
+    return reference::ccq_log_decay_adjoint<Weighting>(a, sums, bt, t, hv, da * decay);  // d a / d c = a
   }
 
   template <class Sums>
