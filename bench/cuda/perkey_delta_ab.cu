@@ -182,7 +182,8 @@ void rows_at(index_t B, index_t T_, double copy) {
   const problem p = validate_chunkwise<Rule, read::identity>(a[0]);
   cuda::launch whole;
   whole.segment_tokens = 0;
-  const index_t piece = cuda_detail::piece_length<Rule>(a[0], segments::sequence_starts(a[0], p), p, cuda::launch{});
+  const index_t piece = cuda_detail::piece_length<Rule>(a[0], segments::sequence_starts(a[0], p), p, cuda::launch{},
+                                                        cuda_detail::current_device());
   const double ms = time_ms([&](int i) { chunkwise<Rule, read::identity, backend::cuda>(a[i & 1]); });
   const double ms_whole = time_ms([&](int i) { chunkwise<Rule, read::identity, backend::cuda>(a[i & 1], whole); });
   const double tb = min_bytes<Rule>(B, T_) / (ms * 1e-3) / 1e12;

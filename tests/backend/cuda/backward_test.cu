@@ -2,7 +2,8 @@
 // backward (SPEC §6 tolerances for the input type): every rule the CUDA backward has, fixed-length batches with
 // T not a multiple of the 64-token chunk, packed sequences (one empty), GVA, scale, initial state, and the
 // in-kernel options (L2 norm, gates with A_log / dt_bias / lower bound, β activation); and the CCQ read
-// (uniform and decayed weighting, c_t given or the rule's, initial statistics, packed sequences, GVA, L2 norm);
+// (uniform and decayed weighting, c_t given or the rule's, initial statistics — z_0 < 0 and z_t = 0 too —, packed
+// sequences, GVA, L2 norm);
 // the additive rule's `normalize`.
 #include <doctest/doctest.h>
 
@@ -329,7 +330,7 @@ TEST_CASE("CUDA backward, CCQ read: dλ and dc under extreme gates (centred stat
 // A caller's z_0 < 0 (ccq_read_kernels.hpp, inverse_key_weight): the centred statistics take μ_0 = m_0 / z_0 for any
 // z_0 ≠ 0 (they read z_0 < 0 as z_0 = 0 before), and a z_t = 0 reads Σ_t = 0 with no adjoint, as the reference
 // (read/ccq_statistics.hpp) — exact where z_t = 0 is a sequence's last token. Uniform weighting: z_t = z_0 + t.
-TEST_CASE("CUDA backward, CCQ read: z_0 < 0 given, z_t = 0 at a sequence's end = float64 reference backward") {
+TEST_CASE("CUDA backward, CCQ read: z_0 < 0 given (z_t = 0 at the end of a sequence) = float64 reference backward") {
   using uniform = read::ccq<read::uniform>;
   using decayed = read::ccq<read::decayed>;
   SUBCASE("z_0 = -1, T = 1: z_1 = 0") {
