@@ -18,6 +18,7 @@
 
 #include <linea/cuda.hpp>
 
+#include "ab_common.hpp"
 #include "decode_ab_v0.hpp"
 
 using namespace linea;
@@ -28,17 +29,11 @@ namespace {
 
 namespace cd = linea::cuda_detail;
 
-__device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
-  std::uint64_t x = i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
-  return static_cast<float>(x >> 40) / static_cast<float>(1ull << 24);
-}
 // kind 0: N(0, 1) scaled by `scale`; 1: log-sigmoid of N(0, 1) (gates); 2: sigmoid (β, erase / write gates)
 __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, int kind, float scale) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const float u1 = fmaxf(hash_uniform(i, seed), 1e-7f), u2 = hash_uniform(i, seed + 77);
-    const float z = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+    const float z = linea_bench::hash_normal(i, seed);  // N(0, 1)
     float x = z * scale;
     if (kind == 1) x = -log1pf(expf(-z));
     if (kind == 2) x = 1.f / (1.f + expf(-z));

@@ -41,6 +41,7 @@
 
 #include <linea/cuda.hpp>
 
+#include "ab_common.hpp"
 #include "grad_ab_prep_v0.hpp"
 #include "grad_ab_v0.hpp"
 #include "per_key_prep_v1.hpp"
@@ -60,17 +61,15 @@ using bwd::precision;
 
 namespace {
 
-__device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
-  std::uint64_t x = i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
-  return static_cast<float>(x >> 40) / static_cast<float>(1ull << 24);
-}
+using linea_bench::dalloc;
+using linea_bench::hash_uniform;
+using linea_bench::time_ms;
+
 enum class fill { normal, logsigmoid, sigmoid, extreme_log, sigmoid2 };
 __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const float u1 = fmaxf(hash_uniform(i, seed), 1e-7f), u2 = hash_uniform(i, seed + 77);
-    const float z = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+    const float z = linea_bench::hash_normal(i, seed);
     float x = z;
     if (kind == fill::logsigmoid) x = -log1pf(expf(-z));
     if (kind == fill::sigmoid) x = 1.f / (1.f + expf(-z));
@@ -78,13 +77,6 @@ __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind)
     if (kind == fill::sigmoid2) x = 2.f / (1.f + expf(-z));
     p[i] = linea::cuda_detail::from_float<T>(x);
   }
-}
-template <class X>
-X* dalloc(std::size_t n) {
-  X* p = nullptr;
-  CK(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(X)));
-  CK(cudaMemset(p, 0, std::max<std::size_t>(n, 1) * sizeof(X)));
-  return p;
 }
 T* random_tensor(std::size_t n, std::uint32_t seed, fill kind) {
   T* p = dalloc<T>(n);
@@ -134,26 +126,6 @@ double distance(const copy& a, const copy& b) {
   CK(cudaFree(s));
   if (h[2] > 0) return INFINITY;
   return h[1] > 0 ? std::sqrt(h[0] / h[1]) : std::sqrt(h[0]);
-}
-
-template <class F>
-double time_ms(F&& f, int calls, int repeats) {
-  f();
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<double> t;
-  for (int r = 0; r < repeats; ++r) {
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < calls; ++i) f();
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms / calls);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 template <class Rule>

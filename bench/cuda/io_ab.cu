@@ -20,6 +20,7 @@
 
 #include <linea/cuda.hpp>
 
+#include "ab_common.hpp"
 #include "io_ab_v0.hpp"
 
 using namespace linea;
@@ -28,23 +29,15 @@ namespace bwd = linea::cuda_detail::bwd;
 
 namespace {
 
-__device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
-  std::uint64_t x = i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
-  return static_cast<float>(x >> 40) / static_cast<float>(1ull << 24);
-}
+using linea_bench::dalloc;
+using linea_bench::hash_uniform;
+using linea_bench::time_ms;
+
 template <class X>
 __global__ void fill_kernel(X* p, std::int64_t n, std::uint32_t seed, float lo, float hi) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
     p[i] = linea::cuda_detail::from_float<X>(lo + (hi - lo) * hash_uniform(i, seed));
-}
-template <class X>
-X* dalloc(std::size_t n) {
-  X* p = nullptr;
-  CK(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(X)));
-  CK(cudaMemset(p, 0, std::max<std::size_t>(n, 1) * sizeof(X)));
-  return p;
 }
 template <class X>
 X* random(std::size_t n, std::uint32_t seed, float lo = -2.f, float hi = 2.f) {
@@ -81,26 +74,6 @@ double distance(const X* a, const X* b, std::size_t n) {
     x += (ha[i] - hb[i]) * (ha[i] - hb[i]), y += hb[i] * hb[i];
   }
   return y > 0 ? std::sqrt(x / y) : std::sqrt(x);
-}
-
-template <class F>
-double time_ms(F&& f, int calls, int repeats) {
-  f();
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<double> t;
-  for (int r = 0; r < repeats; ++r) {
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < calls; ++i) f();
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms / calls);
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
 }
 
 struct shape {

@@ -18,6 +18,8 @@
 
 #include <linea/cuda.hpp>
 
+#include "ab_common.hpp"
+
 using namespace linea;
 using T = bf16;
 #define CK(x) linea::cuda_detail::check((x), #x)
@@ -25,17 +27,12 @@ using T = bf16;
 namespace {
 
 // The inputs of bench_cuda.cu (the same hash, the same distributions), so the rows compare with its own.
-__device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
-  std::uint64_t x = i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
-  return static_cast<float>(x >> 40) / static_cast<float>(1ull << 24);
-}
+using linea_bench::hash_uniform;
 enum class fill { normal, logsigmoid, sigmoid, uniform, logsigmoid4 };  // the last two: perkey_ab.cu's
 __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const float u1 = fmaxf(hash_uniform(i, seed), 1e-7f), u2 = hash_uniform(i, seed + 77);
-    const float z = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+    const float z = linea_bench::hash_normal(i, seed);  // N(0, 1)
     float x = z;
     if (kind == fill::logsigmoid) x = -log1pf(expf(-z));
     if (kind == fill::sigmoid) x = 1.f / (1.f + expf(-z));
@@ -185,7 +182,8 @@ void rows_at(index_t B, index_t T_, double copy) {
   const problem p = validate_chunkwise<Rule, read::identity>(a[0]);
   cuda::launch whole;
   whole.segment_tokens = 0;
-  const index_t piece = cuda_detail::piece_length<Rule>(a[0], segments::sequence_starts(a[0], p), p, cuda::launch{});
+  const index_t piece = cuda_detail::piece_length<Rule>(a[0], segments::sequence_starts(a[0], p), p, cuda::launch{},
+                                                        cuda_detail::current_device());
   const double ms = time_ms([&](int i) { chunkwise<Rule, read::identity, backend::cuda>(a[i & 1]); });
   const double ms_whole = time_ms([&](int i) { chunkwise<Rule, read::identity, backend::cuda>(a[i & 1], whole); });
   const double tb = min_bytes<Rule>(B, T_) / (ms * 1e-3) / 1e12;

@@ -30,6 +30,8 @@
 
 #include <linea/cuda.hpp>
 
+#include "ab_common.hpp"
+
 using namespace linea;
 using T = bf16;
 
@@ -37,17 +39,11 @@ using T = bf16;
 
 namespace {
 
-__device__ float hash_uniform(std::uint64_t i, std::uint32_t seed) {
-  std::uint64_t x = i * 0x9E3779B97F4A7C15ull + seed * 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 31, x *= 0x94D049BB133111EBull, x ^= x >> 29;
-  return static_cast<float>(x >> 40) / static_cast<float>(1ull << 24);
-}
 enum class fill { normal, logsigmoid, sigmoid, unit };
 __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind, int D) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const float u1 = fmaxf(hash_uniform(i, seed), 1e-7f), u2 = hash_uniform(i, seed + 77);
-    const float z = sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+    const float z = linea_bench::hash_normal(i, seed);  // N(0, 1)
     float x = z;
     if (kind == fill::logsigmoid) x = -log1pf(expf(-z));
     if (kind == fill::sigmoid) x = 1.f / (1.f + expf(-z));

@@ -40,4 +40,13 @@ LINEA_HD inline R softplus(R x) {
   return x > R(20) ? x : log1p(exp(x));
 }
 
+// 1 / z_t for the CCQ statistics (SPEC §3: μ_t = m_t / z_t, Σ_t = C_t / z_t − μ_t μ_tᵀ), or 0 where z_t = 0: z_t is
+// the keys' total weight, and keys of no total weight read as Σ_t = 0 and μ_t = 0 (q̃_t = q_t) in every form, forward
+// and backward (read/ccq_statistics.hpp). After any token z_t = a_t z_{t−1} + 1 ≥ 1 for z_0 ≥ 0; only a caller's
+// z_0 < 0 can reach z_t = 0 inside a sequence.
+template <class R>
+LINEA_HD inline R inverse_key_weight(R z) {
+  return z == R(0) ? R(0) : R(1) / z;
+}
+
 }  // namespace linea

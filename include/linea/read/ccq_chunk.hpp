@@ -73,7 +73,7 @@ class ccq_chunk_reader {
       const R a_r = Weighting::decays ? std::exp(c_(r)) : R(1);
       m = a_r * m + Kr.row(r).transpose();
       stats_.z = a_r * stats_.z + R(1);
-      const R inv_z = stats_.z == R(0) ? R(0) : R(1) / stats_.z;  // Σ = 0 where z = 0 (ccq_statistics.hpp)
+      const R inv_z = inverse_key_weight(stats_.z);  // Σ = 0 where z = 0 (core/numeric.hpp)
       const R mu_q = inv_z * m.dot(Qc.row(r).transpose());
       const R lambda = load_as<R>(a.ccq.lambda(bt, t0 + r, hv));
       qt_.row(r) -= lambda * (inv_z * Y_.row(r) - (inv_z * mu_q) * m.transpose());

@@ -30,6 +30,22 @@
 
 namespace linea::reference::inline LINEA_ISA {
 
+// Where dL/dc_t goes, c_t being the statistics' log decay (read/ccq_statistics.hpp's ccq_log_decay): into
+// ccq.log_decay's gradient when the caller passed c_t; else it is returned, for the rule's own log decay (the
+// default c_t). The uniform weighting has no c_t: 0.
+template <class Weighting, class Real, class A, class Sums>
+Real ccq_log_decay_adjoint(const A& a, Sums& sums, index_t bt, index_t t, index_t hv, Real dc) {
+  if constexpr (Weighting::decays) {
+    if (!a.ccq.log_decay.empty()) {
+      sums.dccq_log_decay(bt, t, hv) += dc;
+      return 0;
+    }
+    return dc;
+  } else {
+    return 0;
+  }
+}
+
 template <class Read, class Real>
 class read_tape {
   static_assert(sizeof(Read) == 0, "linea::reference::backward: no adjoint for this read policy");
@@ -162,16 +178,7 @@ class read_tape<read::ccq<Weighting>, Real> {
     for (Real& e : dC_) e *= decay;
     for (Real& e : dm_) e *= decay;
     dz_ *= decay;
-    const Real dc = da * decay;  // d a / d c = a
-    if constexpr (Weighting::decays) {
-      if (!a.ccq.log_decay.empty()) {
-        sums.dccq_log_decay(bt, t, hv) += dc;
-        return 0;
-      }
-      return dc;  // the default c_t is the rule's mean log decay
-    } else {
-      return 0;
-    }
+    return ccq_log_decay_adjoint<Weighting>(a, sums, bt, t, hv, da * decay);  // d a / d c = a
   }
 
   template <class Sums>

@@ -2,7 +2,8 @@
 // backward (SPEC §6 tolerances for the input type): every rule the CUDA backward has, fixed-length batches with
 // T not a multiple of the 64-token chunk, packed sequences (one empty), GVA, scale, initial state, and the
 // in-kernel options (L2 norm, gates with A_log / dt_bias / lower bound, β activation); and the CCQ read
-// (uniform and decayed weighting, c_t given or the rule's, initial statistics, packed sequences, GVA, L2 norm);
+// (uniform and decayed weighting, c_t given or the rule's, initial statistics — z_0 < 0 and z_t = 0 too —, packed
+// sequences, GVA, L2 norm);
 // the additive rule's `normalize`.
 #include <doctest/doctest.h>
 
@@ -324,6 +325,53 @@ TEST_CASE("CUDA backward, CCQ read: dλ and dc under extreme gates (centred stat
     check_ccq<gated_delta, decayed, float>({.B = 1, .T = 127, .H = 1, .HV = 1, .K = 128, .V = 48, .beta_max = 2, .seed = 212},
                                            {.qk_l2norm = true, .gate = true, .ccq = {.explicit_log_decay = true}});
   }
+}
+
+// A caller's z_0 < 0 (ccq_read_kernels.hpp, inverse_key_weight): the centred statistics take μ_0 = m_0 / z_0 for any
+// z_0 ≠ 0 (they read z_0 < 0 as z_0 = 0 before), and a z_t = 0 reads Σ_t = 0 with no adjoint, as the reference
+// (read/ccq_statistics.hpp) — exact where z_t = 0 is a sequence's last token. Uniform weighting: z_t = z_0 + t.
+TEST_CASE("CUDA backward, CCQ read: z_0 < 0 given (z_t = 0 at the end of a sequence) = float64 reference backward") {
+  using uniform = read::ccq<read::uniform>;
+  using decayed = read::ccq<read::decayed>;
+  SUBCASE("z_0 = -1, T = 1: z_1 = 0") {
+    check_ccq<gated_delta, uniform, float>({.B = 3, .T = 1, .H = 1, .HV = 2, .K = 32, .V = 16, .initial_state = true, .seed = 18},
+                                           {.ccq = {.initial_stats = true, .z0 = -1.0}});
+  }
+  SUBCASE("z_0 = -2, packed {2, 1, 0, 2}: z = -1, 0 (ends), z_1 = -1 (a one-token sequence)") {
+    check_ccq<gated_delta, uniform, float>({.H = 2, .HV = 4, .K = 32, .V = 16, .seqlens = {2, 1, 0, 2}, .seed = 19},
+                                           {.qk_l2norm = true, .ccq = {.initial_stats = true, .z0 = -2.0}});
+  }
+  SUBCASE("z_0 = -0.5, T = 100: z_t > 0 after the first token, μ_0 = -2 m_0") {
+    check_ccq<gated_delta, uniform, float>({.B = 2, .T = 100, .H = 1, .HV = 2, .K = 32, .V = 16, .initial_state = true, .seed = 20},
+                                           {.ccq = {.initial_stats = true, .z0 = -0.5}});
+    check_ccq<kda, decayed, float>({.B = 2, .T = 100, .H = 1, .HV = 2, .K = 32, .V = 16, .initial_state = true, .seed = 21},
+                                   {.ccq = {.initial_stats = true, .z0 = -0.5}});
+  }
+}
+
+// z_t = 0 with tokens after it (z_0 = -1: z_1 = 0, T = 100): the centred statistics have no finite μ_1, M_1 there and
+// read them as (a_1 M_0, μ_0) (ccq_read_kernels.hpp) — not the reference's gradients, but every one finite.
+TEST_CASE("CUDA backward, CCQ read: z_t = 0 inside a sequence gives finite gradients") {
+  backward_case<gated_delta, read::ccq<read::uniform>, float> c(
+      {.B = 2, .T = 100, .H = 1, .HV = 2, .K = 32, .V = 16, .initial_state = true, .seed = 22},
+      {.ccq = {.initial_stats = true, .z0 = -1.0}});
+  cuda::mirror<float, float> m(c.args());
+  cuda::gradient_mirror<float, float> gm(c.grads());
+  linea::backward<gated_delta, read::ccq<read::uniform>, backend::cuda>(m.device, gm.device);
+  gm.copy_back();
+  const auto& g = c.out();
+  REQUIRE(g.dq.size() > 0);
+  REQUIRE(g.dz0.size() > 0);
+  CHECK(all_finite(g.dq));
+  CHECK(all_finite(g.dk));
+  CHECK(all_finite(g.dv));
+  CHECK(all_finite(g.dg));
+  CHECK(all_finite(g.dbeta));
+  CHECK(all_finite(g.dh0));
+  CHECK(all_finite(g.dlambda));
+  CHECK(all_finite(g.dC0));
+  CHECK(all_finite(g.dm0));
+  CHECK(all_finite(g.dz0));
 }
 
 TEST_CASE("CUDA backward, gdn2 (channel gates b, w) = float64 reference backward") {

@@ -135,7 +135,7 @@ class ccq_block {
     }
     for (index_t l = 0; l < L; ++l) {
       // Σ q = γ y / z − μ (μᵀ q), μ = m / z;  q̃ = q − λ Σ q  (Σ = 0 where z = 0: read/ccq_statistics.hpp)
-      const R inv_z = z_[l] == R(0) ? R(0) : R(1) / z_[l];
+      const R inv_z = inverse_key_weight(z_[l]);
       const vec a_y = Lv::splat(-lambda_[l] * gamma_[l] * inv_z), a_m = Lv::splat(lambda_[l] * mq_[l] * inv_z * inv_z);
       const R *y = row(y_, l), *m = row(m_, l), *q = row(q_, l);
       R* qt = row(qt_, l);

@@ -91,7 +91,7 @@ class ccq_tape {
     const double* Cb = C_at(s);
     double *C = C_at(s + 1), *m = m_at(s + 1), *y = y_at(s), *qt = qt_at(s);
     const bool empty = z == 0.0;  // Σ = 0 where z = 0 (only a caller's z0 < 0 gets there: ccq_statistics.hpp)
-    const double inv_z = empty ? 0.0 : 1.0 / z;
+    const double inv_z = inverse_key_weight(z);
     for (index_t i = 0; i < Kp_; ++i) mu_[i] = m[i] * inv_z;
     const vec a_v = L::splat(decay), inv_z_v = L::splat(inv_z);
     for (index_t i = 0; i < K_; ++i) {
@@ -213,16 +213,7 @@ class ccq_tape {
       dm_[i] *= decay;
     }
     dz_ *= decay;
-    const double dc = da * decay;  // d a / d c = a
-    if constexpr (Weighting::decays) {
-      if (!a.ccq.log_decay.empty()) {
-        sums.dccq_log_decay(bt, t, hv) += dc;
-        return 0;
-      }
-      return dc;  // the default c_t is the rule's mean log decay
-    } else {
-      return 0;
-    }
+    return reference::ccq_log_decay_adjoint<Weighting>(a, sums, bt, t, hv, da * decay);  // d a / d c = a
   }
 
   template <class Sums>

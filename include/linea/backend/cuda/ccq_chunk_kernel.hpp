@@ -314,7 +314,7 @@ __global__ void __launch_bounds__(ccq_chunk_threads) ccq_chunk_kernel(const ccq_
         for (int e = 0; e < ccq_vec; ++e) mq += mv[e] * qv[e];
       mq = ccq_row_sum(mq);
       if (!live(p)) continue;
-      const float iz = zc[r] != 0.f ? 1.f / zc[r] : 0.f, l = lam[r];  // Σ = 0 where z_t = 0, as the reference
+      const float iz = inverse_key_weight(zc[r]), l = lam[r];  // Σ = 0 where z_t = 0, as the reference
       float out[ccq_vec];
       for (int e = 0; e < ccq_vec; ++e) out[e] = qv[e] - l * (yr[p][e] * iz - mv[e] * mq * iz * iz);
       const index_t t = t0 + r;

@@ -103,7 +103,7 @@ __global__ void __launch_bounds__(ccq_threads) ccq_query_kernel(const ccq_args<T
       float mq = 0;
       for (index_t i = lane; i < K; i += 32) mq += Mc[r * K + i] * Qc[r * K + i];
       for (int o = 16; o > 0; o >>= 1) mq += __shfl_xor_sync(0xffffffffu, mq, o);
-      const float iz = zc[r] != 0.f ? 1.f / zc[r] : 0.f;  // Σ = 0 where z_t = 0 (z0 < 0), as the reference
+      const float iz = inverse_key_weight(zc[r]);  // Σ = 0 where z_t = 0 (z0 < 0), as the reference
       for (index_t i = lane; i < K; i += 32) {
         const float sq = a.y(seq.bt, t, hv, i) * iz - Mc[r * K + i] * mq * iz * iz;
         const float qt = Qc[r * K + i] - lam[r] * sq;

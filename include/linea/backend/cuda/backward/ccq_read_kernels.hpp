@@ -19,6 +19,11 @@
 //   (exact for every z_0, also z_0 = 0):  dC_0 = dM_0,  dm_0 = a_1 Gμ_1 / z_1 − (dM_0 + dM_0ᵀ) μ_1,
 //                dz_0 = a_1 Gz_1 − a_1 (Gμ_1·μ_1) / z_1 + μ_1ᵀ dM_0 μ_1.
 // (z_0 = 0 with m_0 ≠ 0 is no set of keys; the centred form reads its m_0 as 0.)
+// Every 1/z is inverse_key_weight(z) (core/numeric.hpp): 0 where z = 0, as the reference's Σ = 0 there. A caller's
+// z_0 < 0 is exact here while z_t ≠ 0 (the identities above hold for any nonzero z), and so is a z_t = 0 at a
+// sequence's last token (its read is the identity, with no adjoint: nothing later reads the statistics). A z_t = 0
+// with tokens after it is not: μ_t = m_t / z_t and M_t have no finite value there, so this form then reads the
+// statistics at t as (a_t M_{t-1}, μ_{t-1}) — finite gradients, but not the reference's (which carries C_t, m_t).
 // Per (chunk, value head) kernels take a warp per token; the scans take a thread per key channel.
 #pragma once
 #include "inputs_kernel.hpp"
@@ -90,7 +95,7 @@ __global__ void __launch_bounds__(threads) ccq_setup_kernel(const ccq_work cw, c
 __device__ inline float ccq_mu0(const view<const float, 3> m0, const view<const float, 2> z0, index_t n, index_t hv,
                                 index_t i) {
   const float z = z0.ptr ? z0(n, hv) : 0.f;
-  return m0.ptr && z > 0.f ? m0(n, hv, i) / z : 0.f;
+  return m0.ptr ? m0(n, hv, i) * inverse_key_weight(z) : 0.f;
 }
 
 // M_0 = C_0 − m_0 m_0ᵀ / z_0 (C_0 alone when z_0 = 0; 0 without initial statistics), per (value head, sequence).
@@ -99,12 +104,12 @@ __global__ void __launch_bounds__(max_kv) ccq_initial_kernel(const ccq_work cw, 
                                                              const view<const float, 3> m0,
                                                              const view<const float, 2> z0) {
   const index_t hv = blockIdx.x, n = blockIdx.y, K = cw.K;
-  const float z = z0.ptr ? z0(n, hv) : 0.f;
+  const float iz = inverse_key_weight(z0.ptr ? z0(n, hv) : 0.f);
   float* M = cw.M0 + (std::size_t(n) * cw.HV + hv) * K * K;
   for (index_t e = threadIdx.x; e < K * K; e += max_kv) {
     const index_t i = e / K, j = e % K;
     float x = C0.ptr ? C0(n, hv, i, j) : 0.f;
-    if (m0.ptr && z > 0.f) x -= m0(n, hv, i) * m0(n, hv, j) / z;
+    if (m0.ptr) x -= m0(n, hv, i) * m0(n, hv, j) * iz;
     M[e] = x;
   }
 }
@@ -132,10 +137,11 @@ __global__ void __launch_bounds__(max_kv) ccq_scan_kernel(const ccq_work cw, con
       const std::size_t at = cw.row(tok0 + r, hv);
       const float az = sA[r] * z;
       z = az + 1.f;
+      const float iz = inverse_key_weight(z);
       if (on) {
         const float d = sK[r * K + i] - mu;
-        mu += d / z;
-        cw.delta[at * K + i] = d, cw.u[at * K + i] = az / z * d, cw.mu[at * K + i] = mu;
+        mu += d * iz;
+        cw.delta[at * K + i] = d, cw.u[at * K + i] = az * iz * d, cw.mu[at * K + i] = mu;
       }
       if (i == 0) cw.z[at] = z, cw.az[at] = az;
     }
@@ -173,7 +179,7 @@ __global__ void __launch_bounds__(threads) ccq_tilde_kernel(const ccq_work cw, c
     const int r = e / K, i = e % K;
     const std::size_t at = cw.row(tok0 + r, hv);
     const float lam = to_float(lambda(ci.bt, ci.t0 + r, hv));
-    cw.qt[at * K + i] = sQ[r * K + i] - lam * cw.y[at * K + i] / cw.z[at];
+    cw.qt[at * K + i] = sQ[r * K + i] - lam * cw.y[at * K + i] * inverse_key_weight(cw.z[at]);
   }
 }
 
@@ -193,7 +199,7 @@ __global__ void __launch_bounds__(threads) ccq_direct_kernel(const ccq_work cw, 
     float ydq = 0;  // Y·dq̃
     for (index_t i = lane; i < K; i += 32) ydq += y[i] * dqt[i];
     ydq = warp_sum(ydq);
-    const float iz = 1.f / cw.z[at], lam = to_float(lambda(ci.bt, ci.t0 + r, hv));
+    const float iz = inverse_key_weight(cw.z[at]), lam = to_float(lambda(ci.bt, ci.t0 + r, hv));
     if (lane == 0) {
       if (dlambda.ptr) dlambda(ci.bt, ci.t0 + r, hv) = from_float<T>(-ydq * iz);
       cw.dz[at] = lam * ydq * iz * iz;
@@ -217,9 +223,9 @@ __global__ void __launch_bounds__(max_kv) ccq_mean_adjoint_kernel(const ccq_work
     __syncthreads();
     for (index_t e = i; e < ci.len * K; e += max_kv) {
       const std::size_t at = cw.row(tok0 + e / K, hv);
-      sE[e] = fmaf(cw.az[at] / cw.z[at], dk_pass[at * K + e % K], cw.dkv[at * K + e % K]);
+      sE[e] = fmaf(cw.az[at] * inverse_key_weight(cw.z[at]), dk_pass[at * K + e % K], cw.dkv[at * K + e % K]);
     }
-    for (index_t r = i; r < ci.len; r += max_kv) sIz[r] = 1.f / cw.z[cw.row(tok0 + r, hv)];
+    for (index_t r = i; r < ci.len; r += max_kv) sIz[r] = inverse_key_weight(cw.z[cw.row(tok0 + r, hv)]);
     __syncthreads();
     if (i < K)
       for (int r = ci.len - 1; r >= 0; --r) {
@@ -272,12 +278,12 @@ __global__ void __launch_bounds__(max_kv) ccq_count_adjoint_kernel(const ccq_wor
     __syncthreads();
     if (i == 0)
       for (int r = ci.len - 1; r >= 0; --r) {
-        const float z = sZ[r], a = sA[r], w = sAz[r] / z, dw = sDw[r];
+        const float iz = inverse_key_weight(sZ[r]), a = sA[r], w = sAz[r] * iz, dw = sDw[r];
         gz += sDz[r];
         sGz1 = gz;
-        const float gbar = gz - dw * w / z - sSg[r] / (z * z);
+        const float gbar = gz - dw * w * iz - sSg[r] * (iz * iz);
         sDz[r] = sAz[r] * gbar + dw * w;
-        gz = a * gbar + dw * a / z;
+        gz = a * gbar + dw * a * iz;
       }
     __syncthreads();
     for (index_t r = i; r < ci.len; r += max_kv) cw.dz[cw.row(tok0 + r, hv)] = sDz[r];
@@ -293,7 +299,7 @@ __global__ void __launch_bounds__(max_kv) ccq_count_adjoint_kernel(const ccq_wor
   }
   const chunk_info c1 = cw.chunk[sc.first];
   const std::size_t at1 = cw.row(cw.token(c1.bt, c1.t0), hv);
-  const float a1 = expf(cw.c[at1]), z1 = cw.z[at1];
+  const float a1 = expf(cw.c[at1]), iz1 = inverse_key_weight(cw.z[at1]);
   const float *mu1 = cw.mu + at1 * K, *g1 = cw.gmu + at1 * K;
   float sym = 0, quad = 0, gm = 0;  // ((dM + dMᵀ) μ_1)_i;  μ_1ᵀ dM μ_1, Gμ_1·μ_1 (summed below)
   if (i < K) {
@@ -303,7 +309,7 @@ __global__ void __launch_bounds__(max_kv) ccq_count_adjoint_kernel(const ccq_wor
       quad = fmaf(row, mu1[j], quad);
     }
     quad *= mu1[i], gm = g1[i] * mu1[i];
-    if (dm0.ptr) dm0(n, hv, i) = a1 * g1[i] / z1 - sym;
+    if (dm0.ptr) dm0(n, hv, i) = a1 * g1[i] * iz1 - sym;
   }
   __shared__ float sQuad[max_kv / 32], sGm[max_kv / 32];
   quad = warp_sum(quad), gm = warp_sum(gm);
@@ -312,7 +318,7 @@ __global__ void __launch_bounds__(max_kv) ccq_count_adjoint_kernel(const ccq_wor
   if (i == 0 && dz0.ptr) {
     float q = 0, g = 0;
     for (int w = 0; w < max_kv / 32; ++w) q += sQuad[w], g += sGm[w];
-    dz0(n, hv) = a1 * sGz1 - a1 * g / z1 + q;
+    dz0(n, hv) = a1 * sGz1 - a1 * g * iz1 + q;
   }
 }
 
