@@ -415,6 +415,25 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
                 "\"bwd_v0p_ms\":%.3f,\"bwd_speedup16\":%.3f",
                 p16, p0, p0 / p16, b16, b0, b0 / b16);
   }
+  if (timed && !once && std::getenv("GRAD_AB_TILES")) {  // the state passes at each value-tile width (phases.hpp)
+    const auto f = [&](auto bv) { return [&, bv] { bwd::staged_forward_phase<decltype(bv)::value, erases, per_key, SP>(wk, none4, 0); }; };
+    const auto r = [&](auto bv) { return [&, bv] { bwd::staged_reverse_phase<decltype(bv)::value, erases, per_key, SP>(wk, none4, none4w, 0); }; };
+    using c16 = std::integral_constant<int, 16>;
+    using c32 = std::integral_constant<int, 32>;
+    using c64 = std::integral_constant<int, 64>;
+    using c128 = std::integral_constant<int, 128>;
+    double t[7];
+    for (double& x : t) x = 1e30;
+    for (int rep = 0; rep < 3; ++rep) {  // interleaved
+      t[0] = std::min(t[0], time_ms(f(c16{}), 3, 3)), t[1] = std::min(t[1], time_ms(f(c32{}), 3, 3));
+      t[2] = std::min(t[2], time_ms(f(c64{}), 3, 3)), t[3] = std::min(t[3], time_ms(f(c128{}), 3, 3));
+      t[4] = std::min(t[4], time_ms(r(c16{}), 3, 3)), t[5] = std::min(t[5], time_ms(r(c32{}), 3, 3));
+      t[6] = std::min(t[6], time_ms(r(c64{}), 3, 3));
+    }
+    std::printf(",\"fwd_bv_ms\":{\"16\":%.3f,\"32\":%.3f,\"64\":%.3f,\"128\":%.3f},"
+                "\"rev_bv_ms\":{\"16\":%.3f,\"32\":%.3f,\"64\":%.3f}",
+                t[0], t[1], t[2], t[3], t[4], t[5], t[6]);
+  }
   const bool prep_only = std::getenv("GRAD_AB_PREP16") != nullptr;
   if (timed && !once && prep_only) {  // the state passes at the library's precision and at one TF32 mma, interleaved
     double f1 = 1e30, f3 = 1e30, r1 = 1e30, r3 = 1e30;

@@ -35,7 +35,7 @@ struct staged_shape {
   static constexpr int BV = BV_, LDB = BV + 8;              // state and value tiles: ≡ 8 (mod 32)
   static constexpr int ld_row = ld_kv, ld_col = max_kv + 8;  // [CL][K] tiles read row-wise / transposed
   static constexpr int TN = BV < 64 ? BV : 64;               // block_gemm_direct's tile width
-  static constexpr int ctas_per_sm = BV == 16 ? 2 : 1;
+  static constexpr int ctas_per_sm = BV <= 32 ? 2 : 1;  // (32 columns: 112 KB, two fit)
   static constexpr int s_at = 0, u_at = s_at + max_kv * LDB, in_at = u_at + CL * LDB, w_at = in_at + CL * LDB,
                        k_at = w_at + CL * ld_col, g_at = k_at + CL * ld_col, f_at = g_at + 2 * max_kv,
                        end = f_at + CL;
