@@ -11,6 +11,8 @@ for t in "$@"; do
     ab_gd3) nice nvcc $F -DGRAD_AB_RULE=linea::gated_delta bench/cuda/grad_ab.cu -o $O/grad_ab_gd3 ;;
     ab_de3) nice nvcc $F -DGRAD_AB_RULE=linea::delta bench/cuda/grad_ab.cu -o $O/grad_ab_de3 ;;
     ab_gd1) nice nvcc $F -DLINEA_BWD_INTER_TERMS=1 -DGRAD_AB_RULE=linea::gated_delta bench/cuda/grad_ab.cu -o $O/grad_ab_gd1 ;;
+    ab_sg3) nice nvcc $F -DGRAD_AB_RULE=linea::simple_gla bench/cuda/grad_ab.cu -o $O/grad_ab_sg3 ;;
+    ab_la3) nice nvcc $F -DGRAD_AB_RULE=linea::additive bench/cuda/grad_ab.cu -o $O/grad_ab_la3 ;;
     ab_de1) nice nvcc $F -DLINEA_BWD_INTER_TERMS=1 -DGRAD_AB_RULE=linea::delta bench/cuda/grad_ab.cu -o $O/grad_ab_de1 ;;
     inst_*) r=${t#inst_}; nice nvcc $F -c tests/backend/cuda/instances/$r.cu -o $O/$r.inst.o ;;
     main) nice nvcc $F -DLINEA_CUDA_EXTERN_INSTANCES -c tests/backend/cuda/main.cu -o $O/main.o ;;
