@@ -10,6 +10,8 @@
 //   de_r = Σ_s M_rs (k_r·k_s) + γ_r k_r·dBk_r,   dw_r = v_r·dBv_r
 //   dG_r: every product above that holds a decay, then dg_t = Σ_{r≥t} dG_r (reverse cumulative sum)
 // q and k gradients go to the per-value-head workspace (a key head's group adds them in phase 5).
+// For 16-bit inputs (Inter, grad13) the four products that contract over V — dW, dk's and dq's inter-chunk terms,
+// dP — come from inter_grad_kernel.hpp (several small CTAs an SM) and are staged here as tiles; the rest is the same.
 // One CTA per (chunk, value head), float32 (docs: bench/cuda/README.md's phase-4 sections). The kernel is
 // latency-bound (one CTA per SM), so its global reads avoid round trips behind barriers:
 // - the six products with a global operand (dW, M's two halves, dP, dq's and dk's inter-chunk terms) stream it
