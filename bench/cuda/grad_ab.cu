@@ -1,8 +1,8 @@
-// bench/cuda/grad_ab.cu — the CUDA backward's phase 4, the library's kernels against main 861c7ef's (grad_ab_v0.hpp),
+// bench/cuda/grad_ab.cu — the CUDA backward's phase 4, the library's kernels against main c94ecb9's (grad_ab_v0.hpp),
 // A/B in one process (not built by CMake; for a short device call). bf16 inputs as bench_cuda.cu's --backward
 // (H = 16, K = V = 128, L2 norm in kernel); for each rule:
 //   new    phases 0-5 as backward.hpp's run launches them (the library's phase 4: chunk_grad / per_key_grad);
-//   old    the same launches with main 861c7ef's phase-4 kernel (v0::, before grad12 and kgrad12; on the workspace the new
+//   old    the same launches with main c94ecb9's phase-4 kernel (v0::, grad_ab_v0_gen.sh; on the workspace the new
 //          phases 0-3 left);
 // the relative distance ‖new − old‖ / ‖old‖ of every float32 workspace gradient (dq̂, dk̂ per value head, d log α,
 // de) and of every bf16 output, the whole backward's time both ways (and linea::backward's), phase 4 alone both
@@ -14,6 +14,8 @@
 //   GRAD_AB_ONLY=<rule>  one rule by its name (gated_delta_rule, kda, …; at 8×4096 only with --once: one launch of
 //                        each phase 4, for ncu)
 // -DGRAD_AB_FLOAT: float32 inputs and outputs in place of bf16 (grad12's float32 A/B).
+// grad13: for 16-bit inputs the library's phase 4 of scalar decays is inter_grad_kernel + chunk_grad (phases.hpp);
+// "inter_ms" times the first alone; -DLINEA_BWD_INTER_TERMS=1 builds its one-product bf16 form (default 3: hi/lo).
 // With -DGRAD_AB_PREP_V0 (prep9) "old" is instead main 16a7383's phase 1 for per-key decays (per_key_prep_v0.hpp: P
 // and A pairwise in log space) with the library's phase 4: the distances are then new phase 1 against old, and
 // "prep_old_ms" times main's phase 1 (the phase-4 columns then time the same kernel twice).
@@ -454,6 +456,12 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     double g_new = 1e30, g_old = 1e30;
     for (int r = 0; r < 3; ++r) g_new = std::min(g_new, time_ms(grad_new, 3, 3)), g_old = std::min(g_old, time_ms(grad_old, 3, 3));
     std::printf(",\"grad_new_ms\":%.3f,\"grad_old_ms\":%.3f,\"grad_speedup\":%.3f", g_new, g_old, g_old / g_new);
+    if constexpr (!per_key && bwd::inter_grad_for<T>) {  // grad13: phase 4's inter-chunk kernel alone
+      using ish = bwd::inter_shape<bwd::inter_terms>;
+      const unsigned ctas = unsigned(wk.chunks * wk.HV * bwd::inter_jobs<erases>(int((K + ish::tile - 1) / ish::tile)));
+      const auto inter = [&] { bwd::inter_grad_kernel<erases><<<ctas, ish::threads>>>(wk); };
+      std::printf(",\"inter_ms\":%.3f,\"inter_terms\":%d", time_ms(inter, 3, 3), bwd::inter_terms);
+    }
     // phases 1-3 alone (2 and 3 rerun on their own results: the times, not the values, matter here)
     std::printf(",\"prep_ms\":%.3f,\"fwd_ms\":%.3f,\"rev_ms\":%.3f", time_ms(prep, 3, 3), time_ms(fwd, 3, 3),
                 time_ms(rev, 3, 3));
@@ -519,6 +527,7 @@ int main(int argc, char** argv) {
         ab<Rule>(2, 150, 2, 4, 64, 96, false, false, true);  // the same under SPEC §6's extreme gates, β ≤ 2
         ab<Rule>(1, 130, 1, 1, 128, 128, false, false, true);
         ab<Rule>(1, 100, 1, 1, 37, 45, false, false, true);
+        ab<Rule>(2, 90, 1, 2, 100, 72, false, false);    // grad13: a partial second key tile of inter_grad_kernel
         return;
       }
       ab<Rule>(8, 4096, 16, 16, 128, 128, true, once);

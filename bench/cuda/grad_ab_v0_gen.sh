@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # bench/cuda/grad_ab_v0_gen.sh — regenerates grad_ab_v0.hpp (grad_ab.cu's "old" phase 4) from a commit of main:
-#   bash bench/cuda/grad_ab_v0_gen.sh 861c7ef > bench/cuda/grad_ab_v0.hpp
+#   bash bench/cuda/grad_ab_v0_gen.sh c94ecb9 > bench/cuda/grad_ab_v0.hpp
 # With --prep, grad_ab_prep_v0.hpp instead (grad_ab.cu's "old" phase 1 for scalar decays: chunk_prep_kernel and the
 # triangular inverse it calls, in namespace bwd::v0p; line ranges those of c94ecb9's files):
 #   bash bench/cuda/grad_ab_v0_gen.sh --prep c94ecb9 > bench/cuda/grad_ab_prep_v0.hpp
-# The line ranges are those of 861c7ef's files (block_gemm.hpp's split-accumulator helpers and block_gemm_direct,
-# async_copy.hpp's block_gemm_ring, chunk_grad_kernel.hpp's and per_key_grad_kernel.hpp's bodies); check them
-# before using another commit.
+# The line ranges are those of 861c7ef's and c94ecb9's files (they differ only in per_key_grad_kernel.hpp: kgrad12)
+# (block_gemm.hpp's split-accumulator helpers and block_gemm_direct, async_copy.hpp's block_gemm_ring,
+# chunk_grad_kernel.hpp's and per_key_grad_kernel.hpp's bodies); check them before using another commit.
 set -eu
 D=include/linea/backend/cuda/backward
 s() { git show "$C:$D/$1" | sed -n "$2"; }
@@ -32,7 +32,9 @@ HEAD
   echo "}  // namespace linea::cuda_detail::bwd::v0p"
   exit 0
 fi
-C=${1:-861c7ef}
+C=${1:-c94ecb9}
+PK='38,400p'  # per_key_grad_kernel.hpp's body at c94ecb9
+[ "$C" = 861c7ef ] && PK='33,305p'
 cat <<HEAD
 // bench/cuda/grad_ab_v0.hpp — phase 4 as main $C runs it (chunk_grad_kernel.hpp, per_key_grad_kernel.hpp,
 // async_copy.hpp's block_gemm_ring, block_gemm.hpp's block_gemm_direct and split-accumulator helpers), in namespace
@@ -56,6 +58,6 @@ echo "// ---- chunk_grad_kernel.hpp (main $C) ----"
 s chunk_grad_kernel.hpp '37,305p'
 echo
 echo "// ---- per_key_grad_kernel.hpp (main $C) ----"
-s per_key_grad_kernel.hpp '33,305p'
+s per_key_grad_kernel.hpp "$PK"
 echo
 echo "}  // namespace linea::cuda_detail::bwd::v0"

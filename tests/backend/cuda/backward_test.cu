@@ -455,6 +455,40 @@ TEST_CASE("CUDA backward: 16-bit phase 1 under beta up to 2 and extreme gates, K
   }
 }
 
+// grad13: 16-bit inputs' phase 4 of scalar decays runs in two kernels (backward/inter_grad_kernel.hpp forms the
+// products over V in bf16 operands, chunk_grad_kernel the rest): K and V neither multiples of 16 nor of 4 (its
+// element-wise loads, zero-padded tiles), K = 100 (two key tiles, the second partial), packed sequences with partial
+// chunks and an empty one, GVA, extreme gates; and one- and two-token sequences under extreme gates, whose decay
+// gradients hold little but the terms it forms.
+TEST_CASE("CUDA backward, 16-bit inputs: phase 4's inter-chunk kernel at odd shapes") {
+  const case_shape odd{.H = 2, .HV = 4, .K = 37, .V = 45, .seqlens = {70, 0, 5, 130}, .seed = 61};
+  const case_shape wide{.B = 2, .T = 90, .H = 1, .HV = 2, .K = 100, .V = 72, .initial_state = true,
+                        .gates = gate_range::extreme, .seed = 62};
+  SUBCASE("gated_delta") {
+    check_backward<gated_delta, bf16>(odd);
+    check_backward<gated_delta, fp16>(odd);
+    check_backward<gated_delta, bf16>(wide);
+  }
+  SUBCASE("delta") {
+    check_backward<delta, bf16>(odd);
+    check_backward<delta, bf16>(wide);
+  }
+  SUBCASE("simple_gla, additive") {
+    check_backward<simple_gla, bf16>(odd);
+    check_backward<simple_gla, fp16>(wide);
+    check_backward<additive, bf16>(odd);
+  }
+  SUBCASE("T = 1 and 2, extreme gates") {
+    for (const index_t T : {1, 2}) {
+      CAPTURE(T);
+      const case_shape s{.B = 1, .T = T, .H = 2, .HV = 2, .K = 63, .V = 48, .initial_state = true,
+                         .gates = gate_range::extreme, .seed = std::uint32_t(60 + T)};
+      check_backward<simple_gla, bf16>(s);
+      check_backward<gated_delta, bf16>(s);
+    }
+  }
+}
+
 // Enough (sequence, value head) pairs that the staged state passes of scalar decays take one CTA per pair (128 value
 // columns; at least 3/4 of the SMs busy: 104 pairs on the H200's 132 SMs) instead of 16-column tiles: full and
 // partial value tiles (V = 96), K below the tile's 128, a tail chunk.

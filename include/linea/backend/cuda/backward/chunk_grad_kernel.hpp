@@ -10,6 +10,8 @@
 //   de_r = Σ_s M_rs (k_r·k_s) + γ_r k_r·dBk_r,   dw_r = v_r·dBv_r
 //   dG_r: every product above that holds a decay, then dg_t = Σ_{r≥t} dG_r (reverse cumulative sum)
 // q and k gradients go to the per-value-head workspace (a key head's group adds them in phase 5).
+// For 16-bit inputs (Inter, grad13) the four products that contract over V — dW, dk's and dq's inter-chunk terms,
+// dP — come from inter_grad_kernel.hpp (several small CTAs an SM) and are staged here as tiles; the rest is the same.
 // One CTA per (chunk, value head), float32 (docs: bench/cuda/README.md's phase-4 sections). The kernel is
 // latency-bound (one CTA per SM), so its global reads avoid round trips behind barriers:
 // - the six products with a global operand (dW, M's two halves, dP, dq's and dk's inter-chunk terms) stream it
@@ -65,7 +67,10 @@ struct grad_shape {
 };
 
 // (Wide: kept for the launch's signature; the ring's 64-wide tiles serve every product.)
-template <bool Erases, bool Decays, class T, bool Wide = false, precision Prec = precision_for<T>>
+// Inter (16-bit inputs, grad13): inter_grad_kernel.hpp has already formed the four products that contract over V —
+// dq's γ s dO hᵀ and dk's F ⊙ (U_new dhᵀ) in w.dq / w.dk, dW in w.dW_inter, dP in w.dP_inter — and this kernel
+// stages them as tiles where it formed them (the same tiles, the same epilogue arithmetic after them).
+template <bool Erases, bool Decays, class T, bool Wide = false, precision Prec = precision_for<T>, bool Inter = false>
 __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, const view<T, 4> dv_out) {
   using sh = grad_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
@@ -98,15 +103,23 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   const float* Un = Erases ? w.U_new + cv * CL * w.V : v;
   const index_t ldu = Erases ? w.V : ldv;
   const float scale = w.scale;
+  const float *dWi = Inter && Erases ? w.dW_inter + cv * CL * w.K : nullptr, *dPi = Inter ? w.dP_inter + cv * CL * CL : nullptr;
 
-  // The first staged tiles: dU and T (erasing update), else k, q and P at once (their tiles are free).
+  // The first staged tiles: dU and T (erasing update), else k, q and P at once (their tiles are free); with Inter
+  // also dW (erase: in dk's tile, free until dBk has read it), else dk's, dq's and dP's inter-chunk terms.
   if constexpr (Erases) {
     async_tile<CL, max_kv>(sdU, ld_kv, dU, w.V, L, V);
     async_tile<CL, CL>(sT, ld_cc, Tc, CL, CL, CL);  // sT[s][r] = T_sr
+    if constexpr (Inter) async_tile<CL, max_kv>(sdW, ld_kv, dWi, w.K, L, K);
   } else {
     async_tile<CL, max_kv>(sK, ld_kv, k, ldq, L, K);
     async_tile<CL, max_kv>(sQ, ld_kv, q, ldq, L, K);
     if constexpr (Decays) async_tile<CL, CL>(sP, ld_cc, Pc, CL, L, CL);
+    if constexpr (Inter) {
+      async_tile<CL, max_kv>(sDK, ld_kv, dk, ldg, L, K);
+      async_tile<CL, max_kv>(sDQ, ld_kv, dq, ldg, L, K);
+      async_tile<CL, CL>(sN, ld_cc, dPi, CL, L, CL);
+    }
   }
   async_commit();
   // The chunk's gates and decays.
@@ -122,8 +135,13 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
 
   // ---- the UT transform's adjoints: dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW; dA = −(dBv Uᵀ + dBk Wᵀ), M = dA ⊙ D ----
   if constexpr (Erases) {
-    block_gemm_ring<Prec, grad_stages, true>(
-        L, K, V, sdU, ld_kv, hc, w.V, [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, ring);
+    if constexpr (Inter) {  // (dU, T and dW staged: the direct product below has no wait of its own)
+      async_wait<0>();
+      __syncthreads();
+    } else {
+      block_gemm_ring<Prec, grad_stages, true>(
+          L, K, V, sdU, ld_kv, hc, w.V, [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, ring);
+    }
     block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
         L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
         [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
@@ -133,6 +151,10 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
         L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
         [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
+    if constexpr (Inter) {  // dW is dead (block_gemm_direct ended with a barrier): dk's inter-chunk term comes in
+      async_tile<CL, max_kv>(sDK, ld_kv, dk, ldg, L, K);
+      async_commit();
+    }
     block_gemm_ring<Prec, grad_stages, true>(
         L, L, V, sdBv, ld_kv, Uc, w.V, [&](int r, int s, float acc) { sM[r * ld_cc + s] = acc; }, ring);
     block_gemm_ring<Prec, grad_stages, true>(
@@ -196,8 +218,13 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
   // ---- dk = F ⊙ (U_new dhᵀ) (with z_s = k_s·dk_s: dG_s −= z_s, dG_L += z_s — but for the last row, whose F is 1:
   // its −z and +z meet in dG_L and reach no dg_t, yet in float32 (dG_L − z) + z keeps only ~2^-24 |z| of dG_L, and
   // z, undecayed, can dwarf every decayed term of dg: a chunk of one or two tokens under SPEC's extreme gates, #14) ----
-  block_gemm_ring<Prec, grad_stages, false>(
-      L, K, V, Un, ldu, dhc, w.V, [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, ring);
+  if constexpr (Inter) {  // (staged: dk's tile complete and visible before its row pass)
+    async_wait<0>();
+    __syncthreads();
+  } else {
+    block_gemm_ring<Prec, grad_stages, false>(
+        L, K, V, Un, ldu, dhc, w.V, [&](int s, int d, float acc) { sDK[s * ld_kv + d] = sF[s] * acc; }, ring);
+  }
   if constexpr (Decays)
     row_sums(L, K, [&](int s, int d) { return sK[s * ld_kv + d] * sDK[s * ld_kv + d]; }, [&](int s, float z) {
       if (s < L - 1) atomicAdd(&sdG[s], -z), atomicAdd(&sdG[L - 1], z);
@@ -228,18 +255,34 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     __syncthreads();  // (dBk's and M's last reads: q and P come into their tiles)
     async_tile<CL, max_kv>(sQ, ld_kv, q, ldq, L, K);
     if constexpr (Decays) async_tile<CL, CL>(sP, ld_cc, Pc, CL, L, CL);
+    if constexpr (Inter) {  // (dBv's and T's tiles are dead)
+      async_tile<CL, max_kv>(sDQ, ld_kv, dq, ldg, L, K);
+      async_tile<CL, CL>(sN, ld_cc, dPi, CL, L, CL);
+    }
     async_commit();
   }
   // ---- dP = s dO U_newᵀ (causal), N = dP ⊙ D; its decay terms dG_r += Σ_s dP_rs P_rs, dG_s −= Σ_r dP_rs P_rs ----
   float* sdP = ring;  // [CL][CL + 1]: the ring is free in the product's epilogue
-  block_gemm_ring<Prec, grad_stages, false>(
-      L, L, V, dO, ldv, Un, ldu,
-      [&](int r, int s, float acc) {
-        const float dp = s <= r ? scale * acc : 0.f;
-        if (Decays) sdP[r * (CL + 1) + s] = s < r ? dp * sP[r * ld_cc + s] : 0.f;
-        sN[r * ld_cc + s] = s <= r ? dp * D(r, s) : 0.f;  // (D past the diagonal may overflow)
-      },
-      ring);
+  if constexpr (Inter) {  // dP staged in N's tile (zeros above the diagonal and past L): the same epilogue in place
+    async_wait<0>();
+    __syncthreads();
+    for (int e = tid; e < L * CL; e += threads) {
+      const int r = e / CL, s = e % CL;
+      const float dp = sN[r * ld_cc + s];
+      if (Decays) sdP[r * (CL + 1) + s] = s < r ? dp * sP[r * ld_cc + s] : 0.f;
+      sN[r * ld_cc + s] = s <= r ? dp * D(r, s) : 0.f;
+    }
+    __syncthreads();
+  } else {
+    block_gemm_ring<Prec, grad_stages, false>(
+        L, L, V, dO, ldv, Un, ldu,
+        [&](int r, int s, float acc) {
+          const float dp = s <= r ? scale * acc : 0.f;
+          if (Decays) sdP[r * (CL + 1) + s] = s < r ? dp * sP[r * ld_cc + s] : 0.f;
+          sN[r * ld_cc + s] = s <= r ? dp * D(r, s) : 0.f;  // (D past the diagonal may overflow)
+        },
+        ring);
+  }
   if constexpr (Decays) {  // dG_i += Σ_t X_it − Σ_t X_ti, X = dP ⊙ P: four threads per i, a quarter of t each
     constexpr int parts = threads / CL, span = CL / parts;
     const int i = tid % CL, t0 = tid / CL * span;
@@ -250,8 +293,13 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
     if (i < L) atomicAdd(&sdG[i], x);  // (ordered before the row passes' plain updates by the next product's barrier)
   }
   // ---- dq = Γ s (dO hᵀ) + N K;  dG_r += q_r·(Γ s dO hᵀ)_r ----
-  block_gemm_ring<Prec, grad_stages, false>(
-      L, K, V, dO, ldv, hc, w.V, [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; }, ring);
+  if constexpr (Inter) {
+    __syncthreads();  // (dq's term is staged; the barrier orders the atomics above before the row pass)
+  } else {
+    block_gemm_ring<Prec, grad_stages, false>(
+        L, K, V, dO, ldv, hc, w.V, [&](int r, int d, float acc) { sDQ[r * ld_kv + d] = scale * sGam[r] * acc; },
+        ring);
+  }
   if constexpr (Decays)
     row_sums(L, K, [&](int r, int d) { return sQ[r * ld_kv + d] * sDQ[r * ld_kv + d]; },
              [&](int r, float x) { sdG[r] += x; });

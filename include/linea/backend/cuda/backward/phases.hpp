@@ -3,7 +3,8 @@
 // rule with its cleaned queries and for the additive statistics pass C_t = a_t C_{t-1} + k̂ k̂ᵀ.
 //   prep_phase     phase 1, per chunk × head: the chunk factors
 //   state_phases   phases 2 and 3 (either or both), per sequence × head × value tile: h_c; dh, dU, dS_0
-//   grad_phase     phase 4, per chunk × head: dq̂, dk̂, dv, d log α, de (db, dw for GDN-2's channel gates)
+//   grad_phase     phase 4, per chunk × head: dq̂, dk̂, dv, d log α, de (db, dw for GDN-2's channel gates); for
+//                  16-bit inputs and scalar decays two launches: inter_grad_kernel (its products over V), chunk_grad
 // Channels: GDN-2's channel gates (channel_gates.hpp), per-key decays only. Prec: how every product multiplies
 // (block_gemm.hpp's precision): chunk_phases and grad_phase take it from the input type (3xTF32 for float32 inputs,
 // one TF32 mma for 16-bit ones), prep_phase and state_phases from their caller (3xTF32 unless told). prep_phase's In
@@ -16,6 +17,7 @@
 #include "chunk_grad_kernel.hpp"
 #include "chunk_prep16_kernel.hpp"
 #include "chunk_prep_kernel.hpp"
+#include "inter_grad_kernel.hpp"
 #include "per_key_grad_kernel.hpp"
 #include "per_key_prep_kernel.hpp"
 #include "staged_state_passes.hpp"
@@ -89,6 +91,10 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
   }
 }
 
+// Phase 4 of scalar decays in two kernels (inter_grad_kernel.hpp) for 16-bit inputs; float32 inputs keep one.
+template <class T>
+inline constexpr bool inter_grad_for = sizeof(T) == 2;
+
 template <bool Erases, bool Decays, bool PerKey, class T, bool Channels = false, precision Prec = precision_for<T>>
 void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const channel_gates& cg = {},
                 const channel_grads<T>& cd = {}) {
@@ -99,6 +105,17 @@ void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const chan
     allow_dynamic_shared<grad, per_key_grad_shape<Erases>::bytes>();
     grad<<<grid, threads, per_key_grad_shape<Erases>::bytes, st>>>(w, dv, cg, cd);
     check_launch("backward per_key_grad_kernel");
+  } else if (inter_grad_for<T> && w.dP_inter) {
+    // 16-bit inputs (grad13): the products that contract over V in small CTAs of their own, several an SM
+    // (inter_grad_kernel.hpp), then chunk_grad without them
+    const int key_tiles = int((w.K + inter_shape<inter_terms>::tile - 1) / inter_shape<inter_terms>::tile);
+    const std::size_t ctas = std::size_t(w.chunks) * std::size_t(w.HV) * std::size_t(inter_jobs<Erases>(key_tiles));
+    inter_grad_kernel<Erases><<<unsigned(ctas), inter_shape<inter_terms>::threads, 0, st>>>(w);
+    check_launch("backward inter_grad_kernel");
+    constexpr auto grad = chunk_grad_kernel<Erases, Decays, T, false, Prec, inter_grad_for<T>>;
+    allow_dynamic_shared<grad, grad_shape<Erases>::bytes>();
+    grad<<<grid, threads, grad_shape<Erases>::bytes, st>>>(w, dv);
+    check_launch("backward chunk_grad_kernel");
   } else {
     constexpr auto grad = chunk_grad_kernel<Erases, Decays, T, false, Prec>;  // Wide is unused by the ring kernel
     allow_dynamic_shared<grad, grad_shape<Erases>::bytes>();

@@ -17,8 +17,8 @@ struct backward_plan {
   std::vector<seq_chunks> seqs;
   index_t tokens = 0, H = 0, HV = 0, K = 0, V = 0;
   bool per_key = false;
-  std::size_t chunk_at = 0, seq_at = 0, float_at = 0, key_at = 0;  // byte offsets
-  std::size_t floats = 0, key_floats = 0, bytes = 0;
+  std::size_t chunk_at = 0, seq_at = 0, float_at = 0, key_at = 0, inter_at = 0;  // byte offsets
+  std::size_t floats = 0, key_floats = 0, inter_floats = 0, bytes = 0;
 
   std::size_t per_chunk() const { return chunks.size() * std::size_t(HV); }
 };
@@ -46,6 +46,8 @@ backward_plan plan_backward(const arguments<T, S>& a, bool per_key) {
   p.floats = tokens * (2 * H * K + 2 * HV * V + 3 * HV + 2 * HV * K + 2 * HV) +
              pc * (CL + 2 * CL * CL + CL * K + 3 * CL * V + 2 * K * V);
   p.key_floats = per_key ? tokens * 2 * HV * K + pc * (3 * CL * K + K) : 0;
+  // phase 4's inter-chunk kernel (16-bit inputs, scalar decays: phases.hpp's grad_phase) hands over dW and dP
+  p.inter_floats = !per_key && sizeof(T) == 2 ? pc * (CL * K + CL * CL) : 0;
   const auto take = [&](std::size_t n) {
     const std::size_t at = p.bytes;
     p.bytes += (n + 255) / 256 * 256;  // every part 256-byte aligned past the (16-byte aligned) base
@@ -55,6 +57,7 @@ backward_plan plan_backward(const arguments<T, S>& a, bool per_key) {
   p.seq_at = take(p.seqs.size() * sizeof(seq_chunks));
   p.float_at = take(p.floats * sizeof(float));
   p.key_at = take(p.key_floats * sizeof(float));
+  p.inter_at = take(p.inter_floats * sizeof(float));
   return p;
 }
 
@@ -79,6 +82,10 @@ inline void carve(work& w, const backward_plan& p, unsigned char* base) {
     w.log_alpha_k = next(tokens * HV * K), w.dlog_alpha_k = next(tokens * HV * K);
     w.Gk = next(pc * CL * K), w.Kd = next(pc * CL * K), w.Qg = next(pc * CL * K);
     w.gL = next(pc * K);
+  }
+  if (p.inter_floats) {
+    at = reinterpret_cast<float*>(base + p.inter_at);
+    w.dW_inter = next(pc * CL * K), w.dP_inter = next(pc * CL * CL);
   }
 }
 

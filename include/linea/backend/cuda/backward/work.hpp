@@ -18,6 +18,9 @@
 //   log_alpha_k, dlog_alpha_k [tokens, HV, K];   Gk, Kd, Qg [chunks, HV, CL, K];   gL [chunks, HV, K]
 //   Kd_s = k_s ⊙ exp(G_L − G_s),   gL = exp(G_L)   (Qg is no longer written: phase 1 folds Qg = q ⊙ exp(G) into
 //   s Qgᵀ dO, the reverse pass's Y; its space is kept so that the layout phase 4 reads is unchanged)
+// Scalar decays with 16-bit inputs (inter_grad_kernel.hpp: phase 4's inter-chunk products, a kernel of their own)
+// also keep what that kernel hands chunk_grad_kernel besides its dq and dk terms:
+//   dW_inter [chunks, HV, CL, K]  −dU hᵀ;   dP_inter [chunks, HV, CL, CL]  s dO U_newᵀ (zeros above the diagonal)
 #pragma once
 #include "../params.hpp"
 
@@ -45,6 +48,7 @@ struct work {
   float *Gc, *P, *Tinv, *W, *U, *U_new, *dU, *h, *dh;
   float *dq, *dk, *dlog_alpha, *derase;
   float *log_alpha_k = nullptr, *dlog_alpha_k = nullptr, *Gk = nullptr, *Kd = nullptr, *Qg = nullptr, *gL = nullptr;
+  float *dW_inter = nullptr, *dP_inter = nullptr;
 
   __host__ __device__ index_t token(index_t bt, index_t t) const { return bt * T + t; }
   __host__ __device__ std::size_t ch(index_t c, index_t hv) const { return std::size_t(c * HV + hv); }
