@@ -417,7 +417,45 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
                 "\"bwd_v0p_ms\":%.3f,\"bwd_speedup16\":%.3f",
                 p16, p0, p0 / p16, b16, b0, b0 / b16);
   }
-  if (timed && !once && std::getenv("GRAD_AB_TILES")) {  // the state passes at each value-tile width (phases.hpp)
+  if (!once && std::getenv("GRAD_AB_TILES")) {  // the state passes at each value-tile width (phases.hpp)
+    const auto f = [&](auto bv) { return [&, bv] { bwd::staged_forward_phase<decltype(bv)::value, erases, per_key, SP>(wk, none4, 0); }; };
+    const auto r = [&](auto bv) { return [&, bv] { bwd::staged_reverse_phase<decltype(bv)::value, erases, per_key, SP>(wk, none4, none4w, 0); }; };
+    using c16 = std::integral_constant<int, 16>;
+    using c32 = std::integral_constant<int, 32>;
+    using c64 = std::integral_constant<int, 64>;
+    using c128 = std::integral_constant<int, 128>;
+    // Every width's h, U_new, dU, dh against the library's choice (phase 1 again before each reverse pass: it reads
+    // phase 1's s Pᵀ dO and Y from the slots it overwrites with dU and dh).
+    const std::size_t pc = std::size_t(wk.chunks * wk.HV);
+    const auto states = [&] {
+      std::vector<copy> o;
+      o.push_back(keep(wk.h, pc * K * V));
+      if (erases) o.push_back(keep(wk.U_new, pc * bwd::CL * V));
+      o.push_back(keep(wk.dU, pc * bwd::CL * V));
+      o.push_back(keep(wk.dh, pc * K * V));
+      return o;
+    };
+    const auto run_with = [&](auto fw, auto rv) {
+      prep();
+      fw();
+      rv();
+      CK(cudaDeviceSynchronize());
+      return states();
+    };
+    const auto s_lib = run_with(fwd, rev);
+    const auto s16 = run_with(f(c16{}), r(c16{})), s32 = run_with(f(c32{}), r(c32{})),
+               s64 = run_with(f(c64{}), r(c64{})), s128 = run_with(f(c128{}), r(c64{}));
+    double dw = 0;
+    for (const auto* sv : {&s16, &s32, &s64, &s128})
+      for (std::size_t i = 0; i < s_lib.size(); ++i) {
+        const double d = distance((*sv)[i], s_lib[i]);
+        dw = std::max(dw, std::isfinite(d) ? d : 1e30);
+      }
+    std::printf(",\"tiles_vs_lib_worst\":%.3g", dw);
+    for (const auto* sv : {&s_lib, &s16, &s32, &s64, &s128})
+      for (const copy& c : *sv) CK(cudaFree(c.p));
+  }
+  if (timed && !once && std::getenv("GRAD_AB_TILES")) {
     const auto f = [&](auto bv) { return [&, bv] { bwd::staged_forward_phase<decltype(bv)::value, erases, per_key, SP>(wk, none4, 0); }; };
     const auto r = [&](auto bv) { return [&, bv] { bwd::staged_reverse_phase<decltype(bv)::value, erases, per_key, SP>(wk, none4, none4w, 0); }; };
     using c16 = std::integral_constant<int, 16>;

@@ -105,9 +105,12 @@ void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const chan
     allow_dynamic_shared<grad, per_key_grad_shape<Erases>::bytes>();
     grad<<<grid, threads, per_key_grad_shape<Erases>::bytes, st>>>(w, dv, cg, cd);
     check_launch("backward per_key_grad_kernel");
-  } else if (inter_grad_for<T> && w.dP_inter) {
+  } else if constexpr (inter_grad_for<T>) {
     // 16-bit inputs (grad13): the products that contract over V in small CTAs of their own, several an SM
-    // (inter_grad_kernel.hpp), then chunk_grad without them
+    // (inter_grad_kernel.hpp), then chunk_grad without them. (Compile-time, so that no 16-bit instance of the
+    // one-kernel form is built: every 16-bit plan carves the hand-over scratch, plan.hpp.)
+    if (!w.dP_inter || (Erases && !w.dW_inter))
+      throw linea::error("cuda backward: internal: phase 4's inter-chunk scratch was not carved (plan.hpp)");
     const int key_tiles = int((w.K + inter_shape<inter_terms>::tile - 1) / inter_shape<inter_terms>::tile);
     const std::size_t ctas = std::size_t(w.chunks) * std::size_t(w.HV) * std::size_t(inter_jobs<Erases>(key_tiles));
     inter_grad_kernel<Erases><<<unsigned(ctas), inter_shape<inter_terms>::threads, 0, st>>>(w);
