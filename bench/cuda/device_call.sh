@@ -12,6 +12,7 @@
 #   MEMCHECK    extra suite test-case patterns for memcheck, ';'-separated (the backward bf16 case always runs)
 #   RACECHECK   "kernel-regex|test-case pattern" pairs, ';'-separated
 #   SUITE_TC    a -tc pattern for the suite (default: all of it)
+#   FUZZ_CASES  known-hard fuzz cases of seed 20261207 to rerun (default 2431 212 2518); FUZZ_SEED a fresh seed's 400
 # Writes under $OUT: build.txt, tests.log, conformance.log, checks.txt, grad_ab_<rule>.jsonl, io_ab.jsonl,
 # seg_ab.jsonl, bench_backward.jsonl (at most 8 files come back: keep it so).
 set -u
@@ -66,7 +67,7 @@ for pair in "${rc[@]}"; do [ -z "$pair" ] && continue; i=$((i + 1)); k=${pair%%|
   ( timeout 150 compute-sanitizer --tool racecheck --kernel-regex kns=$k --error-exitcode 9 $T "-tc=$tc" > /tmp/mc$i.log 2>&1; echo "racecheck [$k | $tc] rc $?" >> /tmp/mc$i.log ) & done
 for r in ${AB_RULES:-}; do [ -x $B/ab_$r ] && { i=$((i + 1)); ( timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $B/ab_$r --check > /tmp/mc$i.log 2>&1; echo "memcheck grad_ab --check $r rc $?" >> /tmp/mc$i.log; grep -h '"kind"' /tmp/mc$i.log | cut -c1-400 | head -12 >> /tmp/mc$i.log ) & }; done
 [ -x $B/io_ab ] && { i=$((i + 1)); ( timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $B/io_ab --check > /tmp/mc$i.log 2>&1; echo "memcheck io_ab --check rc $?" >> /tmp/mc$i.log ) & }
-[ -x $B/cuda_fuzz ] && ( for c in 2431 212 2518; do timeout 25 $B/cuda_fuzz --seed 20261207 --from $c --to $((c + 1)) 2>&1 | grep '^RESULT' | cut -c1-300; done
+[ -x $B/cuda_fuzz ] && ( for c in ${FUZZ_CASES:-2431 212 2518}; do timeout 25 $B/cuda_fuzz --seed 20261207 --from $c --to $((c + 1)) 2>&1 | grep '^RESULT' | cut -c1-300; done
   timeout 80 $B/cuda_fuzz --seed ${FUZZ_SEED:-20261213} --from 0 --to 400 --budget 70 > /tmp/fzr.log 2>&1; echo "fuzz seed ${FUZZ_SEED:-20261213} rc $?"
   grep '^RESULT' /tmp/fzr.log | awk '{print $3}' | sort | uniq -c; grep -E '^RESULT [0-9]+ FAIL|^BUDGET' /tmp/fzr.log | cut -c1-300 | head -20 ) > /tmp/fz.log 2>&1 &
 wait
