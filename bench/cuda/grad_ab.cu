@@ -1,9 +1,9 @@
-// bench/cuda/grad_ab.cu — the CUDA backward's phase 4, the library's kernels against main 861c7ef's (grad_ab_v0.hpp),
+// bench/cuda/grad_ab.cu — the CUDA backward's phase 4, the library's kernels against main c94ecb9's (grad_ab_v0.hpp),
 // A/B in one process (not built by CMake; for a short device call). bf16 inputs as bench_cuda.cu's --backward
 // (H = 16, K = V = 128, L2 norm in kernel); for each rule:
 //   new    phases 0-5 as backward.hpp's run launches them (the library's phase 4: chunk_grad / per_key_grad);
-//   old    the same launches with main 861c7ef's phase-4 kernel (v0::, before grad12 and kgrad12; on the workspace the new
-//          phases 0-3 left);
+//   old    the same launches with main c94ecb9's phase-4 kernel (v0::, kgrad12's per_key_grad, before pk13; on the
+//          workspace the new phases 0-3 left);
 // the relative distance ‖new − old‖ / ‖old‖ of every float32 workspace gradient (dq̂, dk̂ per value head, d log α,
 // de) and of every bf16 output, the whole backward's time both ways (and linea::backward's), phase 4 alone both
 // ways, and phases 1-3 alone (CUDA events, interleaved, best of the medians).
