@@ -2,8 +2,8 @@
 // A/B in one process (not built by CMake; for a short device call). bf16 inputs as bench_cuda.cu's --backward
 // (H = 16, K = V = 128, L2 norm in kernel); for each rule:
 //   new    phases 0-5 as backward.hpp's run launches them (the library's phase 4: chunk_grad / per_key_grad);
-//   old    the same launches with main c94ecb9's phase-4 kernel (v0::, grad_ab_v0_gen.sh; on the workspace the new
-//          phases 0-3 left);
+//   old    the same launches with main c94ecb9's phase-4 kernel (v0::, grad_ab_v0_gen.sh: chunk_grad before grad13,
+//          per_key_grad with kgrad12's token_block, before pk13; on the workspace the new phases 0-3 left);
 // the relative distance ‖new − old‖ / ‖old‖ of every float32 workspace gradient (dq̂, dk̂ per value head, d log α,
 // de) and of every bf16 output, the whole backward's time both ways (and linea::backward's), phase 4 alone both
 // ways, and phases 1-3 alone (CUDA events, interleaved, best of the medians).

@@ -28,6 +28,7 @@ struct bwd_options {
   beta_activation beta_act = beta_activation::none;
   double scale = 0;  // 0: the default 1/sqrt(K)
   bool own_stream = false;  // through cuda::launch: a stream of its own and a caller workspace of the queried size
+  double gk_scale = 0;      // when set: every per-key log decay multiplied by it (gates between the two ranges)
 };
 
 // Each gradient's error against the reference: checked, and printed when LINEA_BACKWARD_ERRORS is set (for the
@@ -65,6 +66,8 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
   }
   if (opt.beta_act != beta_activation::none)
     for (auto& x : c.beta.values()) x = T(normal(rng));
+  if (opt.gk_scale)
+    for (auto& x : c.gk.values()) x = T(double(x) * opt.gk_scale);
   auto ref = c.template cast<double>();
 
   // dL/do, dL/dS_T: the same values in T / float and in double.
@@ -534,6 +537,21 @@ TEST_CASE("CUDA backward: decay gradients of one- and two-token sequences under 
          .seed = 2518},
         {.ccq = {.initial_stats = true}});
   }
+}
+
+// Phase 4 of per-key decays factorises each diagonal 16-token block's decays through its middle token where the
+// decay over either half stays within diag_span (40 nats; per_key_blocks.hpp) and keeps the exact per-(token,
+// channel) sums where it does not. Log decays uniform in [−9, 0] (the extreme range × 0.45: ~36 nats over 8 tokens
+// on average) put blocks on both sides of the bound within one chunk, one warp, one 8-channel tile.
+TEST_CASE("CUDA backward: per-key decays around the diagonal blocks' span bound (factorised and exact blocks mixed)") {
+  const case_shape s{.B = 1, .T = 150, .H = 1, .HV = 2, .K = 128, .V = 64, .initial_state = true,
+                     .gates = gate_range::extreme, .seed = 61};
+  const bwd_options mixed{.gk_scale = 0.45};
+  check_backward<kda, float>(s, mixed);
+  check_backward<gla, float>(s, mixed);
+  check_backward<kda, bf16>(s, mixed);
+  check_backward<kda, float>({.B = 2, .T = 77, .H = 2, .HV = 4, .K = 37, .V = 45, .gates = gate_range::extreme, .seed = 62},
+                             mixed);
 }
 
 // T = 0: the gradients of the initial state are d_final_state's, and a contiguous dg [B, 0, HV] (stride 0 over B)

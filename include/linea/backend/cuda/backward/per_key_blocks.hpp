@@ -23,7 +23,8 @@
 // tokens s < ρ = 16 I, D_rsd = exp(G_rd − G_ρd) · exp(G_ρd − G_sd) — the first factor scales the output row, the
 // second the B operand; for rows r in block J and tokens t > ρ' = 16 J + 15, D_trd = exp(G_td − G_ρ'd) ·
 // exp(G_ρ'd − G_rd). Every exponent ≤ 0: no overflow, and a factor underflows only where the true decay is
-// smaller still (extreme gates: SPEC §6).
+// smaller still (extreme gates: SPEC §6). The diagonal blocks take the block's middle token as the reference for
+// both sides (diag_refs below), within a bound on the factors.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -152,20 +153,65 @@ __device__ __forceinline__ void diagonal_rows(int b0, int lo, int hi, const floa
   }
 }
 
+// Phase 4's diagonal blocks through their middle row (per_key_grad_kernel.hpp): block rows [b0, last], last =
+// min(L, b0 + 16) − 1, reference mid = min(b0 + 8, last). Splitting D_rsd = exp(G_rd − G_mid,d) · exp(G_mid,d − G_sd)
+// inside the block gives factors up to exp(G_b0 − G_mid) or exp(G_mid − G_last) (G falls along the chunk); a
+// channel is `wide` in the block where either exceeds diag_span nats, and then keeps the exact form (the caller's
+// choice). 40 nats (log decays below −5 per token on average, fla's lower bound for its sub-chunks) keeps every
+// factor ≤ e^40 ≈ 2.4e17 and every decayed operand ≥ e^−80, inside float32's normal range with the operands' own
+// magnitudes; LINEA_BWD_DIAG_SPAN overrides it for bench/cuda/grad_ab.cu's A/B (−1: every pair wide), not a user
+// option.
+#ifdef LINEA_BWD_DIAG_SPAN
+inline constexpr float diag_span = LINEA_BWD_DIAG_SPAN;
+#else
+inline constexpr float diag_span = 40.f;
+#endif
+struct diag_refs {
+  int b0, last, mid;
+  __device__ diag_refs(int first, int L) : b0(first), last(min(L, first + diag_block) - 1), mid(min(first + diag_block / 2, last)) {}
+  // whether channel d's factors would pass exp(diag_span) (G: [CL][LDG] floats)
+  template <int LDG>
+  __device__ bool wide(const float* sG, int d) const {
+    const float gm = sG[mid * LDG + d];
+    return sG[b0 * LDG + d] - gm > diag_span || gm - sG[last * LDG + d] > diag_span;
+  }
+};
+
 // Phase 4: one warp's 16 rows × 16 key channels of products over tokens (see above),
-//   acc0[j](r, d) += Σ_{s ∈ [s0, s1)} a0(r, s) · x0(s, d) · f(s, d)   and (Two) acc1 likewise with a1, x1,
+//   acc0[j](r, d) += Σ_{s ∈ [s0, s1)} a0(r, s) · x0(s, d) · f(s, d, j)   and (Two) acc1 likewise with a1, x1,
 // rows r0 + [0, 16), channels c0 + [0, 16) (n-tile j: c0 + 8 j + [0, 8)), in the m16n8k8 accumulator layout (row
-// r0 + g + 8 (x >> 1), channel c0 + 8 j + 2 t + (x & 1) of acc[j][x]). f(s, d) is the B operand's decay (≤ 1),
-// computed once for both products. s0 a multiple of 8; tokens ≥ s1 read as zeros, never through the accessors; the
-// accessors must give zeros (finite values) for rows and channels outside the problem.
+// r0 + g + 8 (x >> 1), channel c0 + 8 j + 2 t + (x & 1) of acc[j][x]). f(s, d, j) is the B operand's decay for the
+// lane's channel d = c0 + 8 j + g of n-tile j (the caller may hold per-tile references), computed once for both
+// products. s0 a multiple of 8; tokens ≥ s1 read as zeros, never through the accessors; the accessors must give
+// zeros (finite values) for rows and channels outside the problem.
 template <bool Two, precision Prec, class A0, class A1, class X0, class X1, class F>
 __device__ __forceinline__ void token_block(int r0, int c0, int s0, int s1, A0 a0, A1 a1, X0 x0, X1 x1, F f,
                                             float (&acc0)[2][4], float (&acc1)[2][4]) {
   const int lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, ra = r0 + g, rb = ra + 8;
+  // x0, x1 of a k-step's tokens (sa = kk + t, sb = sa + 4) and the lane's two channels, loaded a step ahead: gla's
+  // k and q rows are global, and the loop is not unrolled
+  float nx0[2][2], nx1[2][2] = {};
+  const auto load_x = [&](int kk) {
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int s = kk + t + 4 * h, d = c0 + 8 * j + g;
+        nx0[j][h] = s < s1 ? x0(s, d) : 0.f;
+        if constexpr (Two) nx1[j][h] = s < s1 ? x1(s, d) : 0.f;
+      }
+  };
+  if (s0 < s1) load_x(s0);
 #pragma unroll 1
   for (int kk = s0; kk < s1; kk += 8) {
     const int sa = kk + t, sb = sa + 4;
     const bool ina = sa < s1, inb = sb < s1;
+    float cx0[2][2], cx1[2][2];
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) cx0[j][h] = nx0[j][h], cx1[j][h] = nx1[j][h];
+    if (kk + 8 < s1) load_x(kk + 8);
     std::uint32_t ab0[4], as0[4], ab1[4] = {}, as1[4] = {};
     a_operand<Prec>(ina ? a0(ra, sa) : 0.f, ab0[0], as0[0]);
     a_operand<Prec>(ina ? a0(rb, sa) : 0.f, ab0[1], as0[1]);
@@ -180,9 +226,9 @@ __device__ __forceinline__ void token_block(int r0, int c0, int s0, int s1, A0 a
 #pragma unroll
     for (int j = 0; j < 2; ++j) {
       const int d = c0 + 8 * j + g;
-      const float fa = ina ? f(sa, d) : 0.f, fb = inb ? f(sb, d) : 0.f;
-      mma_step<Prec>(acc0[j], ab0, as0, ina ? x0(sa, d) * fa : 0.f, inb ? x0(sb, d) * fb : 0.f);
-      if constexpr (Two) mma_step<Prec>(acc1[j], ab1, as1, ina ? x1(sa, d) * fa : 0.f, inb ? x1(sb, d) * fb : 0.f);
+      const float fa = ina ? f(sa, d, j) : 0.f, fb = inb ? f(sb, d, j) : 0.f;
+      mma_step<Prec>(acc0[j], ab0, as0, cx0[j][0] * fa, cx0[j][1] * fb);
+      if constexpr (Two) mma_step<Prec>(acc1[j], ab1, as1, cx1[j][0] * fa, cx1[j][1] * fb);
     }
   }
 }

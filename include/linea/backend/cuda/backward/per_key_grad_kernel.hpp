@@ -4,11 +4,13 @@
 //   dq_rd += Σ_{s≤r} dP_rs k_sd D_rsd                     dk_rd += Σ_{t≥r} dP_tr q_td D_trd
 //   rowA_rd = Σ_{s<r} dA_rs k_sd D_rsd                    colA_rd = Σ_{t>r} dA_tr e_t k_td D_trd
 //   dk_rd += e_r rowA_rd + colA_rd + e_r γ_rd dBk_rd      de_r += Σ_d k_rd (rowA_rd + γ_rd dBk_rd)
-// go by 16-token blocks of the chunk (per_key_blocks.hpp, as phase 1): within a diagonal block, per (token,
-// channel) in log space (one exp per (r, s, d)); below it, on tensor cores through a reference row (token_block):
-// 16 rows × 16 channels a warp, dq's and rowA's terms as N and M times (k ⊙ exp(G_ρ − G)), dk's and colA's as Nᵀ
-// and Mᵀ times (q ⊙ exp(G − G_ρ')) and (e k ⊙ exp(G − G_ρ')), each row then scaled by its decay to or from the
-// reference — every exponent ≤ 0 (kgrad12, bench/cuda/README.md).
+// go by 16-token blocks of the chunk (per_key_blocks.hpp, as phase 1), all on tensor cores (token_block): 16 rows ×
+// 16 channels a warp, dq's and rowA's terms as N and M times (k ⊙ exp(G_ρ − G)), dk's and colA's as Nᵀ and Mᵀ times
+// (q ⊙ exp(G − G_ρ)) and (e k ⊙ exp(G − G_ρ)), each row then scaled by its decay to or from the reference ρ, the
+// block's middle token (pk13): the diagonal block's own terms join the product through the same reference, with
+// factors up to exp(diag_span); a (block, channel) whose decay over half a block is larger keeps the exact
+// per-(token, channel) sums in log space for its diagonal block (kgrad12's references, every exponent ≤ 0, for the
+// rest; bench/cuda/README.md).
 // and the decay's gradient per channel is (each product contributes x ⊙ dx for its row factor, −x ⊙ dx for its
 // column factor):
 //   dG_rd = q_rd (dq_rd) − k_rd (dk_rd)   over the P, A, Kd, Bk and inter-chunk terms, + Σ_s k_sd (Kd term) and
@@ -225,7 +227,7 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
     }
     if (d < K) atomicAdd(&sdGL[d], z);
   }
-  __syncthreads();  // (the loop below adds to dk)
+  __syncthreads();  // (the products below add to dk)
   if constexpr (!Erases) dv_dw();
   if constexpr (Erases) {  // q's rows into dBv's tile (dead since dv, dw; the ring's last product has ended)
     stage_tile<CL, max_kv, grad_batch>(sQ, ld, [&](int r, int d) { return r < L && d < K ? q[r * ldq + d] : 0.f; });
@@ -233,69 +235,44 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   }
   // q_td: the staged rows for an erasing update, global rows otherwise
   const auto qs = [&](int t, int d) { return Erases ? sQ[t * ld + d] : q[t * ldq + d]; };
-  // the decayed intra-chunk products within the diagonal blocks (s, t in r's 16-token block), per (token,
-  // channel); the blocks below the diagonal follow on tensor cores. dG takes the off-diagonal terms only: the
-  // diagonal one, dP_rr q_rd k_rd (D_rrd = 1), is added to dG_rd as q (dq) and taken off as k (dk), so it reaches no
-  // dgk_t; in float32 the two roundings of it would not cancel (at T = 1 they are all that the rule gives: issue #14).
-  for (int e = tid; e < L * K; e += threads) {
-    const int r = e / K, d = e % K, b0 = r - r % diag_block, b1 = min(L, b0 + diag_block);
-    // dq's and dk's values so far, loaded first: their latency runs under the sums (a load after the previous
-    // element's stores could not move up, as dq and dk may alias for the compiler)
-    const float dq0 = dq[r * ldg + d], dk0 = dk[r * ldg + d];
-    const float qr = qs(r, d), kr = ks(r, d);
-    float dqP = 0, dkP = 0, ddk, dG;
-    if constexpr (Erases) {  // rowA shares dq's decays and k_s, colA dk's decays (each accumulator in the same order)
-      const float er = erase(r, d), bk = __expf(sG[r * LK + d]) * sdBk[r * ld + d];
-      float rowA = 0, colA = 0;
-      for (int s = b0; s < r; ++s) {
-        const float x = ks(s, d), decay = D(r, s, d);
-        dqP = fmaf(sN[r * ldn + s] * x, decay, dqP);
-        rowA = fmaf(sM[r * ldn + s] * x, decay, rowA);
-      }
-      for (int t = r + 1; t < b1; ++t) {
-        const float decay = D(t, r, d);
-        dkP = fmaf(sN[t * ldn + r] * qs(t, d), decay, dkP);
-        colA = fmaf(sM[t * ldn + r] * erase(t, d) * ks(t, d), decay, colA);
-      }
-      dG = (qr * dqP - kr * dkP) + kr * (er * (rowA + bk) - colA);
-      const float nrr = sN[r * ldn + r];  // the diagonal, undecayed
-      dqP = fmaf(nrr, kr, dqP), dkP = fmaf(nrr, qr, dkP);
-      ddk = dkP + (er * (rowA + bk) + colA);
-      // de_r's term, or GDN-2's db_rd (dBk's element is read only here, by this thread; the blocks below the
-      // diagonal add k_rd rowA_rd to it)
-      sdBk[r * ld + d] = kr * (rowA + bk);
-    } else {
-      for (int s = b0; s < r; ++s) dqP = fmaf(sN[r * ldn + s] * ks(s, d), D(r, s, d), dqP);
-      for (int t = r + 1; t < b1; ++t) dkP = fmaf(sN[t * ldn + r] * qs(t, d), D(t, r, d), dkP);
-      dG = qr * dqP - kr * dkP;
-      const float nrr = sN[r * ldn + r];  // the diagonal, undecayed
-      dqP = fmaf(nrr, kr, dqP), dkP = fmaf(nrr, qr, dkP);
-      ddk = dkP;
-    }
-    dq[r * ldg + d] = dq0 + dqP;
-    dk[r * ldg + d] = dk0 + ddk;
-    sdG[r * ld + d] += dG;
-  }
-  // Below the diagonal blocks: warp w takes key channels 16 w + [0, 16) of every 16-row block I (token_block):
-  //   from the left (I > 0, reference ρ = 16 I):   dq_r += f_r N_r,<ρ K̃,  rowA_r += f_r M_r,<ρ K̃,
-  //     K̃_sd = k_sd exp(G_ρd − G_sd), f_rd = exp(G_rd − G_ρd);
-  //   from the right (I before the last, ρ' = 16 I + 15):   dkP_r = f'_r (Nᵀ)_r,>ρ' Q̃,  colA_r = f'_r (Mᵀ)_r,>ρ' X̃,
-  //     Q̃_td = q_td exp(G_td − G_ρ'd), X̃_td = e_td k_td exp(G_td − G_ρ'd), f'_rd = exp(G_ρ'd − G_rd);
-  // then each lane adds its elements' terms to dq, dk, dG and dBk's tile (de, db) as the loop above does (a lane
-  // owns the same elements in both products; the loop's writes are in after the barrier).
-  __syncthreads();
-  if (const int warp = tid >> 5, c0 = diag_block * warp, blocks = (L + diag_block - 1) / diag_block;
-      blocks > 1 && c0 < K) {
+  // The decayed intra-chunk products, all on tensor cores (token_block): warp w takes key channels 16 w + [0, 16) of
+  // every 16-row block I (rows r0 = 16 I + [0, 16), last = min(L, r0 + 16) − 1), through the block's middle row
+  // ρ = min(r0 + 8, last) as reference (diag_refs, per_key_blocks.hpp):
+  //   from the left (tokens s ≤ last):   dq_r += f_r Ñ_r K̃,  rowA_r += f_r M_r K̃,   K̃_sd = k_sd exp(G_ρd − G_sd),
+  //     f_rd = exp(G_rd − G_ρd), Ñ = N without its diagonal (masked s < r);
+  //   from the right (tokens t ≥ r0):   dkP_r = f'_r (Ñᵀ)_r Q̃,  colA_r = f'_r (Mᵀ)_r X̃,   Q̃_td = q_td exp(G_td − G_ρd),
+  //     X̃_td = e_td k_td exp(G_td − G_ρd), f'_rd = exp(G_ρd − G_rd).
+  // Below (above) the diagonal block every exponent of the operands is ≤ 0; within it the operands' and the rows'
+  // factors reach at most exp(span) with span the decay over half the block — ≤ diag_span nats unless the channel is
+  // "wide" there (log decays below −5 per token on average). A wide (block, channel) takes references r0 (left) and
+  // last (right) instead and leaves its diagonal block out of the products (zero operands: every exponent ≤ 0, as
+  // kgrad12's blocks); the exact per-(token, channel) sums in log space add it after the products (their only
+  // remaining use, under extreme gates). Each lane then adds its elements' terms (a lane owns the same elements in
+  // both products) to dq, dk (float32 workspace), dG and dBk's tile (de; db for gdn2) — with the terms that hold no
+  // per-pair decay: dP's diagonal, undecayed, into dq and dk but not dG (it would enter dG twice with opposite signs
+  // and reach no dgk_t; in float32 its two roundings would not cancel: issue #14), and (erasing update) dBk's row
+  // term e_r γ_rd dBk_rd, after which dBk's element holds k_rd (rowA_rd + γ_rd dBk_rd) (de_r's term, or db_rd).
+  bool any_wide = false;
+  if (const int warp = tid >> 5, c0 = diag_block * warp, blocks = (L + diag_block - 1) / diag_block; c0 < K) {
     const int lane = tid & 31, g = lane >> 2, t4 = lane & 3;
     const auto kx = [&](int s, int d) { return d < K ? ks(s, d) : 0.f; };
     const auto qx = [&](int t, int d) { return d < K ? qs(t, d) : 0.f; };
     const auto ex = [&](int t, int d) { return d < K ? erase(t, d) * ks(t, d) : 0.f; };
     // adds the terms of rows r0 + [0, 16) from the left (lp: dq's, la: rowA's) and from the right (rp: dk's, ra:
-    // colA's) products; `left` / `right` say which ran
-    const auto add = [&](int r0, bool left, bool right, const float (&lp)[2][4], const float (&la)[2][4],
+    // colA's) products; `left` / `right` say which ran (both for an erasing update)
+    const auto add = [&](const diag_refs& b, bool left, bool right, const float (&lp)[2][4], const float (&la)[2][4],
                          const float (&rp)[2][4], const float (&ra)[2][4]) {
-      const int rl = r0, rr = r0 + diag_block - 1;  // the two references
-      const bool dq_on = left, dk_on = Erases || right;  // (an erasing update's rowA reaches dk from the left)
+      const int r0 = b.b0;
+      // the references' log decays of the lane's four channels (c0 + 8 j + 2 t4 + u)
+      float gl[2][2], gr[2][2];
+#pragma unroll
+      for (int j = 0; j < 2; ++j)
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const int d = c0 + 8 * j + 2 * t4 + u;
+          const bool wide = b.wide<LK>(sG, d);
+          gl[j][u] = sG[(wide ? b.b0 : b.mid) * LK + d], gr[j][u] = sG[(wide ? b.last : b.mid) * LK + d];
+        }
       // the lane's dq and dk elements, all loads in flight before the first store (one round trip, not 16)
       float oq[2][4], ok[2][4];
 #pragma unroll
@@ -304,8 +281,8 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
         for (int x = 0; x < 4; ++x) {
           const int r = r0 + g + 8 * (x >> 1), d = c0 + 8 * j + 2 * t4 + (x & 1);
           const bool in = r < L && d < K;
-          oq[j][x] = in && dq_on ? dq[r * ldg + d] : 0.f;
-          ok[j][x] = in && dk_on ? dk[r * ldg + d] : 0.f;
+          oq[j][x] = in && left ? dq[r * ldg + d] : 0.f;
+          ok[j][x] = in && right ? dk[r * ldg + d] : 0.f;
         }
 #pragma unroll
       for (int j = 0; j < 2; ++j)
@@ -313,46 +290,101 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
         for (int x = 0; x < 4; ++x) {
           const int r = r0 + g + 8 * (x >> 1), d = c0 + 8 * j + 2 * t4 + (x & 1);
           if (r >= L || d >= K) continue;
-          const float Gr = sG[r * LK + d];
-          const float fl = left ? __expf(Gr - sG[rl * LK + d]) : 0.f;
-          const float fr = right ? __expf(sG[rr * LK + d] - Gr) : 0.f;
-          const float dqP = fl * lp[j][x], dkP = fr * rp[j][x], qr = qs(r, d), kr = ks(r, d);
-          if (dq_on) dq[r * ldg + d] = oq[j][x] + dqP;
+          const float Gr = sG[r * LK + d], nrr = sN[r * ldn + r];  // (dP's diagonal, undecayed)
+          const float fl = left ? __expf(Gr - gl[j][x & 1]) : 0.f;
+          const float fr = right ? __expf(gr[j][x & 1] - Gr) : 0.f;
+          // (a product that did not run is not read: `left` and `right` are constants where add is inlined)
+          const float dqP = left ? fl * lp[j][x] : 0.f, dkP = right ? fr * rp[j][x] : 0.f, qr = qs(r, d), kr = ks(r, d);
           if constexpr (Erases) {
             const float er = erase(r, d), rowA = fl * la[j][x], colA = fr * ra[j][x];
-            dk[r * ldg + d] = ok[j][x] + (dkP + (er * rowA + colA));
-            sdG[r * ld + d] += (qr * dqP - kr * dkP) + kr * (er * rowA - colA);
-            sdBk[r * ld + d] += kr * rowA;
+            const float bk = __expf(Gr) * sdBk[r * ld + d];
+            dq[r * ldg + d] = oq[j][x] + fmaf(nrr, kr, dqP);
+            dk[r * ldg + d] = ok[j][x] + (fmaf(nrr, qr, dkP) + (er * (rowA + bk) + colA));
+            sdG[r * ld + d] += (qr * dqP - kr * dkP) + kr * (er * (rowA + bk) - colA);
+            sdBk[r * ld + d] = kr * (rowA + bk);
           } else {
-            if (dk_on) dk[r * ldg + d] = ok[j][x] + dkP;
+            if (left) dq[r * ldg + d] = oq[j][x] + fmaf(nrr, kr, dqP);
+            if (right) dk[r * ldg + d] = ok[j][x] + fmaf(nrr, qr, dkP);
             sdG[r * ld + d] += qr * dqP - kr * dkP;
           }
         }
     };
-    const auto from_left = [&](int r0, float (&lp)[2][4], float (&la)[2][4]) {  // reference ρ = r0
+    // per n-tile j, the lane's B channel c0 + 8 j + g: its reference's log decay and the tokens it takes
+    const auto from_left = [&](const diag_refs& b, float (&lp)[2][4], float (&la)[2][4]) {
+      float gref[2];
+      int cut[2];  // tokens ≥ cut read as zeros (a wide channel's diagonal block)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int d = c0 + 8 * j + g;
+        const bool wide = b.wide<LK>(sG, d);
+        any_wide |= wide && d < K;
+        gref[j] = sG[(wide ? b.b0 : b.mid) * LK + d], cut[j] = wide ? b.b0 : L;
+      }
       token_block<Erases, Prec>(
-          r0, c0, 0, r0, [&](int r, int s) { return r < L ? sN[r * ldn + s] : 0.f; },
-          [&](int r, int s) { return r < L ? sM[r * ldn + s] : 0.f; }, kx, kx,
-          [&](int s, int d) { return __expf(sG[r0 * LK + d] - sG[s * LK + d]); }, lp, la);
+          b.b0, c0, 0, b.last + 1, [&](int r, int s) { return s < r && r < L ? sN[r * ldn + s] : 0.f; },
+          [&](int r, int s) { return s < r && r < L ? sM[r * ldn + s] : 0.f; }, kx, kx,
+          [&](int s, int d, int j) { return s < cut[j] ? __expf(gref[j] - sG[s * LK + d]) : 0.f; }, lp, la);
     };
-    const auto from_right = [&](int r0, float (&rp)[2][4], float (&ra)[2][4]) {  // ρ' = r0 + 15; rows, tokens < L
-      const int rr = r0 + diag_block - 1;
+    const auto from_right = [&](const diag_refs& b, float (&rp)[2][4], float (&ra)[2][4]) {
+      float gref[2];
+      int cut[2];  // tokens < cut read as zeros (a wide channel's diagonal block)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int d = c0 + 8 * j + g;
+        const bool wide = b.wide<LK>(sG, d);
+        gref[j] = sG[(wide ? b.last : b.mid) * LK + d], cut[j] = wide ? b.last + 1 : 0;
+      }
       token_block<Erases, Prec>(
-          r0, c0, r0 + diag_block, L, [&](int r, int t) { return sN[t * ldn + r]; },
-          [&](int r, int t) { return sM[t * ldn + r]; }, qx, ex,
-          [&](int t, int d) { return __expf(sG[t * LK + d] - sG[rr * LK + d]); }, rp, ra);
+          b.b0, c0, b.b0, L, [&](int r, int t) { return t > r ? sN[t * ldn + r] : 0.f; },
+          [&](int r, int t) { return t > r ? sM[t * ldn + r] : 0.f; }, qx, ex,
+          [&](int t, int d, int j) { return t >= cut[j] ? __expf(sG[t * LK + d] - gref[j]) : 0.f; }, rp, ra);
     };
     for (int I = 0; I < blocks; ++I) {
-      const int r0 = diag_block * I;
-      const bool left = I > 0, right = I < blocks - 1;
+      const diag_refs b(diag_block * I, L);
       float lp[2][4] = {}, la[2][4] = {}, rp[2][4] = {}, ra[2][4] = {};
       if constexpr (Erases) {  // both products, then one pass over the elements
-        if (left) from_left(r0, lp, la);
-        if (right) from_right(r0, rp, ra);
-        add(r0, left, right, lp, la, rp, ra);
+        from_left(b, lp, la);
+        from_right(b, rp, ra);
+        add(b, true, true, lp, la, rp, ra);
       } else {  // (two CTAs an SM, 128 registers: one product's accumulators live at a time)
-        if (left) from_left(r0, lp, la), add(r0, true, false, lp, la, rp, ra);
-        if (right) from_right(r0, rp, ra), add(r0, false, true, lp, la, rp, ra);
+        from_left(b, lp, la), add(b, true, false, lp, la, rp, ra);
+        from_right(b, rp, ra), add(b, false, true, lp, la, rp, ra);
+      }
+    }
+  }
+  // The diagonal blocks of wide (block, channel) pairs, per (token, channel) in log space (one exp per (r, s, d);
+  // every exponent ≤ 0), after the products' terms (their writes are in after the barrier). Under ordinary gates no
+  // pair is wide and the loop does not run.
+  if (__syncthreads_or(any_wide)) {
+    for (int e = tid; e < L * K; e += threads) {
+      const int r = e / K, d = e % K;
+      const diag_refs b(r - r % diag_block, L);
+      if (!b.wide<LK>(sG, d)) continue;
+      const float qr = qs(r, d), kr = ks(r, d);
+      float dqP = 0, dkP = 0;
+      if constexpr (Erases) {  // rowA shares dq's decays and k_s, colA dk's decays
+        const float er = erase(r, d);
+        float rowA = 0, colA = 0;
+        for (int s = b.b0; s < r; ++s) {
+          const float x = ks(s, d), decay = D(r, s, d);
+          dqP = fmaf(sN[r * ldn + s] * x, decay, dqP);
+          rowA = fmaf(sM[r * ldn + s] * x, decay, rowA);
+        }
+        for (int t = r + 1; t <= b.last; ++t) {
+          const float decay = D(t, r, d);
+          dkP = fmaf(sN[t * ldn + r] * qs(t, d), decay, dkP);
+          colA = fmaf(sM[t * ldn + r] * erase(t, d) * ks(t, d), decay, colA);
+        }
+        dq[r * ldg + d] += dqP;
+        dk[r * ldg + d] += dkP + (er * rowA + colA);
+        sdG[r * ld + d] += (qr * dqP - kr * dkP) + kr * (er * rowA - colA);
+        sdBk[r * ld + d] += kr * rowA;
+      } else {
+        for (int s = b.b0; s < r; ++s) dqP = fmaf(sN[r * ldn + s] * ks(s, d), D(r, s, d), dqP);
+        for (int t = r + 1; t <= b.last; ++t) dkP = fmaf(sN[t * ldn + r] * qs(t, d), D(t, r, d), dkP);
+        dq[r * ldg + d] += dqP;
+        dk[r * ldg + d] += dkP;
+        sdG[r * ld + d] += qr * dqP - kr * dkP;
       }
     }
   }
