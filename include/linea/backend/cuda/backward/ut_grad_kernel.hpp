@@ -174,14 +174,13 @@ __global__ void __launch_bounds__(inter_shape<Terms>::threads, inter_shape<Terms
   const float *dBk = w.dW_inter + cv * CL * w.K, *Wc = w.W + cv * CL * w.K;
   const bool wide_v = V % 4 == 0, wide_k = K % 4 == 0;  // (the workspace's parts are 256-byte aligned)
   const int sv = (V + sh::tk - 1) / sh::tk, slabs = sv + (K + sh::tk - 1) / sh::tk;
-  const auto load = [&](float4(&xa)[sh::quads], float4(&xb)[sh::quads], int s) {
-    if (s < sv) {
-      d::load_slab<Terms>(xa, dBv, w.V, L, s * sh::tk, V, wide_v);
-      d::load_slab<Terms>(xb, Uc, w.V, L, s * sh::tk, V, wide_v);
-    } else {
-      d::load_slab<Terms>(xa, dBk, w.K, L, (s - sv) * sh::tk, K, wide_k);
-      d::load_slab<Terms>(xb, Wc, w.K, L, (s - sv) * sh::tk, K, wide_k);
-    }
+  const auto load = [&](float4(&xa)[sh::quads], float4(&xb)[sh::quads], int s) {  // (selects, one copy of the loads)
+    const bool kp = s >= sv;
+    const index_t ld = kp ? w.K : w.V;
+    const int j0 = (kp ? s - sv : s) * sh::tk, depth = kp ? K : V;
+    const bool wide = kp ? wide_k : wide_v;
+    d::load_slab<Terms>(xa, kp ? dBk : dBv, ld, L, j0, depth, wide);
+    d::load_slab<Terms>(xb, kp ? Wc : Uc, ld, L, j0, depth, wide);
   };
 
   const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3, m0 = 16 * warp;
