@@ -34,9 +34,9 @@ export LINEA_BACKWARD_ERRORS=1
 X=$O/tests
 P1='*inter-chunk kernel*'; P2='*(bf16? fp16)*'; P3='*(bf16? the other rules)*,*bf16 over 32 chunks*'
 P4='*CCQ read: bf16*,*normalize (additive)*,*in-kernel options (L2 norm*,*one CTA per (sequence*'; P5='*float32*'
-i=0; for p in "$P1" "$P2" "$P3" "$P4" "$P5"; do i=$((i+1)); ( timeout 60 $X -tc="$p" > $OUT/t$i.txt 2>&1; t "tests $i rc=$? ($p)" ) & done
-( timeout 60 $X -tce="$P1,$P2,$P3,$P4,$P5" > $OUT/t6.txt 2>&1; t "tests 6 (the rest) rc=$?" ) &
+i=0; for p in "$P1" "$P2" "$P3" "$P4" "$P5"; do i=$((i+1)); ( timeout 60 $X -tc="$p" > $O/t$i.txt 2>&1; t "tests $i rc=$? ($p)" ) & done
+( timeout 60 $X -tce="$P1,$P2,$P3,$P4,$P5" > $O/t6.txt 2>&1; t "tests 6 (the rest) rc=$?" ) &
 wait
-for i in 1 2 3 4 5 6; do echo "==== t$i" >> $OUT/tests.log; cat $OUT/t$i.txt >> $OUT/tests.log; rm -f $OUT/t$i.txt; done
+for i in 1 2 3 4 5 6; do echo "==== t$i" >> $OUT/tests.log; cat $O/t$i.txt >> $OUT/tests.log; done
 grep -h "test cases:\|assertions:" $OUT/tests.log >> $L
 cat $L

@@ -109,11 +109,14 @@ __global__ void __launch_bounds__(ut_shape<Terms>::threads, ut_shape<Terms>::min
   float* x = dbv ? w.dU + cv * CL * w.V : w.dW_inter + cv * CL * w.K;
   float* out = dbv ? w.dBv_inter + cv * CL * w.V : x;
   const index_t ldx = dbv ? w.V : w.K;
-  const bool wide = cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0;
+  // float4 loads only where the pointer allows them: the workspace's tensors are packed (plan.hpp), so T, U, W
+  // start 16-byte aligned only for some token counts (H200, grad13b: T = 130 misaligned T)
+  const bool wide = cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
+             wide_t = reinterpret_cast<std::uintptr_t>(Tc) % 16 == 0;
 
   {
     float4 xa[sh::quads], xb[sh::quads];
-    d::load_rows(xa, Tc, CL, L, CL, 0, true);  // (rows s ≥ L: zeros; columns r ≥ L reach only rows not written)
+    d::load_rows(xa, Tc, CL, L, CL, 0, wide_t);  // (rows s ≥ L: zeros; columns r ≥ L reach only rows not written)
     d::load_rows(xb, x, ldx, L, cols, j0, wide);
     d::store_rows<Terms>(sA, xa);
     d::store_rows<Terms>(sB, xb);
@@ -172,7 +175,9 @@ __global__ void __launch_bounds__(inter_shape<Terms>::threads, inter_shape<Terms
   const std::size_t cv = w.ch(c, hv);
   const float *dBv = w.dBv_inter + cv * CL * w.V, *Uc = w.U + cv * CL * w.V;
   const float *dBk = w.dW_inter + cv * CL * w.K, *Wc = w.W + cv * CL * w.K;
-  const bool wide_v = V % 4 == 0, wide_k = K % 4 == 0;  // (the workspace's parts are 256-byte aligned)
+  const auto aligned = [](const float* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
+  // (U and W lie in the packed workspace: aligned only for some token counts, see ut_adjoint_kernel)
+  const bool wide_v = V % 4 == 0 && aligned(dBv) && aligned(Uc), wide_k = K % 4 == 0 && aligned(dBk) && aligned(Wc);
   const int sv = (V + sh::tk - 1) / sh::tk, slabs = sv + (K + sh::tk - 1) / sh::tk;
   const auto load = [&](float4(&xa)[sh::quads], float4(&xb)[sh::quads], int s) {  // (selects, one copy of the loads)
     const bool kp = s >= sv;
