@@ -15,9 +15,12 @@ else
 ( bld -DGRAD_AB_RULE=linea::gated_delta $R/bench/cuda/grad_ab.cu -o $O/ab_gd ) &
 ( bld -DGRAD_AB_RULE=linea::delta $R/bench/cuda/grad_ab.cu -o $O/ab_de ) &
 fi
-for r in gated_delta delta simple_gla additive kda gla gdn2; do ( bld -c $R/tests/backend/cuda/instances/$r.cu -o $O/$r.inst.o ) & done
+# NO_SUITE=1: grad_ab only (check, sanitizers, timing: ~20 s of command with the binaries carried in bin/)
+[ -z "${NO_SUITE:-}" ] && for r in gated_delta delta simple_gla additive kda gla gdn2; do ( bld -c $R/tests/backend/cuda/instances/$r.cu -o $O/$r.inst.o ) & done
+if [ -z "${NO_SUITE:-}" ]; then
 ( bld -DLINEA_CUDA_EXTERN_INSTANCES -c $R/tests/backend/cuda/main.cu -o $O/main.o ) &
 ( bld -DLINEA_CUDA_EXTERN_INSTANCES -c $R/tests/backend/cuda/backward_test.cu -o $O/backward_test.o ) &
+fi
 while [ ! -x $O/ab_gd ] || [ ! -x $O/ab_de ]; do sleep 2; [ $(( $(date +%s) - S )) -gt 170 ] && { t "grad_ab not built"; exit 1; }; done
 sleep 1
 for x in gd de; do echo "## $x" >> $OUT/check.txt; timeout 40 $O/ab_$x --check >> $OUT/check.txt 2>&1; t "check $x rc=$?"; done
@@ -28,6 +31,8 @@ CS=$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)
 wait $p1 $p2 $p3
 for f in san_gd san_de race; do tail -2 $OUT/$f.txt | sed "s/^/$f: /" >> $L; done
 for x in gd de; do echo "## $x" >> $OUT/time.txt; timeout 40 $O/ab_$x >> $OUT/time.txt 2>&1; t "time $x rc=$?"; done
+grep -h '"grad_new_ms"' $OUT/time.txt | grep -o '"rule":"[a-z_]*"\|"grad_[a-z_]*":[0-9.]*\|"bwd_[a-z_]*":[0-9.]*\|"inter_ms":[0-9.]*\|"ut_ms":[0-9.]*' | tr '\n' ' ' >> $L; echo >> $L
+[ -n "${NO_SUITE:-}" ] && { cat $L; exit 0; }
 wait
 nvcc -gencode=arch=compute_90a,code=sm_90a $O/main.o $O/backward_test.o $O/*.inst.o -o $O/tests >> $OUT/build.log 2>&1; t "link rc=$?"
 export LINEA_BACKWARD_ERRORS=1
