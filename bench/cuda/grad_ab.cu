@@ -499,6 +499,10 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       const unsigned ctas = unsigned(wk.chunks * wk.HV * bwd::inter_jobs<erases>(int((K + ish::tile - 1) / ish::tile)));
       const auto inter = [&] { bwd::inter_grad_kernel<erases><<<ctas, ish::threads>>>(wk); };
       std::printf(",\"inter_ms\":%.3f,\"inter_terms\":%d", time_ms(inter, 3, 3), bwd::inter_terms);
+      if constexpr (erases) {  // grad13b: the UT transform's adjoints alone (dBk in place: values not meaningful here)
+        const auto ut = [&] { bwd::ut_grad_launch<decays>(wk, 0); };
+        std::printf(",\"ut_ms\":%.3f", time_ms(ut, 3, 3));
+      }
     }
     // phases 1-3 alone (2 and 3 rerun on their own results: the times, not the values, matter here)
     std::printf(",\"prep_ms\":%.3f,\"fwd_ms\":%.3f,\"rev_ms\":%.3f", time_ms(prep, 3, 3), time_ms(fwd, 3, 3),

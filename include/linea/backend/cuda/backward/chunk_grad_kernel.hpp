@@ -12,6 +12,8 @@
 // q and k gradients go to the per-value-head workspace (a key head's group adds them in phase 5).
 // For 16-bit inputs (Inter, grad13) the four products that contract over V — dW, dk's and dq's inter-chunk terms,
 // dP — come from inter_grad_kernel.hpp (several small CTAs an SM) and are staged here as tiles; the rest is the same.
+// With them (grad13b, erasing rules) the UT transform's dBv = Tᵀ dU, dBk = Tᵀ dW and M come from ut_grad_kernel.hpp
+// and are staged at the start with k and dk's term (dU, T and dW are not read here then).
 // One CTA per (chunk, value head), float32 (docs: bench/cuda/README.md's phase-4 sections). The kernel is
 // latency-bound (one CTA per SM), so its global reads avoid round trips behind barriers:
 // - the six products with a global operand (dW, M's two halves, dP, dq's and dk's inter-chunk terms) stream it
@@ -107,10 +109,15 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
 
   // The first staged tiles: dU and T (erasing update), else k, q and P at once (their tiles are free); with Inter
   // also dW (erase: in dk's tile, free until dBk has read it), else dk's, dq's and dP's inter-chunk terms.
-  if constexpr (Erases) {
+  if constexpr (Erases && Inter) {  // grad13b: dBv, dBk (in dW_inter) and M from ut_grad_kernel.hpp, with k, dk's term
+    async_tile<CL, max_kv>(sK, ld_kv, k, ldq, L, K);
+    async_tile<CL, max_kv>(sdBv, ld_kv, w.dBv_inter + cv * CL * w.V, w.V, L, V);
+    async_tile<CL, max_kv>(sdBk, ld_kv, dWi, w.K, L, K);
+    async_tile<CL, CL>(sM, ld_cc, w.M_inter + cv * CL * CL, CL, L, CL);
+    async_tile<CL, max_kv>(sDK, ld_kv, dk, ldg, L, K);
+  } else if constexpr (Erases) {
     async_tile<CL, max_kv>(sdU, ld_kv, dU, w.V, L, V);
     async_tile<CL, CL>(sT, ld_cc, Tc, CL, CL, CL);  // sT[s][r] = T_sr
-    if constexpr (Inter) async_tile<CL, max_kv>(sdW, ld_kv, dWi, w.K, L, K);
   } else {
     async_tile<CL, max_kv>(sK, ld_kv, k, ldq, L, K);
     async_tile<CL, max_kv>(sQ, ld_kv, q, ldq, L, K);
@@ -135,32 +142,28 @@ __global__ void __launch_bounds__(threads, 1) chunk_grad_kernel(const work w, co
 
   // ---- the UT transform's adjoints: dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW; dA = −(dBv Uᵀ + dBk Wᵀ), M = dA ⊙ D ----
   if constexpr (Erases) {
-    if constexpr (Inter) {  // (dU, T and dW staged: the direct product below has no wait of its own)
+    if constexpr (Inter) {  // (dBv, dBk, M, k and dk's term staged)
       async_wait<0>();
       __syncthreads();
     } else {
       block_gemm_ring<Prec, grad_stages, true>(
           L, K, V, sdU, ld_kv, hc, w.V, [&](int r, int d, float acc) { sdW[r * ld_kv + d] = -acc; }, ring);
-    }
-    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
-        L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
-        [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
-    // (dU is dead: k's rows come into its tile while dBk and M form)
-    async_tile<CL, max_kv>(sK, ld_kv, k, ldq, L, K);
-    async_commit();
-    block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
-        L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
-        [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
-    if constexpr (Inter) {  // dW is dead (block_gemm_direct ended with a barrier): dk's inter-chunk term comes in
-      async_tile<CL, max_kv>(sDK, ld_kv, dk, ldg, L, K);
+      block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
+          L, V, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int j) { return sdU[s * ld_kv + j]; },
+          [&](int r, int j, float acc) { sdBv[r * ld_kv + j] = acc; });
+      // (dU is dead: k's rows come into its tile while dBk and M form)
+      async_tile<CL, max_kv>(sK, ld_kv, k, ldq, L, K);
       async_commit();
+      block_gemm_direct<Prec, 64, direct_unroll<Erases, false>, grad_pipe>(
+          L, K, L, [&](int r, int s) { return sT[s * ld_cc + r]; }, [&](int s, int d) { return sdW[s * ld_kv + d]; },
+          [&](int r, int d, float acc) { sdBk[r * ld_kv + d] = acc; });
+      block_gemm_ring<Prec, grad_stages, true>(
+          L, L, V, sdBv, ld_kv, Uc, w.V, [&](int r, int s, float acc) { sM[r * ld_cc + s] = acc; }, ring);
+      block_gemm_ring<Prec, grad_stages, true>(
+          L, L, K, sdBk, ld_kv, Wc, w.K,
+          [&](int r, int s, float acc) { sM[r * ld_cc + s] = s < r ? -(sM[r * ld_cc + s] + acc) * D(r, s) : 0.f; },
+          ring);
     }
-    block_gemm_ring<Prec, grad_stages, true>(
-        L, L, V, sdBv, ld_kv, Uc, w.V, [&](int r, int s, float acc) { sM[r * ld_cc + s] = acc; }, ring);
-    block_gemm_ring<Prec, grad_stages, true>(
-        L, L, K, sdBk, ld_kv, Wc, w.K,
-        [&](int r, int s, float acc) { sM[r * ld_cc + s] = s < r ? -(sM[r * ld_cc + s] + acc) * D(r, s) : 0.f; },
-        ring);
     // dv_r = w_r dBv_r, dw_r = v_r·dBv_r: dBv's last reads (a row per warp; every row's loads issued before the
     // first store: one round trip, not one per row). Row pointers step by 8 rows: the 64-bit index arithmetic of v
     // and dv_out is done once per row, not per element (prof11: this block, fully unrolled, was ~2000 instructions

@@ -5,6 +5,7 @@
 //   state_phases   phases 2 and 3 (either or both), per sequence × head × value tile: h_c; dh, dU, dS_0
 //   grad_phase     phase 4, per chunk × head: dq̂, dk̂, dv, d log α, de (db, dw for GDN-2's channel gates); for
 //                  16-bit inputs and scalar decays two launches: inter_grad_kernel (its products over V), chunk_grad
+//                  (erasing rules: ut_grad_kernel.hpp's two launches between them, the UT transform's adjoints)
 // Channels: GDN-2's channel gates (channel_gates.hpp), per-key decays only. Prec: how every product multiplies
 // (block_gemm.hpp's precision): chunk_phases and grad_phase take it from the input type (3xTF32 for float32 inputs,
 // one TF32 mma for 16-bit ones), prep_phase and state_phases from their caller (3xTF32 unless told). prep_phase's In
@@ -21,6 +22,7 @@
 #include "per_key_grad_kernel.hpp"
 #include "per_key_prep_kernel.hpp"
 #include "staged_state_passes.hpp"
+#include "ut_grad_kernel.hpp"
 #include "../check.hpp"
 #include "../kernel_attributes.hpp"
 
@@ -109,12 +111,13 @@ void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const chan
     // 16-bit inputs (grad13): the products that contract over V in small CTAs of their own, several an SM
     // (inter_grad_kernel.hpp), then chunk_grad without them. (Compile-time, so that no 16-bit instance of the
     // one-kernel form is built: every 16-bit plan carves the hand-over scratch, plan.hpp.)
-    if (!w.dP_inter || (Erases && !w.dW_inter))
+    if (!w.dP_inter || (Erases && (!w.dW_inter || !w.dBv_inter || !w.M_inter)))
       throw linea::error("cuda backward: internal: phase 4's inter-chunk scratch was not carved (plan.hpp)");
     const int key_tiles = int((w.K + inter_shape<inter_terms>::tile - 1) / inter_shape<inter_terms>::tile);
     const std::size_t ctas = std::size_t(w.chunks) * std::size_t(w.HV) * std::size_t(inter_jobs<Erases>(key_tiles));
     inter_grad_kernel<Erases><<<unsigned(ctas), inter_shape<inter_terms>::threads, 0, st>>>(w);
     check_launch("backward inter_grad_kernel");
+    if constexpr (Erases) ut_grad_launch<Decays>(w, st);  // dBv, dBk, M (grad13b: ut_grad_kernel.hpp)
     constexpr auto grad = chunk_grad_kernel<Erases, Decays, T, false, Prec, inter_grad_for<T>>;
     allow_dynamic_shared<grad, grad_shape<Erases>::bytes>();
     grad<<<grid, threads, grad_shape<Erases>::bytes, st>>>(w, dv);

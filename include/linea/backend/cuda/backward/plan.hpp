@@ -46,8 +46,9 @@ backward_plan plan_backward(const arguments<T, S>& a, bool per_key) {
   p.floats = tokens * (2 * H * K + 2 * HV * V + 3 * HV + 2 * HV * K + 2 * HV) +
              pc * (CL + 2 * CL * CL + CL * K + 3 * CL * V + 2 * K * V);
   p.key_floats = per_key ? tokens * 2 * HV * K + pc * (3 * CL * K + K) : 0;
-  // phase 4's inter-chunk kernel (16-bit inputs, scalar decays: phases.hpp's grad_phase) hands over dW and dP
-  p.inter_floats = !per_key && sizeof(T) == 2 ? pc * (CL * K + CL * CL) : 0;
+  // phase 4's inter-chunk kernel (16-bit inputs, scalar decays: phases.hpp's grad_phase) hands over dW and dP, the
+  // UT-transform kernels dBv and M (erasing rules; carved for every scalar-decay rule: the plan does not know it)
+  p.inter_floats = !per_key && sizeof(T) == 2 ? pc * (CL * K + CL * CL + CL * V + CL * CL) : 0;
   const auto take = [&](std::size_t n) {
     const std::size_t at = p.bytes;
     p.bytes += (n + 255) / 256 * 256;  // every part 256-byte aligned past the (16-byte aligned) base
@@ -86,6 +87,7 @@ inline void carve(work& w, const backward_plan& p, unsigned char* base) {
   if (p.inter_floats) {
     at = reinterpret_cast<float*>(base + p.inter_at);
     w.dW_inter = next(pc * CL * K), w.dP_inter = next(pc * CL * CL);
+    w.dBv_inter = next(pc * CL * V), w.M_inter = next(pc * CL * CL);
   }
 }
 

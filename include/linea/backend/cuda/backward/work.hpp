@@ -21,6 +21,8 @@
 // Scalar decays with 16-bit inputs (inter_grad_kernel.hpp: phase 4's inter-chunk products, a kernel of their own)
 // also keep what that kernel hands chunk_grad_kernel besides its dq and dk terms:
 //   dW_inter [chunks, HV, CL, K]  −dU hᵀ;   dP_inter [chunks, HV, CL, CL]  s dO U_newᵀ (zeros above the diagonal)
+// and, for the erasing rules, what ut_grad_kernel.hpp hands it (grad13b; dW_inter then holds dBk = Tᵀ dW):
+//   dBv_inter [chunks, HV, CL, V]  Tᵀ dU;   M_inter [chunks, HV, CL, CL]  −(dBv Uᵀ + dBk Wᵀ) ⊙ D (strictly lower)
 #pragma once
 #include "../params.hpp"
 
@@ -48,7 +50,7 @@ struct work {
   float *Gc, *P, *Tinv, *W, *U, *U_new, *dU, *h, *dh;
   float *dq, *dk, *dlog_alpha, *derase;
   float *log_alpha_k = nullptr, *dlog_alpha_k = nullptr, *Gk = nullptr, *Kd = nullptr, *Qg = nullptr, *gL = nullptr;
-  float *dW_inter = nullptr, *dP_inter = nullptr;
+  float *dW_inter = nullptr, *dP_inter = nullptr, *dBv_inter = nullptr, *M_inter = nullptr;
 
   __host__ __device__ index_t token(index_t bt, index_t t) const { return bt * T + t; }
   __host__ __device__ std::size_t ch(index_t c, index_t hv) const { return std::size_t(c * HV + hv); }
