@@ -108,6 +108,41 @@ __device__ __forceinline__ void store_slab(__nv_bfloat16* s, const float4 (&x)[i
   }
 }
 
+// One staged slab's products: acc (this warp's 16 rows × 64 columns, eight m16n8 tiles) += A Bᵀ over the slab's
+// sh::tk-deep k range, A rows m0.. and B rows 0..63 in shared memory as bf16 (Terms == 3: the hi parts, with the lo
+// parts sh::slab further on: hi·hi + lo·hi + hi·lo). g, t: the lane's group and thread in group (lane / 4, lane % 4).
+template <int Terms>
+__device__ __forceinline__ void slab_products(float (&acc)[8][4], const __nv_bfloat16* sA, const __nv_bfloat16* sB,
+                                              int m0, int g, int t) {
+  using sh = inter_shape<Terms>;
+#pragma unroll
+  for (int ks = 0; ks < sh::tk; ks += 16) {
+    std::uint32_t ah[4], al[4];
+    const auto frag_a = [&](const __nv_bfloat16* p, std::uint32_t(&f)[4]) {
+      f[0] = *reinterpret_cast<const std::uint32_t*>(p + (m0 + g) * sh::ld + ks + 2 * t);
+      f[1] = *reinterpret_cast<const std::uint32_t*>(p + (m0 + g + 8) * sh::ld + ks + 2 * t);
+      f[2] = *reinterpret_cast<const std::uint32_t*>(p + (m0 + g) * sh::ld + ks + 8 + 2 * t);
+      f[3] = *reinterpret_cast<const std::uint32_t*>(p + (m0 + g + 8) * sh::ld + ks + 8 + 2 * t);
+    };
+    frag_a(sA, ah);
+    if constexpr (Terms == 3) frag_a(sA + sh::slab, al);
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const int n = 8 * nt + g;
+      const std::uint32_t bh[2] = {*reinterpret_cast<const std::uint32_t*>(sB + n * sh::ld + ks + 2 * t),
+                                   *reinterpret_cast<const std::uint32_t*>(sB + n * sh::ld + ks + 8 + 2 * t)};
+      if constexpr (Terms == 3) {
+        const __nv_bfloat16* lo = sB + sh::slab;
+        const std::uint32_t bl[2] = {*reinterpret_cast<const std::uint32_t*>(lo + n * sh::ld + ks + 2 * t),
+                                     *reinterpret_cast<const std::uint32_t*>(lo + n * sh::ld + ks + 8 + 2 * t)};
+        mma_bf16(acc[nt], al, bh);
+        mma_bf16(acc[nt], ah, bl);
+      }
+      mma_bf16(acc[nt], ah, bh);
+    }
+  }
+}
+
 }  // namespace inter_detail
 
 // One (chunk, value head, job) per CTA: blockIdx.x = (c·HV + hv)·jobs + job, the jobs (inter_job by key tile kt):
@@ -160,32 +195,7 @@ __global__ void __launch_bounds__(inter_shape<Terms>::threads, inter_shape<Terms
       d::load_slab<Terms>(xa, a, lda, L, (s + 1) * sh::tk, V, wide);
       d::load_slab<Terms>(xb, b, ldb, brows, (s + 1) * sh::tk, V, wide);
     }
-#pragma unroll
-    for (int ks = 0; ks < sh::tk; ks += 16) {
-      std::uint32_t ah[4], al[4];
-      const auto frag_a = [&](const __nv_bfloat16* p, std::uint32_t(&f)[4]) {
-        f[0] = *reinterpret_cast<const std::uint32_t*>(p + (m0 + g) * sh::ld + ks + 2 * t);
-        f[1] = *reinterpret_cast<const std::uint32_t*>(p + (m0 + g + 8) * sh::ld + ks + 2 * t);
-        f[2] = *reinterpret_cast<const std::uint32_t*>(p + (m0 + g) * sh::ld + ks + 8 + 2 * t);
-        f[3] = *reinterpret_cast<const std::uint32_t*>(p + (m0 + g + 8) * sh::ld + ks + 8 + 2 * t);
-      };
-      frag_a(sA, ah);
-      if constexpr (Terms == 3) frag_a(sA + sh::slab, al);
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        const int n = 8 * nt + g;
-        const std::uint32_t bh[2] = {*reinterpret_cast<const std::uint32_t*>(sB + n * sh::ld + ks + 2 * t),
-                                     *reinterpret_cast<const std::uint32_t*>(sB + n * sh::ld + ks + 8 + 2 * t)};
-        if constexpr (Terms == 3) {
-          const __nv_bfloat16* lo = sB + sh::slab;
-          const std::uint32_t bl[2] = {*reinterpret_cast<const std::uint32_t*>(lo + n * sh::ld + ks + 2 * t),
-                                       *reinterpret_cast<const std::uint32_t*>(lo + n * sh::ld + ks + 8 + 2 * t)};
-          d::mma_bf16(acc[nt], al, bh);
-          d::mma_bf16(acc[nt], ah, bl);
-        }
-        d::mma_bf16(acc[nt], ah, bh);
-      }
-    }
+    d::slab_products<Terms>(acc, sA, sB, m0, g, t);
     __syncthreads();
   }
 

@@ -197,32 +197,7 @@ __global__ void __launch_bounds__(inter_shape<Terms>::threads, inter_shape<Terms
     d::store_slab<Terms>(sB, xb);
     __syncthreads();
     if (s + 1 < slabs) load(xa, xb, s + 1);  // the next slab's loads in flight during this one's mma
-#pragma unroll
-    for (int ks = 0; ks < sh::tk; ks += 16) {
-      std::uint32_t ah[4], al[4];
-      const auto frag_a = [&](const __nv_bfloat16* p, std::uint32_t(&f)[4]) {
-        f[0] = *reinterpret_cast<const std::uint32_t*>(p + (m0 + g) * sh::ld + ks + 2 * t);
-        f[1] = *reinterpret_cast<const std::uint32_t*>(p + (m0 + g + 8) * sh::ld + ks + 2 * t);
-        f[2] = *reinterpret_cast<const std::uint32_t*>(p + (m0 + g) * sh::ld + ks + 8 + 2 * t);
-        f[3] = *reinterpret_cast<const std::uint32_t*>(p + (m0 + g + 8) * sh::ld + ks + 8 + 2 * t);
-      };
-      frag_a(sA, ah);
-      if constexpr (Terms == 3) frag_a(sA + sh::slab, al);
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt) {
-        const int n = 8 * nt + g;
-        const std::uint32_t bh[2] = {*reinterpret_cast<const std::uint32_t*>(sB + n * sh::ld + ks + 2 * t),
-                                     *reinterpret_cast<const std::uint32_t*>(sB + n * sh::ld + ks + 8 + 2 * t)};
-        if constexpr (Terms == 3) {
-          const __nv_bfloat16* lo = sB + sh::slab;
-          const std::uint32_t bl[2] = {*reinterpret_cast<const std::uint32_t*>(lo + n * sh::ld + ks + 2 * t),
-                                       *reinterpret_cast<const std::uint32_t*>(lo + n * sh::ld + ks + 8 + 2 * t)};
-          d::mma_bf16(acc[nt], al, bh);
-          d::mma_bf16(acc[nt], ah, bl);
-        }
-        d::mma_bf16(acc[nt], ah, bh);
-      }
-    }
+    d::slab_products<Terms>(acc, sA, sB, m0, g, t);
     __syncthreads();
   }
 
