@@ -648,6 +648,25 @@ TEST_CASE("CUDA backward: cuda::launch with a stream and a caller workspace") {
                                      {.own_stream = true});
   check_backward<kda, bf16>({.H = 1, .HV = 2, .K = 32, .V = 48, .seqlens = {70, 0, 5, 130}, .seed = 7},
                             {.own_stream = true});
+  // 16-bit scalar decays in a workspace of exactly the queried size: phase 4's hand-over scratch, with the UT
+  // transform's part (erasing rules) and without it
+  check_backward<simple_gla, bf16>({.B = 2, .T = 130, .H = 2, .HV = 2, .K = 64, .V = 48, .seed = 8}, {.own_stream = true});
+  check_backward<gated_delta, bf16>({.B = 2, .T = 130, .H = 2, .HV = 2, .K = 64, .V = 48, .seed = 9}, {.own_stream = true});
+}
+
+TEST_CASE("CUDA backward: the UT transform's scratch is carved for erasing rules only (16-bit inputs)") {
+  backward_case<gated_delta, read::identity, bf16> c({.B = 2, .T = 200, .H = 2, .HV = 2, .K = 64, .V = 48, .seed = 10},
+                                                     {});
+  const auto a = c.args();
+  // 200 tokens: 4 chunks a sequence, 2 sequences, 2 value heads; dBv [CL][V] and M [CL][CL] floats a (chunk, head)
+  const std::size_t ut = std::size_t(4 * 2 * 2) * (64 * 48 + 64 * 64) * sizeof(float);
+  const std::size_t erasing = cuda::backward_workspace_size<gated_delta>(a),
+                    additive_only = cuda::backward_workspace_size<simple_gla>(a);
+  CHECK(erasing >= additive_only + ut);
+  CHECK(erasing < additive_only + ut + 512);  // (256-byte alignment of the parts)
+  backward_case<gated_delta, read::identity, float> f({.B = 2, .T = 200, .H = 2, .HV = 2, .K = 64, .V = 48, .seed = 10},
+                                                      {});
+  CHECK(cuda::backward_workspace_size<gated_delta>(f.args()) == cuda::backward_workspace_size<simple_gla>(f.args()));
 }
 
 }  // namespace linea::testing

@@ -104,7 +104,7 @@ struct scratch_layout {
 template <class Rule, class Read, class T, class S>
 scratch_layout layout_scratch(const arguments<T, S>& a) {
   scratch_layout s;
-  s.plan = plan_backward(a, Rule::decay::kind == decay_kind::per_key);
+  s.plan = plan_backward(a, Rule::decay::kind == decay_kind::per_key, Rule::update::kind == update_kind::erase);
   s.bytes = s.plan.bytes;
   if constexpr (!Read::is_identity) s.ccq = plan_ccq(a, s.plan), s.bytes = s.ccq.bytes;
   if constexpr (channel_gated<Rule>) {

@@ -39,7 +39,7 @@ ccq_plan plan_ccq(const arguments<T, S>& a, const backward_plan& rule) {
   ccq_plan p;
   arguments<T, S> s = a;  // the statistics pass: values [B, T, HV, K] (extents only)
   s.v = strided<4>(a.v.ptr, {a.v.extent(0), a.v.extent(1), a.v.extent(2), a.q.extent(3)}, {0, 0, 0, 0});
-  p.stats = plan_backward(s, false);
+  p.stats = plan_backward(s, false, false);  // (additive: C_t = a_t C_{t-1} + k̂ k̂ᵀ)
   const std::size_t rows = std::size_t(rule.tokens) * std::size_t(rule.HV), K = std::size_t(rule.K);
   const auto round = [](std::size_t n) { return (n + 255) / 256 * 256; };
   p.stats_at = round(rule.bytes);

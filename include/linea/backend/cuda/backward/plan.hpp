@@ -16,7 +16,7 @@ struct backward_plan {
   std::vector<chunk_info> chunks;
   std::vector<seq_chunks> seqs;
   index_t tokens = 0, H = 0, HV = 0, K = 0, V = 0;
-  bool per_key = false;
+  bool per_key = false, erases = false;
   std::size_t chunk_at = 0, seq_at = 0, float_at = 0, key_at = 0, inter_at = 0;  // byte offsets
   std::size_t floats = 0, key_floats = 0, inter_floats = 0, bytes = 0;
 
@@ -24,12 +24,14 @@ struct backward_plan {
 };
 
 // Reads only extents and host cu_seqlens (clamped, so it is safe before validation; the call validates first).
+// per_key: the rule's decay is per key channel (its tensors below); erases: its update erases (the UT-transform
+// adjoints' scratch of 16-bit inputs).
 template <class T, class S>
-backward_plan plan_backward(const arguments<T, S>& a, bool per_key) {
+backward_plan plan_backward(const arguments<T, S>& a, bool per_key, bool erases) {
   backward_plan p;
   const index_t B = a.q.extent(0), T_ = a.q.extent(1);
   p.H = a.q.extent(2), p.K = a.q.extent(3), p.HV = a.v.extent(2), p.V = a.v.extent(3), p.tokens = B * T_;
-  p.per_key = per_key;
+  p.per_key = per_key, p.erases = erases;
   const auto add = [&](index_t bt, index_t t0, index_t t1) {
     const index_t n = index_t(p.seqs.size());
     p.seqs.push_back({index_t(p.chunks.size()), std::max<index_t>(0, (t1 - t0 + CL - 1) / CL)});
@@ -47,8 +49,8 @@ backward_plan plan_backward(const arguments<T, S>& a, bool per_key) {
              pc * (CL + 2 * CL * CL + CL * K + 3 * CL * V + 2 * K * V);
   p.key_floats = per_key ? tokens * 2 * HV * K + pc * (3 * CL * K + K) : 0;
   // phase 4's inter-chunk kernel (16-bit inputs, scalar decays: phases.hpp's grad_phase) hands over dW and dP, the
-  // UT-transform kernels dBv and M (erasing rules; carved for every scalar-decay rule: the plan does not know it)
-  p.inter_floats = !per_key && sizeof(T) == 2 ? pc * (CL * K + CL * CL + CL * V + CL * CL) : 0;
+  // UT-transform kernels dBv and M (erasing rules only)
+  p.inter_floats = !per_key && sizeof(T) == 2 ? pc * (CL * K + CL * CL + (erases ? CL * V + CL * CL : 0)) : 0;
   const auto take = [&](std::size_t n) {
     const std::size_t at = p.bytes;
     p.bytes += (n + 255) / 256 * 256;  // every part 256-byte aligned past the (16-byte aligned) base
@@ -87,7 +89,7 @@ inline void carve(work& w, const backward_plan& p, unsigned char* base) {
   if (p.inter_floats) {
     at = reinterpret_cast<float*>(base + p.inter_at);
     w.dW_inter = next(pc * CL * K), w.dP_inter = next(pc * CL * CL);
-    w.dBv_inter = next(pc * CL * V), w.M_inter = next(pc * CL * CL);
+    if (p.erases) w.dBv_inter = next(pc * CL * V), w.M_inter = next(pc * CL * CL);
   }
 }
 
