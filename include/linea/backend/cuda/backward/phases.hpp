@@ -22,6 +22,7 @@
 #include "per_key_grad_kernel.hpp"
 #include "per_key_prep_kernel.hpp"
 #include "staged_state_passes.hpp"
+#include "state_passes16.hpp"
 #include "ut_grad_kernel.hpp"
 #include "../check.hpp"
 #include "../kernel_attributes.hpp"
@@ -73,7 +74,31 @@ void staged_reverse_phase(const work& w, const view<const float, 4>& dST, const 
   check_launch("backward staged_reverse_states_kernel");
 }
 
-template <bool Erases, bool PerKey, precision Prec = precision::tf32x3>
+// The same for 16-bit inputs and scalar decays (state_passes16.hpp: bf16 operands on m16n8k16, Terms products a step).
+template <int BV, bool Erases, int Terms = state16_terms>
+void state16_forward_phase(const work& w, const view<const float, 4>& S0, cudaStream_t st) {
+  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
+  constexpr std::size_t bytes = state16_shape<BV, Terms>::bytes;
+  constexpr auto fwd = state16_forward_kernel<BV, Erases, Terms>;
+  allow_dynamic_shared<fwd, bytes>();
+  fwd<<<grid, threads, bytes, st>>>(w, S0);
+  check_launch("backward state16_forward_kernel");
+}
+template <int BV, bool Erases, int Terms = state16_terms>
+void state16_reverse_phase(const work& w, const view<const float, 4>& dST, const view<float, 4>& dS0, cudaStream_t st) {
+  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
+  constexpr std::size_t bytes = state16_shape<BV, Terms>::bytes;
+  constexpr auto rev = state16_reverse_kernel<BV, Erases, Terms>;
+  allow_dynamic_shared<rev, bytes>();
+  rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
+  check_launch("backward state16_reverse_kernel");
+}
+// The state passes for 16-bit inputs and scalar decays (state14: state_passes16.hpp); per-key decays and float32
+// inputs keep the 3xTF32 passes (In = float: every caller that does not name its input type).
+template <class In, bool PerKey>
+inline constexpr bool state16_for = sizeof(In) == 2 && !PerKey;
+
+template <bool Erases, bool PerKey, precision Prec = precision::tf32x3, class In = float>
 void state_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
                   const view<float, 4>& dS0, bool forward, bool reverse, cudaStream_t st) {
   if (!w.N) return;
@@ -83,6 +108,17 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
   // wide tiles (forward 128 value columns: one CTA per (head, sequence); reverse 64, which holds Y in registers)
   // where they leave at most a quarter of the SMs idle, else 16 columns
   const auto wide = [&](index_t bv) { return 4 * heads * std::size_t((w.V + bv - 1) / bv) >= 3 * sms; };
+  if constexpr (state16_for<In, PerKey>) {  // (widths: bench/cuda/README.md, state14)
+    if (forward) {
+      if (wide(128)) state16_forward_phase<128, Erases>(w, S0, st);
+      else state16_forward_phase<16, Erases>(w, S0, st);
+    }
+    if (reverse) {
+      if (wide(128)) state16_reverse_phase<128, Erases>(w, dST, dS0, st);
+      else state16_reverse_phase<16, Erases>(w, dST, dS0, st);
+    }
+    return;
+  }
   if (forward) {
     if (wide(128)) staged_forward_phase<128, Erases, PerKey, Prec>(w, S0, st);
     else staged_forward_phase<16, Erases, PerKey, Prec>(w, S0, st);
@@ -136,7 +172,7 @@ void chunk_phases(const work& w, const view<const float, 4>& S0, const view<cons
                   const view<float, 4>& dS0, const view<T, 4>& dv, cudaStream_t st, const channel_gates& cg = {},
                   const channel_grads<T>& cd = {}) {
   prep_phase<Erases, PerKey, Channels, Prec, T>(w, st, cg);
-  state_phases<Erases, PerKey, Prec>(w, S0, dST, dS0, true, true, st);
+  state_phases<Erases, PerKey, Prec, T>(w, S0, dST, dS0, true, true, st);
   grad_phase<Erases, Decays, PerKey, T, Channels, Prec>(w, dv, st, cg, cd);
 }
 
