@@ -248,7 +248,6 @@ void ccq_shapes() {
 
 }  // namespace
 
-}  // namespace
 
 TEST_CASE_TEMPLATE("CUDA backward = float64 reference backward (bf16, fp16)", Rule, simple_gla, gated_delta) {
   SUBCASE("bf16") { shapes<Rule, bf16>(); }

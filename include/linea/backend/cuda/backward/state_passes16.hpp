@@ -139,17 +139,35 @@ __device__ __forceinline__ void mma_terms(float (&c)[NT][4], const std::uint32_t
 }
 
 // c[NT] += A(m0 .., k) · B(k, n0 ..) for k < 16·ksteps: A a float32 tile (RowWise or transposed), B bf16 [k][n]
-// (hi, and lo where Terms ≥ 2).
+// (hi, and lo where Terms ≥ 2). Narrow strips (NT ≤ 4: the 16- and 32-column tiles of long sequences, whose chain of
+// chunks is latency-bound) give the lo products accumulators of their own, added at the end, so that a k-step's
+// Terms mma do not wait on each other; wide strips keep one chain (registers: the state is 4·NT of them).
 template <int Terms, int NT, bool RowWise>
 __device__ __forceinline__ void warp_product(float (&c)[NT][4], const float* a, int lda, int m0, const __nv_bfloat16* bh,
                                              const __nv_bfloat16* bl, int ldb, int n0, int ksteps) {
+  constexpr bool split = Terms >= 2 && NT <= 4;
+  float cl[split ? NT : 1][4] = {};
   for (int s = 0; s < ksteps; ++s) {
     std::uint32_t ahi[4], alo[4] = {}, bhi[NT][2], blo[NT][2];
     a_frag<RowWise, Terms >= 3>(ahi, alo, a, lda, m0, 16 * s);
     b_frags<NT>(bhi, bh, ldb, 16 * s, n0);
     if constexpr (Terms >= 2) b_frags<NT>(blo, bl, ldb, 16 * s, n0);
-    mma_terms<Terms>(c, ahi, alo, bhi, blo);
+    if constexpr (split) {
+#pragma unroll
+      for (int i = 0; i < NT; ++i) {
+        if constexpr (Terms >= 3) mma_regs<__nv_bfloat16>(cl[i], alo, bhi[i]);
+        mma_regs<__nv_bfloat16>(cl[i], ahi, blo[i]);
+        mma_regs<__nv_bfloat16>(c[i], ahi, bhi[i]);
+      }
+    } else {
+      mma_terms<Terms>(c, ahi, alo, bhi, blo);
+    }
   }
+  if constexpr (split)
+#pragma unroll
+    for (int i = 0; i < NT; ++i)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) c[i][x] += cl[i][x];
 }
 
 // The bf16 copy (hi, lo) of the state's accumulators (rows d0, d0 + 8; columns 8i + 2q, + 1) into [K][ldb] tiles.
