@@ -30,7 +30,10 @@
 // backward as main ran it (its phase 1, the state passes at 3xTF32; phases 0, 4, 5 the library's) against the
 // library's call; timed, interleaved, phase 1
 // alone ("prep16_ms" / "prep_v0p_ms") and the whole backward either way ("bwd_lib16_ms" / "bwd_v0p_ms").
-// GRAD_AB_PREP16=1 skips the phase-4 timings. --check also runs each small shape under SPEC §6's extreme gates
+// GRAD_AB_PREP16=1 skips the phase-4 timings. GRAD_AB_STATE16=1 (state14, scalar decays): the 16-bit state passes
+// (state_passes16.hpp) against the 3xTF32 ones ("s16_*": distances of h, U_new, dU, dh, dS0 per width and Terms;
+// "bwd16_*": the whole backward's outputs with either; timed: "s16_fwd_ms", "s16_rev_ms", "s16_bwd_ms"), in place
+// of the other timings. The library's call ("lib") now runs the 16-bit passes; "new" and "old" keep the 3xTF32 ones. --check also runs each small shape under SPEC §6's extreme gates
 // (log α uniform in [−20, 0], β = 2σ(z) ∈ [0, 2]: "extreme":1).
 #include <algorithm>
 #include <cmath>
