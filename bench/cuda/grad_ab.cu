@@ -30,7 +30,10 @@
 // backward as main ran it (its phase 1, the state passes at 3xTF32; phases 0, 4, 5 the library's) against the
 // library's call; timed, interleaved, phase 1
 // alone ("prep16_ms" / "prep_v0p_ms") and the whole backward either way ("bwd_lib16_ms" / "bwd_v0p_ms").
-// GRAD_AB_PREP16=1 skips the phase-4 timings. --check also runs each small shape under SPEC §6's extreme gates
+// GRAD_AB_PREP16=1 skips the phase-4 timings. GRAD_AB_STATE16=1 (state14, scalar decays): the 16-bit state passes
+// (state_passes16.hpp) against the 3xTF32 ones ("s16_*": distances of h, U_new, dU, dh, dS0 per width and Terms;
+// "bwd16_*": the whole backward's outputs with either; timed: "s16_fwd_ms", "s16_rev_ms", "s16_bwd_ms"), in place
+// of the other timings. The library's call ("lib") now runs the 16-bit passes; "new" and "old" keep the 3xTF32 ones. --check also runs each small shape under SPEC §6's extreme gates
 // (log α uniform in [−20, 0], β = 2σ(z) ∈ [0, 2]: "extreme":1).
 #include <algorithm>
 #include <cmath>
@@ -79,6 +82,16 @@ __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind)
     if (kind == fill::sigmoid2) x = 2.f / (1.f + expf(-z));
     p[i] = linea::cuda_detail::from_float<T>(x);
   }
+}
+__global__ void fill_float_kernel(float* p, std::int64_t n, std::uint32_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    p[i] = linea_bench::hash_normal(i, seed);
+}
+float* random_floats(std::size_t n, std::uint32_t seed) {
+  float* p = dalloc<float>(n);
+  fill_float_kernel<<<1024, 256>>>(p, std::int64_t(n), seed);
+  return p;
 }
 T* random_tensor(std::size_t n, std::uint32_t seed, fill kind) {
   T* p = dalloc<T>(n);
@@ -409,7 +422,7 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   }
   for (const auto* o : {&o_old, &o_new, &o_lib})
     for (const copy& c : *o) CK(cudaFree(c.p));
-  if (timed && !once && has_v0p) {  // phase 1, main's against the library's, and the whole backward either way
+  if (timed && !once && has_v0p && !std::getenv("GRAD_AB_STATE16")) {  // phase 1, main's against the library's, and the whole backward either way
     double p16 = 1e30, p0 = 1e30, b16 = 1e30, b0 = 1e30;
     for (int r = 0; r < 5; ++r) p16 = std::min(p16, time_ms(prep, 5, 3)), p0 = std::min(p0, time_ms(prep_v0p, 5, 3));
     for (int r = 0; r < 3; ++r) b16 = std::min(b16, time_ms(lib, 2, 3)), b0 = std::min(b0, time_ms(whole_v0p, 2, 3));
@@ -474,8 +487,164 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
                 "\"rev_bv_ms\":{\"16\":%.3f,\"32\":%.3f,\"64\":%.3f}",
                 t[0], t[1], t[2], t[3], t[4], t[5], t[6]);
   }
+  // state14: the state passes for 16-bit inputs (state_passes16.hpp: bf16 m16n8k16, Terms products a step) against
+  // today's 3xTF32 passes ("old", state_phases with In = float), same inputs, with a random S0 and dST (so that dS0
+  // is compared too): the distance of h, U_new, dU, dh, dS0 for each variant (Terms 3 at 16 / 32 / 64 / 128 value
+  // columns and at the library's choice; Terms 1 and 2 at 16 and 128); the whole backward's outputs with Terms 1,
+  // 2, 3 (library widths) against the whole backward with the old passes; timed (--long too): each pass alone,
+  // interleaved, and the whole backward either way. GRAD_AB_STATE16=1 runs it and skips the other timings.
+  const bool state16 = std::getenv("GRAD_AB_STATE16") != nullptr;
+  if constexpr (!per_key && sizeof(T) == 2) {
+    if (state16 && !once) {
+      const std::size_t pc = std::size_t(wk.chunks * wk.HV), nst = std::size_t(wk.N * HV * K * V);
+      float *s0 = random_floats(nst, 41), *dst = random_floats(nst, 42), *ds0 = dalloc<float>(nst);
+      const view<const float, 4> S0v = contiguous<4>(static_cast<const float*>(s0), {wk.N, HV, K, V}),
+                                 dSTv = contiguous<4>(static_cast<const float*>(dst), {wk.N, HV, K, V});
+      const view<float, 4> dS0v = contiguous<4>(ds0, {wk.N, HV, K, V});
+      const auto old_f = [&] { bwd::state_phases<erases, false, SP>(wk, S0v, dSTv, dS0v, true, false, 0); };
+      const auto old_r = [&] { bwd::state_phases<erases, false, SP>(wk, S0v, dSTv, dS0v, false, true, 0); };
+      const auto lib_f = [&] { bwd::state_phases<erases, false, SP, T>(wk, S0v, dSTv, dS0v, true, false, 0); };
+      const auto lib_r = [&] { bwd::state_phases<erases, false, SP, T>(wk, S0v, dSTv, dS0v, false, true, 0); };
+      const auto nf = [&](auto bv, auto terms) {
+        return [&, bv, terms] { bwd::state16_forward_phase<decltype(bv)::value, erases, decltype(terms)::value>(wk, S0v, 0); };
+      };
+      const auto nr = [&](auto bv, auto terms) {
+        return [&, bv, terms] {
+          bwd::state16_reverse_phase<decltype(bv)::value, erases, decltype(terms)::value>(wk, dSTv, dS0v, 0);
+        };
+      };
+      using c16 = std::integral_constant<int, 16>;
+      using c32 = std::integral_constant<int, 32>;
+      using c64 = std::integral_constant<int, 64>;
+      using c128 = std::integral_constant<int, 128>;
+      using t1 = std::integral_constant<int, 1>;
+      using t2 = std::integral_constant<int, 2>;
+      using t3 = std::integral_constant<int, 3>;
+      const char* snames[] = {"h", "U_new", "dU", "dh", "dS0"};
+      const auto states = [&] {
+        std::vector<copy> o;
+        o.push_back(keep(wk.h, pc * K * V));
+        o.push_back(erases ? keep(wk.U_new, pc * bwd::CL * V) : keep(wk.h, 1));
+        o.push_back(keep(wk.dU, pc * bwd::CL * V));
+        o.push_back(keep(wk.dh, pc * K * V));
+        o.push_back(keep(ds0, nst));
+        return o;
+      };
+      const auto run_states = [&](auto fw, auto rv) {
+        CK(cudaMemset(wk.h, 0, pc * K * V * sizeof(float)));
+        CK(cudaMemset(ds0, 0, nst * sizeof(float)));
+        prep();  // (phase 1 again: the reverse pass overwrites its s Pᵀ dO and Y)
+        fw();
+        rv();
+        CK(cudaDeviceSynchronize());
+        return states();
+      };
+      const auto s_old = run_states(old_f, old_r);
+      double sw = 0;
+      const auto compare = [&](const char* name, auto fw, auto rv) {
+        const auto sv = run_states(fw, rv);
+        std::printf(",\"s16_%s\":{", name);
+        for (std::size_t i = 0; i < sv.size(); ++i) {
+          const double d = distance(sv[i], s_old[i]);
+          if (i != 1 || erases) sw = std::max(sw, std::isfinite(d) ? d : 1e30);
+          std::printf("%s\"%s\":%.3g", i ? "," : "", snames[i], d);
+        }
+        std::printf("}");
+        for (const copy& c : sv) CK(cudaFree(c.p));
+      };
+      compare("lib", lib_f, lib_r);
+      compare("t3_16", nf(c16{}, t3{}), nr(c16{}, t3{}));
+      compare("t3_32", nf(c32{}, t3{}), nr(c32{}, t3{}));
+      compare("t3_64", nf(c64{}, t3{}), nr(c64{}, t3{}));
+      compare("t3_128", nf(c128{}, t3{}), nr(c128{}, t3{}));
+      compare("t2_16", nf(c16{}, t2{}), nr(c16{}, t2{}));
+      compare("t2_128", nf(c128{}, t2{}), nr(c128{}, t2{}));
+      compare("t1_16", nf(c16{}, t1{}), nr(c16{}, t1{}));
+      compare("t1_128", nf(c128{}, t1{}), nr(c128{}, t1{}));
+      std::printf(",\"s16_states_worst\":%.3g", sw);
+      for (const copy& c : s_old) CK(cudaFree(c.p));
+      // the whole backward (phases 0-5) with the old passes, and with the new ones at Terms 1, 2, 3
+      int dev = 0, sms = 0;
+      CK(cudaGetDevice(&dev));
+      CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      const bool wide = 4 * std::size_t(wk.N * HV) * std::size_t((V + 127) / 128) >= 3 * std::size_t(sms);
+      const auto whole_states = [&](auto fw, auto rv) {
+        bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
+        prep();
+        fw();
+        rv();
+        grad_new();
+        bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
+        CK(cudaGetLastError());
+      };
+      const auto f_t2 = [&] { wide ? nf(c128{}, t2{})() : nf(c16{}, t2{})(); };
+      const auto f_t1 = [&] { wide ? nf(c128{}, t1{})() : nf(c16{}, t1{})(); };
+      const auto r_t2 = [&] { wide ? nr(c128{}, t2{})() : nr(c16{}, t2{})(); };
+      const auto r_t1 = [&] { wide ? nr(c128{}, t1{})() : nr(c16{}, t1{})(); };
+      const auto w_old = [&] { whole_states(old_f, old_r); };
+      const auto w_t3 = [&] { whole_states(lib_f, lib_r); };
+      const auto w_t2 = [&] { whole_states(f_t2, r_t2); };
+      const auto w_t1 = [&] { whole_states(f_t1, r_t1); };
+      clear();
+      w_old();
+      CK(cudaDeviceSynchronize());
+      const auto o_base = outputs();
+      const auto compare_whole = [&](const char* name, auto wf) {
+        clear();
+        wf();
+        CK(cudaDeviceSynchronize());
+        const auto ov = outputs();
+        double ww = 0;
+        std::printf(",\"bwd16_%s\":{", name);
+        for (std::size_t i = 0; i < ov.size(); ++i) {
+          const double d = distance(ov[i], o_base[i]);
+          ww = std::max(ww, std::isfinite(d) ? d : 1e30);
+          std::printf("%s\"%s\":%.3g", i ? "," : "", names[i], d);
+        }
+        std::printf(",\"worst\":%.3g}", ww);
+        for (const copy& c : ov) CK(cudaFree(c.p));
+      };
+      compare_whole("t3", w_t3);
+      compare_whole("t2", w_t2);
+      compare_whole("t1", w_t1);
+      for (const copy& c : o_base) CK(cudaFree(c.p));
+      if (timed) {
+        double tf[7], tr[7], tb[4];
+        for (double& x : tf) x = 1e30;
+        for (double& x : tr) x = 1e30;
+        for (double& x : tb) x = 1e30;
+        const auto best = [](double& x, double y) { x = std::min(x, y); };
+        for (int rep = 0; rep < 3; ++rep) {  // interleaved
+          best(tf[0], time_ms(old_f, 3, 3)), best(tf[1], time_ms(nf(c16{}, t3{}), 3, 3));
+          best(tf[2], time_ms(nf(c32{}, t3{}), 3, 3)), best(tf[3], time_ms(nf(c64{}, t3{}), 3, 3));
+          best(tf[4], time_ms(nf(c128{}, t3{}), 3, 3));
+          best(tf[5], time_ms(f_t2, 3, 3));
+          best(tf[6], time_ms(f_t1, 3, 3));
+          best(tr[0], time_ms(old_r, 3, 3)), best(tr[1], time_ms(nr(c16{}, t3{}), 3, 3));
+          best(tr[2], time_ms(nr(c32{}, t3{}), 3, 3)), best(tr[3], time_ms(nr(c64{}, t3{}), 3, 3));
+          best(tr[4], time_ms(nr(c128{}, t3{}), 3, 3));
+          best(tr[5], time_ms(r_t2, 3, 3));
+          best(tr[6], time_ms(r_t1, 3, 3));
+        }
+        for (int rep = 0; rep < 3; ++rep) {
+          best(tb[0], time_ms(w_old, 2, 3)), best(tb[1], time_ms(w_t3, 2, 3));
+          best(tb[2], time_ms(w_t2, 2, 3)), best(tb[3], time_ms(w_t1, 2, 3));
+        }
+        std::printf(",\"s16_fwd_ms\":{\"old\":%.3f,\"t3_16\":%.3f,\"t3_32\":%.3f,\"t3_64\":%.3f,\"t3_128\":%.3f,"
+                    "\"t2_lib\":%.3f,\"t1_lib\":%.3f}",
+                    tf[0], tf[1], tf[2], tf[3], tf[4], tf[5], tf[6]);
+        std::printf(",\"s16_rev_ms\":{\"old\":%.3f,\"t3_16\":%.3f,\"t3_32\":%.3f,\"t3_64\":%.3f,\"t3_128\":%.3f,"
+                    "\"t2_lib\":%.3f,\"t1_lib\":%.3f}",
+                    tr[0], tr[1], tr[2], tr[3], tr[4], tr[5], tr[6]);
+        std::printf(",\"s16_bwd_ms\":{\"old\":%.3f,\"t3\":%.3f,\"t2\":%.3f,\"t1\":%.3f},\"s16_wide\":%d", tb[0],
+                    tb[1], tb[2], tb[3], int(wide));
+      }
+      for (float* x : {s0, dst, ds0}) CK(cudaFree(x));
+    }
+  }
   const bool prep_only = std::getenv("GRAD_AB_PREP16") != nullptr;
-  if (timed && !once && prep_only) {  // the state passes at the library's precision and at one TF32 mma, interleaved
+  if (state16) {
+  } else if (timed && !once && prep_only) {  // the state passes at the library's precision and at one TF32 mma, interleaved
     double f1 = 1e30, f3 = 1e30, r1 = 1e30, r3 = 1e30;
     for (int r = 0; r < 3; ++r) {
       f1 = std::min(f1, time_ms(fwd1, 3, 3)), f3 = std::min(f3, time_ms(fwd, 3, 3));

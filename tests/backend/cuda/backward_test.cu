@@ -426,6 +426,19 @@ TEST_CASE("CUDA backward: bf16 over 32 chunks, K = V = 128") {
   check_backward<kda, bf16>(s);
 }
 
+// state14: the state passes of 16-bit inputs with scalar decays run bf16 operands (state_passes16.hpp, hi + lo
+// splits) with the state in fp32 registers: over 128 chunks (in 16-column tiles: few heads) under SPEC §6's extreme
+// gates and β up to 2, and without decay (delta: nothing damps the carried rounding), with an initial state.
+TEST_CASE("CUDA backward: 16-bit state passes over 128 chunks, extreme gates, beta up to 2") {
+  const case_shape gated{.B = 1, .T = 8192, .H = 1, .HV = 2, .K = 128, .V = 128, .initial_state = true,
+                         .gates = gate_range::extreme, .beta_max = 2, .seed = 71};
+  const case_shape plain{.B = 1, .T = 8192, .H = 1, .HV = 1, .K = 128, .V = 128, .initial_state = true,
+                         .beta_max = 2, .seed = 72};
+  check_backward<gated_delta, bf16>(gated);
+  check_backward<delta, bf16>(plain);
+  check_backward<simple_gla, fp16>(gated);
+}
+
 // Phase 1 of the scalar-decay rules for 16-bit inputs is chunk_prep16_kernel (bf16 operands on tensor cores; T =
 // (I + A)⁻¹ in float32 from A's fp32 accumulators): under SPEC §6's extremes — β up to 2 (negative eigenvalues of
 // the transition; I + A furthest from the identity where no decay damps A: delta) and log decays uniform in

@@ -10,10 +10,10 @@
 // (block_gemm.hpp's precision): chunk_phases and grad_phase take it from the input type (3xTF32 for float32 inputs,
 // one TF32 mma for 16-bit ones), prep_phase and state_phases from their caller (3xTF32 unless told). prep_phase's In
 // (the input type; chunk_phases passes it): for 16-bit inputs and scalar decays phase 1 is chunk_prep16_kernel
-// (bf16 operands on tensor cores, same outputs; Prec unused), else chunk_prep_kernel at Prec. The state passes stay
-// at Prec for every input type: at one TF32 mma they measured slower than 3xTF32 on the H200 (prep13, grad_ab:
-// gated_delta bf16 8×4096 forward 1.640 against 1.443 ms, reverse 1.860 against 1.613; 1×32768 3.92 / 3.57 and
-// 5.11 / 4.29; not profiled: round_tf32's NaN guard and the narrow reverse pass's 84-byte spill are suspects).
+// (bf16 operands on tensor cores, same outputs; Prec unused), else chunk_prep_kernel at Prec. The state passes run
+// at Prec for float32 inputs and per-key decays (at one TF32 mma they measured slower than 3xTF32 on the H200, prep13:
+// gated_delta bf16 8×4096 forward 1.640 against 1.443 ms, reverse 1.860 against 1.613); for 16-bit inputs with
+// scalar decays state_phases (In) runs state_passes16.hpp's (bf16 operands on m16n8k16, split hi + lo: state14).
 #pragma once
 #include "chunk_grad_kernel.hpp"
 #include "chunk_prep16_kernel.hpp"
@@ -22,6 +22,7 @@
 #include "per_key_grad_kernel.hpp"
 #include "per_key_prep_kernel.hpp"
 #include "staged_state_passes.hpp"
+#include "state_passes16.hpp"
 #include "ut_grad_kernel.hpp"
 #include "../check.hpp"
 #include "../kernel_attributes.hpp"
@@ -73,7 +74,31 @@ void staged_reverse_phase(const work& w, const view<const float, 4>& dST, const 
   check_launch("backward staged_reverse_states_kernel");
 }
 
-template <bool Erases, bool PerKey, precision Prec = precision::tf32x3>
+// The same for 16-bit inputs and scalar decays (state_passes16.hpp: bf16 operands on m16n8k16, Terms products a step).
+template <int BV, bool Erases, int Terms = state16_terms>
+void state16_forward_phase(const work& w, const view<const float, 4>& S0, cudaStream_t st) {
+  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
+  constexpr std::size_t bytes = state16_shape<BV, Terms>::bytes;
+  constexpr auto fwd = state16_forward_kernel<BV, Erases, Terms>;
+  allow_dynamic_shared<fwd, bytes>();
+  fwd<<<grid, threads, bytes, st>>>(w, S0);
+  check_launch("backward state16_forward_kernel");
+}
+template <int BV, bool Erases, int Terms = state16_terms>
+void state16_reverse_phase(const work& w, const view<const float, 4>& dST, const view<float, 4>& dS0, cudaStream_t st) {
+  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
+  constexpr std::size_t bytes = state16_shape<BV, Terms>::bytes;
+  constexpr auto rev = state16_reverse_kernel<BV, Erases, Terms>;
+  allow_dynamic_shared<rev, bytes>();
+  rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
+  check_launch("backward state16_reverse_kernel");
+}
+// The state passes for 16-bit inputs and scalar decays (state14: state_passes16.hpp); per-key decays and float32
+// inputs keep the 3xTF32 passes (In = float: every caller that does not name its input type).
+template <class In, bool PerKey>
+inline constexpr bool state16_for = sizeof(In) == 2 && !PerKey;
+
+template <bool Erases, bool PerKey, precision Prec = precision::tf32x3, class In = float>
 void state_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
                   const view<float, 4>& dS0, bool forward, bool reverse, cudaStream_t st) {
   if (!w.N) return;
@@ -83,6 +108,22 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
   // wide tiles (forward 128 value columns: one CTA per (head, sequence); reverse 64, which holds Y in registers)
   // where they leave at most a quarter of the SMs idle, else 16 columns
   const auto wide = [&](index_t bv) { return 4 * heads * std::size_t((w.V + bv - 1) / bv) >= 3 * sms; };
+  if constexpr (state16_for<In, PerKey>) {
+    // Widths by measurement (state14, H200, bf16, H = 16, K = V = 128; bench/cuda/README.md): one CTA per (head,
+    // sequence) where that fills the GPU (8×4096: forward 128 columns 0.913 ms against 64: 1.052; reverse 128 and 64
+    // within 2 %, 128 for simple_gla 0.958 against 1.133); else forward 16 (1×32768: 2.06 ms against 32: 2.79) and
+    // reverse 32 (3.18 against 16: 3.38; every value tile reads the chunk's whole W and k, so narrower tiles read
+    // them more often).
+    if (forward) {
+      if (wide(128)) state16_forward_phase<128, Erases>(w, S0, st);
+      else state16_forward_phase<16, Erases>(w, S0, st);
+    }
+    if (reverse) {
+      if (wide(128)) state16_reverse_phase<128, Erases>(w, dST, dS0, st);
+      else state16_reverse_phase<32, Erases>(w, dST, dS0, st);
+    }
+    return;
+  }
   if (forward) {
     if (wide(128)) staged_forward_phase<128, Erases, PerKey, Prec>(w, S0, st);
     else staged_forward_phase<16, Erases, PerKey, Prec>(w, S0, st);
@@ -136,7 +177,7 @@ void chunk_phases(const work& w, const view<const float, 4>& S0, const view<cons
                   const view<float, 4>& dS0, const view<T, 4>& dv, cudaStream_t st, const channel_gates& cg = {},
                   const channel_grads<T>& cd = {}) {
   prep_phase<Erases, PerKey, Channels, Prec, T>(w, st, cg);
-  state_phases<Erases, PerKey, Prec>(w, S0, dST, dS0, true, true, st);
+  state_phases<Erases, PerKey, Prec, T>(w, S0, dST, dS0, true, true, st);
   grad_phase<Erases, Decays, PerKey, T, Channels, Prec>(w, dv, st, cg, cd);
 }
 

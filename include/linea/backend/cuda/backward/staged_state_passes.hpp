@@ -24,6 +24,7 @@
 // One CTA per (BV value columns, value head, sequence), where that fills the GPU
 // BV = 128 forward (one CTA per (head, sequence), 209 KB, one per SM) and 64 reverse (Y takes 32 registers a thread;
 // 64 at 128 columns spilled), else 16 (two per SM; phases.hpp chooses).
+// (16-bit inputs with scalar decays take state_passes16.hpp's passes instead: phases.hpp's state_phases.)
 #pragma once
 #include "async_copy.hpp"
 #include "block_gemm.hpp"
