@@ -250,6 +250,39 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     }
     CK(cudaGetLastError());
   };
+  // intra14: main e98ccba's phase 4 for 16-bit inputs and scalar decays (inter_grad_kernel, ut_grad_kernel's launches,
+  // then chunk_grad_kernel's Inter path, one CTA an SM), against the library's (chunk_grad16_kernel in its place)
+  constexpr bool has_main16 = !per_key && bwd::inter_grad_for<T>;
+  const auto chunk_main16 = [&] {
+    if constexpr (has_main16) {
+      constexpr auto kern = bwd::chunk_grad_kernel<erases, decays, T, false, P, true>;
+      constexpr std::size_t sh = bwd::grad_shape<erases>::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk, gr.dv);
+      CK(cudaGetLastError());
+    }
+  };
+  const auto chunk_new16 = [&] {
+    if constexpr (has_main16) {
+      constexpr auto kern = bwd::chunk_grad16_kernel<erases, decays, T>;
+      constexpr std::size_t sh = bwd::grad16_shape::bytes;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      kern<<<grid, bwd::threads, sh>>>(wk, gr.dv);
+      CK(cudaGetLastError());
+    }
+  };
+  const auto inter16 = [&] {  // phase 4's launches before chunk_grad (phases.hpp's grad_phase)
+    if constexpr (has_main16) {
+      using ish = bwd::inter_shape<bwd::inter_terms>;
+      const unsigned ctas = unsigned(wk.chunks * wk.HV * bwd::inter_jobs<erases>(int((K + ish::tile - 1) / ish::tile)));
+      bwd::inter_grad_kernel<erases><<<ctas, ish::threads>>>(wk);
+      if constexpr (erases) bwd::ut_grad_launch<decays>(wk, 0);
+    }
+  };
+  const auto grad_main16 = [&] {
+    inter16();
+    chunk_main16();
+  };
   constexpr bool has_v1 = per_key && erases;  // kda, gdn2
   const auto prep_v1 = [&] {  // main 07de2f4's phase 1 (per_key_prep_v1.hpp)
     if constexpr (has_v1) {
@@ -358,6 +391,27 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     lib_worst = std::max(lib_worst, std::isfinite(e) ? e : 1e30);
   }
   std::printf(",\"worst_new_vs_old\":%.3g,\"lib_vs_new\":%.3g", worst, lib_worst);
+  if constexpr (has_main16) {  // intra14: the library's phase 4 against main e98ccba's, same inputs
+    clear();
+    whole(grad_main16);
+    CK(cudaDeviceSynchronize());
+    const auto o_m = outputs();
+    double mw = 0;
+    std::printf(",\"new_vs_main16\":{");
+    for (std::size_t i = 0; i < o_new.size(); ++i) {
+      const double d = distance(o_new[i], o_m[i]);
+      mw = std::max(mw, std::isfinite(d) ? d : 1e30);
+      std::printf("%s\"%s\":%.3g", i ? "," : "", names[i], d);
+    }
+    std::printf("},\"new_vs_main16_worst\":%.3g", mw);
+    double ow = 0;
+    for (std::size_t i = 0; i < o_old.size(); ++i) {
+      const double d = distance(o_m[i], o_old[i]);
+      ow = std::max(ow, std::isfinite(d) ? d : 1e30);
+    }
+    std::printf(",\"main16_vs_old_worst\":%.3g", ow);
+    for (const copy& c : o_m) CK(cudaFree(c.p));
+  }
   if constexpr (has_v1) {  // the library's call against main's phase 1 (T's workspace cleared: A passes through it)
     clear();
     CK(cudaMemset(wk.Tinv, 0, std::size_t(wk.chunks * wk.HV) * bwd::CL * bwd::CL * sizeof(float)));
@@ -422,7 +476,10 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   }
   for (const auto* o : {&o_old, &o_new, &o_lib})
     for (const copy& c : *o) CK(cudaFree(c.p));
-  if (timed && !once && has_v0p && !std::getenv("GRAD_AB_STATE16")) {  // phase 1, main's against the library's, and the whole backward either way
+  // GRAD_AB_CG16=1 (intra14): of the timings only phase 4's (grad_new / grad_old, inter_grad, ut_grad, chunk_grad's part
+  // both ways) and the whole backward's (new, old, the library's)
+  const bool cg_only = std::getenv("GRAD_AB_CG16") != nullptr;
+  if (timed && !once && has_v0p && !cg_only && !std::getenv("GRAD_AB_STATE16")) {  // phase 1, main's against the library's, and the whole backward either way
     double p16 = 1e30, p0 = 1e30, b16 = 1e30, b0 = 1e30;
     for (int r = 0; r < 5; ++r) p16 = std::min(p16, time_ms(prep, 5, 3)), p0 = std::min(p0, time_ms(prep_v0p, 5, 3));
     for (int r = 0; r < 3; ++r) b16 = std::min(b16, time_ms(lib, 2, 3)), b0 = std::min(b0, time_ms(whole_v0p, 2, 3));
@@ -673,8 +730,20 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
         std::printf(",\"ut_ms\":%.3f", time_ms(ut, 3, 3));
       }
     }
+    if constexpr (has_main16) {  // intra14: chunk_grad's part alone, main's against the library's, and phase 4 both ways
+      // (each reruns on its own dq / dk: the times, not the values, matter here; the inputs first restored)
+      inter16();
+      double c_m = 1e30, c_n = 1e30, p_m = 1e30, p_n = 1e30;
+      for (int r = 0; r < 3; ++r) {
+        c_m = std::min(c_m, time_ms(chunk_main16, 3, 3)), c_n = std::min(c_n, time_ms(chunk_new16, 3, 3));
+        p_m = std::min(p_m, time_ms(grad_main16, 3, 3)), p_n = std::min(p_n, time_ms(grad_new, 3, 3));
+      }
+      std::printf(",\"cg_main16_ms\":%.3f,\"cg16_ms\":%.3f,\"cg_speedup\":%.3f,\"grad_main16_ms\":%.3f,"
+                  "\"grad_lib16_ms\":%.3f,\"grad16_speedup\":%.3f",
+                  c_m, c_n, c_m / c_n, p_m, p_n, p_m / p_n);
+    }
     // phases 1-3 alone (2 and 3 rerun on their own results: the times, not the values, matter here)
-    std::printf(",\"prep_ms\":%.3f,\"fwd_ms\":%.3f,\"rev_ms\":%.3f", time_ms(prep, 3, 3), time_ms(fwd, 3, 3),
+    if (!cg_only) std::printf(",\"prep_ms\":%.3f,\"fwd_ms\":%.3f,\"rev_ms\":%.3f", time_ms(prep, 3, 3), time_ms(fwd, 3, 3),
                 time_ms(rev, 3, 3));
     if constexpr (prep_v0) {
       double p_new = 1e30, p_old = 1e30;

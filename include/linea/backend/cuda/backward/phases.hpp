@@ -4,8 +4,9 @@
 //   prep_phase     phase 1, per chunk × head: the chunk factors
 //   state_phases   phases 2 and 3 (either or both), per sequence × head × value tile: h_c; dh, dU, dS_0
 //   grad_phase     phase 4, per chunk × head: dq̂, dk̂, dv, d log α, de (db, dw for GDN-2's channel gates); for
-//                  16-bit inputs and scalar decays two launches: inter_grad_kernel (its products over V), chunk_grad
-//                  (erasing rules: ut_grad_kernel.hpp's two launches between them, the UT transform's adjoints)
+//                  16-bit inputs and scalar decays two launches: inter_grad_kernel (its products over V),
+//                  chunk_grad16_kernel (erasing rules: ut_grad_kernel.hpp's two launches between them, the UT
+//                  transform's adjoints)
 // Channels: GDN-2's channel gates (channel_gates.hpp), per-key decays only. Prec: how every product multiplies
 // (block_gemm.hpp's precision): chunk_phases and grad_phase take it from the input type (3xTF32 for float32 inputs,
 // one TF32 mma for 16-bit ones), prep_phase and state_phases from their caller (3xTF32 unless told). prep_phase's In
@@ -15,6 +16,7 @@
 // gated_delta bf16 8×4096 forward 1.640 against 1.443 ms, reverse 1.860 against 1.613); for 16-bit inputs with
 // scalar decays state_phases (In) runs state_passes16.hpp's (bf16 operands on m16n8k16, split hi + lo: state14).
 #pragma once
+#include "chunk_grad16_kernel.hpp"
 #include "chunk_grad_kernel.hpp"
 #include "chunk_prep16_kernel.hpp"
 #include "chunk_prep_kernel.hpp"
@@ -159,10 +161,11 @@ void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const chan
     inter_grad_kernel<Erases><<<unsigned(ctas), inter_shape<inter_terms>::threads, 0, st>>>(w);
     check_launch("backward inter_grad_kernel");
     if constexpr (Erases) ut_grad_launch<Decays>(w, st);  // dBv, dBk, M (grad13b: ut_grad_kernel.hpp)
-    constexpr auto grad = chunk_grad_kernel<Erases, Decays, T, false, Prec, inter_grad_for<T>>;
-    allow_dynamic_shared<grad, grad_shape<Erases>::bytes>();
-    grad<<<grid, threads, grad_shape<Erases>::bytes, st>>>(w, dv);
-    check_launch("backward chunk_grad_kernel");
+    // the rest (intra14): bf16 hi/lo products, two CTAs an SM (chunk_grad16_kernel.hpp)
+    constexpr auto grad = chunk_grad16_kernel<Erases, Decays, T>;
+    allow_dynamic_shared<grad, grad16_shape::bytes>();
+    grad<<<grid, threads, grad16_shape::bytes, st>>>(w, dv);
+    check_launch("backward chunk_grad16_kernel");
   } else {
     constexpr auto grad = chunk_grad_kernel<Erases, Decays, T, false, Prec>;  // Wide is unused by the ring kernel
     allow_dynamic_shared<grad, grad_shape<Erases>::bytes>();
