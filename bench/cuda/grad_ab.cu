@@ -275,7 +275,7 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     if constexpr (has_main16) {
       using ish = bwd::inter_shape<bwd::inter_terms>;
       const unsigned ctas = unsigned(wk.chunks * wk.HV * bwd::inter_jobs<erases>(int((K + ish::tile - 1) / ish::tile)));
-      bwd::inter_grad_kernel<erases><<<ctas, ish::threads>>>(wk);
+      bwd::inter_grad_kernel<erases, bwd::inter_terms, decays && bwd::hdh_in_inter><<<ctas, ish::threads>>>(wk);
       if constexpr (erases) bwd::ut_grad_launch<decays>(wk, 0);
     }
   };
@@ -723,7 +723,9 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     if constexpr (!per_key && bwd::inter_grad_for<T>) {  // grad13: phase 4's inter-chunk kernel alone
       using ish = bwd::inter_shape<bwd::inter_terms>;
       const unsigned ctas = unsigned(wk.chunks * wk.HV * bwd::inter_jobs<erases>(int((K + ish::tile - 1) / ish::tile)));
-      const auto inter = [&] { bwd::inter_grad_kernel<erases><<<ctas, ish::threads>>>(wk); };
+      const auto inter = [&] {
+        bwd::inter_grad_kernel<erases, bwd::inter_terms, decays && bwd::hdh_in_inter><<<ctas, ish::threads>>>(wk);
+      };
       std::printf(",\"inter_ms\":%.3f,\"inter_terms\":%d", time_ms(inter, 3, 3), bwd::inter_terms);
       if constexpr (erases) {  // grad13b: the UT transform's adjoints alone (dBk in place: values not meaningful here)
         const auto ut = [&] { bwd::ut_grad_launch<decays>(wk, 0); };

@@ -390,8 +390,13 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
           dk[r * ldg + dd] = dkr[nt][2 * half + u];
         }
   }
-  // ---- the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ ----
-  if constexpr (Decays) {
+  // ---- the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ (by default inter_grad_kernel's key tiles' sums) ----
+  if constexpr (Decays && hdh_in_inter) {
+    if (tid == 0) {
+      const float hdh = dPc[hdh_slot(0)] + (K > inter_shape<inter_terms>::tile ? dPc[hdh_slot(1)] : 0.f);
+      atomicAdd(&sdG[L - 1], sGam[L - 1] * hdh);
+    }
+  } else if constexpr (Decays) {
     float hdh = 0;
     for (int e0 = 0; e0 < K * V; e0 += sh::batch * threads) {
       float x[sh::batch], y[sh::batch];

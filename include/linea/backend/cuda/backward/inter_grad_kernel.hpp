@@ -33,6 +33,18 @@ inline constexpr int inter_terms = LINEA_BWD_INTER_TERMS;  // bench/cuda/grad_ab
 inline constexpr int inter_terms = 3;
 #endif
 
+// intra14: the dk jobs of a decaying rule also form ⟨h, dh⟩ over their key tile (the decay of the state across the
+// chunk, dG_L += γ_L ⟨h, dh⟩), reading h beside dh, so that chunk_grad16_kernel.hpp reads no state at all; each key
+// tile's partial goes to dP_inter's row 0, column CL − 1 − tile (above the diagonal: no dP there; the dp job leaves
+// those two entries alone). LINEA_BWD_HDH_IN_INTER=0 keeps it in chunk_grad16 (bench/cuda/grad_ab.cu's A/B builds),
+// not a user option.
+#ifdef LINEA_BWD_HDH_IN_INTER
+inline constexpr bool hdh_in_inter = LINEA_BWD_HDH_IN_INTER;
+#else
+inline constexpr bool hdh_in_inter = true;
+#endif
+inline constexpr int hdh_slot(int key_tile) { return CL - 1 - key_tile; }  // (key tiles ≤ 2: max_kv = 128)
+
 template <int Terms>
 struct inter_shape {
   static_assert(Terms == 1 || Terms == 3, "inter_grad_kernel: one bf16 product or the hi/lo split");
@@ -146,8 +158,8 @@ __device__ __forceinline__ void slab_products(float (&acc)[8][4], const __nv_bfl
 }  // namespace inter_detail
 
 // One (chunk, value head, job) per CTA: blockIdx.x = (c·HV + hv)·jobs + job, the jobs (inter_job by key tile kt):
-// [0, kt) dq, [kt, 2kt) dk, (erase) [2kt, 3kt) dW, last dP.
-template <bool Erases, int Terms = inter_terms>
+// [0, kt) dq, [kt, 2kt) dk, (erase) [2kt, 3kt) dW, last dP. Hdh: the dk jobs' ⟨h, dh⟩ (hdh_in_inter, decaying rules).
+template <bool Erases, int Terms = inter_terms, bool Hdh = false>
 __global__ void __launch_bounds__(inter_shape<Terms>::threads, inter_shape<Terms>::min_ctas)
     inter_grad_kernel(const work w) {
   using sh = inter_shape<Terms>;
@@ -185,9 +197,22 @@ __global__ void __launch_bounds__(inter_shape<Terms>::threads, inter_shape<Terms
   float acc[8][4] = {};
   float4 xa[sh::quads], xb[sh::quads];
   const int slabs = (V + sh::tk - 1) / sh::tk;
+  // (Hdh) h's rows of the key tile beside dh's (xb): the same slab positions, ⟨h, dh⟩ summed as each slab is stored
+  const bool hdh = Hdh && kind == inter_job::dk;
+  const float* hrows = hc + std::size_t(d0) * w.V;
+  const bool wide_h = V % 4 == 0 && reinterpret_cast<std::uintptr_t>(hrows) % 16 == 0;
+  float hd = 0;
+  const auto dot_h = [&](int s) {  // (block-uniform branch)
+    float4 xh[sh::quads];
+    d::load_slab<Terms>(xh, hrows, w.V, brows, s * sh::tk, V, wide_h);
+#pragma unroll
+    for (int i = 0; i < sh::quads; ++i)
+      hd = fmaf(xh[i].x, xb[i].x, fmaf(xh[i].y, xb[i].y, fmaf(xh[i].z, xb[i].z, fmaf(xh[i].w, xb[i].w, hd))));
+  };
   d::load_slab<Terms>(xa, a, lda, L, 0, V, wide);
   d::load_slab<Terms>(xb, b, ldb, brows, 0, V, wide);
   for (int s = 0; s < slabs; ++s) {
+    if (Hdh && hdh) dot_h(s);
     d::store_slab<Terms>(sA, xa);
     d::store_slab<Terms>(sB, xb);
     __syncthreads();
@@ -197,6 +222,15 @@ __global__ void __launch_bounds__(inter_shape<Terms>::threads, inter_shape<Terms
     }
     d::slab_products<Terms>(acc, sA, sB, m0, g, t);
     __syncthreads();
+  }
+  if (Hdh && hdh) {  // the CTA's sum (sA is free: the loop ended with a barrier) → dP_inter's row 0
+#pragma unroll
+    for (int o = 16; o; o >>= 1) hd += __shfl_xor_sync(0xffffffffu, hd, o);
+    float* part = reinterpret_cast<float*>(sA);
+    if (lane == 0) part[warp] = hd;
+    __syncthreads();
+    if (threadIdx.x == 0)
+      w.dP_inter[cv * CL * CL + hdh_slot(kt)] = (part[0] + part[1]) + (part[2] + part[3]);
   }
 
   // Epilogues (chunk_grad_kernel.hpp's, with its factors: the same float expressions).
@@ -219,6 +253,7 @@ __global__ void __launch_bounds__(inter_shape<Terms>::threads, inter_shape<Terms
         const int n = 8 * nt + 2 * t + u;
         const float x = acc[nt][2 * half + u];
         if (kind == inter_job::dp) {
+          if (Hdh && r == 0 && n >= hdh_slot(1)) continue;  // (the dk jobs' ⟨h, dh⟩ partials)
           dP[r * CL + n] = n <= r ? scale * x : 0.f;
         } else if (n < brows) {
           if (kind == inter_job::dq) dq[r * ldg + n] = f * x;

@@ -158,7 +158,8 @@ void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const chan
       throw linea::error("cuda backward: internal: phase 4's inter-chunk scratch was not carved (plan.hpp)");
     const int key_tiles = int((w.K + inter_shape<inter_terms>::tile - 1) / inter_shape<inter_terms>::tile);
     const std::size_t ctas = std::size_t(w.chunks) * std::size_t(w.HV) * std::size_t(inter_jobs<Erases>(key_tiles));
-    inter_grad_kernel<Erases><<<unsigned(ctas), inter_shape<inter_terms>::threads, 0, st>>>(w);
+    inter_grad_kernel<Erases, inter_terms, Decays && hdh_in_inter>
+        <<<unsigned(ctas), inter_shape<inter_terms>::threads, 0, st>>>(w);
     check_launch("backward inter_grad_kernel");
     if constexpr (Erases) ut_grad_launch<Decays>(w, st);  // dBv, dBk, M (grad13b: ut_grad_kernel.hpp)
     // the rest (intra14): bf16 hi/lo products, two CTAs an SM (chunk_grad16_kernel.hpp)
