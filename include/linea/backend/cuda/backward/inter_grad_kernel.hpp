@@ -41,7 +41,7 @@ inline constexpr int inter_terms = 3;
 #ifdef LINEA_BWD_HDH_IN_INTER
 inline constexpr bool hdh_in_inter = LINEA_BWD_HDH_IN_INTER;
 #else
-inline constexpr bool hdh_in_inter = true;
+inline constexpr bool hdh_in_inter = false;
 #endif
 inline constexpr int hdh_slot(int key_tile) { return CL - 1 - key_tile; }  // (key tiles ≤ 2: max_kv = 128)
 
