@@ -262,15 +262,19 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       CK(cudaGetLastError());
     }
   };
-  const auto chunk_new16 = [&] {
+  // (carveout: the library's launch asks for the largest shared-memory carveout; -1 = the driver's default, for the A/B)
+  const auto chunk_new16_at = [&](int carveout) {
     if constexpr (has_main16) {
       constexpr auto kern = bwd::chunk_grad16_kernel<erases, decays, T>;
       constexpr std::size_t sh = bwd::grad16_shape::bytes;
       CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(sh)));
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, carveout));
       kern<<<grid, bwd::threads, sh>>>(wk, gr.dv);
       CK(cudaGetLastError());
     }
   };
+  const auto chunk_new16 = [&] { chunk_new16_at(int(cudaSharedmemCarveoutMaxShared)); };
+  const auto chunk_new16_default = [&] { chunk_new16_at(-1); };
   const auto inter16 = [&] {  // phase 4's launches before chunk_grad (phases.hpp's grad_phase)
     if constexpr (has_main16) {
       using ish = bwd::inter_shape<bwd::inter_terms>;
@@ -735,14 +739,18 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
     if constexpr (has_main16) {  // intra14: chunk_grad's part alone, main's against the library's, and phase 4 both ways
       // (each reruns on its own dq / dk: the times, not the values, matter here; the inputs first restored)
       inter16();
-      double c_m = 1e30, c_n = 1e30, p_m = 1e30, p_n = 1e30;
+      double c_m = 1e30, c_n = 1e30, c_d = 1e30, p_m = 1e30, p_n = 1e30;
       for (int r = 0; r < 3; ++r) {
         c_m = std::min(c_m, time_ms(chunk_main16, 3, 3)), c_n = std::min(c_n, time_ms(chunk_new16, 3, 3));
+        c_d = std::min(c_d, time_ms(chunk_new16_default, 3, 3));
         p_m = std::min(p_m, time_ms(grad_main16, 3, 3)), p_n = std::min(p_n, time_ms(grad_new, 3, 3));
       }
-      std::printf(",\"cg_main16_ms\":%.3f,\"cg16_ms\":%.3f,\"cg_speedup\":%.3f,\"grad_main16_ms\":%.3f,"
-                  "\"grad_lib16_ms\":%.3f,\"grad16_speedup\":%.3f",
-                  c_m, c_n, c_m / c_n, p_m, p_n, p_m / p_n);
+      int ctas = 0;
+      CK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&ctas, bwd::chunk_grad16_kernel<erases, decays, T>, bwd::threads,
+                                                       bwd::grad16_shape::bytes));
+      std::printf(",\"cg_main16_ms\":%.3f,\"cg16_ms\":%.3f,\"cg_speedup\":%.3f,\"cg16_default_carveout_ms\":%.3f,"
+                  "\"cg16_ctas_per_sm\":%d,\"grad_main16_ms\":%.3f,\"grad_lib16_ms\":%.3f,\"grad16_speedup\":%.3f",
+                  c_m, c_n, c_m / c_n, c_d, ctas, p_m, p_n, p_m / p_n);
     }
     // phases 1-3 alone (2 and 3 rerun on their own results: the times, not the values, matter here)
     if (!cg_only) std::printf(",\"prep_ms\":%.3f,\"fwd_ms\":%.3f,\"rev_ms\":%.3f", time_ms(prep, 3, 3), time_ms(fwd, 3, 3),

@@ -27,6 +27,22 @@ void allow_dynamic_shared(std::size_t bytes, int device) {
   if (remembered) allowed[device].store(bytes, std::memory_order_release);
 }
 
+// The largest shared-memory carveout for Kernel on the current device, set once per (kernel, device): a hint the
+// driver may otherwise resolve to a smaller carveout than the kernel's CTAs an SM need (chunk_grad16_kernel: two
+// of ~111 KB).
+template <auto Kernel>
+void prefer_max_shared_carveout() {
+  constexpr int remembered_devices = 64;
+  static std::atomic<bool> set[remembered_devices] = {};
+  int device = 0;
+  LINEA_CUDA_CHECK(cudaGetDevice(&device));
+  const bool remembered = device >= 0 && device < remembered_devices;
+  if (remembered && set[device].load(std::memory_order_acquire)) return;
+  LINEA_CUDA_CHECK(
+      cudaFuncSetAttribute(Kernel, cudaFuncAttributePreferredSharedMemoryCarveout, int(cudaSharedmemCarveoutMaxShared)));
+  if (remembered) set[device].store(true, std::memory_order_release);
+}
+
 // A device's SM count, read once per device (the attribute query is not free on a per-call path); devices past
 // the remembered ones are asked every call.
 inline int multiprocessor_count(int device) {

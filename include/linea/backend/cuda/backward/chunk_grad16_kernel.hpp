@@ -19,7 +19,10 @@
 // dk terms, k and q for the row sums, dBv, v) is read from global memory into the mma's accumulator layout, so the
 // products' outputs stay in registers: dk accumulates x, y and Nᵀ Q in one register tile and leaves from it, dq
 // likewise. The per-row sums (dG, de) are reduced over the four lanes that hold a row's columns, then added to
-// shared memory (two warps a row).
+// shared memory (two warps a row). Each staged tile's loads are all issued before its first store (k's and q's
+// together, N's two orientations ahead of the barrier that frees M's tiles): the kernel is latency-bound.
+// ⟨h, dh⟩ is read here (128 KB a CTA, 32 loads of each in flight per thread) unless hdh_in_inter
+// (inter_grad_kernel.hpp) hands over its key tiles' sums: measured slower overall (bench/cuda/README.md, intra14).
 // Layouts: the warp w owns the 16 × 64 output strip rows 16 (w mod 4).., columns 64 ⌊w / 4⌋..; its lane (g, t)
 // holds rows g, g + 8 and columns 8 nt + 2 t + u (nt < 8, u < 2) of it (the m16n8 accumulator).
 // Preconditions: a scalar-decay rule (or none), 16-bit inputs (plan.hpp carved the inter scratch), K, V ≤ max_kv,
@@ -47,7 +50,8 @@ struct grad16_shape {
   static_assert(sizeof(__nv_bfloat16) * tiles % 16 == 0, "chunk_grad16_kernel: aligned rows");
   static_assert(bytes + 1024 <= 228 * 1024 / 2, "chunk_grad16_kernel: two CTAs an SM");
   static constexpr int min_ctas = 2;
-  static constexpr int batch = 16;  // loads in flight per thread where a loop streams global memory (⟨h, dh⟩, dv)
+  static constexpr int batch = 16;      // loads in flight per thread where dv = dU streams through registers
+  static constexpr int hdh_batch = 32;  // and for each of h, dh in ⟨h, dh⟩ (nothing else is live then)
 };
 
 namespace grad16_detail {
@@ -67,59 +71,72 @@ __device__ __forceinline__ void store_pair(__nv_bfloat16* p, int part, float x0,
   *reinterpret_cast<std::uint32_t*>(p + part) = inter_detail::pack(l0, l1);
 }
 
-// dst[c][2p + i] = f(2p + i, c) (i < 2) for c < Cols, p < CL / 2: a matrix read along its rows (tokens), stored
-// transposed. A warp's 32 pairs are 8 columns × 4 token pairs: global reads of 8 consecutive columns (a 32-byte
-// sector) and shared stores to 32 distinct banks. Every load is issued before the first store; `before_store` runs
-// between them (a barrier where the tile is still being read). With Sums (Cols = CL), also col(c, Σ_r x(r, c)) for
-// every column c, from one lane of the eight that hold its rows' pairs (a thread's pairs: column (e>>2 & 7) + 8 i,
-// token pair (e & 3) + 4 warp).
-template <int Cols, bool Sums = false, class F, class Before, class X = int, class Col = int>
-__device__ __forceinline__ void stage_transposed(__nv_bfloat16* dst, int part, F f, Before before_store, X x_of = {},
-                                                 Col col = {}) {
-  constexpr int per = Cols * CL / 2 / threads;
-  static_assert(!Sums || Cols == CL, "stage_transposed: column sums of a [CL][CL] matrix");
+// A tile's values in registers between their loads and their stores, so that the loads of several tiles are in
+// flight at once (and ahead of a barrier where the tile is still being read).
+//
+// transposed_tile<Cols>: dst[c][2p + i] = f(2p + i, c) (i < 2) for c < Cols, p < CL / 2 — a matrix read along its rows
+// (tokens), stored transposed. A warp's 32 pairs are 8 columns × 4 token pairs: global reads of 8 consecutive columns
+// (a 32-byte sector) and shared stores to 32 distinct banks (a thread's pairs: column (e>>2 & 7) + 8 (e>>8), token
+// pair (e & 3) + 4 (e>>5 & 7), e = thread + 256 i). With Sums (Cols = CL), load also calls col(c, Σ_r x(r, c)) for
+// every column c, from one lane of the four that hold the pairs of one warp.
+template <int Cols>
+struct transposed_tile {
+  static constexpr int per = Cols * CL / 2 / threads;
   float x[per][2];
+  __device__ __forceinline__ static int pair(int i) {
+    const int e = threadIdx.x + i * threads;
+    return (e & 3) | (((e >> 5) & 7) << 2);
+  }
+  __device__ __forceinline__ static int column(int i) {
+    const int e = threadIdx.x + i * threads;
+    return ((e >> 2) & 7) | ((e >> 8) << 3);
+  }
+  template <bool Sums = false, class F, class X = int, class Col = int>
+  __device__ __forceinline__ void load(F f, X x_of = {}, Col col = {}) {
+    static_assert(!Sums || Cols == CL, "transposed_tile: column sums of a [CL][CL] matrix");
 #pragma unroll
-  for (int i = 0; i < per; ++i) {
-    const int e = threadIdx.x + i * threads, p = (e & 3) | (((e >> 5) & 7) << 2), c = ((e >> 2) & 7) | ((e >> 8) << 3);
-    x[i][0] = f(2 * p, c), x[i][1] = f(2 * p + 1, c);
-    if constexpr (Sums) {
-      float y = x_of(2 * p, c) + x_of(2 * p + 1, c);
-      y += __shfl_xor_sync(0xffffffffu, y, 1), y += __shfl_xor_sync(0xffffffffu, y, 2);
-      if ((threadIdx.x & 3) == 0) col(c, y);
+    for (int i = 0; i < per; ++i) {
+      const int p = pair(i), c = column(i);
+      x[i][0] = f(2 * p, c), x[i][1] = f(2 * p + 1, c);
+      if constexpr (Sums) {
+        float y = x_of(2 * p, c) + x_of(2 * p + 1, c);
+        y += __shfl_xor_sync(0xffffffffu, y, 1), y += __shfl_xor_sync(0xffffffffu, y, 2);
+        if ((threadIdx.x & 3) == 0) col(c, y);
+      }
     }
   }
-  before_store();
+  __device__ __forceinline__ void store(__nv_bfloat16* dst, int part) const {
 #pragma unroll
-  for (int i = 0; i < per; ++i) {
-    const int e = threadIdx.x + i * threads, p = (e & 3) | (((e >> 5) & 7) << 2), c = ((e >> 2) & 7) | ((e >> 8) << 3);
-    store_pair(dst + c * sh::ld + 2 * p, part, x[i][0], x[i][1]);
+    for (int i = 0; i < per; ++i) store_pair(dst + column(i) * sh::ld + 2 * pair(i), part, x[i][0], x[i][1]);
   }
-}
+};
 
-// dst[r][2p + i] = f(r, 2p + i) for r, 2p + i < CL: a warp a row (r = warp + 8 i), a lane a column pair. With Sums,
-// also row(r, Σ_s x(r, s)) for every row, from its warp's lane 0.
-template <bool Sums = false, class F, class Before, class X = int, class Row = int>
-__device__ __forceinline__ void stage_rows(__nv_bfloat16* dst, int part, F f, Before before_store, X x_of = {},
-                                           Row row = {}) {
-  constexpr int per = CL * CL / 2 / threads;
+// row_tile: dst[r][2p + i] = f(r, 2p + i) for r, 2p + i < CL — a warp a row (r = warp + 8 i), a lane a column pair.
+// With Sums, load also calls row(r, Σ_s x(r, s)) for every row, from its warp's lane 0.
+struct row_tile {
+  static constexpr int per = CL * CL / 2 / threads;
   float x[per][2];
-  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  template <bool Sums = false, class F, class X = int, class Row = int>
+  __device__ __forceinline__ void load(F f, X x_of = {}, Row row = {}) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
-  for (int i = 0; i < per; ++i) {
-    const int r = warp + i * (threads / 32);
-    x[i][0] = f(r, 2 * lane), x[i][1] = f(r, 2 * lane + 1);
-    if constexpr (Sums) {
-      float y = x_of(r, 2 * lane) + x_of(r, 2 * lane + 1);
+    for (int i = 0; i < per; ++i) {
+      const int r = warp + i * (threads / 32);
+      x[i][0] = f(r, 2 * lane), x[i][1] = f(r, 2 * lane + 1);
+      if constexpr (Sums) {
+        float y = x_of(r, 2 * lane) + x_of(r, 2 * lane + 1);
 #pragma unroll
-      for (int o = 16; o; o >>= 1) y += __shfl_xor_sync(0xffffffffu, y, o);
-      if (lane == 0) row(r, y);
+        for (int o = 16; o; o >>= 1) y += __shfl_xor_sync(0xffffffffu, y, o);
+        if (lane == 0) row(r, y);
+      }
     }
   }
-  before_store();
+  __device__ __forceinline__ void store(__nv_bfloat16* dst, int part) const {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
-  for (int i = 0; i < per; ++i) store_pair(dst + (warp + i * (threads / 32)) * sh::ld + 2 * lane, part, x[i][0], x[i][1]);
-}
+    for (int i = 0; i < per; ++i) store_pair(dst + (warp + i * (threads / 32)) * sh::ld + 2 * lane, part, x[i][0], x[i][1]);
+  }
+};
 
 // acc (this warp's 16 × 64 strip at rows m0, columns n0) += A Bᵀ over `steps` 16-deep k-steps: A [m][k] at a (a
 // part of cc_part), B [n][k] at b (key_part), both hi with lo a part further on (lo·hi + hi·lo + hi·hi).
@@ -201,13 +218,22 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
   const auto key = [&](const float* x) {
     return [=](int r, int dd) { return r < L && dd < K ? x[r * ldq + dd] : 0.f; };
   };
-  d::stage_transposed<max_kv>(sKt, sh::key_part, key(k), none);
-  d::stage_transposed<max_kv>(sQt, sh::key_part, key(q), none);
+  {  // (k's and q's loads in flight together)
+    d::transposed_tile<max_kv> tk, tq;
+    tk.load(key(k));
+    tq.load(key(q));
+    tk.store(sKt, sh::key_part);
+    tq.store(sQt, sh::key_part);
+  }
   __syncthreads();  // (the rows: sE before Mᵀ E)
   if constexpr (Erases) {
     const auto m = [&](int r, int s) { return s < r && r < L ? Mc[r * CL + s] : 0.f; };
-    d::stage_rows(sA, sh::cc_part, m, none);
-    d::stage_transposed<CL>(sAt, sh::cc_part, [&](int r, int s) { return m(r, s) * sE[r]; }, none);
+    d::row_tile a;
+    d::transposed_tile<CL> at;
+    a.load(m);
+    at.load([&](int r, int s) { return m(r, s) * sE[r]; });
+    a.store(sA, sh::cc_part);
+    at.store(sAt, sh::cc_part);
   }
 
   // ---- dv (and, erase, dw_r = v_r·dBv_r): a row per warp, every row's loads before the first store ----
@@ -273,7 +299,8 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
   };
 
   // ---- dk = dk's term (z_s = k_s·term_s: dG_s −= z_s, dG_L += z_s but for the last row, chunk_grad_kernel.hpp) ----
-  float dkr[8][4];
+  // (erase: x's product accumulates onto γ ⊙ dBk, loaded beside dk's term)
+  float dkr[8][4], acc[8][4];
   {
     float z[2] = {0.f, 0.f};
 #pragma unroll
@@ -286,6 +313,7 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
           const bool in = inside(r, dd);
           const float x = in ? dk[r * ldg + dd] : 0.f;
           dkr[nt][2 * half + u] = x;
+          if (Erases) acc[nt][2 * half + u] = in ? sGam[r] * dBk[r * w.K + dd] : 0.f;
           if (Decays && in) z[half] = fmaf(k[r * ldq + dd], x, z[half]);
         }
     if constexpr (Decays) rows_done(z, [&](int r, float x) {
@@ -293,17 +321,7 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
       });
   }
   if constexpr (Erases) {
-    // x = γ ⊙ dBk + M K (the product accumulates onto γ dBk): dk += E x;  de_s += k_s·x_s, e_s times that into dG_s
-    float acc[8][4];
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half)
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          const int r = row_of(half), dd = col_of(nt, u);
-          acc[nt][2 * half + u] = inside(r, dd) ? sGam[r] * dBk[r * w.K + dd] : 0.f;
-        }
+    // x = γ ⊙ dBk + M K: dk += E x;  de_s += k_s·x_s, e_s times that into dG_s
     if (active) d::product(acc, sA, sKt, m0, n0, steps, g, t);
     float z[2] = {0.f, 0.f};
 #pragma unroll
@@ -348,20 +366,34 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
     const auto n = [&](int r, int s) {  // (D past the diagonal may overflow: masked before the product)
       return s <= r && r < L ? dPc[r * CL + s] * (Decays ? __expf(sG[r] - sG[s]) : 1.f) : 0.f;
     };
-    const auto sync = [] { __syncthreads(); };
+    d::row_tile a;  // (both tiles' loads ahead of the barrier after which M's tiles may be overwritten)
+    d::transposed_tile<CL> at;
     if constexpr (Decays) {  // X = dP ⊙ P (t < i): dG_i += Σ_t X_it − Σ_t X_ti
       const auto x = [&](int r, int s) { return s < r && r < L ? dPc[r * CL + s] * Pc[r * CL + s] : 0.f; };
-      d::stage_rows<true>(sA, sh::cc_part, n, sync, x, [&](int r, float y) { atomicAdd(&sdG[r], y); });
-      d::stage_transposed<CL, true>(sAt, sh::cc_part, n, none, x, [&](int s, float y) { atomicAdd(&sdG[s], -y); });
+      a.load<true>(n, x, [&](int r, float y) { atomicAdd(&sdG[r], y); });
+      at.load<true>(n, x, [&](int s, float y) { atomicAdd(&sdG[s], -y); });
     } else {
-      d::stage_rows(sA, sh::cc_part, n, sync);
-      d::stage_transposed<CL>(sAt, sh::cc_part, n, none);
+      a.load(n);
+      at.load(n);
     }
+    __syncthreads();
+    a.store(sA, sh::cc_part);
+    at.store(sAt, sh::cc_part);
   }
   __syncthreads();
-  // ---- dq = dq's term + N K (dG_r += q_r·term_r), out; dk += Nᵀ Q, out ----
+  // ---- dk += Nᵀ Q, out (first: dk's registers are free for dq's product); dq = dq's term + N K
+  // (dG_r += q_r·term_r), out ----
+  if (active) d::product(dkr, sAt, sQt, m0, n0, steps, g, t);
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int r = row_of(half), dd = col_of(nt, u);
+        if (inside(r, dd)) dk[r * ldg + dd] = dkr[nt][2 * half + u];
+      }
   {
-    float acc[8][4];
     float z[2] = {0.f, 0.f};
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
@@ -377,7 +409,6 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
         }
     if constexpr (Decays) rows_done(z, [&](int r, float x) { atomicAdd(&sdG[r], x); });
     if (active) d::product(acc, sA, sKt, m0, n0, steps, g, t);
-    if (active) d::product(dkr, sAt, sQt, m0, n0, steps, g, t);
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
@@ -385,9 +416,7 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
           const int r = row_of(half), dd = col_of(nt, u);
-          if (!inside(r, dd)) continue;
-          dq[r * ldg + dd] = acc[nt][2 * half + u];
-          dk[r * ldg + dd] = dkr[nt][2 * half + u];
+          if (inside(r, dd)) dq[r * ldg + dd] = acc[nt][2 * half + u];
         }
   }
   // ---- the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ (by default inter_grad_kernel's key tiles' sums) ----
@@ -398,15 +427,15 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
     }
   } else if constexpr (Decays) {
     float hdh = 0;
-    for (int e0 = 0; e0 < K * V; e0 += sh::batch * threads) {
-      float x[sh::batch], y[sh::batch];
+    for (int e0 = 0; e0 < K * V; e0 += sh::hdh_batch * threads) {
+      float x[sh::hdh_batch], y[sh::hdh_batch];
 #pragma unroll
-      for (int i = 0; i < sh::batch; ++i) {
+      for (int i = 0; i < sh::hdh_batch; ++i) {
         const int e = e0 + tid + i * threads;
         x[i] = e < K * V ? hc[e] : 0.f, y[i] = e < K * V ? dhc[e] : 0.f;
       }
 #pragma unroll
-      for (int i = 0; i < sh::batch; ++i) hdh = fmaf(x[i], y[i], hdh);
+      for (int i = 0; i < sh::hdh_batch; ++i) hdh = fmaf(x[i], y[i], hdh);
     }
 #pragma unroll
     for (int o = 16; o; o >>= 1) hdh += __shfl_xor_sync(0xffffffffu, hdh, o);

@@ -165,6 +165,7 @@ void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const chan
     // the rest (intra14): bf16 hi/lo products, two CTAs an SM (chunk_grad16_kernel.hpp)
     constexpr auto grad = chunk_grad16_kernel<Erases, Decays, T>;
     allow_dynamic_shared<grad, grad16_shape::bytes>();
+    prefer_max_shared_carveout<grad>();
     grad<<<grid, threads, grad16_shape::bytes, st>>>(w, dv);
     check_launch("backward chunk_grad16_kernel");
   } else {
