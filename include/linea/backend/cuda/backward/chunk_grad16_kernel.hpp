@@ -7,7 +7,8 @@
 //   dv_r = w_r dBv_r (erase) or dU_r;   dw_r = v_r·dBv_r
 //   x = γ ⊙ dBk + M K,  y = Mᵀ (E K):   dk += E x + y;   de_s += k_s·x_s;   dG_s += e_s k_s·x_s − k_s·y_s
 //   N = dP ⊙ D (s ≤ r);                  dG_i += Σ_t X_it − Σ_t X_ti,  X = dP ⊙ P (t < i)
-//   dq = (its term) + N K;  dk += Nᵀ Q;  dG_r += q_r·(dq's term)_r;  dG_s += k_s·(dk's term)_s terms (below)
+//   dq = (its term) + N K;  dk += Nᵀ Q;  dG_r += q_r·(dq's term)_r;  z_s = k_s·(dk's term)_s: dG_s −= z_s, dG_L += z_s
+//   (s < L − 1)
 //   dG_L += γ_L ⟨h, dh⟩;   dg_t = Σ_{r ≥ t} dG_r
 //
 // What differs is how: chunk_grad staged every operand as a float32 tile (~200 KB: one CTA an SM, every product
@@ -26,7 +27,8 @@
 // Layouts: the warp w owns the 16 × 64 output strip rows 16 (w mod 4).., columns 64 ⌊w / 4⌋..; its lane (g, t)
 // holds rows g, g + 8 and columns 8 nt + 2 t + u (nt < 8, u < 2) of it (the m16n8 accumulator).
 // Preconditions: a scalar-decay rule (or none), 16-bit inputs (plan.hpp carved the inter scratch), K, V ≤ max_kv,
-// inter_grad_kernel (and, erasing rules, ut_grad_launch) run before on the same workspace.
+// inter_grad_kernel (with Hdh = hdh_in_inter for decaying rules; and, erasing rules, ut_grad_launch) run before on
+// the same workspace.
 #pragma once
 #include <cstdint>
 
@@ -207,7 +209,6 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int m0 = 16 * (warp & 3), n0 = 64 * (warp >> 2), steps = (L + 15) / 16;
   const bool active = m0 < L && n0 < K;  // (warp-uniform: a strip with no output skips its products)
-  const auto none = [] {};
 
   // ---- the chunk's rows, Kᵀ and Qᵀ (zeros past L and K), and (erase) M and Mᵀ E ----
   if (tid < CL) {
@@ -241,32 +242,32 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
     const float* dBv = w.dBv_inter + cv * CL * w.V;
     constexpr int per = CL / (threads / 32) / 2, cols = max_kv / 32;  // (two rounds of four rows: registers)
     for (int i0 = 0; i0 < 2 * per; i0 += per) {
-    float vr[per][cols], br[per][cols], wr[per];
+      float vr[per][cols], br[per][cols], wr[per];
 #pragma unroll
-    for (int i = 0; i < per; ++i) {
-      const int r = warp + (i0 + i) * (threads / 32);
-      wr[i] = r < L ? gate_w[r * HV] : 0.f;
+      for (int i = 0; i < per; ++i) {
+        const int r = warp + (i0 + i) * (threads / 32);
+        wr[i] = r < L ? gate_w[r * HV] : 0.f;
 #pragma unroll
-      for (int cc = 0; cc < cols; ++cc) {
-        const int j = lane + 32 * cc;
-        const bool in = r < L && j < V;
-        vr[i][cc] = in ? v[r * ldv + j] : 0.f, br[i][cc] = in ? dBv[r * w.V + j] : 0.f;
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < per; ++i) {
-      const int r = warp + (i0 + i) * (threads / 32);
-      float x = 0;
-#pragma unroll
-      for (int cc = 0; cc < cols; ++cc) {
-        const int j = lane + 32 * cc;
-        x = fmaf(vr[i][cc], br[i][cc], x);
-        if (dv_out.ptr && r < L && j < V) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(wr[i] * br[i][cc]);
+        for (int cc = 0; cc < cols; ++cc) {
+          const int j = lane + 32 * cc;
+          const bool in = r < L && j < V;
+          vr[i][cc] = in ? v[r * ldv + j] : 0.f, br[i][cc] = in ? dBv[r * w.V + j] : 0.f;
+        }
       }
 #pragma unroll
-      for (int o = 16; o; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
-      if (lane == 0 && r < L) sdW[r] = x;
-    }
+      for (int i = 0; i < per; ++i) {
+        const int r = warp + (i0 + i) * (threads / 32);
+        float x = 0;
+#pragma unroll
+        for (int cc = 0; cc < cols; ++cc) {
+          const int j = lane + 32 * cc;
+          x = fmaf(vr[i][cc], br[i][cc], x);
+          if (dv_out.ptr && r < L && j < V) dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(wr[i] * br[i][cc]);
+        }
+#pragma unroll
+        for (int o = 16; o; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+        if (lane == 0 && r < L) sdW[r] = x;
+      }
     }
   } else if (dv_out.ptr) {  // dv = dU, through registers in batches
     const float* dU = w.dU + cv * CL * w.V;
