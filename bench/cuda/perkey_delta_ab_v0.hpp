@@ -1,6 +1,6 @@
 // bench/cuda/perkey_delta_ab_v0.hpp — main e98ccba's perkey_delta_kernel.hpp (before pkf14), in namespace pkf_v0, so that
 // perkey_delta_ab.cu times and compares the old kernel against the new one in the same process. Generated:
-//   sed 's/^namespace linea::cuda_detail {/namespace linea::cuda_detail::pkf_v0 {/' of main's header (+ include paths)
+//   sed 's/^namespace linea::cuda_detail {/namespace linea::cuda_detail::pkf_v0 {/' of main's header (+ include paths); the kernel calls its two roles qualified (pkf_v0::)
 // linea/backend/cuda/perkey_delta_kernel.hpp — the chunkwise forward of the rules with a decay per key channel
 // (gla; kda, gdn2), warp-specialised as delta_pipeline_kernel.hpp: key-side producers run a chunk ahead of the
 // state-holding consumers.
@@ -445,8 +445,8 @@ __global__ void __launch_bounds__(perkey_delta_shape::threads, 1) perkey_delta_k
   extern __shared__ __align__(16) unsigned char smem_raw[];
   if (threadIdx.x < 2) reinterpret_cast<int*>(smem_raw + sh::flag_offset)[threadIdx.x] = -1;  // no chunk flagged
   __syncthreads();
-  if (threadIdx.x >= sh::consumers) perkey_delta_producers<Rule, T, E>(a, cta, smem_raw, chunks);
-  else perkey_delta_consumers<Rule, T, E>(a, cta, smem_raw, chunks);
+  if (threadIdx.x >= sh::consumers) pkf_v0::perkey_delta_producers<Rule, T, E>(a, cta, smem_raw, chunks);
+  else pkf_v0::perkey_delta_consumers<Rule, T, E>(a, cta, smem_raw, chunks);
 }
 
 }  // namespace linea::cuda_detail::pkf_v0
