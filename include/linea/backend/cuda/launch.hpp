@@ -97,11 +97,13 @@ void launch_step(const kernel_args<T>& k, index_t rows, const exec& x) {
 // ---- chunk kernels: the 64-token ones when their inputs allow, else the general one ------------------------------
 // additive / simple_gla: one CTA per (head, sequence, 64 value columns); delta / gated_delta: one warp-specialised
 // CTA per (head, sequence) holding all value columns (V <= 128 here); gla: one warp-specialised CTA per (head,
-// sequence) on 32-token chunks (perkey_delta_kernel.hpp), and since pkf14 kda and gdn2 too.
+// sequence) on 32-token chunks (perkey_delta_kernel.hpp; kda and gdn2 stay on the general kernel: on that kernel
+// they were slower, see its header — still so after pkf14, 1.95 / 2.20 ms against 1.59 / 1.64 at 8×4096).
 template <class Rule, class T, class E>
 void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
-  if constexpr (perkey_pipeline_rule<Rule, pass::main>) {
-    // gla, kda, gdn2: the warp-specialised per-key kernel (bench/cuda/README.md, pkf14 2026-12-03)
+  if constexpr (perkey_chunk_rule<Rule, pass::main>) {
+    // gla: the warp-specialised per-key kernel (0.996 ms at 8×4096 on the H200 against perkey_chunk_kernel.hpp's
+    // 1.506 and main e98ccba's version of this kernel 1.133 in the same process, bench/cuda/README.md pkf14)
     using sh = perkey_delta_shape;
     constexpr auto kernel = perkey_delta_kernel<Rule, T, E>;
     allow_dynamic_shared<kernel>(sh::bytes, x.device);
@@ -133,7 +135,7 @@ void launch_chunk(const kernel_args<T>& k, index_t rows, const exec& x) {
     throw error("the CUDA chunkwise form supports K, V <= 128, but K = " + std::to_string(k.K) +
                 ", V = " + std::to_string(k.V) + " (use the recurrent form)");
   using E = typename operand_type<T>::type;  // bf16 / fp16 on tensor cores, float in fp32 FMAs
-  if constexpr ((scalar_chunk_rule<Rule, P> || delta_chunk_rule<Rule, P> || perkey_pipeline_rule<Rule, P>) && sizeof(T) == 2) {
+  if constexpr ((scalar_chunk_rule<Rule, P> || delta_chunk_rule<Rule, P> || perkey_chunk_rule<Rule, P>) && sizeof(T) == 2) {
     if (tiles::inputs_fit(k)) return launch_chunk64<Rule, T, E>(k, rows, x);  // the 64-token kernels
   }
   constexpr int BV = chunk_bv<Rule, T, E, P>;

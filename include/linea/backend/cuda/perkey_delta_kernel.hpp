@@ -5,31 +5,41 @@
 // with the erase key e = b ⊙ k and the write target x = w ⊙ v (kda: b = w = β; gdn2: b, w per channel; gla: e = 0,
 // x = v, so T = I and U = v: the additive mode below skips A, T, E⁺ and Z).
 //
-// Which rules the library sends here (launch.hpp), from the H200 (bench/cuda/README.md, 2026-12-02, 8×4096, H = 16,
-// K = V = 128, bf16): gla — 1.13 ms against its 64-token kernel's 1.50 (perkey_chunk_kernel.hpp) in the same process.
-// kda and gdn2 computed here pass the CUDA suite's cases, the conformance runner, racecheck and memcheck, but take
-// 2.19 and 4.08 ms against the general kernel's 1.58 and 1.63: the four producer warps (one per scheduler) are the
-// bottleneck — the log-space diagonal blocks and the operands of P and A are element-wise work a chunk, and gdn2's
-// per-channel gates are read from global memory inside the phases. They stay on the general kernel until that is
-// fixed (more producer warps or fewer exponentials, gates read a chunk ahead).
+// Which rules the library sends here (launch.hpp), from the H200 (bench/cuda/README.md, pkf14 2026-12-03, 8×4096,
+// H = 16, K = V = 128, bf16, the same process): gla — 0.996 ms against 1.133 for main e98ccba's version of this kernel
+// and 1.506 for its 64-token kernel (perkey_chunk_kernel.hpp). kda and gdn2 computed here are within SPEC §5 of the
+// float64 recurrence (2 × 150, 1 × 333, ordinary and extreme gates; racecheck and memcheck clean) and faster than
+// e98ccba's version (1.95 against 2.28 ms, 2.20 against 4.06), but still slower than the general kernel (1.59, 1.64):
+// they stay there. The producers remain the bottleneck (4 warps, element-wise operand work a chunk, T's inversion on
+// one warp).
 //
 // UT form, per chunk of CL = 32 tokens, G_r·d = Σ_{s ≤ r} log₂ α_s·d inside the chunk, C its last row (SPEC §4):
 //   P_rs = Σ_d q_rd k_sd 2^(G_rd − G_sd), s ≤ r;   A_rs = Σ_d e_rd k_sd 2^(G_rd − G_sd), s < r;   T = (I + A)⁻¹
 //   Z = X − E⁺ S,  U = T Z  (the write residual u),  O = s [Q⁺ S + P U],  S ← Diag(2^(G_C)) S + K_dᵀ U
 //   Q⁺ = q ⊙ 2^G,  E⁺ = e ⊙ 2^G,  K_d = k ⊙ 2^(G_C − G)
-// P and A are formed as in perkey_chunk_kernel.hpp (only exponents ≤ 0): the 16×16 block below the diagonal through
-// row 15; rows 8..15 × columns 0..7 of each 16-row block through its row 7; the four 8×8 diagonal blocks in log space.
+// P and A on tensor cores, each block through a reference row:
+//   - the 16×16 block below the diagonal through row 15 (every exponent ≤ 0);
+//   - each diagonal 16-row block i through its middle row m = 16i + 8 (backward/per_key_blocks.hpp's form, pk13):
+//     2^(G_r − G_s) = 2^(G_r − G_m) 2^(G_m − G_s), exponents of either sign, in bf16 operands (fp16 inputs too: the
+//     factors need its range), masked to s ≤ r (P) and s < r (A) when stored. A (block, channel) whose halves decay
+//     by more than 40 nats ("wide", or a G that is not finite) takes zeros there, and its pairs are summed exactly in
+//     log space (phase D, perkey_exact_rows16) — only in a chunk where some channel is wide (an OR over the
+//     producers' barrier). Under ordinary gates no chunk is; under SPEC's extreme gates (log α in [−20, 0]) every one
+//     is, and this kernel is slower than e98ccba's (gla 2.06 against 1.14 ms at 8×4096, kda 3.23 against 2.24).
 //
 // Why 32 tokens: a slot of the per-key operands (Q⁺, E⁺, K_d, v, P, T) for 64 tokens is 88 KB, and two of them with
-// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in ~170 KB.
-// producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates; e; P, A (tensor cores and
-//           log space); T; the decayed operands in place — for chunk c + 1 while the consumers work on chunk c.
+// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 175 KB
+// (179 080 bytes with the middle-row operands, the exact sums and the wide marks).
+// producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates (gk and gdn2's b read into
+//           registers a chunk ahead); e; the wide channels' exact sums; the decayed operands in place; P, A; T — for
+//           chunk c + 1 while the consumers work on chunk c.
 // consumers (8 warps; the state in registers, warp w key rows 16w .. + 15, all 128 value columns): v copied a chunk
-//           ahead; Z in place of v; U in place of E⁺; O; the state update; Sᵀ for the next chunk.
+//           ahead (gdn2's w into registers); Z in place of v; U in place of E⁺; O; the state update; Sᵀ for the next
+//           chunk.
 // Slots, named barriers (full / empty) and their ids as in delta_pipeline_kernel.hpp.
 #pragma once
 #include "delta_pipeline_kernel.hpp"  // pipeline_barrier
-#include "perkey_chunk_kernel.hpp"    // perkey_diagonal_rows
+#include "perkey_chunk_kernel.hpp"    // perkey_chunk_rule (launch.hpp)
 #include "perkey_delta_blocks.hpp"
 
 namespace linea::cuda_detail {

@@ -192,8 +192,7 @@ class device_ops {
 // at 2×16384 with the 64-token kernels): the warp-specialised delta kernel runs one CTA per SM over 128 value
 // columns; the scalar 64-token kernel two per SM over 64 columns, bandwidth-bound (a large fixed term keeps it
 // whole until a single sequence leaves most SMs idle); the general kernel two per SM over 64 columns. gla's kernel
-// (perkey_delta_kernel.hpp, 2026-12-02; kda and gdn2 too since pkf14, modelled as the delta kernel) runs one CTA per
-// SM over 128 value columns.
+// (perkey_delta_kernel.hpp, 2026-12-02) runs one CTA per SM over 128 value columns.
 // Pass M of a decay-only rule (simple_gla, gla) is the decay sums (decay_product_kernel.hpp, seg12 2026-12-03): it
 // reads only the gates, a few per cent of pass A, so these rules are modelled as the additive rule (no pass M) plus
 // that fraction of pass A in am_passes. (Before, pass M ran the chunk kernel with V = 1: simple_gla's cost ~2.7
@@ -203,7 +202,7 @@ template <class Rule, class T>
 segments::cost_model calibrated_model(const arguments<T, float>& a, const problem& p, int sms) {
   const index_t KM = segments::transition_columns<Rule>(p.K);
   bool fast = false;
-  constexpr bool per_key = perkey_pipeline_rule<Rule, pass::main>;  // gla, kda, gdn2: the warp-specialised per-key kernel
+  constexpr bool per_key = perkey_chunk_rule<Rule, pass::main>;  // gla on the warp-specialised per-key kernel
   if constexpr ((scalar_chunk_rule<Rule, pass::main> || delta_chunk_rule<Rule, pass::main> || per_key) && sizeof(T) == 2)
     fast = tiles::inputs_fit(make_kernel_args(a, p));
   segments::cost_model m;
