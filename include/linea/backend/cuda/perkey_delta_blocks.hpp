@@ -4,6 +4,7 @@
 //   fill_t10         T's block below the diagonal, T_10 = −T_11 A_10 T_00, from the diagonal blocks already in T
 //   barrier_or       an OR over the threads of a named barrier (the producers: is any channel wide this chunk)
 //   perkey_exact_rows16  the log-space fallback of a 16-row diagonal block for the channels whose span is too wide
+//   perkey_exact_rows8   the same for an 8×8 diagonal block (the fallback's form since pkf14-next)
 #pragma once
 #include "chunk_phases/layout.hpp"  // load_n
 #include "chunk_tiles.hpp"
@@ -81,6 +82,43 @@ __device__ __forceinline__ float perkey_exact_rows16(const E* Xs, const E* Ks, c
     }
   }
   return reduce_scatter_32(x, lane);
+}
+
+// The same for an 8×8 diagonal block at b0: rows 2Q, 2Q + 1 of it, columns 0..7, over the wide channels; lanes l and
+// l + 16 return the sum of entry (row 2Q + l % 16 / 8, column l % 8).
+template <class E, int LDK, int LDG>
+__device__ __forceinline__ float perkey_exact_rows8(const E* Xs, const E* Ks, const float* G, const float* wide, int b0,
+                                                    int Q, int lane) {
+  const int dc = 4 * lane;
+  float x[16];
+#pragma unroll
+  for (int e = 0; e < 16; ++e) x[e] = 0.f;
+  float mk[4];
+  load_n<4>(wide + dc, mk);
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int r = b0 + 2 * Q + i;
+    float xv[4], gr[4];
+    load_n<4>(Xs + r * LDK + dc, xv);
+    load_n<4>(G + r * LDG + dc, gr);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (j > 2 * Q + i) break;
+      float kv[4], gs[4];
+      load_n<4>(Ks + (b0 + j) * LDK + dc, kv);
+      load_n<4>(G + (b0 + j) * LDG + dc, gs);
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const float t = xv[u] * kv[u] * tiles::ex2(gr[u] - gs[u]);
+        x[8 * i + j] += mk[u] != 0.f ? t : 0.f;
+      }
+    }
+  }
+  reduce_scatter_step<8>(x, lane);
+  reduce_scatter_step<4>(x, lane);
+  reduce_scatter_step<2>(x, lane);
+  reduce_scatter_step<1>(x, lane);
+  return x[0] + __shfl_xor_sync(0xffffffffu, x[0], 16);
 }
 
 }  // namespace linea::cuda_detail

@@ -22,14 +22,16 @@
 //   - each diagonal 16-row block i through its middle row m = 16i + 8 (backward/per_key_blocks.hpp's form, pk13):
 //     2^(G_r − G_s) = 2^(G_r − G_m) 2^(G_m − G_s), exponents of either sign, in bf16 operands (fp16 inputs too: the
 //     factors need its range), masked to s ≤ r (P) and s < r (A) when stored. A (block, channel) whose halves decay
-//     by more than 40 nats ("wide", or a G that is not finite) takes zeros there, and its pairs are summed exactly in
-//     log space (phase D, perkey_exact_rows16) — only in a chunk where some channel is wide (an OR over the
-//     producers' barrier). Under ordinary gates no chunk is; under SPEC's extreme gates (log α in [−20, 0]) every one
-//     is, and this kernel is slower than e98ccba's (gla 2.06 against 1.14 ms at 8×4096, kda 3.23 against 2.24).
+//     by more than 40 nats ("wide", or a G that is not finite) takes zeros there and e98ccba's form instead: rows
+//     8..15 × columns 0..7 of the block through its row 7 on tensor cores (Q8, E8, K8: that channel's only), its two
+//     8×8 diagonal blocks exactly in log space (phase D, perkey_exact_rows8) — only in a chunk where some channel is
+//     wide (an OR over the producers' barrier). Under ordinary gates no chunk is; under SPEC's extreme gates (log α
+//     in [−20, 0]) every one is. (pkf14's first version summed the whole 16-row block in log space for wide
+//     channels: gla 2.06 against e98ccba's 1.14 ms at 8×4096 under extreme gates, kda 3.23 against 2.24.)
 //
 // Why 32 tokens: a slot of the per-key operands (Q⁺, E⁺, K_d, v, P, T) for 64 tokens is 88 KB, and two of them with
 // the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 175 KB
-// (179 080 bytes with the middle-row operands, the exact sums and the wide marks).
+// (with the middle-row operands, the fallback's Q8 / E8 / K8, the exact sums and the wide marks: sh::bytes).
 // producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates (gk and gdn2's b read into
 //           registers a chunk ahead); e; the wide channels' exact sums; the decayed operands in place; P, A; T — for
 //           chunk c + 1 while the consumers work on chunk c.
@@ -78,7 +80,11 @@ struct perkey_delta_shape {
       qm_at = kr_at + 16 * LDK,          // block i's rows: q ⊙ 2^(G − G_{16i+8}), bf16 (0: wide)   [CL][LDK]
       em_at = qm_at + CL * LDK,          // the same for e                                           [CL][LDK]
       km_at = em_at + CL * LDK,          // block i's rows: k ⊙ 2^(G_{16i+8} − G), bf16 (0: wide)   [CL][LDK]
-      a_at = km_at + CL * LDK,           // A_10: rows 16..31 × columns 0..15      [16][LDX]
+      // the wide channels' fallback (0 elsewhere; written only in a chunk with a wide channel):
+      q8_at = km_at + CL * LDK,          // block i rows 8..15 at 8i: q ⊙ 2^(G − G_{16i+7})   [24][LDK] (8 spare)
+      e8_at = q8_at + 24 * LDK,          // the same for e                                   [24][LDK] (8 spare)
+      k8_at = e8_at + 24 * LDK,          // block i rows 0..7 at 8i: k ⊙ 2^(G_{16i+7} − G)   [16][LDK]
+      a_at = k8_at + 16 * LDK,           // A_10: rows 16..31 × columns 0..15      [16][LDX]
       x_at = a_at + 16 * LDX,            // T_10's scratch                         [16][LDX]
       end = x_at + 16 * LDX;
   // fp32 after them: G [CL][LDG], A's diagonal blocks [2][16][17], P's exact diagonal sums [2][16][17] and the wide
@@ -122,6 +128,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
   E *QR = base + sh::qr_at, *ER = base + sh::er_at, *KR = base + sh::kr_at, *A10 = base + sh::a_at, *X = base + sh::x_at;
   DE *QM = reinterpret_cast<DE*>(base + sh::qm_at), *EM = reinterpret_cast<DE*>(base + sh::em_at);
   DE* KM = reinterpret_cast<DE*>(base + sh::km_at);
+  E *Q8 = base + sh::q8_at, *E8 = base + sh::e8_at, *K8 = base + sh::k8_at;
   const source<T> src{a};
   using U = typename Rule::update;
   constexpr bool erasing = erases<Rule>;
@@ -167,6 +174,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
   auto unpack = [](const std::uint32_t* r, int i) {
     return to_float(T::from_bits(static_cast<std::uint16_t>(r[i / 2] >> (16 * (i % 2)))));
   };
+  for (int x = ptid; x < 8 * LDK; x += sh::producers) Q8[16 * LDK + x] = E8[16 * LDK + x] = from_float<E>(0.f);  // spares
   if (chunks > 0) read_ahead(seq.t0, cta.rows_in(seq.t0)), read_b_ahead(seq.t0, cta.rows_in(seq.t0));
 
   for (int c = 0; c < chunks; ++c) {
@@ -237,18 +245,20 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       bar::sync(bar::producers, sh::producers);  // e in
     }
 
-    // ---- D: only when a channel is wide, the diagonal 16-row blocks of P (and A) over the wide channels, exactly
-    // in log space, into Pd (and Ad); warp pw: block pw & 1, P (pw < 2) or A. Read back in F.
+    // ---- D: only when a channel is wide, the wide channels' 8×8 diagonal blocks of P (and A) exactly in log space,
+    // into Pd (and Ad) at their places in the 16-row blocks (rows 8..15 × columns 0..7 of each go through row 7 on
+    // tensor cores, in F). Jobs (block 8j, P or A): erasing — warp pw: j = pw, then P and A; gla — warp pw: j = pw, P.
     if (any_wide) {
-      if (erasing || pw < 2) {
-        const int ib = pw & 1;
-        const bool is_a = erasing && pw >= 2;
+      const int j = pw, ib = j >> 1, o = 8 * (j & 1), b0 = 8 * j;
+#pragma unroll 1
+      for (int m = 0; m < (erasing ? 2 : 1); ++m) {
+        const bool is_a = m == 1;
         const E* Xs = is_a ? Es : Qs;
         float* out = (is_a ? Ad : Pd) + ib * 16 * 17;
 #pragma unroll 1
-        for (int Q = 0; Q < 8; ++Q) {
-          const float x = perkey_exact_rows16<E, LDK, LDG>(Xs, Ks, G, wide_mark + ib * sh::KP, 16 * ib, Q, lane);
-          out[(2 * Q + lane / 16) * 17 + lane % 16] = x;
+        for (int Q = 0; Q < 4; ++Q) {
+          const float x = perkey_exact_rows8<E, LDK, LDG>(Xs, Ks, G, wide_mark + ib * sh::KP, b0, Q, lane);
+          if (lane < 16) out[(o + 2 * Q + lane / 8) * 17 + o + lane % 8] = x;
         }
       }
       bar::sync(bar::producers, sh::producers);  // every read of the raw q, k, e done
@@ -287,6 +297,17 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
         QM[r * LDK + d] = from_float<DE>(w ? 0.f : q * fr);
         if constexpr (erasing) EM[r * LDK + d] = from_float<DE>(w ? 0.f : e * fr);
         KM[r * LDK + d] = from_float<DE>(w ? 0.f : k * fs);
+        if (any_wide) {  // the wide channels' rows 8..15 × 0..7 of the block, through its row 7 (exponents ≤ 0)
+          const int rho = r % 16;
+          const float g7 = g[16 * ib + 7];
+          if (rho < 8) {
+            K8[(8 * ib + rho) * LDK + d] = from_float<E>(w ? k * ex2(g7 - gv) : 0.f);
+          } else {
+            const float f = w ? ex2(gv - g7) : 0.f;
+            Q8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(w ? q * f : 0.f);
+            if constexpr (erasing) E8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(w ? e * f : 0.f);
+          }
+        }
       }
     }
     bar::sync(bar::producers, sh::producers);  // operands in
@@ -311,6 +332,11 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
         float x[2][4] = {};
         mma_strip<DE, 2>(x, (is_a ? EM : QM) + 16 * ib * LDK, LDK, KM + 16 * ib * LDK, LDK, sh::KP / 16);
         float* exact = (is_a ? Ad : Pd) + ib * 16 * 17;
+        if (any_wide) {  // the wide channels' rows 8..15 × columns 0..7: this lane's (8 + acc_row(0), acc_col(0..1))
+          float y[4] = {};
+          mma_tile<E>(y, (is_a ? E8 : Q8) + 8 * ib * LDK, LDK, K8 + 8 * ib * LDK, LDK, sh::KP / 16);
+          x[0][2] += y[0], x[0][3] += y[1];
+        }
 #pragma unroll
         for (int t = 0; t < 2; ++t)
 #pragma unroll
@@ -320,7 +346,8 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
 #pragma unroll
             for (int u = 0; u < 2; ++u) {
               const bool in = is_a ? s + u < r : s + u <= r;
-              v[u] = in ? x[t][2 * h + u] + (any_wide ? exact[r * 17 + s + u] : 0.f) : 0.f;
+              const bool sub = (r >> 3) == ((s + u) >> 3);  // an 8×8 diagonal block: D's exact sums
+              v[u] = in ? x[t][2 * h + u] + (any_wide && sub ? exact[r * 17 + s + u] : 0.f) : 0.f;
             }
             if (is_a) exact[r * 17 + s] = v[0], exact[r * 17 + s + 1] = v[1];
             else *reinterpret_cast<std::uint32_t*>(Ps + (16 * ib + r) * LDC + 16 * ib + s) = pack2<E>(v[0], v[1]);
