@@ -10,6 +10,12 @@
 //        -DLINEA_CUDA_EXTERN_INSTANCES -Iinclude -c bench/cuda/perkey_delta_ab.cu && link with the instances' objects
 // (2026-12-02's call ran the previous version of this file, which launched the general kernel directly and sent kda
 // and gdn2 to perkey_delta_kernel.hpp through the library: bench/cuda/README.md.)
+// pkf14 (2026-12-03): pipeline_ab — this branch's perkey_delta_kernel against main e98ccba's (perkey_delta_ab_v0.hpp)
+// and against the rule's other kernel, o and final-state distances, at 8×4096 and 1×32768, ordinary and extreme
+// gates (log α uniform in [−20, 0]); `--check`: small shapes only, for compute-sanitizer. pkf14 built it without
+// the extern instances (one unit instantiating the three rules' forward), as
+//   nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude \
+//        -I/usr/include/eigen3 bench/cuda/perkey_delta_ab.cu -o perkey_delta_ab
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -19,6 +25,7 @@
 #include <linea/cuda.hpp>
 
 #include "ab_common.hpp"
+#include "perkey_delta_ab_v0.hpp"  // main e98ccba's perkey_delta_kernel (before pkf14), namespace pkf_v0
 
 using namespace linea;
 using T = bf16;
@@ -28,7 +35,8 @@ namespace {
 
 // The inputs of bench_cuda.cu (the same hash, the same distributions), so the rows compare with its own.
 using linea_bench::hash_uniform;
-enum class fill { normal, logsigmoid, sigmoid, uniform, logsigmoid4 };  // the last two: perkey_ab.cu's
+enum class fill { normal, logsigmoid, sigmoid, uniform, logsigmoid4, extreme };  // uniform, logsigmoid4: perkey_ab.cu's;
+                                                                               // extreme: log α uniform in [−20, 0]
 __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
@@ -38,6 +46,7 @@ __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind)
     if (kind == fill::sigmoid) x = 1.f / (1.f + expf(-z));
     if (kind == fill::uniform) x = 2.f * hash_uniform(i, seed) - 1.f;
     if (kind == fill::logsigmoid4) x = -logf(1.f + expf(-4.f * (2.f * hash_uniform(i, seed) - 1.f)));
+    if (kind == fill::extreme) x = -20.f * hash_uniform(i, seed);
     p[i] = linea::cuda_detail::from_float<T>(x);
   }
 }
@@ -70,7 +79,7 @@ struct inputs {
   float *s0, *s1;
 };
 constexpr index_t H = 16, K = 128, V = 128;
-inputs make_inputs(index_t B, index_t T_, std::uint32_t seed, bool perkey_ab_fills = false) {
+inputs make_inputs(index_t B, index_t T_, std::uint32_t seed, bool perkey_ab_fills = false, bool extreme = false) {
   const std::size_t nk = B * T_ * H * K, ns = B * T_ * H;
   const fill qkv = perkey_ab_fills ? fill::uniform : fill::normal;
   inputs x{B, T_};
@@ -78,7 +87,7 @@ inputs make_inputs(index_t B, index_t T_, std::uint32_t seed, bool perkey_ab_fil
   x.k = random_tensor(nk, seed + 2, qkv);
   if (!perkey_ab_fills) normalize_rows<<<static_cast<unsigned>((ns + 7) / 8), 256>>>(x.k, static_cast<std::int64_t>(ns), int(K));
   x.v = random_tensor(nk, seed + 3, qkv);
-  x.gk = random_tensor(nk, seed + 5, perkey_ab_fills ? fill::logsigmoid4 : fill::logsigmoid);
+  x.gk = random_tensor(nk, seed + 5, extreme ? fill::extreme : perkey_ab_fills ? fill::logsigmoid4 : fill::logsigmoid);
   x.beta = random_tensor(ns, seed + 6, fill::sigmoid);
   x.b = random_tensor(nk, seed + 7, fill::sigmoid);
   x.w = random_tensor(nk, seed + 8, fill::sigmoid);
@@ -164,6 +173,30 @@ void launch_other(const cuda_detail::kernel_args<T>& k, index_t rows) {
   check_launch("perkey kernel");
 }
 
+// The general chunk kernel (chunk_kernel.hpp), launched as launch_chunk's fallback branch does.
+template <class Rule>
+void launch_general(const cuda_detail::kernel_args<T>& k, index_t rows) {
+  using namespace cuda_detail;
+  using E = __nv_bfloat16;
+  constexpr int BV = chunk_bv<Rule, T, E, pass::main>;
+  constexpr std::size_t bytes = chunk_shape<Rule, T, E, pass::main, BV>::bytes;
+  constexpr auto kernel = chunk_kernel<Rule, T, E, pass::main, BV>;
+  allow_dynamic_shared<kernel>(bytes, 0);
+  kernel<<<dim3(unsigned(k.HV), unsigned(rows), unsigned((k.V + BV - 1) / BV)), chunk_threads, bytes>>>(k);
+  check_launch("chunk_kernel");
+}
+// This branch's perkey_delta_kernel (new) and main e98ccba's (old), launched directly over whole sequences.
+template <class Rule, bool New>
+void launch_pipeline(const cuda_detail::kernel_args<T>& k, index_t rows) {
+  using namespace cuda_detail;
+  using E = __nv_bfloat16;
+  using sh = std::conditional_t<New, perkey_delta_shape, pkf_v0::perkey_delta_shape>;
+  constexpr auto kernel = New ? perkey_delta_kernel<Rule, T, E> : pkf_v0::perkey_delta_kernel<Rule, T, E>;
+  allow_dynamic_shared<kernel>(sh::bytes, 0);
+  kernel<<<dim3(unsigned(k.HV), unsigned(rows), 1u), sh::threads, sh::bytes>>>(k);
+  check_launch("perkey_delta_kernel");
+}
+
 // Bytes a call must move at least: q, k, v, gk (and β or b, w) read, o written, the final state written.
 template <class Rule>
 double min_bytes(index_t B, index_t T_) {
@@ -184,15 +217,20 @@ void rows_at(index_t B, index_t T_, double copy) {
   whole.segment_tokens = 0;
   const index_t piece = cuda_detail::piece_length<Rule>(a[0], segments::sequence_starts(a[0], p), p, cuda::launch{},
                                                         cuda_detail::current_device());
-  const double ms = time_ms([&](int i) { chunkwise<Rule, read::identity, backend::cuda>(a[i & 1]); });
-  const double ms_whole = time_ms([&](int i) { chunkwise<Rule, read::identity, backend::cuda>(a[i & 1], whole); });
+  const int calls = B * T_ > 8 * 4096 ? 3 : 10, repeats = B * T_ > 8 * 4096 ? 5 : 7;
+  const double ms = time_ms([&](int i) { chunkwise<Rule, read::identity, backend::cuda>(a[i & 1]); }, calls, repeats);
+  const double ms_whole =
+      time_ms([&](int i) { chunkwise<Rule, read::identity, backend::cuda>(a[i & 1], whole); }, calls, repeats);
   const double tb = min_bytes<Rule>(B, T_) / (ms * 1e-3) / 1e12;
   std::printf("{\"kind\":\"perkey_chunkwise\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"piece\":%ld,\"ms\":%.4f,"
               "\"whole_ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f",
               rule_name<Rule>::value, long(B), long(T_), long(piece), ms, ms_whole, tb, tb / copy);
   if (B == 8) {
     const auto k0 = cuda_detail::make_kernel_args(a[0], p), k1 = cuda_detail::make_kernel_args(a[1], p);
-    const double other = time_ms([&](int i) { launch_other<Rule>(i & 1 ? k1 : k0, B); });
+    const double other = time_ms([&](int i) {
+      if constexpr (erases<Rule>) launch_general<Rule>(i & 1 ? k1 : k0, B);
+      else launch_other<Rule>(i & 1 ? k1 : k0, B);
+    });
     std::printf(",\"other_kernel_ms\":%.4f", other);
   }
   std::printf("}\n");
@@ -227,9 +265,7 @@ void forward_variants() {
   free_inputs(one), free_inputs(two[0]), free_inputs(two[1]);
 }
 
-// The library's kernel against the other kernel of the rule (launch_other): the time of each, and how far apart
-// their o and final states are (relative Frobenius distance; each is within SPEC §5 of the float64 reference only
-// if both are).
+// (helpers of pipeline_ab)
 template <class X>
 std::vector<float> to_host(const X* p, std::size_t n) {
   std::vector<X> h(n);
@@ -243,30 +279,83 @@ double rel_distance(const std::vector<float>& x, const std::vector<float>& y) {
   for (std::size_t i = 0; i < x.size(); ++i) d += double(x[i] - y[i]) * (x[i] - y[i]), n += double(y[i]) * y[i];
   return std::sqrt(d / n);
 }
+// The float64 recurrence (linea::reference) on the inputs of x, copied to the host as float (16-bit values exactly):
+// o and the final state, to measure SPEC §5's relative distances on small shapes.
 template <class Rule>
-void kernels_ab(index_t B, index_t T_, bool initial_state) {
-  inputs x[2] = {make_inputs(B, T_, 100), make_inputs(B, T_, 200)};
+std::pair<std::vector<float>, std::vector<float>> reference_outputs(const inputs& x, bool initial_state) {
+  const index_t B = x.B, T_ = x.T_;
+  const std::size_t nk = B * T_ * H * K, ns = B * T_ * H, nst = B * H * K * V;
+  auto q = to_host(x.q, nk), k = to_host(x.k, nk), v = to_host(x.v, nk), gk = to_host(x.gk, nk);
+  auto beta = to_host(x.beta, ns), b = to_host(x.b, nk), w = to_host(x.w, nk);
+  auto s0 = to_host(x.s0, nst);
+  std::vector<float> o(nk), s1(nst);
+  arguments<float, float> a;
+  a.q = contiguous<4>(static_cast<const float*>(q.data()), {B, T_, H, K});
+  a.k = contiguous<4>(static_cast<const float*>(k.data()), {B, T_, H, K});
+  a.v = contiguous<4>(static_cast<const float*>(v.data()), {B, T_, H, V});
+  a.gk = contiguous<4>(static_cast<const float*>(gk.data()), {B, T_, H, K});
+  if constexpr (reads(Rule::inputs, input::beta)) a.beta = contiguous<3>(static_cast<const float*>(beta.data()), {B, T_, H});
+  if constexpr (reads(Rule::inputs, input::b)) a.b = contiguous<4>(static_cast<const float*>(b.data()), {B, T_, H, K});
+  if constexpr (reads(Rule::inputs, input::w)) a.w = contiguous<4>(static_cast<const float*>(w.data()), {B, T_, H, V});
+  a.o = contiguous<4>(o.data(), {B, T_, H, V});
+  if (initial_state) a.initial_state = contiguous<4>(static_cast<const float*>(s0.data()), {B, H, K, V});
+  a.final_state = contiguous<4>(s1.data(), {B, H, K, V});
+  reference::recurrent<Rule, read::identity, double>(a);
+  return {o, s1};
+}
+
+// New against old (main e98ccba's kernel) against the other kernel of the rule (kda, gdn2: the general kernel; gla:
+// perkey_chunk_kernel.hpp), whole sequences, launched directly: distances of o and the final state of new from
+// old and from other (the relative Frobenius distance), then the times, three rounds interleaved (best median).
+template <class Rule>
+void pipeline_ab(index_t B, index_t T_, bool initial_state, bool extreme, bool timed = true) {
+  inputs x[2] = {make_inputs(B, T_, 100, false, extreme), make_inputs(B, T_, 200, false, extreme)};
   if (initial_state) fill_state<<<2048, 256>>>(x[0].s0, std::int64_t(B * H * K * V), 9);
   CK(cudaMemset(x[1].s0, 0, B * H * K * V * sizeof(float)));
   arguments<T, float> a[2] = {make_args<Rule>(x[0], initial_state), make_args<Rule>(x[1], initial_state)};
   const problem p = validate_chunkwise<Rule, read::identity>(a[0]);
-  cuda::launch whole;
-  whole.segment_tokens = 0;
   const cuda_detail::kernel_args<T> k[2] = {cuda_detail::make_kernel_args(a[0], p), cuda_detail::make_kernel_args(a[1], p)};
-  auto other = [&](int i) { launch_other<Rule>(k[i & 1], B); };
+  auto fresh = [&](int i) { return launch_pipeline<Rule, true>(k[i & 1], B); };
+  auto old = [&](int i) { return launch_pipeline<Rule, false>(k[i & 1], B); };
+  auto other = [&](int i) {
+    if constexpr (erases<Rule>) launch_general<Rule>(k[i & 1], B);
+    else launch_other<Rule>(k[i & 1], B);
+  };
   const std::size_t no = std::size_t(B) * T_ * H * V, ns = std::size_t(B) * H * K * V;
-  chunkwise<Rule, read::identity, backend::cuda>(a[0], whole);
-  CK(cudaDeviceSynchronize());
-  const auto o_lib = to_host(x[0].o, no);
-  const auto s_lib = to_host(x[0].s1, ns);
-  other(0);
-  CK(cudaDeviceSynchronize());
-  const double d_o = rel_distance(to_host(x[0].o, no), o_lib), d_s = rel_distance(to_host(x[0].s1, ns), s_lib);
-  const double lib = time_ms([&](int i) { chunkwise<Rule, read::identity, backend::cuda>(a[i & 1], whole); });
-  const double oth = time_ms(other);
-  std::printf("{\"kind\":\"kernels_ab\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"initial_state\":%s,\"library_ms\":%.4f,"
-              "\"other_kernel_ms\":%.4f,\"o_rel_distance\":%.2e,\"state_rel_distance\":%.2e}\n",
-              rule_name<Rule>::value, long(B), long(T_), initial_state ? "true" : "false", lib, oth, d_o, d_s);
+  auto outputs = [&](auto&& f) {
+    f(0);
+    CK(cudaDeviceSynchronize());
+    return std::pair{to_host(x[0].o, no), to_host(x[0].s1, ns)};
+  };
+  const auto [o_new, s_new] = outputs(fresh);
+  const auto [o_old, s_old] = outputs(old);
+  const auto [o_oth, s_oth] = outputs(other);
+  double ref_o_new = -1, ref_s_new = -1, ref_o_old = -1, ref_s_old = -1;
+  if (B * T_ <= 1024) {  // small shapes: SPEC §5's distances from the float64 recurrence (bound 1e-2 for 16-bit inputs)
+    const auto [o_ref, s_ref] = reference_outputs<Rule>(x[0], initial_state);
+    ref_o_new = rel_distance(o_new, o_ref), ref_s_new = rel_distance(s_new, s_ref);
+    ref_o_old = rel_distance(o_old, o_ref), ref_s_old = rel_distance(s_old, s_ref);
+  }
+  bool finite = true;
+  for (float v : o_new) finite = finite && std::isfinite(v);
+  for (float v : s_new) finite = finite && std::isfinite(v);
+  double t_new = 1e30, t_old = 1e30, t_oth = 1e30;
+  const bool long_call = B * T_ > 8 * 4096;  // fewer calls: 10-30 ms each
+  for (int round = 0; timed && round < (long_call ? 2 : 3); ++round) {
+    t_new = std::min(t_new, long_call ? time_ms(fresh, 3, 5, 1) : time_ms(fresh));
+    t_old = std::min(t_old, long_call ? time_ms(old, 3, 5, 1) : time_ms(old));
+    t_oth = std::min(t_oth, long_call ? time_ms(other, 3, 5, 1) : time_ms(other));
+  }
+  const double tb = min_bytes<Rule>(B, T_) / (t_new * 1e-3) / 1e12;
+  std::printf("{\"kind\":\"pipeline_ab\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"initial_state\":%s,\"extreme\":%s,"
+              "\"new_ms\":%.4f,\"old_ms\":%.4f,\"other_ms\":%.4f,\"new_tbps\":%.3f,\"new_finite\":%s,"
+              "\"o_new_old\":%.2e,\"state_new_old\":%.2e,\"o_new_other\":%.2e,\"state_new_other\":%.2e,"
+              "\"o_old_other\":%.2e,\"state_old_other\":%.2e,\"ref_o_new\":%.2e,\"ref_state_new\":%.2e,"
+              "\"ref_o_old\":%.2e,\"ref_state_old\":%.2e}\n",
+              rule_name<Rule>::value, long(B), long(T_), initial_state ? "true" : "false", extreme ? "true" : "false",
+              t_new, t_old, t_oth, tb, finite ? "true" : "false", rel_distance(o_new, o_old), rel_distance(s_new, s_old),
+              rel_distance(o_new, o_oth), rel_distance(s_new, s_oth), rel_distance(o_old, o_oth),
+              rel_distance(s_old, s_oth), ref_o_new, ref_s_new, ref_o_old, ref_s_old);
   std::fflush(stdout);
   free_inputs(x[0]), free_inputs(x[1]);
 }
@@ -274,10 +363,11 @@ void kernels_ab(index_t B, index_t T_, bool initial_state) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool long_shapes = true, variants = true;
+  bool long_shapes = true, variants = false, check = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--short")) long_shapes = false;
-    if (!std::strcmp(argv[i], "--no-variants")) variants = false;
+    if (!std::strcmp(argv[i], "--variants")) variants = true;
+    if (!std::strcmp(argv[i], "--check")) check = true;  // small shapes only (for compute-sanitizer)
   }
   try {
     cudaDeviceProp prop{};
@@ -286,6 +376,27 @@ int main(int argc, char** argv) {
     std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d,\"copy_tbps\":%.3f}\n", prop.name,
                 prop.multiProcessorCount, copy);
     std::fflush(stdout);
+    if (check) {  // small: a tail, an initial state, extreme gates
+      for (const bool ex : {false, true}) {
+        pipeline_ab<kda>(2, 150, true, ex, false);
+        pipeline_ab<gdn2>(2, 150, true, ex, false);
+        pipeline_ab<gla>(2, 150, true, ex, false);
+      }
+      for (const bool ex : {false, true}) {  // (no initial state)
+        pipeline_ab<kda>(1, 333, false, ex, false);
+        pipeline_ab<gdn2>(1, 333, false, ex, false);
+        pipeline_ab<gla>(1, 333, false, ex, false);
+      }
+      return 0;
+    }
+    for (const auto& [B, T_] : {std::pair<index_t, index_t>{8, 4096}, {1, 32768}}) {
+      if (B != 8 && !long_shapes) continue;
+      for (const bool ex : {false, true}) {
+        pipeline_ab<kda>(B, T_, false, ex);
+        pipeline_ab<gdn2>(B, T_, false, ex);
+        pipeline_ab<gla>(B, T_, false, ex);
+      }
+    }
     for (const auto& [B, T_] : {std::pair<index_t, index_t>{8, 4096}, {2, 16384}, {1, 32768}}) {
       if (B != 8 && !long_shapes) continue;
       rows_at<kda>(B, T_, copy);
@@ -293,9 +404,9 @@ int main(int argc, char** argv) {
       rows_at<gla>(B, T_, copy);
     }
     for (const bool s0 : {false, true}) {  // (2×333: a tail, an initial state)
-      kernels_ab<gla>(s0 ? 2 : 8, s0 ? 333 : 4096, s0);
-      kernels_ab<kda>(s0 ? 2 : 8, s0 ? 333 : 4096, s0);
-      kernels_ab<gdn2>(s0 ? 2 : 8, s0 ? 333 : 4096, s0);
+      pipeline_ab<gla>(2, 333, true, s0);
+      pipeline_ab<kda>(2, 333, true, s0);
+      pipeline_ab<gdn2>(2, 333, true, s0);
     }
     if (variants) forward_variants<gla>(), forward_variants<kda>();
   } catch (const std::exception& e) {

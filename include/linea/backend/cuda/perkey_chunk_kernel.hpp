@@ -1,7 +1,7 @@
 // linea/backend/cuda/perkey_chunk_kernel.hpp — the chunkwise forward of the rules that only add, with a decay per
 // key channel (gla), on tensor cores. (Since 2026-12-02 the library sends gla to perkey_delta_kernel.hpp, faster on
-// the H200; this kernel stays as the A/B baseline of bench/cuda/perkey_delta_ab.cu, and its log-space diagonal
-// blocks (perkey_diagonal_rows) are shared with that kernel.)
+// the H200; this kernel stays as the A/B baseline of bench/cuda/perkey_delta_ab.cu. Its log-space diagonal blocks
+// (perkey_diagonal_rows) were shared with that kernel until pkf14, which forms them through a middle row instead.)
 //   S_t = Diag(α_t) S_{t-1} + k_t v_tᵀ,  o_t = s S_tᵀ q_t,   log α_t = gk_t (after the in-kernel gate)
 //
 // Per chunk of CL = 64 tokens, with G_r·d = Σ_{s ≤ r} log₂ α_s·d inside the chunk and C its last row (SPEC §4):

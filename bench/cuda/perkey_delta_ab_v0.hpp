@@ -1,0 +1,452 @@
+// bench/cuda/perkey_delta_ab_v0.hpp — main e98ccba's perkey_delta_kernel.hpp (before pkf14), in namespace pkf_v0, so that
+// perkey_delta_ab.cu times and compares the old kernel against the new one in the same process. Generated:
+//   sed 's/^namespace linea::cuda_detail {/namespace linea::cuda_detail::pkf_v0 {/' of main's header (+ include paths); the kernel calls its two roles qualified (pkf_v0::)
+// linea/backend/cuda/perkey_delta_kernel.hpp — the chunkwise forward of the rules with a decay per key channel
+// (gla; kda, gdn2), warp-specialised as delta_pipeline_kernel.hpp: key-side producers run a chunk ahead of the
+// state-holding consumers.
+//   S_t = S'_t + k_t (x_t − S'_tᵀ e_t)ᵀ,  S'_t = Diag(α_t) S_{t-1},  o_t = s S_tᵀ q_t
+// with the erase key e = b ⊙ k and the write target x = w ⊙ v (kda: b = w = β; gdn2: b, w per channel; gla: e = 0,
+// x = v, so T = I and U = v: the additive mode below skips A, T, E⁺ and Z).
+//
+// Which rules the library sends here (launch.hpp), from the H200 (bench/cuda/README.md, 2026-12-02, 8×4096, H = 16,
+// K = V = 128, bf16): gla — 1.13 ms against its 64-token kernel's 1.50 (perkey_chunk_kernel.hpp) in the same process.
+// kda and gdn2 computed here pass the CUDA suite's cases, the conformance runner, racecheck and memcheck, but take
+// 2.19 and 4.08 ms against the general kernel's 1.58 and 1.63: the four producer warps (one per scheduler) are the
+// bottleneck — the log-space diagonal blocks and the operands of P and A are element-wise work a chunk, and gdn2's
+// per-channel gates are read from global memory inside the phases. They stay on the general kernel until that is
+// fixed (more producer warps or fewer exponentials, gates read a chunk ahead).
+//
+// UT form, per chunk of CL = 32 tokens, G_r·d = Σ_{s ≤ r} log₂ α_s·d inside the chunk, C its last row (SPEC §4):
+//   P_rs = Σ_d q_rd k_sd 2^(G_rd − G_sd), s ≤ r;   A_rs = Σ_d e_rd k_sd 2^(G_rd − G_sd), s < r;   T = (I + A)⁻¹
+//   Z = X − E⁺ S,  U = T Z  (the write residual u),  O = s [Q⁺ S + P U],  S ← Diag(2^(G_C)) S + K_dᵀ U
+//   Q⁺ = q ⊙ 2^G,  E⁺ = e ⊙ 2^G,  K_d = k ⊙ 2^(G_C − G)
+// P and A are formed as in perkey_chunk_kernel.hpp (only exponents ≤ 0): the 16×16 block below the diagonal through
+// row 15; rows 8..15 × columns 0..7 of each 16-row block through its row 7; the four 8×8 diagonal blocks in log space.
+//
+// Why 32 tokens: a slot of the per-key operands (Q⁺, E⁺, K_d, v, P, T) for 64 tokens is 88 KB, and two of them with
+// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in ~170 KB.
+// producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates; e; P, A (tensor cores and
+//           log space); T; the decayed operands in place — for chunk c + 1 while the consumers work on chunk c.
+// consumers (8 warps; the state in registers, warp w key rows 16w .. + 15, all 128 value columns): v copied a chunk
+//           ahead; Z in place of v; U in place of E⁺; O; the state update; Sᵀ for the next chunk.
+// Slots, named barriers (full / empty) and their ids as in delta_pipeline_kernel.hpp.
+#pragma once
+#include <linea/backend/cuda/delta_pipeline_kernel.hpp>  // pipeline_barrier
+#include <linea/backend/cuda/perkey_chunk_kernel.hpp>    // perkey_diagonal_rows
+#include <linea/backend/cuda/perkey_delta_blocks.hpp>
+
+namespace linea::cuda_detail::pkf_v0 {
+
+// The rules this kernel computes, main pass: an erasing update with a per-key decay read from gk alone (not sent
+// here by the library: see above), ...
+template <class Rule, pass P>
+inline constexpr bool perkey_delta_rule = P == pass::main && Rule::update::kind == update_kind::erase &&
+                                          Rule::decay::kind == decay_kind::per_key && Rule::decay::inputs == input::gk;
+// ... and the additive per-key rule (gla: e = 0, T = I, U = v; launch.hpp's perkey_chunk_rule).
+template <class Rule, pass P>
+inline constexpr bool perkey_pipeline_rule = perkey_delta_rule<Rule, P> ||
+                                             (P == pass::main && std::is_same_v<typename Rule::update, update::additive> &&
+                                              Rule::decay::kind == decay_kind::per_key && Rule::decay::inputs == input::gk);
+
+// Whether the update's gates are one number a token (kda's β) rather than one a channel (gdn2's b, w).
+template <class Rule>
+inline constexpr bool token_gates = !reads(Rule::update::inputs, input::b) && !reads(Rule::update::inputs, input::w);
+
+struct perkey_delta_shape {
+  static constexpr int CL = 32, KP = tiles::KP, BVW = 128;  // tokens per chunk, padded K, value columns
+  static constexpr int LDK = tiles::LDK, LDV = BVW + 8, LDC = CL + 8, LDG = KP + 4, LDX = tiles::ut_scratch_ld;
+  static constexpr int consumers = 256, producers = 128, threads = consumers + producers;
+  // 16-bit tiles, in elements: a slot (one chunk), then the consumers' and the producers' own
+  static constexpr int q_at = 0,  // q, then Q⁺                                   [CL][LDK]
+      k_at = q_at + CL * LDK,     // k, then K_d                                  [CL][LDK]
+      e_at = k_at + CL * LDK,     // e, then E⁺, then U                           [CL][LDK]
+      v_at = e_at + CL * LDK,     // v, then Z                                    [CL][LDV]
+      p_at = v_at + CL * LDV,     // P                                            [CL][LDC]
+      t_at = p_at + CL * LDC,     // T                                            [CL][LDC]
+      slot = t_at + CL * LDC;
+  static constexpr int s_at = 2 * slot,  // Sᵀ                                     [BVW][LDK]
+      qr_at = s_at + BVW * LDK,          // rows 16..31: q ⊙ 2^(G − G_15)          [16][LDK]
+      er_at = qr_at + 16 * LDK,          // rows 16..31: e ⊙ 2^(G − G_15)          [16][LDK]
+      kr_at = er_at + 16 * LDK,          // rows 0..15:  k ⊙ 2^(G_15 − G)          [16][LDK]
+      q8_at = kr_at + 16 * LDK,          // block i rows 8..15 at 8i: q ⊙ 2^(G − G_{16i+7})   [24][LDK] (8 spare)
+      e8_at = q8_at + 24 * LDK,          // the same for e                                   [24][LDK] (8 spare)
+      k8_at = e8_at + 24 * LDK,          // block i rows 0..7 at 8i: k ⊙ 2^(G_{16i+7} − G)   [16][LDK]
+      a_at = k8_at + 16 * LDK,           // A_10: rows 16..31 × columns 0..15      [16][LDX]
+      x_at = a_at + 16 * LDX,            // T_10's scratch                         [16][LDX]
+      end = x_at + 16 * LDX;
+  // fp32 after them: G [CL][LDG] and A's diagonal blocks [2][16][17] (producers); per slot G_C [KP] and the write
+  // gates x [CL] (token gates); the erase gates [CL] (producers, token gates)
+  static constexpr std::size_t g_offset = 2 * std::size_t(end), ad_offset = g_offset + 4 * CL * LDG,
+                               sf_offset = ad_offset + 4 * 2 * 16 * 17, slot_floats = KP + CL,
+                               eg_offset = sf_offset + 4 * 2 * slot_floats, flag_offset = eg_offset + 4 * CL,
+                               bytes = flag_offset + 4 * 2;  // flags: int [2], one a slot (v's, below)
+  static_assert(g_offset % 16 == 0 && sf_offset % 16 == 0, "16-byte aligned fp32 tiles");
+  static_assert(bytes <= 227 * 1024, "one CTA per SM");
+  static_assert(LDK == perkey_chunk_shape::LDK && LDG == perkey_chunk_shape::LDG, "perkey_diagonal_rows' strides");
+};
+
+// ================= producers: chunk c's operands into slot c mod 2, a chunk ahead of the consumers =================
+template <class Rule, class T, class E>
+__device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, const tiles::site<T, 128>& cta,
+                                                       unsigned char* smem_raw, int chunks) {
+  using sh = perkey_delta_shape;
+  namespace bar = pipeline_barrier;
+  using tiles::ex2;
+  constexpr int CL = sh::CL, LDK = sh::LDK, LDC = sh::LDC, LDG = sh::LDG, LDX = sh::LDX;
+  const seq_range& seq = cta.seq;
+  const index_t hv = cta.hv;
+  const int ptid = threadIdx.x - sh::consumers, pw = ptid >> 5, lane = threadIdx.x & 31;
+  const int d = ptid;  // this thread's key channel
+  const bool has_d = d < cta.Kw;
+  E* base = reinterpret_cast<E*>(smem_raw);
+  auto tile = [&](int c, int at) { return base + (c & 1) * sh::slot + at; };
+  float* slotf0 = reinterpret_cast<float*>(smem_raw + sh::sf_offset);
+  float* G = reinterpret_cast<float*>(smem_raw + sh::g_offset);
+  float* Ad = reinterpret_cast<float*>(smem_raw + sh::ad_offset);
+  float* eg = reinterpret_cast<float*>(smem_raw + sh::eg_offset);
+  E *QR = base + sh::qr_at, *ER = base + sh::er_at, *KR = base + sh::kr_at, *Q8 = base + sh::q8_at;
+  E *E8 = base + sh::e8_at, *K8 = base + sh::k8_at, *A10 = base + sh::a_at, *X = base + sh::x_at;
+  const source<T> src{a};
+  using U = typename Rule::update;
+  constexpr bool erasing = erases<Rule>;
+
+  for (int x = ptid; x < 8 * LDK; x += sh::producers) Q8[16 * LDK + x] = E8[16 * LDK + x] = from_float<E>(0.f);  // spares
+
+  // Read a chunk ahead into registers: this channel's raw gk of the 32 rows (two 16-bit inputs a register) and,
+  // with token gates, lane r's erase and write gates of row r.
+  const T* gk0 = a.gk.ptr + seq.bt * a.gk.str[0] + hv * a.gk.str[2] + d * a.gk.str[3];
+  std::uint32_t raw[CL / 2];
+  float next_b = 0, next_w = 0;
+  auto read_ahead = [&](index_t c0, int L) {
+    const T* p = gk0 + c0 * a.gk.str[1];
+    const T zero = from_float<T>(0.f);
+#pragma unroll
+    for (int i = 0; i < CL / 2; ++i) {
+      const T lo = has_d && 2 * i < L ? p[2 * i * a.gk.str[1]] : zero;
+      const T hi = has_d && 2 * i + 1 < L ? p[(2 * i + 1) * a.gk.str[1]] : zero;
+      raw[i] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
+    }
+    if constexpr (erasing && token_gates<Rule>) {
+      if (ptid < CL) {
+        const bool in = ptid < L;
+        const token_scalars s = in ? src.template scalars<U::inputs>(seq.bt, c0 + ptid, hv) : token_scalars{};
+        next_b = in ? src.template erase_gate<Rule>(s, seq.bt, c0 + ptid, hv, 0) : 0.f;
+        next_w = in ? src.template write_gate<Rule>(s, seq.bt, c0 + ptid, hv, 0) : 0.f;
+      }
+    }
+  };
+  if (chunks > 0) read_ahead(seq.t0, cta.rows_in(seq.t0));
+
+  for (int c = 0; c < chunks; ++c) {
+    const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
+    const int L = cta.rows_in(c0);
+    if (c >= 2) bar::sync(bar::empty + (c & 1), sh::threads);  // the consumers are done with chunk c − 2
+    E *Qs = tile(c, sh::q_at), *Ks = tile(c, sh::k_at), *Es = tile(c, sh::e_at), *Ps = tile(c, sh::p_at);
+    E* Ts = tile(c, sh::t_at);
+    float* slotf = slotf0 + (c & 1) * sh::slot_floats;  // G_C, then the write gates
+    tiles::fetch_rows<sh::KP / 8, sh::producers, sh::CL>(Qs, LDK, cta.q0, a.q.str[1], c0, L, cta.Kw, ptid);
+    tiles::fetch_rows<sh::KP / 8, sh::producers, sh::CL>(Ks, LDK, cta.k0, a.k.str[1], c0, L, cta.Kw, ptid);
+
+    // ---- G: this channel's cumulative log₂ α over the chunk (clamped: a gate of 0 stays finite) ------------------
+    float g[CL];
+    {
+      float run = 0;
+#pragma unroll
+      for (int i = 0; i < CL; ++i) {
+        float l = 0;
+        if (has_d && i < L) {
+          float x = to_float(T::from_bits(static_cast<std::uint16_t>(raw[i / 2] >> (16 * (i % 2)))));
+          if (a.gate_active) x = gate_from_logit(x, a.A_log, a.dt_bias, a.has_lower_bound, a.lower_bound, hv, hv * a.K + d);
+          lane_token t;
+          t.gk.value = x;
+          l = tiles::clamped_log2_decay(Rule::decay::log_alpha(t, d) * tiles::log2e);
+        }
+        g[i] = run += l;
+        G[i * LDG + d] = g[i];
+      }
+      slotf[d] = g[CL - 1];
+    }
+    if constexpr (erasing && token_gates<Rule>) {
+      if (ptid < CL) eg[ptid] = next_b, slotf[sh::KP + ptid] = next_w;
+    }
+    if (c + 1 < chunks) read_ahead(c0 + CL, cta.rows_in(c0 + CL));  // lands during the chunk
+    tiles::cp_async_wait_all();
+    bar::sync(bar::producers, sh::producers);  // q, k, G, the gates in
+    if (a.l2q || a.l2k) {
+      if (a.l2q) tiles::l2norm_rows<sh::producers, sh::CL>(Qs, LDK, ptid);
+      if (a.l2k) tiles::l2norm_rows<sh::producers, sh::CL>(Ks, LDK, ptid);
+      bar::sync(bar::producers, sh::producers);
+    }
+
+    // ---- the erase key e = b ⊙ k ------------------------------------------------------------------------------------
+    if constexpr (erasing) {
+#pragma unroll 8
+    for (int r = 0; r < CL; ++r) {
+      float b;
+      if constexpr (token_gates<Rule>) {
+        b = eg[r];
+      } else {
+        b = has_d && r < L ? src.template erase_gate<Rule>(src.template scalars<U::inputs>(seq.bt, c0 + r, hv), seq.bt,
+                                                           c0 + r, hv, d)
+                           : 0.f;
+      }
+      Es[r * LDK + d] = from_float<E>(b * to_float(Ks[r * LDK + d]));
+    }
+    bar::sync(bar::producers, sh::producers);  // e in
+    }
+
+    // ---- D: the 8×8 diagonal blocks of P and A in log space (warp pw: block pw); zeros above them in P ------------
+    {
+      const int b0 = 8 * pw, o = 8 * (pw & 1);
+      float* Ab = Ad + (pw >> 1) * 16 * 17;
+      const int e = lane % 16, i = e / 8, j = e % 8;
+      const bool writes = lane < 16;
+      auto put = [&](int q2, float p, float x) {  // rows 2·Q + i of the block
+        if (!writes) return;
+        Ps[(b0 + q2 + i) * LDC + b0 + j] = from_float<E>(p);
+        if constexpr (erasing) Ab[(o + q2 + i) * 17 + o + j] = j < q2 + i ? x : 0.f;  // A: strictly below the diagonal
+      };
+      auto a_rows = [&]<int Q>() {
+        if constexpr (erasing) return perkey_diagonal_rows<Q>(Es, Ks, G, b0, lane);
+        else return 0.f;
+      };
+      put(0, perkey_diagonal_rows<0>(Qs, Ks, G, b0, lane), a_rows.template operator()<0>());
+      put(2, perkey_diagonal_rows<1>(Qs, Ks, G, b0, lane), a_rows.template operator()<1>());
+      put(4, perkey_diagonal_rows<2>(Qs, Ks, G, b0, lane), a_rows.template operator()<2>());
+      put(6, perkey_diagonal_rows<3>(Qs, Ks, G, b0, lane), a_rows.template operator()<3>());
+      if ((pw & 1) == 0)  // the first half of a 16-row block: the 8×8 block right of its diagonal is zero
+        for (int x = lane; x < 64; x += 32) Ps[(b0 + x / 8) * LDC + b0 + 8 + x % 8] = from_float<E>(0.f);
+    }
+    bar::sync(bar::producers, sh::producers);  // every read of the raw q, k, e done
+
+    // ---- E: the decayed operands, channel d of every row; Q⁺, E⁺, K_d in place ----------------------------------------
+    {
+      const float g15 = g[15], gC = g[CL - 1];
+#pragma unroll
+      for (int r = 0; r < CL; ++r) {
+        const int ib = r / 16, rho = r % 16;
+        const float gv = g[r], gm = g[16 * ib + 7];
+        const float q = to_float(Qs[r * LDK + d]), k = to_float(Ks[r * LDK + d]);
+        const float e = erasing ? to_float(Es[r * LDK + d]) : 0.f;
+        const float up = ex2(gv);
+        Qs[r * LDK + d] = from_float<E>(q * up);
+        if constexpr (erasing) Es[r * LDK + d] = from_float<E>(e * up);
+        Ks[r * LDK + d] = from_float<E>(k * ex2(gC - gv));
+        if (ib == 1) {
+          const float f = ex2(gv - g15);
+          QR[(r - 16) * LDK + d] = from_float<E>(q * f);
+          if constexpr (erasing) ER[(r - 16) * LDK + d] = from_float<E>(e * f);
+        } else {
+          KR[r * LDK + d] = from_float<E>(k * ex2(g15 - gv));
+        }
+        if (rho < 8) {
+          K8[(8 * ib + rho) * LDK + d] = from_float<E>(k * ex2(gm - gv));
+        } else {
+          const float f = ex2(gv - gm);
+          Q8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(q * f);
+          if constexpr (erasing) E8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(e * f);
+        }
+      }
+    }
+    bar::sync(bar::producers, sh::producers);  // operands in
+
+    // ---- F: the blocks of P and A below the diagonal, on tensor cores --------------------------------------------------
+    if (!erasing && (pw & 1)) {  // (no A without an erase)
+    } else if (pw < 2) {  // the 16×16 block (rows 16..31, columns 0..15): P (warp 0) into P, A (warp 1) into A_10
+      float x[2][4] = {};
+      mma_strip<E, 2>(x, pw == 0 ? QR : ER, LDK, KR, LDK, sh::KP / 16);
+#pragma unroll
+      for (int t = 0; t < 2; ++t)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          E* at = pw == 0 ? Ps + (16 + acc_row(2 * h)) * LDC + 8 * t + acc_col(0)
+                          : A10 + acc_row(2 * h) * LDX + 8 * t + acc_col(0);
+          *reinterpret_cast<std::uint32_t*>(at) = pack2<E>(x[t][2 * h], x[t][2 * h + 1]);
+        }
+    } else {  // rows 8..15 × columns 0..7 of each 16-row block: P (warp 2) into P, A (warp 3) into its diagonal blocks
+#pragma unroll
+      for (int ib = 0; ib < 2; ++ib) {
+        float x[4] = {};
+        mma_tile<E>(x, (pw == 2 ? Q8 : E8) + 8 * ib * LDK, LDK, K8 + 8 * ib * LDK, LDK, sh::KP / 16);
+        const int r = 8 + acc_row(0), s = acc_col(0);  // in the block
+        if (pw == 2) {
+          *reinterpret_cast<std::uint32_t*>(Ps + (16 * ib + r) * LDC + 16 * ib + s) = pack2<E>(x[0], x[1]);
+        } else {
+          Ad[ib * 16 * 17 + r * 17 + s] = x[0], Ad[ib * 16 * 17 + r * 17 + s + 1] = x[1];
+        }
+      }
+    }
+    bar::sync(bar::producers, sh::producers);  // P, A_10 and A's diagonal blocks in
+    if constexpr (erasing) {
+      if (pw == 0) tiles::invert_diagonal_blocks(Ad, Ts, LDC, 0);
+      bar::sync(bar::producers, sh::producers);
+      if (pw == 0) tiles::fill_t10(A10, LDX, Ts, LDC, X);
+      bar::sync(bar::producers, sh::producers);  // (racecheck: see delta_pipeline_kernel.hpp)
+    }
+    bar::arrive(bar::full + (c & 1), sh::threads);  // chunk c is ready
+  }
+}
+
+// ================= consumers: the state, its products, the outputs =================
+template <class Rule, class T, class E>
+__device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, const tiles::site<T, 128>& cta,
+                                                       unsigned char* smem_raw, int chunks) {
+  using sh = perkey_delta_shape;
+  namespace bar = pipeline_barrier;
+  using tiles::ex2;
+  constexpr int CL = sh::CL, KP = sh::KP, LDK = sh::LDK, LDV = sh::LDV, LDC = sh::LDC;
+  const seq_range& seq = cta.seq;
+  const int tid = threadIdx.x, warp = tid >> 5;
+  E* base = reinterpret_cast<E*>(smem_raw);
+  auto tile = [&](int c, int at) { return base + (c & 1) * sh::slot + at; };
+  const float* slotf0 = reinterpret_cast<const float*>(smem_raw + sh::sf_offset);
+  int* flags = reinterpret_cast<int*>(smem_raw + sh::flag_offset);  // set to −1 by the kernel
+  E* ST = base + sh::s_at;
+  const source<T> src{a};
+  using U = typename Rule::update;
+  constexpr bool erasing = erases<Rule>;
+
+  float acc[sh::BVW / 8][4];  // S: key rows 16·warp .. + 15, all 128 value columns
+  tiles::load_state(acc, a.initial_state, seq.row, cta.hv, cta.jt, a.K, a.V);
+  tiles::store_state_t(ST, LDK, acc);
+  // Warp w: rows r0 .. r0 + 15 of Z, U and O, value columns c0w .. c0w + 31.
+  const int rb = warp >> 2, r0 = 16 * rb, c0w = 32 * (warp & 3);
+  auto fetch_v = [&](int c) {
+    const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
+    tiles::fetch_rows<sh::BVW / 8, sh::consumers, sh::CL>(tile(c, sh::v_at), LDV, cta.v0, a.v.str[1], c0, cta.rows_in(c0),
+                                                    cta.Vw, tid);
+  };
+  // gla's residual (u = v) is copied from global memory (L2-hot: v was fetched a chunk ago), not from the v tile.
+  // Read from the tile, it drew racecheck hazards (3 on main with a residual, 24 with the NaN pipeline case, none
+  // without a residual): the tile's loads (LDS.U16 at +0x9840..+0x9de0 of the gla bf16 kernel, as CI builds it)
+  // against the producers' cp.async of rows 0..15 of q or k of the chunk after next (LDGSTS at +0x16890 /
+  // +0x168c0, right after their `bar.sync empty`; nvdisasm -g of the same build). By the layout those writes land in
+  // another tile of the slot than v, and they are ordered after the loads by the consumers' `bar.arrive empty` at
+  // the end of the chunk; we did not find a real race (the hazards' addresses were not captured). The copy from
+  // global memory leaves no shared load on that path, at one batch of global loads a chunk (pairs of columns, 8 a
+  // thread, all issued before the stores). Not yet run on the H200 (bench/cuda/README.md, hyg4).
+  // A chunk whose v holds an inf or NaN is flagged as v lands; only a flagged chunk sums the diagonal blocks of its
+  // masked products (T Z, P U) over s ≤ r alone (causal_strip.hpp), so that a NaN or inf v at token s reaches no
+  // output before s. For gla that is every input that could (P is formed with exact zeros above its diagonal, so a
+  // non-finite q, k or gk reaches rows ≥ s and the state only); the erasing mode (not sent here by the library)
+  // would also need k, e and gk flagged for T (fill_t10) — not done.
+  auto tiles_nonfinite_v = [&](const E* Vs) { return fetched_rows_nonfinite<sh::BVW / 8, sh::consumers, CL>(Vs, LDV, tid); };
+  if (chunks > 0) fetch_v(0);
+  for (int c = 0; c < chunks; ++c) {
+    const int s = c & 1;
+    const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
+    const int L = cta.rows_in(c0);
+    const E *Qs = tile(c, sh::q_at), *Ks = tile(c, sh::k_at), *Ps = tile(c, sh::p_at), *Ts = tile(c, sh::t_at);
+    E *Es = tile(c, sh::e_at), *Zs = tile(c, sh::v_at);
+    E* Us = erasing ? Es : Zs;  // U in place of E⁺ (read before the first barrier below); v itself without an erase
+    constexpr int LDU = erasing ? LDK : LDV;
+    const float* slotf = slotf0 + s * sh::slot_floats;
+    tiles::cp_async_wait_all();             // this thread's pieces of v
+    if (tiles_nonfinite_v(Zs)) raise_chunk_flag(flags + s, c);
+    bar::sync(bar::full + s, sh::threads);  // chunk c ready, its v in; every consumer done with chunk c − 1
+    const bool nonfinite = flags[s] == c;   // chunk c's v holds an inf or NaN
+    if (c + 1 < chunks) fetch_v(c + 1);     // into chunk c − 1's Z, last read before the barrier above
+
+    // ---- X: Z = X − E⁺ S in place of v; O₁ = Q⁺ S ------------------------------------------------------------------
+    float o[4][4] = {};
+    if constexpr (!erasing) {
+      mma_strip<E, 4, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
+      if (a.residual.ptr) {  // u = v (w = 1): copied from global v bit for bit (see above), pairs of columns,
+        // each batch's loads issued before its stores (which may alias them as far as the compiler knows)
+        constexpr int pairs = sh::BVW / 2, batch = 8;
+        const index_t rs = a.residual.str[3];
+        for (int x0 = tid; x0 < L * pairs; x0 += batch * sh::consumers) {
+          std::uint32_t w[batch];
+#pragma unroll
+          for (int i = 0; i < batch; ++i) {
+            const int x = x0 + i * sh::consumers, r = x / pairs, j = 2 * (x % pairs);
+            const T* p = cta.v0 + (c0 + r) * a.v.str[1] + j;  // 4-byte aligned: v's rows are 16-byte aligned here
+            w[i] = x >= L * pairs || j >= cta.Vw ? 0u
+                   : j + 1 < cta.Vw           ? *reinterpret_cast<const std::uint32_t*>(p)
+                                              : static_cast<std::uint32_t>(p[0].bits);
+          }
+#pragma unroll
+          for (int i = 0; i < batch; ++i) {
+            const int x = x0 + i * sh::consumers, r = x / pairs, j = 2 * (x % pairs);
+            if (x >= L * pairs || j >= cta.Vw) continue;
+            T* out = a.residual.row(seq.bt, c0 + r, cta.hv) + (cta.jt + j) * rs;
+            out[0] = T::from_bits(static_cast<std::uint16_t>(w[i]));
+            if (j + 1 < cta.Vw) out[rs] = T::from_bits(static_cast<std::uint16_t>(w[i] >> 16));
+          }
+        }
+      }
+    } else {
+      float z[4][4] = {};
+      mma_strip<E, 4, false, false>(z, Es + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
+      mma_strip<E, 4, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = r0 + acc_row(2 * h);
+        [[maybe_unused]] token_scalars ts{};
+        if constexpr (!token_gates<Rule>) {
+          if (r < L) ts = src.template scalars<U::inputs>(seq.bt, c0 + r, cta.hv);
+        }
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          const int j = c0w + 8 * t + acc_col(0);
+          float w0, w1;
+          if constexpr (token_gates<Rule>) {
+            w0 = w1 = slotf[KP + r];
+          } else {
+            w0 = r < L && j < cta.Vw ? src.template write_gate<Rule>(ts, seq.bt, c0 + r, cta.hv, cta.jt + j) : 0.f;
+            w1 = r < L && j + 1 < cta.Vw ? src.template write_gate<Rule>(ts, seq.bt, c0 + r, cta.hv, cta.jt + j + 1) : 0.f;
+          }
+          E* at = Zs + r * LDV + j;  // this lane's own two values: in place is safe
+          const float v0 = to_float(at[0]), v1 = to_float(at[1]);
+          *reinterpret_cast<std::uint32_t*>(at) = pack2<E>(w0 * v0 - z[t][2 * h], w1 * v1 - z[t][2 * h + 1]);
+        }
+      }
+    }
+    bar::sync(bar::consumers, sh::consumers);  // Z in; every read of Sᵀ and E⁺ done
+
+    // ---- U = T Z (T is zero past the diagonal block) in place of E⁺; the residual ------------------------------------
+    if constexpr (erasing) {
+      float u[4][4] = {};
+      causal_strip<E, 4, true>(u, Ts + r0 * LDC, LDC, Zs + c0w, LDV, rb + 1, nonfinite);
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int t = 0; t < 4; ++t)
+          *reinterpret_cast<std::uint32_t*>(Us + (r0 + acc_row(2 * h)) * LDK + c0w + 8 * t + acc_col(0)) =
+              pack2<E>(u[t][2 * h], u[t][2 * h + 1]);
+      if (a.residual.ptr) tiles::store_strip(a.residual, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, u, 1.f);
+      bar::sync(bar::consumers, sh::consumers);  // U in
+    }
+
+    // ---- Y: O = O₁ + P U, out; S ← Diag(2^(G_C)) S + K_dᵀ U; Sᵀ for the next chunk -------------------------------------
+    causal_strip<E, 4, true>(o, Ps + r0 * LDC, LDC, Us + c0w, LDU, rb + 1, nonfinite);  // P: zero past the diagonal
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float f = ex2(slotf[16 * warp + acc_row(2 * h)]);
+#pragma unroll
+      for (int nt = 0; nt < sh::BVW / 8; ++nt) acc[nt][2 * h] *= f, acc[nt][2 * h + 1] *= f;
+    }
+    mma_strip<E, sh::BVW / 8, true, true>(acc, Ks + 16 * warp, LDK, Us, LDU, CL / 16);
+    tiles::store_strip(a.o, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, o, a.scale);  // under the products
+    tiles::store_state_t(ST, LDK, acc);  // every read of Sᵀ was before the first barrier of this chunk
+    if (c + 2 < chunks) bar::arrive(bar::empty + s, sh::threads);  // slot s is free for chunk c + 2
+  }
+  tiles::save_state(acc, a.final_state, seq.row, cta.hv, cta.jt, a.K, a.V);
+}
+
+// One CTA per (value head, sequence, 128 value columns).
+template <class Rule, class T, class E>
+__global__ void __launch_bounds__(perkey_delta_shape::threads, 1) perkey_delta_kernel(const kernel_args<T> a) {
+  using sh = perkey_delta_shape;
+  static_assert(sh::producers == sh::KP, "producers: a thread per key channel");
+  static_assert(sizeof(E) == 2, "16-bit operands (tensor cores)");
+  const tiles::site<T, sh::BVW> cta{a};
+  const int chunks = static_cast<int>((cta.seq.t1 - cta.seq.t0 + sh::CL - 1) / sh::CL);
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  if (threadIdx.x < 2) reinterpret_cast<int*>(smem_raw + sh::flag_offset)[threadIdx.x] = -1;  // no chunk flagged
+  __syncthreads();
+  if (threadIdx.x >= sh::consumers) pkf_v0::perkey_delta_producers<Rule, T, E>(a, cta, smem_raw, chunks);
+  else pkf_v0::perkey_delta_consumers<Rule, T, E>(a, cta, smem_raw, chunks);
+}
+
+}  // namespace linea::cuda_detail::pkf_v0
