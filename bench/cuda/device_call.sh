@@ -9,12 +9,14 @@
 #   AB_RULES    rules (linea:: names) for bench/cuda/grad_ab.cu: a memcheck of --check, then the timings
 #   IO_AB=1     bench/cuda/io_ab.cu (phases 0 and 5 against io_ab_v0.hpp)
 #   SEG_AB=1    linea_segments_bench --ab
+#   PERKEY_AB=1 bench/cuda/perkey_delta_ab.cu: memcheck and racecheck of --check, then the timings (PERKEY_ARGS, e.g.
+#               --short)
 #   MEMCHECK    extra suite test-case patterns for memcheck, ';'-separated (the backward bf16 case always runs)
 #   RACECHECK   "kernel-regex|test-case pattern" pairs, ';'-separated
 #   SUITE_TC    a -tc pattern for the suite (default: all of it)
 #   FUZZ_CASES  known-hard fuzz cases of seed 20261207 to rerun (default 2431 212 2518); FUZZ_SEED a fresh seed's 400
 # Writes under $OUT: build.txt, tests.log, conformance.log, checks.txt, grad_ab_<rule>.jsonl, io_ab.jsonl,
-# seg_ab.jsonl, bench_backward.jsonl (at most 8 files come back: keep it so).
+# seg_ab.jsonl, bench_backward.jsonl, perkey_ab.jsonl (at most 8 files come back: keep it so).
 set -u
 R=$(pwd); G=$R/.gpu
 export PATH=${CUDA_BIN:-/usr/local/cuda/bin}:$PATH
@@ -32,6 +34,7 @@ el build  # every translation unit in parallel: instances (I), units that link t
   for s in tests/backend/cuda/*.cu bench/cuda/segments_bench.cu tools/linea_cuda_conformance.cu; do echo "E $R/$s x"; done
   [ -n "${FULL:-}" ] && for s in bench/cuda/bench_cuda.cu tests/backend/cuda/fuzz/cuda_fuzz.cu; do echo "E $R/$s x"; done
   for r in ${AB_RULES:-}; do echo "E $R/bench/cuda/grad_ab.cu $r"; done
+  [ -n "${PERKEY_AB:-}" ] && echo "E $R/bench/cuda/perkey_delta_ab.cu x"
   [ -n "${IO_AB:-}" ] && echo "S $R/bench/cuda/io_ab.cu x"; } |
   timeout 330 xargs -P 24 -L 1 sh -c '
     n=$(basename "$2" .cu); [ "$3" != x ] && n="${n}_$3"; [ "$1" = I ] && n="$n.inst"; o="$0/obj/$n.o"
@@ -43,12 +46,13 @@ grep -h "spill" $B/obj/*.log | sort | uniq -c | sort -rn | head -12 >> "$OUT/bui
 el link
 L="nvcc -gencode=arch=compute_90a,code=sm_90a"; I=$(ls $B/obj/*.inst.o)
 T=$B/linea_cuda_tests
-O=$(ls $B/obj/*.o | grep -v -E 'inst.o|bench_cuda.o|segments_bench.o|linea_cuda_conformance.o|cuda_fuzz.o|grad_ab')
+O=$(ls $B/obj/*.o | grep -v -E 'inst.o|bench_cuda.o|segments_bench.o|linea_cuda_conformance.o|cuda_fuzz.o|grad_ab|perkey_delta_ab')
 $L $O $I $NCCL -o $T >> "$OUT/build.txt" 2>&1 &
 $L $B/obj/linea_cuda_conformance.o $I -o $B/conf >> "$OUT/build.txt" 2>&1 &
 $L $B/obj/segments_bench.o $I -o $B/sb >> "$OUT/build.txt" 2>&1 &
 [ -e $B/obj/bench_cuda.o ] && { $L $B/obj/bench_cuda.o $I -o $B/bench >> "$OUT/build.txt" 2>&1 & }
 [ -e $B/obj/cuda_fuzz.o ] && { $L $B/obj/cuda_fuzz.o $I -o $B/cuda_fuzz >> "$OUT/build.txt" 2>&1 & }
+[ -e $B/obj/perkey_delta_ab.o ] && { $L $B/obj/perkey_delta_ab.o $I -o $B/perkey_ab >> "$OUT/build.txt" 2>&1 & }
 for r in ${AB_RULES:-}; do [ -e $B/obj/grad_ab_$r.o ] && { $L $B/obj/grad_ab_$r.o $I -o $B/ab_$r >> "$OUT/build.txt" 2>&1 & }; done
 wait
 ls -la $B | grep -v obj >> "$OUT/build.txt" 2>&1
@@ -66,6 +70,8 @@ IFS=';' read -r -a rc <<< "${RACECHECK:-}"
 for pair in "${rc[@]}"; do [ -z "$pair" ] && continue; i=$((i + 1)); k=${pair%%|*}; tc=${pair#*|}
   ( timeout 150 compute-sanitizer --tool racecheck --kernel-regex kns=$k --error-exitcode 9 $T "-tc=$tc" > /tmp/mc$i.log 2>&1; echo "racecheck [$k | $tc] rc $?" >> /tmp/mc$i.log ) & done
 for r in ${AB_RULES:-}; do [ -x $B/ab_$r ] && { i=$((i + 1)); ( timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $B/ab_$r --check > /tmp/mc$i.log 2>&1; echo "memcheck grad_ab --check $r rc $?" >> /tmp/mc$i.log; grep -h '"kind"' /tmp/mc$i.log | cut -c1-400 | head -12 >> /tmp/mc$i.log ) & }; done
+[ -x $B/perkey_ab ] && { i=$((i + 1)); ( timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $B/perkey_ab --check > /tmp/mc$i.log 2>&1; echo "memcheck perkey_ab --check rc $?" >> /tmp/mc$i.log ) &
+  i=$((i + 1)); ( timeout 150 compute-sanitizer --tool racecheck --kernel-regex kns=perkey_delta_kernel --error-exitcode 9 $B/perkey_ab --check > /tmp/mc$i.log 2>&1; echo "racecheck perkey_ab --check rc $?" >> /tmp/mc$i.log ) & }
 [ -x $B/io_ab ] && { i=$((i + 1)); ( timeout 120 compute-sanitizer --tool memcheck --error-exitcode 9 $B/io_ab --check > /tmp/mc$i.log 2>&1; echo "memcheck io_ab --check rc $?" >> /tmp/mc$i.log ) & }
 [ -x $B/cuda_fuzz ] && ( for c in ${FUZZ_CASES:-2431 212 2518}; do timeout 25 $B/cuda_fuzz --seed 20261207 --from $c --to $((c + 1)) 2>&1 | grep '^RESULT' | cut -c1-300; done
   timeout 80 $B/cuda_fuzz --seed ${FUZZ_SEED:-20261213} --from 0 --to 400 --budget 70 > /tmp/fzr.log 2>&1; echo "fuzz seed ${FUZZ_SEED:-20261213} rc $?"
@@ -81,6 +87,7 @@ el timing  # alone on the GPU
 for r in ${AB_RULES:-}; do [ -x $B/ab_$r ] && [ $(left) -gt 60 ] && {
   timeout 60 $B/ab_$r ${AB_ARGS:-} > "$OUT/grad_ab_$r.jsonl" 2>&1; echo "grad_ab $r rc $?" >> "$OUT/grad_ab_$r.jsonl"; cut -c1-1500 "$OUT/grad_ab_$r.jsonl"; }; done
 [ -x $B/io_ab ] && [ $(left) -gt 40 ] && { timeout 40 $B/io_ab > "$OUT/io_ab.jsonl" 2>&1; echo "io_ab rc $?" >> "$OUT/io_ab.jsonl"; grep -o '"phase[05]_[a-z]*_ms":[0-9.]*' "$OUT/io_ab.jsonl" | head -20 | tr '\n' ' '; echo; }
+[ -x $B/perkey_ab ] && [ $(left) -gt 60 ] && { timeout 60 $B/perkey_ab ${PERKEY_ARGS:-} > "$OUT/perkey_ab.jsonl" 2>&1; echo "perkey_ab rc $?" >> "$OUT/perkey_ab.jsonl"; cut -c1-400 "$OUT/perkey_ab.jsonl" | head -40; }
 [ -n "${SEG_AB:-}" ] && [ $(left) -gt 50 ] && { timeout 45 $B/sb --ab > "$OUT/seg_ab.jsonl" 2>&1; echo "seg ab rc $?" >> "$OUT/seg_ab.jsonl"; grep -E '"kind":"(ab|pass_m)"' "$OUT/seg_ab.jsonl" | cut -c1-260; }
 [ -x $B/bench ] && [ $(left) -gt 25 ] && { timeout $(( $(left) - 8 > 90 ? 90 : $(left) - 8 )) $B/bench --backward > "$OUT/bench_backward.jsonl" 2>&1; echo "bench backward rc $?"; }
 el done
