@@ -54,6 +54,11 @@ if(LINEA_HAS_CUDA)
     add_library(linea_cuda_instances STATIC ${_linea_cuda_instances})
     target_link_libraries(linea_cuda_instances PUBLIC linea::linea)
     target_compile_definitions(linea_cuda_instances INTERFACE LINEA_CUDA_EXTERN_INSTANCES)
+    # The backward's phase launchers (and so its kernels, which depend on the rule's shape, not the rule) are
+    # compiled once, in instances/backward_phases*.cu, and declared extern in the rules' units and in every binary
+    # that links the library (include/linea/backend/cuda/backward_phase_instances.hpp): before, each rule's unit
+    # compiled the shared ones again (CI time, bench/README.md "CI build time"). Two units, so they build in parallel.
+    target_compile_definitions(linea_cuda_instances PUBLIC LINEA_CUDA_EXTERN_BACKWARD_PHASES)
     # Position-independent: the Python extension (a shared module) links this same library (scripts/test_python.sh).
     set_target_properties(linea_cuda_instances PROPERTIES POSITION_INDEPENDENT_CODE ON)
     linea_cuda_flags(linea_cuda_instances)

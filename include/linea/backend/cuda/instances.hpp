@@ -15,6 +15,7 @@
 // the lists still works where it is called: it is instantiated there, as without the library.
 #pragma once
 #include "backward.hpp"
+#include "backward_phase_instances.hpp"  // the backward's phase launchers, shared by the rules' backwards
 #include "forms.hpp"
 
 #include "../../read/ccq.hpp"
