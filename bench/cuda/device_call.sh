@@ -29,7 +29,8 @@ NCCL=""; for d in /usr/local/cuda/lib /usr/local/cuda/lib64; do [ -e $d/libnccl.
 [ -n "$NCCL" ] && export FLAGS="$FLAGS -DLINEA_TEST_NCCL"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader >> "$OUT/build.txt" 2>&1
 
-el build  # every translation unit in parallel: instances (I), units that link them (E), standalone drivers (S)
+el build  # every translation unit in parallel: instances (I), units that link them (E), standalone drivers (S);
+# the backward's phase launchers extern as CMake builds them (backward_phase_instances.hpp)
 { for s in tests/backend/cuda/instances/*.cu; do echo "I $R/$s x"; done
   for s in tests/backend/cuda/*.cu bench/cuda/segments_bench.cu tools/linea_cuda_conformance.cu; do echo "E $R/$s x"; done
   [ -n "${FULL:-}" ] && for s in bench/cuda/bench_cuda.cu tests/backend/cuda/fuzz/cuda_fuzz.cu; do echo "E $R/$s x"; done
@@ -38,7 +39,7 @@ el build  # every translation unit in parallel: instances (I), units that link t
   [ -n "${IO_AB:-}" ] && echo "S $R/bench/cuda/io_ab.cu x"; } |
   timeout 330 xargs -P 24 -L 1 sh -c '
     n=$(basename "$2" .cu); [ "$3" != x ] && n="${n}_$3"; [ "$1" = I ] && n="$n.inst"; o="$0/obj/$n.o"
-    d=""; [ "$1" = E ] && d=-DLINEA_CUDA_EXTERN_INSTANCES; [ "$3" != x ] && d="$d -DGRAD_AB_RULE=linea::$3"
+    d=-DLINEA_CUDA_EXTERN_BACKWARD_PHASES; [ "$1" = E ] && d="$d -DLINEA_CUDA_EXTERN_INSTANCES"; [ "$3" != x ] && d="$d -DGRAD_AB_RULE=linea::$3"
     if [ "$1" = S ]; then nvcc $FLAGS "$2" -o "$0/$n" > "$o.log" 2>&1 || echo "FAILED: $2"
     else nvcc $FLAGS $d -c "$2" -o "$o" > "$o.log" 2>&1 || echo "FAILED: $2 $3"; fi' $B >> "$OUT/build.txt" 2>&1
 grep -h "spill" $B/obj/*.log | sort | uniq -c | sort -rn | head -12 >> "$OUT/build.txt"

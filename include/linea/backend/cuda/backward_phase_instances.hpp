@@ -13,7 +13,7 @@
 // Defined in tests/backend/cuda/instances/backward_phases*.cu; declared extern wherever
 // LINEA_CUDA_EXTERN_BACKWARD_PHASES is defined (cmake/linea_cuda.cmake sets it on linea_cuda_instances and on every
 // binary that links it), except in A/B builds that change the kernels' precision or product count
-// (LINEA_BWD_TF32_FOR_16BIT, LINEA_BWD_INTER_TERMS: bench/cuda/grad_ab.cu), which compile their own.
+// (the LINEA_BWD_* macros below: bench/cuda/grad_ab.cu's builds), which compile their own.
 // A launcher's signature changing in phases.hpp means changing its line here.
 #pragma once
 #include "backward/phases.hpp"
@@ -22,8 +22,8 @@
   prefix template void linea::cuda_detail::bwd::prep_phase<E, PK, C, linea::cuda_detail::bwd::precision::tf32x3, \
                                                            In>(const linea::cuda_detail::bwd::work&, cudaStream_t, \
                                                                const linea::cuda_detail::bwd::channel_gates&);
-#define LINEA_CUDA_BWD_STATES(prefix, E, PK)                                                                       \
-  prefix template void linea::cuda_detail::bwd::state_phases<E, PK, linea::cuda_detail::bwd::precision::tf32x3>( \
+#define LINEA_CUDA_BWD_STATES(prefix, E, PK, In)                                                                   \
+  prefix template void linea::cuda_detail::bwd::state_phases<E, PK, linea::cuda_detail::bwd::precision::tf32x3, In>( \
       const linea::cuda_detail::bwd::work&, const linea::view<const float, 4>&, const linea::view<const float, 4>&, \
       const linea::view<float, 4>&, bool, bool, cudaStream_t);
 #define LINEA_CUDA_BWD_GRAD(prefix, E, D, PK, T, C)                                                                \
@@ -34,6 +34,8 @@
 
 // Scalar and no decay (additive, simple_gla, delta, gated_delta, and every rule's CCQ statistics pass).
 #define LINEA_CUDA_BWD_CHUNK_TYPE(prefix, T)                                                                       \
+  LINEA_CUDA_BWD_STATES(prefix, false, false, T)                                                                   \
+  LINEA_CUDA_BWD_STATES(prefix, true, false, T)                                                                    \
   LINEA_CUDA_BWD_PREP(prefix, false, false, false, T)                                                              \
   LINEA_CUDA_BWD_PREP(prefix, true, false, false, T)                                                               \
   LINEA_CUDA_BWD_GRAD(prefix, false, false, false, T, false)                                                       \
@@ -41,13 +43,13 @@
   LINEA_CUDA_BWD_GRAD(prefix, true, false, false, T, false)                                                        \
   LINEA_CUDA_BWD_GRAD(prefix, true, true, false, T, false)
 #define LINEA_CUDA_BACKWARD_CHUNK_PHASES(prefix)                                                                   \
-  LINEA_CUDA_BWD_STATES(prefix, false, false)                                                                      \
-  LINEA_CUDA_BWD_STATES(prefix, true, false)                                                                       \
   LINEA_CUDA_BWD_CHUNK_TYPE(prefix, float)                                                                         \
   LINEA_CUDA_BWD_CHUNK_TYPE(prefix, linea::bf16)
 
 // Per-key decays (gla, kda; gdn2 with channel gates).
 #define LINEA_CUDA_BWD_PER_KEY_TYPE(prefix, T)                                                                     \
+  LINEA_CUDA_BWD_STATES(prefix, false, true, T)                                                                    \
+  LINEA_CUDA_BWD_STATES(prefix, true, true, T)                                                                     \
   LINEA_CUDA_BWD_PREP(prefix, false, true, false, T)                                                               \
   LINEA_CUDA_BWD_PREP(prefix, true, true, false, T)                                                                \
   LINEA_CUDA_BWD_PREP(prefix, true, true, true, T)                                                                 \
@@ -55,12 +57,12 @@
   LINEA_CUDA_BWD_GRAD(prefix, true, false, true, T, false)                                                         \
   LINEA_CUDA_BWD_GRAD(prefix, true, false, true, T, true)
 #define LINEA_CUDA_BACKWARD_PER_KEY_PHASES(prefix)                                                                 \
-  LINEA_CUDA_BWD_STATES(prefix, false, true)                                                                       \
-  LINEA_CUDA_BWD_STATES(prefix, true, true)                                                                        \
   LINEA_CUDA_BWD_PER_KEY_TYPE(prefix, float)                                                                       \
   LINEA_CUDA_BWD_PER_KEY_TYPE(prefix, linea::bf16)
 
-#if defined(LINEA_CUDA_EXTERN_BACKWARD_PHASES) && !defined(LINEA_BWD_TF32_FOR_16BIT) && !defined(LINEA_BWD_INTER_TERMS)
+#if defined(LINEA_CUDA_EXTERN_BACKWARD_PHASES) && !defined(LINEA_BWD_TF32_FOR_16BIT) && !defined(LINEA_BWD_INTER_TERMS) && \
+    !defined(LINEA_BWD_STATE16_TERMS) && !defined(LINEA_BWD_HDH_IN_INTER) && !defined(LINEA_BWD_GRAD_PIPE) &&         \
+    !defined(LINEA_BWD_DIAG_SPAN) && !defined(LINEA_BWD_DIRECT_UNROLL) && !defined(LINEA_BWD_SPLIT_ACC)
 LINEA_CUDA_BACKWARD_CHUNK_PHASES(extern)
 LINEA_CUDA_BACKWARD_PER_KEY_PHASES(extern)
 #endif
