@@ -3,8 +3,8 @@
 // l2norm_rows take a row count of 32):
 //   fill_t10         T's block below the diagonal, T_10 = −T_11 A_10 T_00, from the diagonal blocks already in T
 //   barrier_or       an OR over the threads of a named barrier (the producers: is any channel wide this chunk)
-//   perkey_exact_rows16  the log-space fallback of a 16-row diagonal block for the channels whose span is too wide
-//   perkey_exact_rows8   the same for an 8×8 diagonal block (the fallback's form since pkf14-next)
+//   perkey_exact_rows8   the log-space fallback of an 8×8 diagonal block for the channels whose span is too wide
+//                        (pkf14-next; pkf14's 16-row form, perkey_exact_rows16, measured slower and was removed)
 #pragma once
 #include "chunk_phases/layout.hpp"  // load_n
 #include "chunk_tiles.hpp"
@@ -48,44 +48,11 @@ __device__ __forceinline__ bool barrier_or(int id, int count, bool pred) {
   return r != 0;
 }
 
-// The exact fallback of a 16-row diagonal block (perkey_delta_kernel.hpp, phase D): rows 2Q, 2Q + 1 of the block at
-// b0, columns 0..15, in log space, Σ_d x_rd k_sd 2^(G_rd − G_sd) over s ≤ r and over the channels d marked wide
-// (wide[d] ≠ 0) only — the others are on tensor cores through the block's middle row. One warp, lane l sums channels
-// 4l .. 4l + 3; a reduce-scatter leaves lane l the sum of entry (row 2Q + l / 16, column l % 16). A channel that is
-// not wide adds an exact 0 (selected, not multiplied: its raw x or k may be non-finite).
-template <class E, int LDK, int LDG>
-__device__ __forceinline__ float perkey_exact_rows16(const E* Xs, const E* Ks, const float* G, const float* wide, int b0,
-                                                     int Q, int lane) {
-  const int dc = 4 * lane;
-  float x[32];
-#pragma unroll
-  for (int e = 0; e < 32; ++e) x[e] = 0.f;
-  float mk[4];
-  load_n<4>(wide + dc, mk);
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int r = b0 + 2 * Q + i;
-    float xv[4], gr[4];
-    load_n<4>(Xs + r * LDK + dc, xv);
-    load_n<4>(G + r * LDG + dc, gr);
-#pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      if (j > 2 * Q + i) break;
-      float kv[4], gs[4];
-      load_n<4>(Ks + (b0 + j) * LDK + dc, kv);
-      load_n<4>(G + (b0 + j) * LDG + dc, gs);
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const float t = xv[u] * kv[u] * tiles::ex2(gr[u] - gs[u]);
-        x[16 * i + j] += mk[u] != 0.f ? t : 0.f;
-      }
-    }
-  }
-  return reduce_scatter_32(x, lane);
-}
-
-// The same for an 8×8 diagonal block at b0: rows 2Q, 2Q + 1 of it, columns 0..7, over the wide channels; lanes l and
-// l + 16 return the sum of entry (row 2Q + l % 16 / 8, column l % 8).
+// The exact fallback of an 8×8 diagonal block (perkey_delta_kernel.hpp, phase D): rows 2Q, 2Q + 1 of the block at
+// b0, columns 0..7, in log space, Σ_d x_rd k_sd 2^(G_rd − G_sd) over s ≤ r and over the channels d marked wide
+// (wide[d] ≠ 0) only — the others are on tensor cores. One warp, lane l sums channels 4l .. 4l + 3; lanes l and
+// l + 16 return the sum of entry (row 2Q + l % 16 / 8, column l % 8). A channel that is not wide adds an exact 0
+// (selected, not multiplied: its raw x or k may be non-finite).
 template <class E, int LDK, int LDG>
 __device__ __forceinline__ float perkey_exact_rows8(const E* Xs, const E* Ks, const float* G, const float* wide, int b0,
                                                     int Q, int lane) {
