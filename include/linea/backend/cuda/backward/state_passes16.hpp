@@ -187,6 +187,21 @@ __device__ __forceinline__ void store_state(const float (&c)[NT][4], __nv_bfloat
     }
 }
 
+// A pass's starting state (S_0 forward, dL/dS_T reverse; zeros where absent) into the state's accumulators: rows d0,
+// d0 + 8; columns 8i + 2q, + 1 of the tile at value column jt (bv of them valid).
+template <int NT>
+__device__ __forceinline__ void load_state(float (&c)[NT][4], const view<const float, 4>& S, index_t n, index_t hv,
+                                           index_t jt, int K, int bv, int d0) {
+  const int q = threadIdx.x & 3;
+#pragma unroll
+  for (int i = 0; i < NT; ++i)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
+      c[i][x] = S.ptr && d < K && j < bv ? S(n, hv, d, jt + j) : 0.f;
+    }
+}
+
 }  // namespace state16_detail
 
 template <int BV, bool Erases, int Terms>
@@ -226,13 +241,7 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm
   for (int e = tid; e < sh::f32_end; e += threads) sm[e] = 0.f;
   const int d0 = 16 * warp + g;  // this thread's state rows d0, d0 + 8; columns 8i + 2q, + 1
   float acc[NT2][4];
-#pragma unroll
-  for (int i = 0; i < NT2; ++i)
-#pragma unroll
-    for (int x = 0; x < 4; ++x) {
-      const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
-      acc[i][x] = S0.ptr && d < K && j < bv ? S0(n, hv, d, jt + j) : 0.f;
-    }
+  sd::load_state(acc, S0, n, hv, jt, K, bv, d0);
   sd::store_state<Terms>(acc, sH, sHl, LDB, d0);
   __syncthreads();  // (the zeros before any copy lands)
   chunk_info cur{};
@@ -331,13 +340,7 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm
   for (int e = tid; e < sh::f32_end; e += threads) sm[e] = 0.f;
   const int d0 = 16 * warp + g;  // this thread's dh rows d0, d0 + 8; columns 8i + 2q, + 1
   float acc[NT2][4];
-#pragma unroll
-  for (int i = 0; i < NT2; ++i)
-#pragma unroll
-    for (int x = 0; x < 4; ++x) {
-      const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
-      acc[i][x] = dST.ptr && d < K && j < bv ? dST(n, hv, d, jt + j) : 0.f;
-    }
+  sd::load_state(acc, dST, n, hv, jt, K, bv, d0);
   sd::store_state<Terms>(acc, sH, sHl, LDB, d0);
   __syncthreads();
   const index_t last = sc.first + sc.count - 1;
