@@ -13,6 +13,9 @@
 //   ab     simple_gla and gla at 8×4096, 2×16384, 1×32768 and packed: pass M from the decay sums (the library's) against
 //          the general pass M (main 861c7ef's), interleaved, pieces 512 .. 8192, the automatic choices (this tree's and
 //          main's model), and pass M alone at 1×32768 in pieces of 2048 and 4096;
+//   passa  linear_attn, simple_gla and gla at 1×32768, 2×16384, packed and 8×4096: pass A by slabs (the library's,
+//          piece_state_kernel.hpp) against the chunk kernel's pass A (main d94ad0e's), interleaved, pieces 1024 .. 8192
+//          and the automatic choices (this tree's and main's model); the whole call and the library's automatic one;
 //   once   one call of each configuration ncu is asked to split into kernels (after one warm-up call each; the
 //          configurations are named on stderr): linear_attn and gated_delta 8×4096 identity and CCQ, gated_delta,
 //          linear_attn and gla 1×32768 in pieces of 4096 and 2048.
@@ -387,10 +390,87 @@ void ab_shapes(const pool& x) {
   }
 }
 
+// ---- --passa: pass A of the rules that only add (linear_attn, simple_gla, gla) as the slab reduction
+// (piece_state_kernel.hpp, the library's) against main d94ad0e's pass A (the chunk kernel from zero), both through
+// segments::forward on the same plan and one preallocated scratch, interleaved in one process; pieces 1024 .. 8192
+// and the automatic choices of this tree's and main's cost model; the library's call and the whole (uncut) call.
+struct chunk_pass_a_ops : cuda_detail::device_ops {
+  using device_ops::device_ops;
+  static constexpr bool reduces_piece_states = false;
+};
+
+// main d94ad0e's cost model for these rules (its calibrated_model, 16-bit inputs, H = 16, V = 128).
+template <class Rule>
+index_t main_passa_choice(const std::vector<std::int64_t>& starts) {
+  segments::cost_model m;
+  if constexpr (std::is_same_v<Rule, gla>) {
+    m.slots = 132, m.units = 16, m.am_passes = 1.05, m.link = 20, m.fixed = 300;
+  } else {
+    m.slots = 264, m.units = 32, m.am_passes = std::is_same_v<Rule, simple_gla> ? 1.05 : 1.0, m.link = 70, m.fixed = 6000;
+    m.min_saving = 0.10;
+  }
+  return segments::choose_piece(starts, m);
+}
+
+template <class Rule>
+void passa_shapes(const pool& x) {
+  struct shape {
+    const char* name;
+    index_t B, T_;
+    bool varlen;
+  };
+  std::vector<std::int64_t> cu{0, 32768};
+  for (int i = 0; i < 63; ++i) cu.push_back(cu.back() + 512);
+  for (const shape s : {shape{"1x32768", 1, 32768, false}, shape{"2x16384", 2, 16384, false},
+                        shape{"32768+63x512", 1, cu.back(), true}, shape{"8x4096", 8, 4096, false}}) {
+    arguments<T, float> a = make_args<Rule>(x, s.B, s.T_, 0, s.varlen ? 64 : -1);
+    if (s.varlen) a.cu_seqlens = cu;
+    const problem p = validate<Rule, read::identity>(a);
+    const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
+    const index_t tokens = s.B * s.T_;
+    const index_t automatic = cuda_detail::piece_length<Rule>(a, starts, p, cuda::launch{}, cuda_detail::current_device());
+    const index_t main_auto = main_passa_choice<Rule>(starts);
+    const double whole = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {.segment_tokens = 0}); });
+    const double lib_auto = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {}); });
+    std::printf("{\"kind\":\"passa\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":0,\"auto\":%ld,\"main_auto\":%ld,"
+                "\"whole_ms\":%.4f,\"lib_auto_ms\":%.4f,\"auto_ns_per_token\":%.3f}\n",
+                rule_name<Rule>::value, s.name, long(automatic), long(main_auto), whole, lib_auto,
+                lib_auto * 1e6 / double(tokens));
+    std::fflush(stdout);
+    std::vector<index_t> pieces{1024, 2048, 4096, 8192};
+    for (index_t c : {automatic, main_auto})
+      if (c > 0 && std::find(pieces.begin(), pieces.end(), c) == pieces.end()) pieces.push_back(c);
+    for (const index_t piece : pieces) {
+      const segments::plan pl = segments::make_plan(starts, piece);
+      if (!pl.cuts()) continue;
+      const std::size_t bytes = std::max(forward_scratch<cuda_detail::device_ops, Rule>(a, p, pl),
+                                         forward_scratch<chunk_pass_a_ops, Rule>(a, p, pl));
+      void* buf = nullptr;
+      CK(cudaMalloc(&buf, bytes));
+      const auto slabs = [&] {
+        cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, buf, bytes);
+        segments::forward<Rule>(ops, a, p, pl);
+      };
+      const auto chunk = [&] {
+        chunk_pass_a_ops ops(nullptr, cuda_detail::scratch_source::carve, buf, bytes);
+        segments::forward<Rule>(ops, a, p, pl);
+      };
+      const auto [t_new, t_old] = time_ab(slabs, chunk);
+      std::printf("{\"kind\":\"passa\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":%ld,\"is_auto\":%d,\"is_main_auto\":%d,"
+                  "\"slabs_ms\":%.4f,\"chunk_ms\":%.4f,\"chunk_over_slabs\":%.3f,\"ns_per_token\":%.3f}\n",
+                  rule_name<Rule>::value, s.name, long(piece), int(piece == automatic), int(piece == main_auto), t_new,
+                  t_old, t_old / t_new, t_new * 1e6 / double(tokens));
+      std::fflush(stdout);
+      CK(cudaDeviceSynchronize());
+      cudaFree(buf);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool long_only = false, cp_only = false, sweep = false, ccq = false, one = false, ab = false;
+  bool long_only = false, cp_only = false, sweep = false, ccq = false, one = false, ab = false, passa = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--sweep")) sweep = true;
     if (!std::strcmp(argv[i], "--ccq")) ccq = true;
@@ -398,11 +478,17 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--long")) long_only = true;
     if (!std::strcmp(argv[i], "--cp")) cp_only = true;
     if (!std::strcmp(argv[i], "--ab")) ab = true;
+    if (!std::strcmp(argv[i], "--passa")) passa = true;
   }
   try {
     cudaDeviceProp prop{};
     CK(cudaGetDeviceProperties(&prop, 0));
     std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d}\n", prop.name, prop.multiProcessorCount);
+    if (passa) {  // the rules that only add: pass A by slabs against the chunk kernel's
+      const pool x(65536);
+      passa_shapes<additive>(x), passa_shapes<simple_gla>(x), passa_shapes<gla>(x);
+      return 0;
+    }
     if (ab) {  // simple_gla and gla: the decay sums against the general pass M
       const pool x(65536);
       ab_shapes<simple_gla>(x), ab_shapes<gla>(x);

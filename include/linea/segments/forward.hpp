@@ -119,6 +119,20 @@ void transitions(Ops& ops, const arguments<T, S>& x, const T* zeros, view<T, 4> 
   else transition_pass<Rule>(ops, x, zeros, o_scratch, M, cu);
 }
 
+// Whether Ops computes pass A of Rule as a reduction over slabs of the pieces (Ops::reduces_piece_states: the CUDA
+// backend, for a rule with no erase — backend/cuda/piece_state_kernel.hpp) instead of the chunkwise form from zero.
+template <class Rule, class Ops>
+inline constexpr bool reduces_states = !erases<Rule> && Ops::reduces_piece_states;
+
+// Pass A of `pa` (tokens of one or more pieces cut at `cu`): the pieces' final states from zero into pa.final_state;
+// its outputs o, where the chunkwise form runs, are overwritten by pass C.
+template <class Rule, class Ops, class T, class S>
+void piece_states(Ops& ops, const arguments<T, S>& pa, std::span<const std::int64_t> cu) {
+  if constexpr (reduces_states<Rule, Ops>)
+    if (ops.template piece_states<Rule>(pa, cu)) return;  // false: inputs its kernel does not read
+  ops.template forward<Rule>(pa, cu);
+}
+
 // The segmented forward of a validated call `a` (problem p) with plan `pl` (make_plan over sequence_starts).
 template <class Rule, class Ops, class T, class S>
 void forward(Ops& ops, const arguments<T, S>& a, const problem& p, const plan& pl) {
@@ -140,7 +154,7 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, const plan& p
   for (const run& r : pl.runs) {
     arguments<T, S> pa = slice(x, r.t0, r.t1);
     pa.final_state = state_rows(Bs + r.first_row * d.state(), r.pieces(), p.HV, p.K, p.V);
-    ops.template forward<Rule>(pa, r.cu);
+    piece_states<Rule>(ops, pa, std::span<const std::int64_t>(r.cu));
     if (d.KM) {
       const view<T, 4> om = o_m ? contiguous<4>(o_m, {1, r.t1 - r.t0, p.HV, d.KM}) : pa.o;
       transitions<Rule>(ops, pa, zeros, om, state_rows(Ms + r.first_row * d.transition(), r.pieces(), p.HV, p.K, d.KM), r.cu);

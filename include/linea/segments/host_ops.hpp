@@ -84,6 +84,9 @@ class host_ops {
   // transition_pass): the host chunkwise form with V = 1 costs little next to pass A, and it keeps one path to test
   // the CUDA backend's decay sums (backend/cuda/decay_product_kernel.hpp) against.
   static constexpr bool sums_log_decays = false;
+  // Pass A runs the host chunkwise form from zero (the CUDA backend reduces the pieces' states instead: forward.hpp's
+  // piece_states).
+  static constexpr bool reduces_piece_states = false;
 
   // The piece length a context-parallel rank cuts its shard into (0: not cut).
   template <class Rule, class T, class S>

@@ -257,6 +257,102 @@ TEST_CASE("CUDA segmented chunkwise: decay-only rules, pass M from the summed lo
   check_decay_transitions<simple_gla, float>({.B = 1, .T = 12288, .H = 1, .HV = 2, .K = 8, .V = 8}, 4096);
 }
 
+// Pass A of the rules that only add (additive, simple_gla, gla) as a reduction over slabs of the pieces
+// (piece_state_kernel.hpp, device_ops::piece_states): pieces long enough for several slabs, so the reduce kernel
+// runs, a piece length not a multiple of the slab, GVA (H = 1, HV = 2), value tiles of 64 and a partial one, K < 128,
+// the in-kernel L2 norm of k, extreme gates and gates of exactly 0, packed sequences with one long and short ones.
+// Each: the segmented call against the float64 reference within SPEC §5, and the first run's piece states against
+// main's pass A (the chunk kernel from zero, device_ops::forward) on the same inputs — and identical bytes when run
+// twice (a fixed-order reduction).
+namespace {
+struct piece_options {
+  bool l2 = false, zeros = false;
+};
+template <class Rule, class T>
+void check_piece_states(const case_shape& shape, std::int64_t piece, piece_options opt = {}) {
+  constexpr bool per_key = reads(Rule::inputs, input::gk), scalar = reads(Rule::inputs, input::g);
+  auto c = random_case<Rule, T>::make(shape);
+  std::mt19937 rng(shape.seed + 11);
+  std::uniform_real_distribution<double> unit(0.5, 2.0);
+  if (opt.l2) {  // keys of any norm: the kernel normalises them
+    for (auto& x : c.q.values()) x = T(double(x) * unit(rng));
+    for (auto& x : c.k.values()) x = T(double(x) * unit(rng));
+  }
+  if (opt.zeros)  // log decay −inf: first token, mid-slab, either side of a piece boundary, last token
+    for (const index_t t : {index_t(0), index_t(37), index_t(piece - 1), index_t(piece), c.shape.T - 1})
+      for (index_t hv = 0; hv < shape.HV; ++hv) {
+        if constexpr (per_key) c.gk(0, t, hv, t % 3) = T(-std::numeric_limits<float>::infinity());
+        if constexpr (scalar) c.g(0, t, hv) = T(-std::numeric_limits<float>::infinity());
+      }
+  auto ref = c.template cast<double>();
+  auto ra = ref.args();
+  ra.qk_l2norm = opt.l2;
+  reference::recurrent<Rule>(ra);
+  const index_t HV = shape.HV, K = shape.K, V = shape.V;
+  INFO(rule_name<Rule>::value << " " << type_name<T>() << " piece " << piece << " " << describe_shape(shape)
+                              << (opt.l2 ? " l2" : "") << (opt.zeros ? " zero gates" : ""));
+  {
+    device_case<Rule, T> d{c};
+    auto a = d.args(c.args());
+    a.qk_l2norm = opt.l2;
+    // the first run's piece states, new and old
+    const problem p = validate_chunkwise<Rule, read::identity>(a);
+    const segments::plan pl = segments::make_plan(segments::sequence_starts(a, p), piece);
+    REQUIRE(pl.cuts());
+    const segments::run& r = pl.runs[0];
+    auto pa = segments::slice(segments::packed_arguments(a), r.t0, r.t1);
+    const index_t rows = r.pieces();
+    tensor<float, 4> fresh({rows, HV, K, V}), again({rows, HV, K, V}), chunk({rows, HV, K, V});
+    float* B1 = d.pool.copy(fresh);
+    float* B2 = d.pool.copy(again);
+    float* B3 = d.pool.copy(chunk);
+    {
+      cuda_detail::device_ops ops(nullptr);
+      pa.final_state = contiguous<4>(B1, {rows, HV, K, V});
+      REQUIRE(ops.piece_states<Rule>(pa, r.cu));  // the new path runs for these inputs
+      pa.final_state = contiguous<4>(B2, {rows, HV, K, V});
+      REQUIRE(ops.piece_states<Rule>(pa, r.cu));
+      pa.final_state = contiguous<4>(B3, {rows, HV, K, V});
+      ops.forward<Rule>(pa, r.cu);  // main's pass A
+      cuda_ok(cudaDeviceSynchronize());
+    }
+    copy_back(fresh, B1), copy_back(again, B2), copy_back(chunk, B3);
+    CHECK(all_finite(fresh));
+    CHECK(same_bytes(fresh, again));
+    expect_close("piece states against the chunk kernel's pass A", fresh, chunk, tolerance_for<T>(piece));
+    // the whole segmented call
+    linea::chunkwise<Rule, read::identity, backend::cuda>(a, cuda::launch{.segment_tokens = piece});
+    d.back();
+  }
+  const double tol = tolerance_for<T>(shape.T);
+  CHECK(all_finite(c.o));
+  expect_close("o", c.o, ref.o, tol);
+  expect_close("final state", c.ht, ref.ht, tol);
+}
+template <class Rule, class T>
+void check_piece_states_all() {
+  // one sequence: pieces of 960 (slabs of 256: 256, 256, 256, 192), GVA, two value tiles
+  const case_shape one{.B = 1, .T = 3000, .H = 1, .HV = 2, .K = 128, .V = 128, .initial_state = true, .seed = 81};
+  check_piece_states<Rule, T>(one, 960);
+  check_piece_states<Rule, T>(one, 960, {.l2 = true});
+  // two rows (one run over both), K < 128, a partial value tile
+  check_piece_states<Rule, T>({.B = 2, .T = 1700, .H = 2, .HV = 2, .K = 48, .V = 80, .seed = 82}, 640);
+  // packed: one long sequence among short ones
+  check_piece_states<Rule, T>({.H = 1, .HV = 2, .K = 64, .V = 64, .seqlens = {2500, 64, 0, 100, 1300, 33}, .initial_state = true, .seed = 83}, 704);
+  if constexpr (Rule::decay::kind != decay_kind::none) {
+    case_shape extreme = one;
+    extreme.gates = gate_range::extreme;
+    check_piece_states<Rule, T>(extreme, 1024);
+    check_piece_states<Rule, T>(one, 1024, {.zeros = true});
+  }
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("CUDA segmented chunkwise: pass A of the rules that only add, by slabs", Rule, additive, simple_gla, gla) {
+  check_piece_states_all<Rule, bf16>();
+  check_piece_states_all<Rule, fp16>();
+}
+
 TEST_CASE_TEMPLATE("CUDA context parallel over simulated ranks equals the reference", Rule, LINEA_RULES) {
   check_context_parallel<Rule, bf16>({.B = 2, .T = 640, .H = 1, .HV = 2, .K = 64, .V = 64, .initial_state = true},
                                      {0, 192, 192, 448, 640});

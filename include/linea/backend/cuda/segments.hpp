@@ -14,6 +14,7 @@
 #pragma once
 #include "call.hpp"
 #include "decay_product_kernel.hpp"
+#include "piece_state_kernel.hpp"
 #include "segment_kernels.hpp"
 
 #include <algorithm>
@@ -147,6 +148,65 @@ class device_ops {
     check_launch("decay_product_kernel");
   }
 
+  // Pass A of a rule that only adds (segments::reduces_states; piece_state_kernel.hpp): the final states from zero of
+  // the pieces of `x` cut at `cu` (host offsets from x's first token) into x.final_state [pieces, HV, K, V] — a
+  // reduction over slabs of the pieces, k and v read once, no output. False, with nothing carved or launched, where
+  // the kernel does not read these inputs (not 16-bit, rows not 16-byte aligned, K > 128): the caller runs the
+  // chunk kernel. The same answer and the same scratch whether counting or carving.
+  static constexpr bool reduces_piece_states = true;
+  template <class Rule, class T>
+  bool piece_states(const arguments<T, float>& x, std::span<const std::int64_t> cu) {
+    if constexpr (!piece_state_rule<Rule> || sizeof(T) != 2) {
+      return false;
+    } else {
+      auto rows16 = [](const auto& v) {
+        return v.str[3] == 1 && v.str[2] % 8 == 0 && v.str[1] % 8 == 0 && v.str[0] % 8 == 0 &&
+               reinterpret_cast<std::uintptr_t>(v.ptr) % 16 == 0;
+      };
+      const index_t pieces = static_cast<index_t>(cu.size()) - 1;
+      if (pieces < 1 || x.k.ext[3] > tiles::KP || !rows16(x.k) || !rows16(x.v) || !x.cu_seqlens.empty()) return false;
+      const index_t HV = x.v.ext[2], K = x.k.ext[3], V = x.v.ext[3], tiles_v = (V + piece_state_shape::BV - 1) / piece_state_shape::BV;
+      const std::vector<std::int64_t> slab_cu = piece_slabs(cu, HV * tiles_v);
+      const index_t slabs = static_cast<index_t>(slab_cu.size()) - 1;
+      if (slabs > 65535) return false;  // grid z; a call this large keeps the chunk kernel
+      std::vector<std::int32_t> first{0};
+      for (index_t n = 0, s = 0; n < pieces; ++n) {
+        while (s < slabs && slab_cu[s] < cu[n + 1]) ++s;
+        first.push_back(static_cast<std::int32_t>(s));
+      }
+      const bool one_each = slabs == pieces;  // every piece one slab: the kernel writes the states itself
+      constexpr bool decays = Rule::decay::kind != decay_kind::none;
+      const std::int64_t* seqlens = upload(std::span<const std::int64_t>(slab_cu));
+      const std::int32_t* first_slab = one_each ? nullptr : upload(std::span<const std::int32_t>(first));
+      float* P = one_each ? nullptr : alloc<float>(static_cast<std::size_t>(slabs * HV * K * V));
+      float* L = one_each || !decays ? nullptr : alloc<float>(static_cast<std::size_t>(slabs * HV * K));
+      if (counting()) return true;
+      arguments<T, float> y = x;
+      y.cu_seqlens = {}, y.initial_state = {}, y.final_state = {}, y.residual = {};
+      const problem p = validate_chunkwise<Rule, read::identity>(y, slabs);
+      if (x.final_state.ext[0] != pieces || x.final_state.ext[1] != HV || x.final_state.ext[2] != K ||
+          x.final_state.ext[3] != V)  // forward.hpp sized it: a bug if met
+        throw error("linea: the segmented forward's piece states do not match " + std::to_string(pieces) + " pieces");
+      if (HV == 0 || K == 0 || V == 0) return true;
+      kernel_args<T> k = make_kernel_args(y, p);
+      k.cu_seqlens = seqlens;
+      const view<float, 4> out = one_each ? x.final_state : contiguous<4>(P, {slabs, HV, K, V});
+      using E = typename operand_type<T>::type;
+      constexpr auto kernel = piece_state_kernel<Rule, T, E>;
+      allow_dynamic_shared<kernel>(piece_state_shape::bytes, current_device());
+      const dim3 grid(static_cast<unsigned>(tiles_v), static_cast<unsigned>(HV), static_cast<unsigned>(slabs));
+      kernel<<<grid, piece_state_shape::threads, piece_state_shape::bytes, stream_>>>(k, out, L);
+      check_launch("piece_state_kernel");
+      if (!one_each) {
+        const dim3 rgrid(static_cast<unsigned>(pieces), static_cast<unsigned>(HV));
+        piece_state_reduce_kernel<float><<<rgrid, piece_state_shape::reduce_threads, 0, stream_>>>(
+            P, L, first_slab, x.final_state.ptr, HV, K, V);
+        check_launch("piece_state_reduce_kernel");
+      }
+      return true;
+    }
+  }
+
   template <class S>
   void fill_identity(const view<S, 4>& dst) {
     if (dst.size() == 0 || counting()) return;
@@ -177,6 +237,27 @@ class device_ops {
   }
 
  private:
+  // The slabs of piece_states: every piece of `cu` cut into equal runs of whole 64-token chunks (its last shorter),
+  // as many as give the kernel about slab_waves CTAs per SM over the call (`units` CTAs per slab: value heads ×
+  // value tiles), slabs of at least min_slab tokens. Offsets as cu's.
+  static constexpr index_t min_slab = 256, slab_ctas_per_sm = 6;
+  static std::vector<std::int64_t> piece_slabs(std::span<const std::int64_t> cu, index_t units) {
+    index_t longest = 0;
+    for (std::size_t n = 0; n + 1 < cu.size(); ++n) longest = std::max<index_t>(longest, cu[n + 1] - cu[n]);
+    const index_t tokens = cu.back() - cu.front();
+    const index_t ctas = slab_ctas_per_sm * multiprocessor_count(current_device());
+    const index_t target = std::max<index_t>(min_slab, (tokens * std::max<index_t>(units, 1) + ctas - 1) / ctas);
+    const index_t per_piece = std::max<index_t>(1, (longest + target - 1) / target);
+    index_t slab = ((longest + per_piece - 1) / per_piece + 63) / 64 * 64;
+    slab = std::max<index_t>(slab, 64);
+    std::vector<std::int64_t> s{cu.front()};
+    for (std::size_t n = 0; n + 1 < cu.size(); ++n)
+      for (std::int64_t t = cu[n] + slab; ; t += slab) {
+        s.push_back(std::min<std::int64_t>(t, cu[n + 1]));
+        if (t >= cu[n + 1]) break;
+      }
+    return s;
+  }
   static unsigned blocks(index_t n) { return static_cast<unsigned>(std::min<index_t>((n + 255) / 256, 4096)); }
   bool counting() const { return source_ == scratch_source::count; }
   cudaStream_t stream_;
@@ -208,6 +289,10 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
   segments::cost_model m;
   // pass M of a diagonal transition (the decay sums), in pass A's launches; 0 for the additive rule (M = I)
   const double decay_m = KM == 1 ? 0.05 : 0.0;
+  // pass A of the rules that only add, on 16-bit inputs the slab reduction (piece_state_kernel.hpp, segA15
+  // 2026-12-03): k and v read once by the whole GPU, a fraction of the chunk kernel's launch over the same pieces
+  // (which the fast branches below stand for); 1 before, when pass A was that launch
+  const double piece_state_pass_a = 0.25;
   if (fast && erases<Rule>) {
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
     // a link of the combine: ~37 µs at K = V = 128, H = 16 (ncu, fwd7 2026-12-02; 77 µs before its float4 rows)
@@ -218,12 +303,12 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
     m.min_saving = 0.10;
   } else if (fast && per_key) {
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
-    m.am_passes = 1 + decay_m, m.link = 20, m.fixed = 300;
+    m.am_passes = piece_state_pass_a + decay_m, m.link = 20, m.fixed = 300;
   } else if (fast) {
     // linear_attn and simple_gla: at 1×32768 pieces of 4096 measured 0.669 ms against 0.712 for 2048 (linear_attn,
     // fwd7 2026-12-02)
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
-    m.am_passes = 1 + decay_m, m.link = 70, m.fixed = 6000;
+    m.am_passes = piece_state_pass_a + decay_m, m.link = 70, m.fixed = 6000;
     m.min_saving = 0.10;  // as the delta kernel above
   } else {
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
