@@ -27,14 +27,14 @@ grep -h -E "error|FAILED" "$OUT/build.txt" $B/obj/*.log | head -12
 el checks
 TC="CUDA seg*,CUDA context*,cuda additive*,cuda simple_gla*,cuda gla*"
 NEW="CUDA segmented chunkwise: pass A of the rules that only add*"
-( timeout 100 $B/t "-tc=$TC" > "$OUT/tests.log" 2>&1; echo "tests rc $?" >> "$OUT/tests.log" ) &
-( timeout 100 compute-sanitizer --tool memcheck --error-exitcode 9 $B/t "-tc=$NEW" > /tmp/segA15/mc.log 2>&1; echo "memcheck rc $?" >> /tmp/segA15/mc.log ) &
-( timeout 100 compute-sanitizer --tool racecheck --kernel-regex kns=piece_state_kernel --error-exitcode 9 $B/t "-tc=$NEW" > /tmp/segA15/rc.log 2>&1; echo "racecheck rc $?" >> /tmp/segA15/rc.log ) &
+( timeout 75 $B/t "-tc=$TC" > "$OUT/tests.log" 2>&1; echo "tests rc $?" >> "$OUT/tests.log" ) &
+( timeout 75 compute-sanitizer --tool memcheck --error-exitcode 9 $B/t "-tc=$NEW" > /tmp/segA15/mc.log 2>&1; echo "memcheck rc $?" >> /tmp/segA15/mc.log ) &
+( timeout 75 compute-sanitizer --tool racecheck --kernel-regex kns=piece_state_kernel --error-exitcode 9 $B/t "-tc=$NEW" > /tmp/segA15/rc.log 2>&1; echo "racecheck rc $?" >> /tmp/segA15/rc.log ) &
 wait
 { grep -h -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases:|assertions:|rc " /tmp/segA15/mc.log /tmp/segA15/rc.log; } > "$OUT/checks.txt" 2>&1
 grep -E "ERROR|test cases|assertions|rc " "$OUT/tests.log" | head -30
 cat "$OUT/checks.txt"
 el timing
-timeout 100 $B/sb --passa > "$OUT/passa.jsonl" 2>&1; echo "passa rc $?" >> "$OUT/passa.jsonl"
+timeout 70 $B/sb --passa > "$OUT/passa.jsonl" 2>&1; echo "passa rc $?" >> "$OUT/passa.jsonl"
 cut -c1-300 "$OUT/passa.jsonl"
 el done
