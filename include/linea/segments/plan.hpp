@@ -3,7 +3,8 @@
 //
 // A segment's map from its initial state to its final state is affine, S_end = M S_0 + B, so a sequence cut into
 // pieces 0..R-1 is computed as:
-//   pass A  every piece from a zero state: B_r is its final state;
+//   pass A  every piece from a zero state: B_r is its final state (rules that only add, on the CUDA backend: a
+//           reduction over slabs of the pieces, backend/cuda/piece_state_kernel.hpp — no serial walk, no outputs);
 //   pass M  the transition M_r (erasing rules: the rule with v = 0 from S_0 = I; decay-only rules: its diagonal,
 //           from S_0 = 1 with V = 1 — on the CUDA backend exp(Σ log α) over the piece, a kernel of its own that
 //           reads only the gates; the additive rule: M = I, no pass);
