@@ -124,6 +124,24 @@ TEST_CASE("segment cost model: cut only what cannot fill the device") {
   CHECK(segments::choose_piece(starts({16384, 16384}), perkey_decay_sums) == 4096);
   CHECK(segments::choose_piece(starts({32768}), perkey_decay_sums) == 4096);
   CHECK(segments::choose_piece(starts(varlen), perkey_decay_sums) == 4096);
+  // Pass A of the rules that only add by slabs (backend/cuda/piece_state_kernel.hpp, segA15): modelled as the
+  // fraction of the chunk kernel's launch the H200 measured it to save (0.55 on the scalar kernel: linear_attn and
+  // simple_gla; 0.9 on gla's), plus the decay sums. Pieces of 4096 stay the choice, the best measured at 1×32768,
+  // 2×16384 and 32768 + 63×512 for all three rules but gla's packed case (8192: 3.44 ms against 3.52), and 8×4096
+  // stays whole (0.32 ms against 0.59 cut at 1024; bench/cuda/README.md segA15).
+  for (const double decay : {0.0, 0.05}) {
+    const segments::cost_model scalar_slabs{
+        .slots = 264, .units = 32, .am_passes = 0.55 + decay, .link = 70, .fixed = 6000, .min_saving = 0.10};
+    CHECK(segments::choose_piece(starts(std::vector<std::int64_t>(8, 4096)), scalar_slabs) == 0);
+    CHECK(segments::choose_piece(starts({16384, 16384}), scalar_slabs) == 4096);
+    CHECK(segments::choose_piece(starts({32768}), scalar_slabs) == 4096);
+    CHECK(segments::choose_piece(starts(varlen), scalar_slabs) == 4096);
+  }
+  const segments::cost_model perkey_slabs{.slots = 132, .units = 16, .am_passes = 0.95, .link = 20, .fixed = 300};
+  CHECK(segments::choose_piece(starts(std::vector<std::int64_t>(8, 4096)), perkey_slabs) == 0);
+  CHECK(segments::choose_piece(starts({16384, 16384}), perkey_slabs) == 4096);
+  CHECK(segments::choose_piece(starts({32768}), perkey_slabs) == 4096);
+  CHECK(segments::choose_piece(starts(varlen), perkey_slabs) == 4096);
   // Waves: pieces that need a second wave cost it; no piece below min_piece.
   const segments::cost_model cheap{.slots = 132, .units = 16, .am_passes = 1};
   const index_t one = segments::choose_piece(starts({32768}), cheap);

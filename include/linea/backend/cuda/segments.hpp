@@ -290,9 +290,11 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
   // pass M of a diagonal transition (the decay sums), in pass A's launches; 0 for the additive rule (M = I)
   const double decay_m = KM == 1 ? 0.05 : 0.0;
   // pass A of the rules that only add, on 16-bit inputs the slab reduction (piece_state_kernel.hpp, segA15
-  // 2026-12-03): k and v read once by the whole GPU, a fraction of the chunk kernel's launch over the same pieces
-  // (which the fast branches below stand for); 1 before, when pass A was that launch
-  const double piece_state_pass_a = 0.25;
+  // 2026-12-03), as a fraction of the chunk kernel's launch over the same pieces (1 before, when pass A was that
+  // launch): at 1×32768 in pieces of 4096 it saved 0.13 ms of ~0.30 (linear_attn), 0.14 of ~0.34 (simple_gla) and
+  // 0.12 of ~1.0 (gla) on the H200. The choices are unchanged: 4096 at 1×32768, 2×16384 and 32768 + 63×512, whole
+  // at 8×4096 — the best measured but for gla's packed case (8192 by 2 %).
+  const double piece_state_pass_a = per_key ? 0.9 : 0.55;
   if (fast && erases<Rule>) {
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
     // a link of the combine: ~37 µs at K = V = 128, H = 16 (ncu, fwd7 2026-12-02; 77 µs before its float4 rows)
