@@ -90,8 +90,14 @@ view<S, 4> state_rows(S* base, index_t rows, index_t HV, index_t K, index_t cols
   return contiguous<4>(base, {rows, HV, K, cols});
 }
 
+// Whether Ops runs passes A and M for their final states alone (Ops::states_only_passes; the CUDA backend's chunk
+// kernels then skip the query side and o's stores: kernel_args::states_only). Their o is thrown away either way.
+template <class Ops>
+inline constexpr bool states_only_passes = Ops::states_only_passes;
+
 // The transition pass of `x` (tokens of one or more pieces): the rule with v = 0 and w's columns broadcast, from
-// S_0 = I (or 1) written in place into `M` [pieces, HV, K, KM]; its output o goes to `o_scratch`.
+// S_0 = I (or 1) written in place into `M` [pieces, HV, K, KM]; its output o goes to `o_scratch` (or nowhere, under
+// states_only_passes).
 template <class Rule, class Ops, class T, class S>
 void transition_pass(Ops& ops, arguments<T, S> x, const T* zeros, view<T, 4> o_scratch, const view<S, 4>& M,
                      std::span<const std::int64_t> cu) {
@@ -102,7 +108,7 @@ void transition_pass(Ops& ops, arguments<T, S> x, const T* zeros, view<T, 4> o_s
   x.residual = {};
   ops.fill_identity(M);
   x.initial_state = M, x.final_state = M;
-  ops.template forward<Rule>(x, cu);
+  ops.template forward<Rule>(x, cu, states_only_passes<Ops>);
 }
 
 // Whether Ops computes pass M of Rule from the summed log decays (Ops::decay_transitions: the CUDA backend, for a
@@ -140,7 +146,7 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, const plan& p
   for (const run& r : pl.runs) {
     arguments<T, S> pa = slice(x, r.t0, r.t1);
     pa.final_state = state_rows(Bs + r.first_row * d.state(), r.pieces(), p.HV, p.K, p.V);
-    ops.template forward<Rule>(pa, r.cu);
+    ops.template forward<Rule>(pa, r.cu, states_only_passes<Ops>);
     if (d.KM) {
       const view<T, 4> om = o_m ? contiguous<4>(o_m, {1, r.t1 - r.t0, p.HV, d.KM}) : pa.o;
       transitions<Rule>(ops, pa, zeros, om, state_rows(Ms + r.first_row * d.transition(), r.pieces(), p.HV, p.K, d.KM), r.cu);

@@ -15,6 +15,7 @@
 #include "call.hpp"
 #include "decay_product_kernel.hpp"
 #include "segment_kernels.hpp"
+#include "staged_combine_kernel.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -96,9 +97,11 @@ class device_ops {
   }
 
   // The chunkwise form over `a` with `cu` (host values) as its packed sequences, or `a`'s own when empty — then
-  // cut again when that pays (a context-parallel rank's long shard).
+  // cut again when that pays (a context-parallel rank's long shard). states_only: a's o may be left unwritten (the
+  // segmented passes A and M, segments::states_only_passes; kernel_args::states_only).
+  static constexpr bool states_only_passes = true;
   template <class Rule, class T>
-  void forward(arguments<T, float> a, std::span<const std::int64_t> cu) {
+  void forward(arguments<T, float> a, std::span<const std::int64_t> cu, bool states_only = false) {
     cuda::launch l{.stream = stream_};
     l.segment_tokens = source_ == scratch_source::allocate ? segment_tokens_ : 0;
     if (!cu.empty()) {
@@ -113,7 +116,7 @@ class device_ops {
     const index_t on_device = cu.empty() ? -1 : static_cast<index_t>(cu.size()) - 1;
     const problem p = validate_chunkwise<Rule, read::identity>(a, on_device);
     if (cu.empty() && run_segmented<Rule, read::identity>(a, p, l)) return;
-    run<Rule, read::identity, form::chunkwise>(a, p, l);
+    run<Rule, read::identity, form::chunkwise>(a, p, l, states_only);
   }
 
   // The piece length a context-parallel rank cuts its shard into (0: not cut).
@@ -163,9 +166,30 @@ class device_ops {
     check_launch("copy_states_kernel");
   }
 
+  // The chains S ← M S + B: staged_combine_kernel where it fits (the erasing rules' full transitions), else
+  // combine_rowwise.
   template <class S>
   void combine(const S* from, S* to, const S* M, const S* B, const segments::state_dims& d,
                std::span<const segments::chain> chains) {
+    if constexpr (std::is_same_v<S, float>) {
+      if (!chains.empty() && d.HV > 0 && staged_combine_fits(M, B, d)) {
+        const segments::chain* c = upload(chains);
+        if (counting()) return;
+        using sh = staged_combine_shape;
+        allow_dynamic_shared<staged_combine_kernel<float>>(sh::bytes, current_device());
+        const dim3 grid(static_cast<unsigned>(chains.size()), static_cast<unsigned>(d.HV),
+                        static_cast<unsigned>(d.V / sh::cols));
+        staged_combine_kernel<float><<<grid, sh::threads, sh::bytes, stream_>>>(from, to, M, B, d, c);
+        check_launch("staged_combine_kernel");
+        return;
+      }
+    }
+    combine_rowwise(from, to, M, B, d, chains);
+  }
+  // combine_kernel (segment_kernels.hpp): every case, M read from global memory inside the product.
+  template <class S>
+  void combine_rowwise(const S* from, S* to, const S* M, const S* B, const segments::state_dims& d,
+                       std::span<const segments::chain> chains) {
     if (chains.empty() || d.HV == 0 || d.V == 0) return;
     if (d.K > combine_kmax) throw error("the CUDA segment combine supports K <= 128, but K = " + std::to_string(d.K));
     const segments::chain* c = upload(chains);
