@@ -23,14 +23,16 @@ echo "pipeline normal-path SASS lines: $(wc -l < $B/whole_ab_main.pipeline.sass)
 cuobjdump -res-usage $B/sb 2>&1 | grep -A1 "staged_combine\|combine_kernel" | head -6 >> "$OUT/build.txt"
 el timings
 for round in 1 2; do $O/whole_ab_main >> "$OUT/whole_ab.jsonl" 2>&1; $O/whole_ab_comb15 >> "$OUT/whole_ab.jsonl" 2>&1; done
-timeout 120 $B/sb --states > "$OUT/states.jsonl" 2>&1; echo "states rc $?" >> "$OUT/build.txt"
+timeout 60 $B/sb --states > "$OUT/states.jsonl" 2>&1; echo "states rc $?" >> "$OUT/build.txt"
 el checks
-( timeout 150 $B/tests > "$OUT/tests.log" 2>&1; echo "tests rc $?" >> "$OUT/tests.log" ) &
-( timeout 100 $B/conf $C/fla $C/linea > /tmp/conf.log 2>&1; echo "conf rc $?" >> /tmp/conf.log; tail -5 /tmp/conf.log > "$OUT/conformance.log" ) &
-( timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests "-tc=CUDA chunk kernels: states only*,CUDA segment combine*" > /tmp/mc1.log 2>&1; echo "memcheck states-only, combine rc $?" >> /tmp/mc1.log ) &
-( timeout 150 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests "-tc=CUDA segmented chunkwise equals*" > /tmp/mc2.log 2>&1; echo "memcheck segmented rc $?" >> /tmp/mc2.log ) &
-( timeout 150 compute-sanitizer --tool racecheck --kernel-regex kns=staged_combine_kernel --error-exitcode 9 $B/tests "-tc=CUDA segment combine*" > /tmp/rc1.log 2>&1; echo "racecheck staged_combine rc $?" >> /tmp/rc1.log
-  timeout 120 compute-sanitizer --tool racecheck --kernel-regex kns=delta_pipeline_kernel --error-exitcode 9 $B/tests "-tc=CUDA chunk kernels: states only*" > /tmp/rc2.log 2>&1; echo "racecheck delta_pipeline rc $?" >> /tmp/rc2.log ) &
+( timeout 90 $B/tests -sf="*segments_test*" > /tmp/t1.log 2>&1; echo "segments_test rc $?" >> /tmp/t1.log ) &
+( timeout 90 $B/tests -sf="*rules_test*" > /tmp/t2.log 2>&1; echo "rules_test rc $?" >> /tmp/t2.log ) &
+( timeout 60 $B/conf $C/fla $C/linea > /tmp/conf.log 2>&1; echo "conf rc $?" >> /tmp/conf.log; tail -5 /tmp/conf.log > "$OUT/conformance.log" ) &
+( timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests "-tc=CUDA chunk kernels: states only*,CUDA segment combine*" > /tmp/mc1.log 2>&1; echo "memcheck states-only, combine rc $?" >> /tmp/mc1.log ) &
+( timeout 90 compute-sanitizer --tool memcheck --error-exitcode 9 $B/tests "-tc=CUDA segmented chunkwise equals*" > /tmp/mc2.log 2>&1; echo "memcheck segmented rc $?" >> /tmp/mc2.log ) &
+( timeout 90 compute-sanitizer --tool racecheck --kernel-regex kns=staged_combine_kernel --error-exitcode 9 $B/tests "-tc=CUDA segment combine*" > /tmp/rc1.log 2>&1; echo "racecheck staged_combine rc $?" >> /tmp/rc1.log
+  timeout 60 compute-sanitizer --tool racecheck --kernel-regex kns=delta_pipeline_kernel --error-exitcode 9 $B/tests "-tc=CUDA chunk kernels: states only*" > /tmp/rc2.log 2>&1; echo "racecheck delta_pipeline rc $?" >> /tmp/rc2.log ) &
 wait
+for f in /tmp/t1.log /tmp/t2.log; do echo "--- $f"; grep -E "ERROR|error|FAIL|test cases|assertions|rc [0-9]|values|CHECK|REQUIRE" $f | head -40; done > "$OUT/tests.log"
 for f in /tmp/mc1.log /tmp/mc2.log /tmp/rc1.log /tmp/rc2.log; do echo "--- $f"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|rc [0-9]|test cases|assertions" $f | tail -5; done > "$OUT/checks.txt"
 el done
