@@ -103,14 +103,27 @@ __global__ void __launch_bounds__(staged_combine_shape::threads, 1)
     float next[rows_per];
 #pragma unroll
     for (int r = 0; r < rows_per; ++r) next[r] = B && i0 + r < K ? bs[(i0 + r) * cols + col] : 0.f;
+    if (i0 + rows_per <= K) {  // all 8 rows (every group when K % 8 = 0): the 8 loads issued before the FMAs
 #pragma unroll 2
-    for (index_t l = 0; l < K; l += 4) {
-      const float t0 = tile[l][col], t1 = tile[l + 1][col], t2 = tile[l + 2][col], t3 = tile[l + 3][col];
+      for (index_t l = 0; l < K; l += 4) {
+        const float t0 = tile[l][col], t1 = tile[l + 1][col], t2 = tile[l + 2][col], t3 = tile[l + 3][col];
+        float4 mv[rows_per];
 #pragma unroll
-      for (int r = 0; r < rows_per; ++r) {
-        if (i0 + r >= K) break;
-        const float4 mv = *reinterpret_cast<const float4*>(ms + (i0 + r) * LDM + l);
-        next[r] += mv.x * t0, next[r] += mv.y * t1, next[r] += mv.z * t2, next[r] += mv.w * t3;
+        for (int r = 0; r < rows_per; ++r) mv[r] = *reinterpret_cast<const float4*>(ms + (i0 + r) * LDM + l);
+#pragma unroll
+        for (int r = 0; r < rows_per; ++r)
+          next[r] += mv[r].x * t0, next[r] += mv[r].y * t1, next[r] += mv[r].z * t2, next[r] += mv[r].w * t3;
+      }
+    } else {  // the last row group of K % 8 = 4 (or past K): a row at a time, the same FMAs in the same order
+#pragma unroll 2
+      for (index_t l = 0; l < K; l += 4) {
+        const float t0 = tile[l][col], t1 = tile[l + 1][col], t2 = tile[l + 2][col], t3 = tile[l + 3][col];
+#pragma unroll
+        for (int r = 0; r < rows_per; ++r) {
+          if (i0 + r >= K) break;
+          const float4 mv = *reinterpret_cast<const float4*>(ms + (i0 + r) * LDM + l);
+          next[r] += mv.x * t0, next[r] += mv.y * t1, next[r] += mv.z * t2, next[r] += mv.w * t3;
+        }
       }
     }
     __syncthreads();  // every read of the tile and of buffer buf done
