@@ -236,10 +236,10 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
     // Passes A and M for their final states alone (kernel_args::states_only) and the staged combine, comb15
     // 2026-12-03, gated_delta 1×32768 in pieces of 4096: pass A 0.396 ms, pass M 0.416, pass C ~0.49 (so
-    // am_passes 1.65, from 2: 0.486 / 0.499 writing o); a link ~8.9 µs (62 µs for 7, from 185 row-wise) ≈ 75 steps of
+    // am_passes 1.65, from 2: 0.486 / 0.499 writing o); a link ~5.7 µs (40 µs for 7, from 184 row-wise) ≈ 48 steps of
     // 0.118 µs (pass C's 4160 steps). The choices are those of the old constants (2, 320), which the H200's sweep
     // still favours: 4096 at 1×32768, 2×16384 and packed, 8×4096 whole.
-    m.am_passes = 1.65, m.link = 75, m.fixed = 800;
+    m.am_passes = 1.65, m.link = 48, m.fixed = 800;
     // Cut at a 10 % modelled saving: at 2×16384 the model gives pieces of 4096 0.866 of the whole call and the H200
     // measured 0.907 (gated_delta 1.614 against 1.779 ms, delta 1.330 / 1.424; linear_attn on the additive model
     // 0.668 / 0.719; lead's final call, 2026-12-02 fourth session); the default 15 % kept them whole.
@@ -256,8 +256,8 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
   } else {
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
     // erasing rules (kda, gdn2, float32): passes A and M states only, 1.34 / 1.35 ms against pass C ~1.6 at kda
-    // 1×32768 in pieces of 4096 (comb15); a staged link ~8.9 µs ≈ 25 steps of 0.385 µs
-    m.am_passes = erases<Rule> ? 1.7 : 1 + decay_m, m.link = erases<Rule> ? 25 : 20, m.fixed = 300;
+    // 1×32768 in pieces of 4096 (comb15); a staged link ~5.7 µs ≈ 15 steps of 0.385 µs
+    m.am_passes = erases<Rule> ? 1.7 : 1 + decay_m, m.link = erases<Rule> ? 15 : 20, m.fixed = 300;
   }
   return m;
 }
