@@ -1,7 +1,10 @@
 #!/bin/bash
 # local build of comb15's units, one at a time (2 shared cores)
-cd /work/wt/comb15 && source /tmp/comb15_flags.sh
-O=/tmp/comb15/obj; mkdir -p $O
+# (the flags: COMMON.md's nvcc line; O=/tmp/comb15/obj2 for call 2; whole_ab_main: the same whole_ab.cu with -I/work/main/include -DTREE=\"main\")
+export PATH=/usr/local/cuda/bin:$PATH
+FLAGS="-std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -diag-suppress=20012,20013,20015,68,186 -Xptxas -warn-spills -Iinclude -Itests -Itools -isystem /usr/include/eigen3"
+cd ${TREE:-/work/wt/comb15}
+O=${O:-/tmp/comb15/obj}; mkdir -p $O
 D="-DLINEA_CUDA_EXTERN_BACKWARD_PHASES"
 b() { local n=$1; shift; /usr/bin/time -f "$n %e s" nice -n 5 nvcc $FLAGS "$@" > $O/$n.log 2>&1 || echo "FAILED $n"; tail -1 $O/$n.log; }
 for u in ${UNITS:-whole inst tests}; do
