@@ -16,6 +16,10 @@
 //   passa  linear_attn, simple_gla and gla at 1×32768, 2×16384, packed and 8×4096: pass A by slabs (the library's,
 //          piece_state_kernel.hpp) against the chunk kernel's pass A (main d94ad0e's), interleaved, pieces 1024 .. 8192
 //          and the automatic choices (this tree's and main's model); the whole call and the library's automatic one;
+//   states delta, gated_delta, kda and gdn2 at 1×32768, 2×16384, packed and 8×4096: passes A and M for their final
+//          states alone (the library's, kernel_args::states_only) against passes that write o (main d94ad0e's),
+//          interleaved through segments::forward on one plan and scratch, pieces 1024 .. 8192; the library's call
+//          whole and automatic beside them; and pass A, pass M and the combine alone at 1×32768 in pieces of 4096;
 //   once   one call of each configuration ncu is asked to split into kernels (after one warm-up call each; the
 //          configurations are named on stderr): linear_attn and gated_delta 8×4096 identity and CCQ, gated_delta,
 //          linear_attn and gla 1×32768 in pieces of 4096 and 2048.
@@ -24,7 +28,9 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -467,10 +473,141 @@ void passa_shapes(const pool& x) {
   }
 }
 
+// ---- --states: passes A and M without outputs and the staged combine (the library's) against passes that write o
+// and the row-wise combine (main d94ad0e's), and each change alone, on the same plan and preallocated scratch,
+// interleaved in one process.
+struct outputs_passes_ops : cuda_detail::device_ops {  // passes A and M write o; the staged combine
+  using device_ops::device_ops;
+  static constexpr bool states_only_passes = false;
+};
+template <class Base>
+struct rowwise_combine : Base {  // combine_kernel, M read from global memory (main's)
+  using Base::Base;
+  template <class S>
+  void combine(const S* from, S* to, const S* M, const S* B, const segments::state_dims& d,
+               std::span<const segments::chain> chains) {
+    this->combine_rowwise(from, to, M, B, d, chains);
+  }
+};
+using main_ops = rowwise_combine<outputs_passes_ops>;
+using states_rowwise_ops = rowwise_combine<cuda_detail::device_ops>;
+
+// Each of fs in turn, `calls` back-to-back calls each, `repeats` times after warm-up: the medians (ms per call).
+template <std::size_t N>
+std::array<double, N> time_each(const std::array<std::function<void()>, N>& fs, int calls = 5, int repeats = 7) {
+  for (int w = 0; w < 2; ++w)
+    for (const auto& f : fs) f();
+  cudaEvent_t e[N + 1];
+  for (auto& x : e) CK(cudaEventCreate(&x));
+  std::array<std::vector<double>, N> t;
+  for (int r = 0; r < repeats; ++r) {
+    CK(cudaEventRecord(e[0]));
+    for (std::size_t k = 0; k < N; ++k) {
+      for (int i = 0; i < calls; ++i) fs[k]();
+      CK(cudaEventRecord(e[k + 1]));
+    }
+    CK(cudaEventSynchronize(e[N]));
+    for (std::size_t k = 0; k < N; ++k) {
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e[k], e[k + 1]));
+      t[k].push_back(ms / calls);
+    }
+  }
+  for (auto& x : e) CK(cudaEventDestroy(x));
+  std::array<double, N> med{};
+  for (std::size_t k = 0; k < N; ++k) std::sort(t[k].begin(), t[k].end()), med[k] = t[k][t[k].size() / 2];
+  return med;
+}
+
+template <class Rule>
+void states_shapes(const pool& x) {
+  struct shape {
+    const char* name;
+    index_t B, T_;
+    bool varlen;
+  };
+  std::vector<std::int64_t> cu{0, 32768};
+  for (int i = 0; i < 63; ++i) cu.push_back(cu.back() + 512);
+  for (const shape s : {shape{"1x32768", 1, 32768, false}, shape{"2x16384", 2, 16384, false},
+                        shape{"32768+63x512", 1, cu.back(), true}, shape{"8x4096", 8, 4096, false}}) {
+    arguments<T, float> a = make_args<Rule>(x, s.B, s.T_, 0, s.varlen ? 64 : -1);
+    if (s.varlen) a.cu_seqlens = cu;
+    const problem p = validate<Rule, read::identity>(a);
+    const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
+    const index_t tokens = s.B * s.T_;
+    const index_t automatic = cuda_detail::piece_length<Rule>(a, starts, p, cuda::launch{}, cuda_detail::current_device());
+    const double whole = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {.segment_tokens = 0}); });
+    const double lib_auto = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a); });
+    std::printf("{\"kind\":\"states\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":0,\"auto\":%ld,\"whole_ms\":%.4f,"
+                "\"auto_ms\":%.4f,\"ns_per_token\":%.3f}\n",
+                rule_name<Rule>::value, s.name, long(automatic), whole, lib_auto, whole * 1e6 / double(tokens));
+    std::fflush(stdout);
+    for (const index_t piece : {index_t(1024), index_t(2048), index_t(4096), index_t(8192)}) {
+      const segments::plan pl = segments::make_plan(starts, piece);
+      if (!pl.cuts()) continue;
+      const std::size_t bytes = std::max(forward_scratch<cuda_detail::device_ops, Rule>(a, p, pl),
+                                         forward_scratch<main_ops, Rule>(a, p, pl));
+      void* buf = nullptr;
+      CK(cudaMalloc(&buf, bytes));
+      const auto with = [&](auto tag) {
+        return std::function<void()>([&, tag] {
+          typename decltype(tag)::type ops(nullptr, cuda_detail::scratch_source::carve, buf, bytes);
+          segments::forward<Rule>(ops, a, p, pl);
+        });
+      };
+      const auto t = time_each<4>({with(std::type_identity<cuda_detail::device_ops>{}), with(std::type_identity<main_ops>{}),
+                                   with(std::type_identity<states_rowwise_ops>{}), with(std::type_identity<outputs_passes_ops>{})});
+      std::printf("{\"kind\":\"states\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":%ld,\"is_auto\":%d,"
+                  "\"lib_ms\":%.4f,\"main_ms\":%.4f,\"states_only_ms\":%.4f,\"staged_only_ms\":%.4f,"
+                  "\"main_over_lib\":%.3f,\"lib_vs_whole\":%.3f}\n",
+                  rule_name<Rule>::value, s.name, long(piece), int(piece == automatic), t[0], t[1], t[2], t[3],
+                  t[1] / t[0], t[0] / whole);
+      std::fflush(stdout);
+      if (!std::strcmp(s.name, "1x32768") && piece == 4096) {  // the passes alone: A, M (states only and not), combine
+        const segments::run& r = pl.runs[0];
+        arguments<T, float> pa = segments::slice(segments::packed_arguments(a), r.t0, r.t1);
+        const segments::state_dims d{H, K, V, segments::transition_columns<Rule>(K)};
+        float* Bs = dalloc<float>(pl.rows * d.state());
+        float* Ms = dalloc<float>(pl.rows * d.transition());
+        float* C = dalloc<float>(pl.total_pieces() * d.state());
+        T* zeros = dalloc<T>(H * K);
+        CK(cudaMemset(zeros, 0, H * K * sizeof(T)));
+        pa.final_state = segments::state_rows(Bs, r.pieces(), H, K, V);
+        const view<float, 4> Mv = segments::state_rows(Ms, r.pieces(), H, K, K);
+        void* sbuf = dalloc<unsigned char>(1 << 20);
+        const auto pass_a = [&](bool states_only) {
+          cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, sbuf, 1 << 20);
+          ops.template forward<Rule>(pa, r.cu, states_only);
+        };
+        const auto [a_states, a_outputs] = time_ab([&] { pass_a(true); }, [&] { pass_a(false); }, 10);
+        const auto [m_states, m_outputs] = time_ab(
+            [&] { cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, sbuf, 1 << 20);
+                  segments::transition_pass<Rule>(ops, pa, zeros, pa.o, Mv, r.cu); },
+            [&] { outputs_passes_ops ops(nullptr, cuda_detail::scratch_source::carve, sbuf, 1 << 20);
+                  segments::transition_pass<Rule>(ops, pa, zeros, pa.o, Mv, r.cu); }, 10);
+        const auto [c_staged, c_rowwise] = time_ab(
+            [&] { cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, sbuf, 1 << 20);
+                  ops.combine(C, C, Ms, Bs, d, std::span<const segments::chain>(pl.chains)); },
+            [&] { cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, sbuf, 1 << 20);
+                  ops.combine_rowwise(C, C, Ms, Bs, d, std::span<const segments::chain>(pl.chains)); }, 10);
+        std::printf("{\"kind\":\"passes\",\"rule\":\"%s\",\"shape\":\"1x32768\",\"piece\":4096,\"pieces\":%ld,"
+                    "\"a_states_ms\":%.4f,\"a_outputs_ms\":%.4f,\"m_states_ms\":%.4f,\"m_outputs_ms\":%.4f,"
+                    "\"combine_staged_ms\":%.4f,\"combine_rowwise_ms\":%.4f}\n",
+                    rule_name<Rule>::value, long(r.pieces()), a_states, a_outputs, m_states, m_outputs, c_staged, c_rowwise);
+        std::fflush(stdout);
+        CK(cudaDeviceSynchronize());
+        cudaFree(Bs), cudaFree(Ms), cudaFree(C), cudaFree(zeros), cudaFree(sbuf);
+      }
+      CK(cudaDeviceSynchronize());
+      cudaFree(buf);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool long_only = false, cp_only = false, sweep = false, ccq = false, one = false, ab = false, passa = false;
+  bool long_only = false, cp_only = false, sweep = false, ccq = false, one = false, ab = false, passa = false, states = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--sweep")) sweep = true;
     if (!std::strcmp(argv[i], "--ccq")) ccq = true;
@@ -479,11 +616,17 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--cp")) cp_only = true;
     if (!std::strcmp(argv[i], "--ab")) ab = true;
     if (!std::strcmp(argv[i], "--passa")) passa = true;
+    if (!std::strcmp(argv[i], "--states")) states = true;
   }
   try {
     cudaDeviceProp prop{};
     CK(cudaGetDeviceProperties(&prop, 0));
     std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d}\n", prop.name, prop.multiProcessorCount);
+    if (states) {  // the erasing rules: passes A and M without outputs against main's
+      const pool x(65536);
+      states_shapes<gated_delta>(x), states_shapes<delta>(x), states_shapes<kda>(x), states_shapes<gdn2>(x);
+      return 0;
+    }
     if (passa) {  // the rules that only add: pass A by slabs against the chunk kernel's
       const pool x(65536);
       passa_shapes<additive>(x), passa_shapes<simple_gla>(x), passa_shapes<gla>(x);

@@ -88,13 +88,27 @@ TEST_CASE("segment cost model: cut only what cannot fill the device") {
   // The H200's delta kernel as backend/cuda/segments.hpp models it (132 SMs, one CTA each, 16 value heads): the
   // choices its measurements favoured (bench/cuda/README.md).
   const segments::cost_model delta_kernel{
-      .slots = 132, .units = 16, .am_passes = 2, .link = 320, .fixed = 800, .min_saving = 0.10};
+      .slots = 132, .units = 16, .am_passes = 1.65, .link = 48, .fixed = 800, .min_saving = 0.10};
   CHECK(segments::choose_piece(starts(std::vector<std::int64_t>(8, 4096)), delta_kernel) == 0);  // full already
   CHECK(segments::choose_piece(starts({16384, 16384}), delta_kernel) == 4096);  // 0.87 modelled, 0.91 measured
   CHECK(segments::choose_piece(starts({16384, 16384}), {.slots = 132, .units = 16, .am_passes = 2, .link = 320,
                                                         .fixed = 800}) == 0);  // at the default 15 % margin
   CHECK(segments::choose_piece(starts({32768}), delta_kernel) == 4096);  // 8 pieces × 16 heads: one wave
   CHECK(segments::choose_piece(starts(varlen), delta_kernel) == 4096);   // the long sequence only (512 < 4096)
+  // The same choices under main d94ad0e's constants (passes A and M writing o, the row-wise combine at ~37 µs a link):
+  // comb15's H200 sweep favoured them with the cheaper passes too (bench/cuda/README.md, comb15).
+  const segments::cost_model delta_kernel_main{
+      .slots = 132, .units = 16, .am_passes = 2, .link = 320, .fixed = 800, .min_saving = 0.10};
+  for (const auto& lengths : {std::vector<std::int64_t>(8, 4096), std::vector<std::int64_t>{16384, 16384},
+                              std::vector<std::int64_t>{32768}, varlen})
+    CHECK(segments::choose_piece(starts(lengths), delta_kernel) == segments::choose_piece(starts(lengths), delta_kernel_main));
+  // The general kernel's erasing rules (kda, gdn2), two CTAs per SM over 64 columns: 4096 where the sweep found
+  // 4096 and 2048 within 0.1 %.
+  const segments::cost_model general_erasing{.slots = 264, .units = 32, .am_passes = 1.7, .link = 15, .fixed = 300};
+  CHECK(segments::choose_piece(starts(std::vector<std::int64_t>(8, 4096)), general_erasing) == 0);
+  CHECK(segments::choose_piece(starts({16384, 16384}), general_erasing) == 4096);
+  CHECK(segments::choose_piece(starts({32768}), general_erasing) == 4096);
+  CHECK(segments::choose_piece(starts(varlen), general_erasing) == 4096);
   // The scalar 64-token kernel with simple_gla's costly pass M counted as more launches of pass A: only the lone
   // long sequence is worth cutting.
   const segments::cost_model scalar_kernel{.slots = 264, .units = 32, .am_passes = 3.7, .link = 70, .fixed = 6000};

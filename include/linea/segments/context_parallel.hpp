@@ -124,7 +124,7 @@ void forward_pieces(Ops& ops, const arguments<T, S>& a, const problem& p, transp
   S* Mp = d.KM ? ops.template alloc<S>(static_cast<std::size_t>(PC * d.transition())) : nullptr;
   arguments<T, S> pa = segments::slice(x, 0, x.q.ext[1]);  // pass A: every piece from a zero state
   pa.final_state = segments::state_rows(Bp, PC, p.HV, p.K, p.V);
-  ops.template forward<Rule>(pa, cu);
+  ops.template forward<Rule>(pa, cu, segments::states_only_passes<Ops>);  // o: pass C's
   if (d.KM) {  // pass M (o is overwritten by pass C; when K ≠ V a scratch of its own; none for the decay sums)
     constexpr bool general_m = !segments::sums_decays<Rule, Ops>;
     const T* zeros = general_m ? ops.template zeros<T>(static_cast<std::size_t>(p.HV * d.KM)) : nullptr;

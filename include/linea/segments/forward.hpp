@@ -90,8 +90,14 @@ view<S, 4> state_rows(S* base, index_t rows, index_t HV, index_t K, index_t cols
   return contiguous<4>(base, {rows, HV, K, cols});
 }
 
+// Whether Ops runs passes A and M for their final states alone (Ops::states_only_passes; the CUDA backend's chunk
+// kernels then skip the query side and o's stores: kernel_args::states_only). Their o is thrown away either way.
+template <class Ops>
+inline constexpr bool states_only_passes = Ops::states_only_passes;
+
 // The transition pass of `x` (tokens of one or more pieces): the rule with v = 0 and w's columns broadcast, from
-// S_0 = I (or 1) written in place into `M` [pieces, HV, K, KM]; its output o goes to `o_scratch`.
+// S_0 = I (or 1) written in place into `M` [pieces, HV, K, KM]; its output o goes to `o_scratch` (or nowhere, under
+// states_only_passes).
 template <class Rule, class Ops, class T, class S>
 void transition_pass(Ops& ops, arguments<T, S> x, const T* zeros, view<T, 4> o_scratch, const view<S, 4>& M,
                      std::span<const std::int64_t> cu) {
@@ -102,7 +108,7 @@ void transition_pass(Ops& ops, arguments<T, S> x, const T* zeros, view<T, 4> o_s
   x.residual = {};
   ops.fill_identity(M);
   x.initial_state = M, x.final_state = M;
-  ops.template forward<Rule>(x, cu);
+  ops.template forward<Rule>(x, cu, states_only_passes<Ops>);
 }
 
 // Whether Ops computes pass M of Rule from the summed log decays (Ops::decay_transitions: the CUDA backend, for a
@@ -125,12 +131,13 @@ template <class Rule, class Ops>
 inline constexpr bool reduces_states = !erases<Rule> && Ops::reduces_piece_states;
 
 // Pass A of `pa` (tokens of one or more pieces cut at `cu`): the pieces' final states from zero into pa.final_state;
-// its outputs o, where the chunkwise form runs, are overwritten by pass C.
+// where the chunkwise form runs, it runs for final states alone under states_only_passes (o is overwritten by pass C
+// either way).
 template <class Rule, class Ops, class T, class S>
 void piece_states(Ops& ops, const arguments<T, S>& pa, std::span<const std::int64_t> cu) {
   if constexpr (reduces_states<Rule, Ops>)
     if (ops.template piece_states<Rule>(pa, cu)) return;  // false: inputs its kernel does not read
-  ops.template forward<Rule>(pa, cu);
+  ops.template forward<Rule>(pa, cu, states_only_passes<Ops>);
 }
 
 // The segmented forward of a validated call `a` (problem p) with plan `pl` (make_plan over sequence_starts).

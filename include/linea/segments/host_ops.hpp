@@ -106,9 +106,11 @@ class host_ops {
     return alloc<X>(n);
   }
 
-  // The chunkwise form over `a`, with `cu` as its cu_seqlens when given.
+  // The chunkwise form over `a`, with `cu` as its cu_seqlens when given. (states_only is a hint the host form does
+  // not take: it writes o.)
+  static constexpr bool states_only_passes = false;
   template <class Rule, class T, class S>
-  void forward(arguments<T, S> a, std::span<const std::int64_t> cu) {
+  void forward(arguments<T, S> a, std::span<const std::int64_t> cu, bool /*states_only*/ = false) {
     if (!cu.empty()) a.cu_seqlens = cu;
     a.threads = threads_;
     linea::chunkwise<Rule, read::identity, Backend>(a);

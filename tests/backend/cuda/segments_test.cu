@@ -4,6 +4,7 @@
 // device) and over NCCL with one rank — each against the float64 reference within SPEC §5, every rule, bf16 (the
 // 64-token kernels) and float32 (the general kernel), packed sequences with one long and several short ones.
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <functional>
 #include <limits>
@@ -351,6 +352,91 @@ void check_piece_states_all() {
 TEST_CASE_TEMPLATE("CUDA segmented chunkwise: pass A of the rules that only add, by slabs", Rule, additive, simple_gla, gla) {
   check_piece_states_all<Rule, bf16>();
   check_piece_states_all<Rule, fp16>();
+}
+
+// The chunk kernels' states-only mode (kernel_args::states_only: the segmented forward's passes A and M): the final
+// state is bit for bit that of the same call writing o, and o keeps its poison (no store). bf16 at K = V = 128 and
+// 64 takes the 64-token kernels (delta_pipeline_kernel for delta and gated_delta; the others ignore the flag and
+// write o), float32 the general kernel; packed sequences, an initial state, and a key of inf (the pipeline's flagged
+// chunk path) in one case.
+namespace {
+template <class Rule, class T>
+void check_states_only(const case_shape& shape, bool inf_key = false) {
+  auto c = random_case<Rule, T>::make(shape);
+  if (inf_key) c.k(0, 70, 0, 3) = T(std::numeric_limits<float>::infinity());
+  device_case<Rule, T> d{c};
+  const arguments<T, float> a = d.args(c.args());
+  const problem p = validate_chunkwise<Rule, read::identity>(a);
+  cuda_detail::run<Rule, read::identity, cuda_detail::form::chunkwise>(a, p, cuda::launch{});
+  d.back();
+  const auto full_state = c.ht;
+  cuda_ok(cudaMemset(d.ht, 0xFF, c.ht.size() * sizeof(float)));
+  cuda_ok(cudaMemset(d.o, 0xFF, c.o.size() * sizeof(T)));
+  cuda_detail::run<Rule, read::identity, cuda_detail::form::chunkwise>(a, p, cuda::launch{}, /*states_only=*/true);
+  d.back();
+  auto poison = c.o;
+  std::memset(poison.data(), 0xFF, poison.size() * sizeof(T));
+  INFO(rule_name<Rule>::value << " " << type_name<T>() << " " << describe_shape(shape) << (inf_key ? " inf key" : ""));
+  CHECK(same_bytes(c.ht, full_state));
+  using cuda_detail::pass;
+  constexpr bool honours = !std::is_same_v<T, bf16> || cuda_detail::delta_chunk_rule<Rule, pass::main> ||
+                           !(cuda_detail::scalar_chunk_rule<Rule, pass::main> || cuda_detail::perkey_chunk_rule<Rule, pass::main>);
+  if (honours) CHECK(same_bytes(c.o, poison));  // the kernels that know the flag leave o alone
+  else CHECK(!same_bytes(c.o, poison));
+}
+}  // namespace
+
+TEST_CASE_TEMPLATE("CUDA chunk kernels: states only gives the same final state and writes no o", Rule, LINEA_RULES) {
+  check_states_only<Rule, bf16>({.B = 2, .T = 300, .H = 2, .HV = 2, .K = 128, .V = 128, .initial_state = true});
+  check_states_only<Rule, bf16>({.H = 1, .HV = 2, .K = 64, .V = 64, .seqlens = {200, 64, 0, 33}, .initial_state = true},
+                                /*inf_key=*/true);
+  check_states_only<Rule, float>({.B = 1, .T = 150, .H = 1, .HV = 2, .K = 40, .V = 24, .initial_state = true});
+  check_states_only<Rule, float>({.B = 1, .T = 130, .H = 1, .HV = 2, .K = 128, .V = 128});
+}
+
+// The staged combine (staged_combine_kernel.hpp) against combine_kernel: the same FMAs in the same order, so the
+// same bits — chains from a state row and from zero, every prefix written or the last only, a link step of 2, no
+// links, with B and without (a product of transitions), at K = 128, 64, 36 and V = 128, 16, 32.
+TEST_CASE("CUDA segment combine: the staged kernel equals the row-wise one bit for bit") {
+  for (const auto& [K, V] : {std::pair<index_t, index_t>{128, 128}, {64, 16}, {36, 32}}) {
+    const index_t HV = 3, links = 7, rows = 9;
+    const segments::state_dims d{HV, K, V, K};
+    std::mt19937 rng(static_cast<std::uint32_t>(K + V));
+    std::normal_distribution<float> normal(0.f, 1.f);
+    std::vector<float> M(links * d.transition()), B(links * d.state()), from(rows * d.state());
+    for (auto& x : M) x = normal(rng) / std::sqrt(static_cast<float>(K));
+    for (auto& x : B) x = normal(rng);
+    for (auto& x : from) x = normal(rng);
+    const std::vector<segments::chain> chains{{0, 3, 0, 1, 1, 1, true},    // row 0, links 0..2 → rows 1..3
+                                              {-1, 4, 3, 1, 4, 1, true},   // zero, links 3..6 → rows 4..7
+                                              {2, 3, 0, 2, 8, 1, false},   // row 2, links 0, 2, 4 → row 8 only
+                                              {5, 0, 0, 1, 0, 1, false}};  // no links: row 5 → row 0
+    float *dM = nullptr, *dB = nullptr, *dfrom = nullptr, *staged = nullptr, *rowwise = nullptr;
+    const std::size_t state_bytes = rows * d.state() * sizeof(float);
+    cuda_ok(cudaMalloc(&dM, M.size() * sizeof(float))), cuda_ok(cudaMalloc(&dB, B.size() * sizeof(float)));
+    cuda_ok(cudaMalloc(&dfrom, state_bytes)), cuda_ok(cudaMalloc(&staged, state_bytes)), cuda_ok(cudaMalloc(&rowwise, state_bytes));
+    cuda_ok(cudaMemcpy(dM, M.data(), M.size() * sizeof(float), cudaMemcpyHostToDevice));
+    cuda_ok(cudaMemcpy(dB, B.data(), B.size() * sizeof(float), cudaMemcpyHostToDevice));
+    cuda_ok(cudaMemcpy(dfrom, from.data(), state_bytes, cudaMemcpyHostToDevice));
+    for (const bool with_b : {true, false}) {
+      INFO("K = " << K << ", V = " << V << (with_b ? "" : ", no B"));
+      const float* b = with_b ? dB : nullptr;
+      REQUIRE(cuda_detail::staged_combine_fits(dM, b, d));
+      cuda_ok(cudaMemset(staged, 0xFF, state_bytes)), cuda_ok(cudaMemset(rowwise, 0xFF, state_bytes));
+      {
+        cuda_detail::device_ops ops(nullptr);
+        ops.combine(dfrom, staged, dM, b, d, std::span<const segments::chain>(chains));
+        ops.combine_rowwise(dfrom, rowwise, dM, b, d, std::span<const segments::chain>(chains));
+        cuda_ok(cudaDeviceSynchronize());
+      }
+      std::vector<float> s(rows * d.state()), r(rows * d.state());
+      cuda_ok(cudaMemcpy(s.data(), staged, state_bytes, cudaMemcpyDeviceToHost));
+      cuda_ok(cudaMemcpy(r.data(), rowwise, state_bytes, cudaMemcpyDeviceToHost));
+      CHECK(std::memcmp(s.data(), r.data(), state_bytes) == 0);
+      CHECK(std::all_of(s.begin(), s.end(), [](float x) { return std::isfinite(x); }));  // rows 0..8 all written
+    }
+    cudaFree(dM), cudaFree(dB), cudaFree(dfrom), cudaFree(staged), cudaFree(rowwise);
+  }
 }
 
 TEST_CASE_TEMPLATE("CUDA context parallel over simulated ranks equals the reference", Rule, LINEA_RULES) {

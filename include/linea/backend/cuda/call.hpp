@@ -40,8 +40,10 @@ bool writes_state_back(const arguments<T, S>& a) {
   return !a.final_state.empty() || !a.ccq.C.empty() || !a.ccq.m.empty() || !a.ccq.z.empty();
 }
 
+// states_only: the call's o (and residual) may be left unwritten (kernel_args::states_only; the identity read's
+// chunkwise form only).
 template <class Rule, class Read, form F, class T>
-void run(const arguments<T, float>& a, const problem& p, const cuda::launch& l) {
+void run(const arguments<T, float>& a, const problem& p, const cuda::launch& l, bool states_only = false) {
   static_assert(supported_input<T>, "the CUDA backend takes float, __nv_bfloat16 or __half inputs");
   static_assert(std::is_same_v<Read, read::identity> || read::is_ccq<Read>,
                 "linea: the CUDA backend has kernels for the identity and CCQ reads only, not this read policy");
@@ -60,6 +62,7 @@ void run(const arguments<T, float>& a, const problem& p, const cuda::launch& l) 
   if (w.error_word != workspace_layout::npos)
     check_device_indices(l, p.B, p.T, p.N, writes_state_back(a), ws.template at<int>(w.error_word), l.stream);
   const index_t rows = F == form::step ? p.B : p.N;  // blocks over batch rows (step) or sequences
+  k.states_only = states_only && Read::is_identity && F == form::chunkwise && !a.normalize;
 
   if constexpr (Read::is_identity) {
     launch_form<Rule, F, pass::main>(k, rows, x);

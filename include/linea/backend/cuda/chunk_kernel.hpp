@@ -18,6 +18,8 @@
 //   carry    S ← Diag(Γ_C) S + K_dᵀ U in registers                                 chunk_phases/state_update.hpp
 // All products are C = A·Btᵀ with both operands row-major along the contracted index (mma_strip: ldmatrix +
 // mma.sync for bf16 / fp16, the same tiles in fp32 FMAs for float inputs).
+// States only (kernel_args::states_only, the segmented forward's passes A and M): P, the queries' decay and the
+// read are skipped (a flag uniform over the CTA, read at run time: no second instantiation).
 // Element-wise work is done four channels at a time (8- or 16-byte shared accesses): on the H200 the kernel is
 // bound by issuing the work around the products, not by the products (bench/cuda/README.md).
 #pragma once
@@ -75,13 +77,13 @@ __global__ void __launch_bounds__(chunk_threads, (chunk_shape<Rule, T, E, P, BV>
     // the solve, a thread per value column (delta family); the other threads prepare the read
     const int helpers_from = traits::erases ? VP : 0;
     if (traits::erases && tid < VP) ph::forward_substitute(cx, tid, c0, L);
-    if (tid >= helpers_from) {
+    if (tid >= helpers_from && !a.states_only) {
       if (a.normalize) ph::normaliser(cx, tid - helpers_from, chunk_threads - helpers_from);
       ph::decay_queries(cx, tid - helpers_from, chunk_threads - helpers_from);
     }
     __syncthreads();
 
-    ph::store_outputs(cx, c0, L);
+    if (!a.states_only) ph::store_outputs(cx, c0, L);
     ph::advance_state(cx, acc);
     __syncthreads();
   }

@@ -15,6 +15,11 @@
 // latency-bound stream of instructions, so every warp issues its products before the element-wise work that waits
 // on them (measured on the H200: bench/cuda/README.md).
 //
+// Outputs = false (kernel_args::states_only, the segmented forward's passes A and M): no q, no P, no O₁ = Q S, no
+// P U and no stores of o — the consumers keep Z = V − K S, U = T Z and the state update; the producers A and T. A
+// template parameter, not a run-time flag: with the flag read at run time ptxas spilled in the normal path (bf16
+// 0 → 8 bytes, fp16 8 → 44), so the normal instantiation stays main's code.
+//
 // Chunk tiles live in two slots (chunk c mod 2: q, k, v / Z, P, T, G, β); named barriers hand a slot over:
 //   full[s]:  producers arrive when chunk c (slot s) is ready, consumers wait
 //   empty[s]: consumers arrive when they are done with chunk c, producers wait before they copy chunk c + 2
@@ -67,7 +72,7 @@ __device__ __forceinline__ void arrive(int id, int count) {
 }
 }  // namespace pipeline_barrier
 
-template <class Rule, class T, class E>
+template <class Rule, class T, class E, bool Outputs = true>
 __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeline_kernel(const kernel_args<T> a) {
   using sh = delta_pipeline_shape;
   namespace bar = pipeline_barrier;
@@ -78,6 +83,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
   const seq_range& seq = cta.seq;
   const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31;
   const int chunks = static_cast<int>((seq.t1 - seq.t0 + CL - 1) / CL);
+  constexpr bool outputs = Outputs;  // else the final state alone (passes A and M of the segmented forward)
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   E* base = reinterpret_cast<E*>(smem_raw);
@@ -117,7 +123,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       const int L = cta.rows_in(c0);
       if (c >= 2) bar::sync(bar::empty + (c & 1), sh::threads);  // the consumers are done with chunk c − 2
       E *Qs = tile(c, sh::q_at), *Ks = tile(c, sh::k_at), *Ps = tile(c, sh::p_at), *Ts = tile(c, sh::t_at);
-      cta.template fetch_q<sh::producers>(Qs, a, c0, L, ptid);
+      if (outputs) cta.template fetch_q<sh::producers>(Qs, a, c0, L, ptid);
       cta.template fetch_k<sh::producers>(Ks, a, c0, L, ptid);
       float* G = gbf(c);
       int* flag = flags + 2 * (c & 1);
@@ -130,8 +136,8 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       tiles::cp_async_wait_all();                // this thread's pieces of q and k
       if (fetched_rows_nonfinite<KP / 8, sh::producers, CL>(Ks, LDK, ptid)) raise_chunk_flag(flag, c);
       bar::sync(bar::producers, sh::producers);  // everyone's, G and β, the flag; chunk c − 1's solve is done with A
-      if (a.l2q || a.l2k) {  // the in-kernel L2 norm, on the tiles in place (the consumers read them normalised)
-        if (a.l2q) tiles::l2norm_rows<sh::producers>(Qs, LDK, ptid);
+      if ((a.l2q && outputs) || a.l2k) {  // the in-kernel L2 norm, on the tiles in place (the consumers read them normalised)
+        if (a.l2q && outputs) tiles::l2norm_rows<sh::producers>(Qs, LDK, ptid);
         if (a.l2k) tiles::l2norm_rows<sh::producers>(Ks, LDK, ptid);
         bar::sync(bar::producers, sh::producers);
       }
@@ -169,12 +175,14 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           }
         }
       };
-      if ((pw & 1) == 0) {
-        float x3[8][4] = {}, x0[2][4] = {};
-        product(x3, 3), product(x0, 0), finish(x3, 3), finish(x0, 0);
-      } else {
-        float x2[6][4] = {}, x1[4][4] = {};
-        product(x2, 2), product(x1, 1), finish(x2, 2), finish(x1, 1);
+      if (is_a || outputs) {  // (states only: no P)
+        if ((pw & 1) == 0) {
+          float x3[8][4] = {}, x0[2][4] = {};
+          product(x3, 3), product(x0, 0), finish(x3, 3), finish(x0, 0);
+        } else {
+          float x2[6][4] = {}, x1[4][4] = {};
+          product(x2, 2), product(x1, 1), finish(x2, 2), finish(x1, 1);
+        }
       }
       bar::sync(bar::producers, sh::producers);  // P, A and A's diagonal blocks in
       if (pw < 2) tiles::invert_diagonal_blocks(Ad, Ts, LDT, pw);
@@ -213,7 +221,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
       {
         float z[8][4] = {};
         mma_strip<E, 8, false, false>(z, Ks + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
-        mma_strip<E, 8, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);  // Z's work overlaps it
+        if (outputs) mma_strip<E, 8, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);  // Z's work overlaps it
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int r = r0 + acc_row(2 * h);
@@ -248,7 +256,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
             *reinterpret_cast<std::uint32_t*>(Ud + r * LDV + j) = pack2<E>(f * u[t][2 * h], f * u[t][2 * h + 1]);
           }
         }
-        if (a.residual.ptr) tiles::store_strip(a.residual, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, u, 1.f);
+        if (a.residual.ptr && outputs) tiles::store_strip(a.residual, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, u, 1.f);
       }
       bar::sync(bar::consumers, sh::consumers);  // U, U_d in
 
@@ -263,8 +271,10 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           }
         }
       };
-      scale_rows_by_decay(o);
-      mma_strip<E, 8, false, true>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1);  // P is zero past the diagonal
+      if (outputs) {
+        scale_rows_by_decay(o);
+        mma_strip<E, 8, false, true>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1);  // P is zero past the diagonal
+      }
       if constexpr (decays) {
         const float f = ex2(G[CL - 1]);
 #pragma unroll
@@ -273,7 +283,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
           for (int e = 0; e < 4; ++e) acc[nt][e] *= f;
       }
       mma_strip<E, sh::BVW / 8, true, true>(acc, Ks + 16 * warp, LDK, Ud, LDV, CL / 16);
-      if (nonfinite) {  // a flagged chunk: O again (Sᵀ is still the chunk's), P U's diagonal block over s ≤ r only
+      if (nonfinite && outputs) {  // a flagged chunk: O again (Sᵀ is still the chunk's), P U's diagonal block over s ≤ r only
 #pragma unroll
         for (int t = 0; t < 8; ++t) o[t][0] = o[t][1] = o[t][2] = o[t][3] = 0.f;
         mma_strip<E, 8, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
@@ -281,7 +291,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
         causal_strip<E, 8, true, false>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1, true);
         bar::sync(bar::consumers, sh::consumers);  // every warp's reads of Sᵀ done before any rewrites it (below)
       }
-      tiles::store_strip(a.o, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, o, a.scale);  // under the products
+      if (outputs) tiles::store_strip(a.o, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, o, a.scale);  // under the products
       tiles::store_state_t(ST, LDK, acc);  // every read of Sᵀ was before the first barrier of this chunk
       if (c + 2 < chunks) bar::arrive(bar::empty + s, sh::threads);  // slot s is free for chunk c + 2
     }

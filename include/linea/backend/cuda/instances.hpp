@@ -23,7 +23,7 @@
 
 #define LINEA_CUDA_RUN_INSTANCE(prefix, Rule, Read, F, T)                                                     \
   prefix template void linea::cuda_detail::run<Rule, Read, linea::cuda_detail::form::F, T>(                  \
-      const linea::arguments<T, float>&, const linea::problem&, const linea::cuda::launch&);
+      const linea::arguments<T, float>&, const linea::problem&, const linea::cuda::launch&, bool);
 
 #define LINEA_CUDA_FORM_INSTANCES(prefix, Rule, F)                                                            \
   LINEA_CUDA_RUN_INSTANCE(prefix, Rule, linea::read::identity, F, float)                                      \

@@ -111,11 +111,18 @@ void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
     kernel<<<grid, sh::threads, sh::bytes, x.stream>>>(k);
     check_launch("perkey_delta_kernel");
   } else if constexpr (delta_chunk_rule<Rule, pass::main>) {
+    // states only (the segmented forward's passes A and M): the instantiation without the query side
     using sh = delta_pipeline_shape;
     constexpr auto kernel = delta_pipeline_kernel<Rule, T, E>;
-    allow_dynamic_shared<kernel>(sh::bytes, x.device);
+    constexpr auto states_kernel = delta_pipeline_kernel<Rule, T, E, false>;
     const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BVW - 1) / sh::BVW));
-    kernel<<<grid, sh::threads, sh::bytes, x.stream>>>(k);
+    if (k.states_only) {
+      allow_dynamic_shared<states_kernel>(sh::bytes, x.device);
+      states_kernel<<<grid, sh::threads, sh::bytes, x.stream>>>(k);
+    } else {
+      allow_dynamic_shared<kernel>(sh::bytes, x.device);
+      kernel<<<grid, sh::threads, sh::bytes, x.stream>>>(k);
+    }
     check_launch("delta_pipeline_kernel");
   } else {
     using sh = scalar_chunk_shape;

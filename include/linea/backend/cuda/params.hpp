@@ -44,6 +44,10 @@ struct kernel_args {
   index_t B = 0, T = 0, H = 0, HV = 0, K = 0, V = 0, N = 0, G = 1;
   float scale = 1;
   bool l2q = false, l2k = false, normalize = false;
+  // The segmented forward's passes A and M (segments/forward.hpp): only the final states are used, so the chunk
+  // kernels that know this flag (delta_pipeline_kernel.hpp, chunk_kernel.hpp) skip the query side — q, Q S, the
+  // intra-chunk Q Kᵀ terms — and the stores of o (and residual); the others write o as usual (o is a real buffer).
+  bool states_only = false;
   int beta_act = 0;  // beta_activation as int
   bool gate_active = false, has_lower_bound = false;
   float lower_bound = 0;

@@ -16,6 +16,7 @@
 #include "decay_product_kernel.hpp"
 #include "piece_state_kernel.hpp"
 #include "segment_kernels.hpp"
+#include "staged_combine_kernel.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -97,9 +98,11 @@ class device_ops {
   }
 
   // The chunkwise form over `a` with `cu` (host values) as its packed sequences, or `a`'s own when empty — then
-  // cut again when that pays (a context-parallel rank's long shard).
+  // cut again when that pays (a context-parallel rank's long shard). states_only: a's o may be left unwritten (the
+  // segmented passes A and M, segments::states_only_passes; kernel_args::states_only).
+  static constexpr bool states_only_passes = true;
   template <class Rule, class T>
-  void forward(arguments<T, float> a, std::span<const std::int64_t> cu) {
+  void forward(arguments<T, float> a, std::span<const std::int64_t> cu, bool states_only = false) {
     cuda::launch l{.stream = stream_};
     l.segment_tokens = source_ == scratch_source::allocate ? segment_tokens_ : 0;
     if (!cu.empty()) {
@@ -114,7 +117,7 @@ class device_ops {
     const index_t on_device = cu.empty() ? -1 : static_cast<index_t>(cu.size()) - 1;
     const problem p = validate_chunkwise<Rule, read::identity>(a, on_device);
     if (cu.empty() && run_segmented<Rule, read::identity>(a, p, l)) return;
-    run<Rule, read::identity, form::chunkwise>(a, p, l);
+    run<Rule, read::identity, form::chunkwise>(a, p, l, states_only);
   }
 
   // The piece length a context-parallel rank cuts its shard into (0: not cut).
@@ -223,9 +226,30 @@ class device_ops {
     check_launch("copy_states_kernel");
   }
 
+  // The chains S ← M S + B: staged_combine_kernel where it fits (the erasing rules' full transitions), else
+  // combine_rowwise.
   template <class S>
   void combine(const S* from, S* to, const S* M, const S* B, const segments::state_dims& d,
                std::span<const segments::chain> chains) {
+    if constexpr (std::is_same_v<S, float>) {
+      if (!chains.empty() && d.HV > 0 && staged_combine_fits(M, B, d)) {
+        const segments::chain* c = upload(chains);
+        if (counting()) return;
+        using sh = staged_combine_shape;
+        allow_dynamic_shared<staged_combine_kernel<float>>(sh::bytes, current_device());
+        const dim3 grid(static_cast<unsigned>(chains.size()), static_cast<unsigned>(d.HV),
+                        static_cast<unsigned>(d.V / sh::cols));
+        staged_combine_kernel<float><<<grid, sh::threads, sh::bytes, stream_>>>(from, to, M, B, d, c);
+        check_launch("staged_combine_kernel");
+        return;
+      }
+    }
+    combine_rowwise(from, to, M, B, d, chains);
+  }
+  // combine_kernel (segment_kernels.hpp): every case, M read from global memory inside the product.
+  template <class S>
+  void combine_rowwise(const S* from, S* to, const S* M, const S* B, const segments::state_dims& d,
+                       std::span<const segments::chain> chains) {
     if (chains.empty() || d.HV == 0 || d.V == 0) return;
     if (d.K > combine_kmax) throw error("the CUDA segment combine supports K <= 128, but K = " + std::to_string(d.K));
     const segments::chain* c = upload(chains);
@@ -297,8 +321,12 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
   const double piece_state_pass_a = per_key ? 0.9 : 0.55;
   if (fast && erases<Rule>) {
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
-    // a link of the combine: ~37 µs at K = V = 128, H = 16 (ncu, fwd7 2026-12-02; 77 µs before its float4 rows)
-    m.am_passes = 2, m.link = 320, m.fixed = 800;
+    // Passes A and M for their final states alone (kernel_args::states_only) and the staged combine, comb15
+    // 2026-12-03, gated_delta 1×32768 in pieces of 4096: pass A 0.396 ms, pass M 0.416, pass C ~0.49 (so
+    // am_passes 1.65, from 2: 0.486 / 0.499 writing o); a link ~5.7 µs (40 µs for 7, from 184 row-wise) ≈ 48 steps of
+    // 0.118 µs (pass C's 4160 steps). The choices are those of the old constants (2, 320), which the H200's sweep
+    // still favours: 4096 at 1×32768, 2×16384 and packed, 8×4096 whole.
+    m.am_passes = 1.65, m.link = 48, m.fixed = 800;
     // Cut at a 10 % modelled saving: at 2×16384 the model gives pieces of 4096 0.866 of the whole call and the H200
     // measured 0.907 (gated_delta 1.614 against 1.779 ms, delta 1.330 / 1.424; linear_attn on the additive model
     // 0.668 / 0.719; lead's final call, 2026-12-02 fourth session); the default 15 % kept them whole.
@@ -314,7 +342,9 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
     m.min_saving = 0.10;  // as the delta kernel above
   } else {
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
-    m.am_passes = erases<Rule> ? 2 : 1 + decay_m, m.link = erases<Rule> ? 150 : 20, m.fixed = 300;
+    // erasing rules (kda, gdn2, float32): passes A and M states only, 1.34 / 1.35 ms against pass C ~1.6 at kda
+    // 1×32768 in pieces of 4096 (comb15); a staged link ~5.7 µs ≈ 15 steps of 0.385 µs
+    m.am_passes = erases<Rule> ? 1.7 : 1 + decay_m, m.link = erases<Rule> ? 15 : 20, m.fixed = 300;
   }
   return m;
 }

@@ -7,7 +7,10 @@
 //   - for 16-bit operands, inside each 16-row half, rows 8..15 × columns 0..7 through row 7 (split8);
 //   - the remaining diagonal blocks (8×8, or 16×16 for float operands) summed in log space, spread over all
 //     threads so that no lane idles on the masked half (secondary chunking, SPEC §4).
-// Only the entries written here are nonzero: clear_products zeroed P and A before.
+// Only the entries written here are nonzero: clear_products zeroed P and A before. States only (kernel_args::
+// states_only: no outputs are read) leaves P out where it has products of its own: its 16×32 strips (no decay or a
+// scalar one), its off-diagonal sub-block and its log-space diagonal entries (per-key decays; the split8 tile holds
+// P and A together and stays).
 #pragma once
 #include "layout.hpp"
 
@@ -22,11 +25,13 @@ __device__ __forceinline__ void decayed_products(const chunk_cta<Sh>& cx) {
   E *Qs = sm.Qs, *Ks = sm.Ks, *EK = sm.EK, *Pe = sm.Pe;
   float* Ms = sm.Ms;
   const int pa_warp = (cx.warp - Sh::spare + NW) % NW;  // the warps without a strip of Z come first
+  const bool outputs = !cx.a.states_only;
   if constexpr (!traits::per_key) {
     // P = Q Kᵀ and A = bK Kᵀ, decays as a row/column factor (G_r − G_s ≤ 0 on and below the diagonal).
     constexpr int jobs = traits::erases ? 4 : 2;  // (P | A) × two row blocks, 16×32 each
     for (int job = pa_warp; job < jobs; job += NW) {
       const bool is_a = job >= 2;
+      if (!is_a && !outputs) continue;
       const int r0 = 16 * (job % 2);
       float c[4][4] = {};
       mma_strip<E, 4>(c, (is_a ? EK : Qs) + r0 * LDK, LDK, Ks, LDK, KP / 16);
@@ -46,7 +51,7 @@ __device__ __forceinline__ void decayed_products(const chunk_cta<Sh>& cx) {
     E *OF = sm.OF, *OE = sm.OE, *D8 = sm.D8;
     const float* Gs = sm.Gs;
     // Off-diagonal sub-block (rows 16..31, columns 0..15) on tensor cores, through row 15.
-    if (pa_warp < (traits::erases ? 2 : 1)) {
+    if (pa_warp < (traits::erases ? 2 : 1) && (pa_warp == 1 || outputs)) {
       const bool is_a = pa_warp == 1;
       float c[2][4] = {};
 #pragma unroll
@@ -77,7 +82,7 @@ __device__ __forceinline__ void decayed_products(const chunk_cta<Sh>& cx) {
     // that no lane idles on the masked half.
     constexpr int DB = Sh::split8 ? 8 : 16, nP = DB * (DB + 1) / 2, nA = DB * (DB - 1) / 2;  // entries per block
     constexpr int total = (CL / DB) * (nP + (traits::erases ? nA : 0));
-    for (int x = cx.tid; x < total; x += chunk_threads) {
+    for (int x = cx.tid + (outputs ? 0 : (CL / DB) * nP); x < total; x += chunk_threads) {  // states only: A's alone
       const bool is_a = x >= (CL / DB) * nP;
       const int y = is_a ? x - (CL / DB) * nP : x, block = is_a ? y / nA : y / nP, idx = is_a ? y % nA : y % nP;
       // idx → (row, column) within the triangle, with or without the diagonal
