@@ -190,8 +190,15 @@ struct error_estimate {
 // A case is ILL-CONDITIONED when every tensor over its bound is, and nothing else failed: finiteness, sizes and a
 // rejection's contract are checked as before (verdict::hard). A failure that stays one lists the estimates.
 inline void judge_conditioning(verdict& v, const std::vector<error_estimate>& estimates) {
-  if (v.failure.empty() || v.hard || estimates.empty()) return;
-  std::string explained, listed;
+  if (v.failure.empty() || v.hard) return;
+  if (estimates.empty()) {  // name every tensor over its bound (the message names the first)
+    std::string over;
+    for (const auto& m : v.errors)
+      if (m.error > m.tolerance) over += (over.empty() ? "" : ", ") + m.name + " " + std::to_string(m.error);
+    if (over.find(',') != std::string::npos) v.failure += " [over the bound: " + over + "]";
+    return;
+  }
+  std::string explained, listed, over;
   bool all = true;
   char buf[256];
   for (const auto& e : estimates) {
@@ -203,6 +210,8 @@ inline void judge_conditioning(verdict& v, const std::vector<error_estimate>& es
     const auto it = std::find_if(estimates.begin(), estimates.end(), [&](const error_estimate& e) { return e.name == m.name; });
     const bool ok = it != estimates.end() && it->estimate >= 0.5 * m.tolerance && m.error <= 4 * it->estimate;
     all = all && ok;
+    std::snprintf(buf, sizeof buf, "%s%s %.3g", over.empty() ? "" : ", ", m.name.c_str(), m.error);
+    over += buf;
     if (ok) {
       std::snprintf(buf, sizeof buf, "%s%s: relative error %.3g > %.3g, estimate %.3g (%s)", explained.empty() ? "" : "; ",
                     m.name.c_str(), m.error, m.tolerance, it->estimate, it->what.c_str());
@@ -210,7 +219,7 @@ inline void judge_conditioning(verdict& v, const std::vector<error_estimate>& es
     }
   }
   if (all) v.ill_conditioned = explained, v.failure.clear();
-  else v.failure += " [conditioning: " + listed + "]";
+  else v.failure += " [over the bound: " + over + "; conditioning: " + listed + "]";
 }
 
 // 16-bit types' unit roundoff (bf16: 8 significant bits, fp16: 11); 0 for float32, whose products the estimates
