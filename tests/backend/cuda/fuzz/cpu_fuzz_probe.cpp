@@ -169,6 +169,29 @@ void backward(const plan& p) {
   linea::backward<Rule, Read, backend::cpu>(ha, hg);
 
   std::printf("  tol %.3g\n", testing::gradient_tolerance_for<T>());
+  if (c.shape.K == 1 && std::is_same_v<Rule, linea::delta>) {  // K = 1: how far S_0 survives the first chunk
+    const problem pr = validate<Rule, Read>(ra);
+    token_loader<Rule, double> load(pr);
+    for (index_t n = 0; n < pr.N; ++n)
+      for (index_t hv = 0; hv < pr.HV; ++hv) {
+        const sequence seq = sequence_of(ra, pr, n);
+        double prod = 1, at[4] = {0, 0, 0, 0};
+        for (index_t t = seq.t_begin; t < std::min(seq.t_end, seq.t_begin + 64); ++t) {
+          const auto x = load.load(ra, pr, seq.batch, t, hv);
+          prod *= 1 - erase_key<Rule>(x, 0) * x.k[0];
+          const index_t r = t - seq.t_begin;
+          if (r == 0) at[0] = prod;
+          if (r == 3) at[1] = prod;
+          if (r == 15) at[2] = prod;
+          at[3] = prod;
+        }
+        std::printf("  sequence %ld head %ld: prod(1 - beta k^2) over tokens 1, 4, 16, 64: %.3g %.3g %.3g %.3g\n", long(n), long(hv), at[0], at[1], at[2], at[3]);
+      }
+    double dh0 = 0, dv = 0;
+    for (auto x : want.dh0.values()) dh0 += x * x;
+    for (auto x : want.dv.values()) dv += x * x;
+    std::printf("  |d_initial_state| %.3g, |dv| / sqrt(tokens) %.3g\n", std::sqrt(dh0), std::sqrt(dv / double(c.shape.T * c.shape.B)));
+  }
   got.for_each(want, [&](const char* name, const auto& t, const auto& w) {
     if (!w.size()) return;
     double e32 = 0;
