@@ -11,7 +11,9 @@
 // runs cases I <= i < J with i % P == R (and B·T·HV·K·V <= W: small cases for compute-sanitizer; --form backward
 // --read ccq: only the cases of that form and of a read whose name starts so, e.g. the CCQ backward's) (the seed and index name a case: the same pair is the same case), prints a
 // `BEGIN i` line before each case and a `RESULT` line after it:
-//   RESULT i PASS|REJECT|FAIL rule form dtype read worst=<error/tolerance> | <case> | <detail>
+//   RESULT i PASS|REJECT|ILLCOND|FAIL rule form dtype read worst=<error/tolerance> | <case> | <detail>
+// ILLCOND: a tensor over its bound by as much as the case's inputs make the documented arithmetic lose there, by
+// the stated estimate (cuda_fuzz_case.hpp, judge_conditioning; docs/usage.md, "Accuracy notes"), printed in <detail>.
 // A case past --case-timeout prints a FAIL (hang) and exits 3; a CUDA error that poisons the context prints a FAIL
 // and exits 2: run_fuzz.sh goes on from the next case in a fresh process.
 #include <atomic>
@@ -157,6 +159,7 @@ int main(int argc, char** argv) {
     current_case = -1;
     const std::string ms = " (" + std::to_string(now_ms() - case_started_ms.load()) + " ms)";
     if (!v.failure.empty()) print_result(p, "FAIL", v.worst, v.failure + ms);
+    else if (!v.ill_conditioned.empty()) print_result(p, "ILLCOND", v.worst, v.ill_conditioned + ms);
     else if (!v.rejection.empty()) print_result(p, "REJECT", 0, v.rejection + ms);
     else print_result(p, "PASS", v.worst, ms);
     if (v.sticky) return 2;

@@ -31,6 +31,8 @@ cat "$LOG".[0-9]* > "$LOG.all"
 echo "== seed $SEED, cases [0, $N), $P processes, $(( $(date +%s) - start )) s"
 echo "== failures (seed $SEED; rerun one: cuda_fuzz --seed $SEED --from I --to I+1)"
 grep '^RESULT [-0-9]* FAIL' "$LOG.all" | sort -n -k2 || true
+echo "== ill-conditioned (over the bound by what the inputs' conditioning estimate explains; judge_conditioning)"
+grep '^RESULT [-0-9]* ILLCOND' "$LOG.all" | sort -n -k2 || true
 echo "== rejections"
 grep '^RESULT [-0-9]* REJECT' "$LOG.all" | sed 's/.*| //' | sed 's/ ([0-9]* ms)//' | sort | uniq -c | sort -rn | head -30
 echo "== per (rule, form, dtype)"
@@ -38,7 +40,7 @@ grep '^RESULT' "$LOG.all" | awk '
   { key = $4 " " $5 " " $6; n[key]++; s[key, $3]++; total[$3]++
     w = $8; sub("worst=", "", w); if (w + 0 > worst[key]) worst[key] = w + 0 }
   END {
-    printf " %-11s %-10s %-5s %5s %5s %6s %5s %s\n", "rule", "form", "dtype", "cases", "pass", "reject", "FAIL", "worst err/tol"
-    for (k in n) { split(k, a, " "); printf "%-12s %-10s %-5s %5d %5d %6d %5d %.3g\n", a[1], a[2], a[3], n[k], s[k, "PASS"], s[k, "REJECT"], s[k, "FAIL"], worst[k] }
-    printf "total: %d PASS, %d REJECT, %d FAIL\n", total["PASS"], total["REJECT"], total["FAIL"]
+    printf " %-11s %-10s %-5s %5s %5s %6s %7s %5s %s\n", "rule", "form", "dtype", "cases", "pass", "reject", "illcond", "FAIL", "worst err/tol"
+    for (k in n) { split(k, a, " "); printf "%-12s %-10s %-5s %5d %5d %6d %7d %5d %.3g\n", a[1], a[2], a[3], n[k], s[k, "PASS"], s[k, "REJECT"], s[k, "ILLCOND"], s[k, "FAIL"], worst[k] }
+    printf "total: %d PASS, %d REJECT, %d ILLCOND, %d FAIL\n", total["PASS"], total["REJECT"], total["ILLCOND"], total["FAIL"]
   }' | LC_ALL=C sort
