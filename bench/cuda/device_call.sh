@@ -9,6 +9,7 @@
 #   AB_RULES    rules (linea:: names) for bench/cuda/grad_ab.cu: a memcheck of --check, then the timings
 #   IO_AB=1     bench/cuda/io_ab.cu (phases 0 and 5 against io_ab_v0.hpp)
 #   SEG_AB=1    linea_segments_bench --ab
+#   SEG_ARGS    linea_segments_bench modes to run, each into seg_<mode>.jsonl (e.g. "--passa --states"; SEG_TIMEOUT s each)
 #   PERKEY_AB=1 bench/cuda/perkey_delta_ab.cu: memcheck and racecheck of --check, then the timings (PERKEY_ARGS, e.g.
 #               --short)
 #   MEMCHECK    extra suite test-case patterns for memcheck, ';'-separated (the backward bf16 case always runs)
@@ -89,6 +90,7 @@ for r in ${AB_RULES:-}; do [ -x $B/ab_$r ] && [ $(left) -gt 60 ] && {
   timeout 60 $B/ab_$r ${AB_ARGS:-} > "$OUT/grad_ab_$r.jsonl" 2>&1; echo "grad_ab $r rc $?" >> "$OUT/grad_ab_$r.jsonl"; cut -c1-1500 "$OUT/grad_ab_$r.jsonl"; }; done
 [ -x $B/io_ab ] && [ $(left) -gt 40 ] && { timeout 40 $B/io_ab > "$OUT/io_ab.jsonl" 2>&1; echo "io_ab rc $?" >> "$OUT/io_ab.jsonl"; grep -o '"phase[05]_[a-z]*_ms":[0-9.]*' "$OUT/io_ab.jsonl" | head -20 | tr '\n' ' '; echo; }
 [ -x $B/perkey_ab ] && [ $(left) -gt 60 ] && { timeout 60 $B/perkey_ab ${PERKEY_ARGS:-} > "$OUT/perkey_ab.jsonl" 2>&1; echo "perkey_ab rc $?" >> "$OUT/perkey_ab.jsonl"; cut -c1-400 "$OUT/perkey_ab.jsonl" | head -40; }
+for sa in ${SEG_ARGS:-}; do [ $(left) -gt 50 ] && { timeout ${SEG_TIMEOUT:-60} $B/sb $sa > "$OUT/seg_${sa#--}.jsonl" 2>&1; echo "seg $sa rc $?" >> "$OUT/seg_${sa#--}.jsonl"; }; done
 [ -n "${SEG_AB:-}" ] && [ $(left) -gt 50 ] && { timeout 45 $B/sb --ab > "$OUT/seg_ab.jsonl" 2>&1; echo "seg ab rc $?" >> "$OUT/seg_ab.jsonl"; grep -E '"kind":"(ab|pass_m)"' "$OUT/seg_ab.jsonl" | cut -c1-260; }
-[ -x $B/bench ] && [ $(left) -gt 25 ] && { timeout $(( $(left) - 8 > 90 ? 90 : $(left) - 8 )) $B/bench --backward > "$OUT/bench_backward.jsonl" 2>&1; echo "bench backward rc $?"; }
+[ -z "${NO_BENCH:-}" ] && [ -x $B/bench ] && [ $(left) -gt 25 ] && { timeout $(( $(left) - 8 > 90 ? 90 : $(left) - 8 )) $B/bench --backward > "$OUT/bench_backward.jsonl" 2>&1; echo "bench backward rc $?"; }
 el done
