@@ -19,6 +19,14 @@ constexpr float log2e = 1.4426950408889634f;
 constexpr float log2_zero = -64.f;
 __device__ __forceinline__ float clamped_log2_decay(float x) { return x < log2_zero ? log2_zero : x; }
 
+// Whether a [B, T, H, D] view of 16-bit values has contiguous rows that start 16-byte aligned (cp.async copies
+// them 16 bytes at a time): unit element stride, the others multiples of 8 elements, the base aligned.
+template <class View>
+bool rows_fit_cp_async(const View& v) {
+  return v.str[3] == 1 && v.str[2] % 8 == 0 && v.str[1] % 8 == 0 && v.str[0] % 8 == 0 &&
+         reinterpret_cast<std::uintptr_t>(v.ptr) % 16 == 0;
+}
+
 // Whether a 64-token chunk kernel can read this call's q, k, v: 16-bit, contiguous rows 16-byte aligned
 // (cp.async), K ≤ 128, not the CCQ main pass. (The in-kernel L2 norm is applied to their tiles: l2norm_rows
 // below. `normalize` is the additive rule's only, whose kernel, scalar_chunk_kernel.hpp, applies it.)
@@ -27,12 +35,8 @@ bool inputs_fit(const kernel_args<T>& k) {
   if constexpr (sizeof(T) != 2) {
     return false;
   } else {
-    auto rows16 = [](const auto& v) {
-      return v.str[3] == 1 && v.str[2] % 8 == 0 && v.str[1] % 8 == 0 && v.str[0] % 8 == 0 &&
-             reinterpret_cast<std::uintptr_t>(v.ptr) % 16 == 0;
-    };
-    return k.K <= KP && !k.q_tilde_in.ptr && rows16(k.q) && rows16(k.k) &&
-           rows16(k.v);
+    return k.K <= KP && !k.q_tilde_in.ptr && rows_fit_cp_async(k.q) && rows_fit_cp_async(k.k) &&
+           rows_fit_cp_async(k.v);
   }
 }
 

@@ -162,12 +162,10 @@ class device_ops {
     if constexpr (!piece_state_rule<Rule> || sizeof(T) != 2) {
       return false;
     } else {
-      auto rows16 = [](const auto& v) {
-        return v.str[3] == 1 && v.str[2] % 8 == 0 && v.str[1] % 8 == 0 && v.str[0] % 8 == 0 &&
-               reinterpret_cast<std::uintptr_t>(v.ptr) % 16 == 0;
-      };
       const index_t pieces = static_cast<index_t>(cu.size()) - 1;
-      if (pieces < 1 || x.k.ext[3] > tiles::KP || !rows16(x.k) || !rows16(x.v) || !x.cu_seqlens.empty()) return false;
+      if (pieces < 1 || x.k.ext[3] > tiles::KP || !tiles::rows_fit_cp_async(x.k) || !tiles::rows_fit_cp_async(x.v) ||
+          !x.cu_seqlens.empty())
+        return false;
       const index_t HV = x.v.ext[2], K = x.k.ext[3], V = x.v.ext[3], tiles_v = (V + piece_state_shape::BV - 1) / piece_state_shape::BV;
       const std::vector<std::int64_t> slab_cu = piece_slabs(cu, HV * tiles_v);
       const index_t slabs = static_cast<index_t>(slab_cu.size()) - 1;
