@@ -13,6 +13,7 @@
 // kernel cannot read, takes the general path (call.hpp).
 #pragma once
 #include "ccq_chunk_kernel.hpp"
+#include "chunk_tiles.hpp"
 #include "launch.hpp"
 
 #include <cstdint>
@@ -53,8 +54,7 @@ bool run_ccq_chunked(const arguments<T, float>& a, const problem& p, const kerne
     c.starts = varlen ? reinterpret_cast<int*>(R2 + starts_at) : nullptr;
     c.cps = cps, c.slots = slots;
     const auto whole_rows = [](const auto& v) {  // 16-byte row accesses (ccq_chunk_kernel.hpp)
-      return v.ptr != nullptr && v.stride(3) == 1 && v.stride(0) % 8 == 0 && v.stride(1) % 8 == 0 &&
-             v.stride(2) % 8 == 0 && reinterpret_cast<std::uintptr_t>(v.ptr) % 16 == 0;
+      return v.ptr != nullptr && tiles::rows_fit_cp_async(v);
     };
     c.whole_q = whole_rows(k.q), c.whole_k = whole_rows(k.k), c.whole_out = whole_rows(a.ccq.q_tilde);
 
