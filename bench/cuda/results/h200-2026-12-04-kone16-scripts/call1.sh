@@ -28,13 +28,13 @@ el timed
 TC="*nearly singular chunk transitions*"
 ( timeout 60 $B/t_old "-tc=$TC" > $B/t_old.log 2>&1; echo "old rc $?" >> $B/t_old.log
   LINEA_BACKWARD_ERRORS=1 timeout 60 $B/t_new "-tc=$TC" > $B/t_newk.log 2>&1; echo "new rc $?" >> $B/t_newk.log ) &
-( timeout 150 $B/t_new "-tc=CUDA backward*" > $B/t_suite.log 2>&1; echo "suite rc $?" >> $B/t_suite.log ) &
-( timeout 120 compute-sanitizer --tool memcheck --kernel-regex kns=first_chunk_adjoint --error-exitcode 9 $B/t_new "-tc=$TC" > $B/mc1.log 2>&1; echo "memcheck first_chunk_adjoint rc $?" >> $B/mc1.log
-  timeout 120 compute-sanitizer --tool memcheck --kernel-regex kns=chunk_prep16 --error-exitcode 9 $B/t_new "-tc=$TC" > $B/mc2.log 2>&1; echo "memcheck chunk_prep16 rc $?" >> $B/mc2.log
-  timeout 120 compute-sanitizer --tool racecheck --kernel-regex kns=chunk_prep16 --error-exitcode 9 $B/t_new "-tc=*16-bit phase 1 under beta*" > $B/rc1.log 2>&1; echo "racecheck chunk_prep16 rc $?" >> $B/rc1.log ) &
+( timeout 100 $B/t_new "-tc=CUDA backward*" > $B/t_suite.log 2>&1; echo "suite rc $?" >> $B/t_suite.log ) &
+( timeout 80 compute-sanitizer --tool memcheck --kernel-regex kns=first_chunk_adjoint --error-exitcode 9 $B/t_new "-tc=$TC" > $B/mc1.log 2>&1; echo "memcheck first_chunk_adjoint rc $?" >> $B/mc1.log ) &
+( timeout 80 compute-sanitizer --tool memcheck --kernel-regex kns=chunk_prep16 --error-exitcode 9 $B/t_new "-tc=$TC" > $B/mc2.log 2>&1; echo "memcheck chunk_prep16 rc $?" >> $B/mc2.log ) &
+( timeout 80 compute-sanitizer --tool racecheck --kernel-regex kns=chunk_prep16 --error-exitcode 9 $B/t_new "-tc=*16-bit phase 1 under beta*" > $B/rc1.log 2>&1; echo "racecheck chunk_prep16 rc $?" >> $B/rc1.log ) &
 ( for sc in "20261207 1303" "20261207 2639" "20261207 817" "20261215 261" "20261207 418" "20261207 1768" "20261216 337" "20261207 2431" "20261207 212" "20261207 2518"; do
-    set -- $sc; timeout 40 $B/fz_new --seed $1 --from $2 --to $(($2 + 1)) | grep '^RESULT' | cut -c1-600; done > $OUT/cases.txt 2>&1
-  SEED=20261218 N=400 P=8 BUDGET=75 CASE_TIMEOUT=20 LOG=$B/fz18 bash tests/backend/cuda/fuzz/run_fuzz.sh $B/fz_new > $OUT/fuzz_seed20261218.txt 2>&1 ) &
+    set -- $sc; timeout 15 $B/fz_new --seed $1 --from $2 --to $(($2 + 1)) | grep '^RESULT' | cut -c1-600; done > $OUT/cases.txt 2>&1
+  SEED=20261218 N=400 P=8 BUDGET=55 CASE_TIMEOUT=20 LOG=$B/fz18 bash tests/backend/cuda/fuzz/run_fuzz.sh $B/fz_new > $OUT/fuzz_seed20261218.txt 2>&1 ) &
 wait
 el checks
 { echo "-- new test on main's phases"; grep -E "ERROR|test cases|assertions|rc " $B/t_old.log | head -40

@@ -6,8 +6,8 @@ N=kone16; D=/work/main/.gpu/$N
 rm -rf $D && mkdir -p $D/objs/old
 git -C /work/wt/$N ls-files -co --exclude-standard | tar -C /work/wt/$N -cf - -T - | tar -C $D -xf -
 for u in backward_phases_per_key additive simple_gla gla kda gdn2; do gzip -c /tmp/kone16/obj_old/$u.inst.o > $D/objs/$u.inst.o.gz; done
-for u in cuda_fuzz main; do gzip -c /tmp/kone16/obj_old/$u.o > $D/objs/$u.o.gz; done
+for u in main; do gzip -c /tmp/kone16/obj_old/$u.o > $D/objs/$u.o.gz; done
 gzip -c /tmp/kone16/obj_old/backward_phases.inst.o > $D/objs/old/backward_phases.inst.o.gz
 for u in backward_phases delta gated_delta; do gzip -c /tmp/kone16/obj_new/$u.inst.o > $D/objs/$u.inst.o.gz; done
-for u in backward_test kone16_ab; do gzip -c /tmp/kone16/obj_new/$u.o > $D/objs/$u.o.gz; done
+for u in backward_test kone16_ab cuda_fuzz; do gzip -c /tmp/kone16/obj_new/$u.o > $D/objs/$u.o.gz; done
 du -sh $D $D/objs
