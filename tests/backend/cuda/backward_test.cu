@@ -14,6 +14,7 @@
 #include <random>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "backend/cuda/consistency.hpp"
 #include "forms/backward_case.hpp"
@@ -468,6 +469,30 @@ TEST_CASE("CUDA backward: 16-bit phase 1 under beta up to 2 and extreme gates, K
     check_backward<simple_gla, bf16>(wide);
     check_backward<simple_gla, bf16>(odd);
     check_backward<additive, bf16>(odd);
+  }
+}
+
+// kone16 (issue #14): the erasing rules at small K with unit keys, where a chunk's transition Π_t α_t (I − β_t k_t k_tᵀ)
+// is nearly singular (K = 1: Π (1 − β_t) ~ 1e-20 over 64 tokens). The state passes form it as γ_L I − Kdᵀ W, a
+// cancellation whose rounding times the rest of the sequence's adjoint reached dS_0 (and, through phase 1's bf16 W,
+// dβ and dq): main 430ab74 gave d_initial_state up to 1.43 relative on the fuzz cases (bf16), 1.3–3.3e-4 (float32).
+// β in [0, 1] and [0, 2], an initial state, a few chunks (the last partial), and packed sequences whose first chunk
+// is partial or exactly one chunk and a token (fuzz case 2639's T = 65); every gradient at SPEC §6's bounds.
+TEST_CASE("CUDA backward: nearly singular chunk transitions at small K (kone16), delta and gated_delta") {
+  std::vector<case_shape> shapes;
+  std::uint32_t seed = 1600;
+  for (const index_t K : {1, 2, 4})
+    for (const double beta_max : {1.0, 2.0})
+      shapes.push_back({.B = 1, .T = 200, .H = 1, .HV = 2, .K = K, .V = 64, .initial_state = true,
+                        .beta_max = beta_max, .seed = ++seed});
+  for (const double beta_max : {1.0, 2.0})
+    shapes.push_back({.H = 1, .HV = 2, .K = 1, .V = 96, .seqlens = {65, 0, 130, 7}, .initial_state = true,
+                      .beta_max = beta_max, .seed = ++seed});
+  for (const case_shape& s : shapes) {
+    check_backward<delta, bf16>(s);
+    check_backward<delta, float>(s);
+    check_backward<gated_delta, bf16>(s);
+    check_backward<gated_delta, float>(s);
   }
 }
 

@@ -61,7 +61,7 @@
   LINEA_CUDA_BWD_PER_KEY_TYPE(prefix, linea::bf16)
 
 #if defined(LINEA_CUDA_EXTERN_BACKWARD_PHASES) && !defined(LINEA_BWD_TF32_FOR_16BIT) && !defined(LINEA_BWD_INTER_TERMS) && \
-    !defined(LINEA_BWD_STATE16_TERMS) && !defined(LINEA_BWD_HDH_IN_INTER) && !defined(LINEA_BWD_GRAD_PIPE) &&         \
+    !defined(LINEA_BWD_STATE16_TERMS) && !defined(LINEA_BWD_PREP16_TERMS) && !defined(LINEA_BWD_HDH_IN_INTER) && !defined(LINEA_BWD_GRAD_PIPE) &&         \
     !defined(LINEA_BWD_DIAG_SPAN) && !defined(LINEA_BWD_DIRECT_UNROLL) && !defined(LINEA_BWD_SPLIT_ACC)
 LINEA_CUDA_BACKWARD_CHUNK_PHASES(extern)
 LINEA_CUDA_BACKWARD_PER_KEY_PHASES(extern)

@@ -4,10 +4,17 @@
 //   G      the in-chunk cumulative log decay (a warp scan)
 //   S, P   K Kᵀ and Q Kᵀ: A = Diag(e) (S ⊙ D) strictly lower, P = (Q Kᵀ) ⊙ D causal, D_rs = exp(G_r − G_s)
 //   T      (I + A)⁻¹ in float32 (triangular_inverse.hpp, A kept float32: fp32 accumulators of the bf16 product)
-//   W, U   (T Diag(e ⊙ Γ)) K and (T Diag(w)) V: the gates fold into T's columns, so k and v tiles stay as read
+//   W, U   (T Diag(e ⊙ Γ)) K and (T Diag(w)) V: the gates fold into T's columns, so k and v tiles stay as read;
+//          T's factor split hi + lo (two bf16 products, Terms = 2; kone16): the state passes form the chunk's
+//          transition from W as γ_L I − Kdᵀ W, a cancellation to ~0 where the transition is nearly singular (a key
+//          channel with e k² ≈ 1; K = 1 with unit keys: Π (1 − β) ~ 1e-20 a chunk), so W's rounding is what remains
+//          of the transition there, multiplied by the adjoint of the whole sequence after it: 2⁻⁹ of a bf16 product
+//          put the delta rule's dβ, dq and dS_0 at K = 1 over SPEC §6's bound; hi + lo leave ≈ 2⁻¹⁶ as the passes do
 //   dU, Y  s Pᵀ dO and s (Γ ⊙ Q)ᵀ dO as one product: [Pᵀ; (Γ ⊙ Q)ᵀ] dO, rows 0..63 dU, rows 64.. Y (dh's slot)
 // Operand roundings (bf16 for both input types: P and unnormalised q, k need bf16's range, not fp16's): q, k (the
-// L2-normalised float32 workspace values), Γ ⊙ q, P, T ⊙ (e Γ), T ⊙ w once each; v and dO are exact for bf16 inputs.
+// L2-normalised float32 workspace values), Γ ⊙ q, P once each, T ⊙ (e Γ), T ⊙ w to hi + lo (Terms = 1: once, main
+// before kone16, kept for bench/cuda/grad_ab.cu's A/B); v and dO are exact for bf16 inputs. (k's one rounding also
+// enters W: exact for bf16 keys, 2⁻⁹ where the L2 norm runs in the kernel — not split, see bench/cuda/README.md.)
 // Every 16-bit tile is stored with rows padded by 16 bytes (row stride ≡ 16 mod 128 bytes: conflict-free ldmatrix,
 // .trans for operands stored [k][m] or [k][n]) and zero past L rows and K / V columns up to the tile's width, so the
 // products run whole 16-steps with no bounds checks; outputs are masked to r < L, d < K, j < V as chunk_prep does
@@ -25,6 +32,12 @@ using half16 = __nv_bfloat16;  // the operand type of phase 1 for 16-bit inputs
 
 // Shared memory, bytes. Erasing updates: q's tile holds T in float32 once P is formed, then dO; A's (float32, for
 // the inverse) then holds T ⊙ (eΓ) and T ⊙ w in 16 bits. The additive family has dO in a tile of its own.
+#ifdef LINEA_BWD_PREP16_TERMS
+inline constexpr int prep16_terms = LINEA_BWD_PREP16_TERMS;  // bench/cuda/grad_ab.cu's A/B builds, not a user option
+#else
+inline constexpr int prep16_terms = 2;
+#endif
+
 template <bool Erases>
 struct prep16_shape {
   static constexpr int ld_row = max_kv + 8;     // [CL][≤ 128] 16-bit tiles (272 bytes a row)
@@ -35,12 +48,14 @@ struct prep16_shape {
   static constexpr int q_at = 0, k_at = q_at + (row_tile > t_bytes ? row_tile : t_bytes), v_at = k_at + row_tile,
                        o_at = Erases ? q_at : v_at,  // dO: q's tile (erasing: after T is read), else its own
                        a_at = v_at + row_tile, x_at = a_at + a_bytes, scratch_at = x_at + x_bytes,
-                       gates_at = scratch_at + (Erases ? inverse_scratch * 4 : 0), end = gates_at + 4 * CL * 4;
+                       gates_at = scratch_at + (Erases ? inverse_scratch * 4 : 0), tel_at = gates_at + 4 * CL * 4,
+                       end = tel_at + (Erases ? CL * ld_cc * 2 : 0);  // tel: T ⊙ (eΓ)'s lo part
+  // (T ⊙ w's lo part lies over q's tile: free between the hi parts' barrier and dO's store)
   static constexpr std::size_t bytes = end;
   static constexpr int ctas_per_sm = 2;
   static_assert(ctas_per_sm * (bytes + 1024) <= 228 * 1024, "chunk_prep16: two CTAs an SM must fit");
   static_assert(q_at % 16 == 0 && k_at % 16 == 0 && v_at % 16 == 0 && a_at % 16 == 0 && x_at % 16 == 0 &&
-                    scratch_at % 16 == 0 && gates_at % 16 == 0,
+                    scratch_at % 16 == 0 && gates_at % 16 == 0 && tel_at % 16 == 0,
                 "chunk_prep16: 16-byte aligned tiles (ldmatrix rows, float4)");
 };
 
@@ -118,8 +133,9 @@ __device__ __forceinline__ void strip_out(const float (&acc)[NT][4], int m0, int
   }
 }
 
-template <bool Erases>
+template <bool Erases, int Terms = prep16_terms>
 __global__ void __launch_bounds__(threads, prep16_shape<Erases>::ctas_per_sm) chunk_prep16_kernel(const work w) {
+  static_assert(Terms == 1 || Terms == 2, "chunk_prep16: T's factor in one or two bf16 parts");
   using sh = prep16_shape<Erases>;
   constexpr int ldr = sh::ld_row, ldc = sh::ld_cc, ldx = sh::ld_x;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
@@ -135,6 +151,8 @@ __global__ void __launch_bounds__(threads, prep16_shape<Erases>::ctas_per_sm) ch
   float* sT = reinterpret_cast<float*>(smem + sh::q_at);    // T (float32, in q's tile after P)
   half16* sTe = reinterpret_cast<half16*>(smem + sh::a_at);  // T ⊙ (e Γ), after the inverse
   half16* sTw = sTe + CL * ldc;                              // T ⊙ w
+  half16* sTel = reinterpret_cast<half16*>(smem + sh::tel_at);  // the lo parts (Terms = 2): T ⊙ (e Γ)'s,
+  half16* sTwl = reinterpret_cast<half16*>(smem + sh::q_at);    // T ⊙ w's (over q's tile once T is read)
   float* scratch = reinterpret_cast<float*>(smem + sh::scratch_at);
   float *sG = reinterpret_cast<float*>(smem + sh::gates_at), *sE = sG + CL, *sEG = sE + CL, *sWw = sEG + CL;
 
@@ -216,16 +234,39 @@ __global__ void __launch_bounds__(threads, prep16_shape<Erases>::ctas_per_sm) ch
     unit_lower_inverse(sA, sT, scratch);
     float* Tg = w.Tinv + w.ch(c, hv) * CL * CL;
     const bool t_wide = reinterpret_cast<std::uintptr_t>(w.Tinv) % 16 == 0;
-    for (int e = tid; e < CL * CL / 4; e += threads) {  // T to memory; T ⊙ (eΓ), T ⊙ w over A's tile (A is dead)
-      const int r = e / (CL / 4), s = 4 * (e % (CL / 4));
+    constexpr int per = CL * CL / 4 / threads;  // T's quads a thread
+    static_assert(per * threads * 4 == CL * CL, "chunk_prep16: T in whole quads a thread");
+    uint2 tw_lo[per];  // T ⊙ w's lo parts, stored over T once every thread has read it
+    // x (four floats) as bf16 hi (returned) and its remainder's bf16 (lo)
+    const auto split4 = [](float4 x, uint2& lo) {
+      const uint2 hi = make_uint2(pack_half16(x.x, x.y), pack_half16(x.z, x.w));
+      const __nv_bfloat162 h0 = *reinterpret_cast<const __nv_bfloat162*>(&hi.x),
+                           h1 = *reinterpret_cast<const __nv_bfloat162*>(&hi.y);
+      lo = make_uint2(pack_half16(x.x - __low2float(h0), x.y - __high2float(h0)),
+                      pack_half16(x.z - __low2float(h1), x.w - __high2float(h1)));
+      return hi;
+    };
+#pragma unroll
+    for (int i = 0; i < per; ++i) {  // T to memory; T ⊙ (eΓ), T ⊙ w over A's tile (A is dead)
+      const int e = tid + i * threads, r = e / (CL / 4), s = 4 * (e % (CL / 4));
       const float4 t = *reinterpret_cast<const float4*>(sT + r * CL + s);
       float* tg = Tg + r * CL + s;
       if (t_wide) *reinterpret_cast<float4*>(tg) = t;
       else tg[0] = t.x, tg[1] = t.y, tg[2] = t.z, tg[3] = t.w;
-      *reinterpret_cast<uint2*>(sTe + r * ldc + s) =
-          make_uint2(pack_half16(t.x * sEG[s], t.y * sEG[s + 1]), pack_half16(t.z * sEG[s + 2], t.w * sEG[s + 3]));
-      *reinterpret_cast<uint2*>(sTw + r * ldc + s) =
-          make_uint2(pack_half16(t.x * sWw[s], t.y * sWw[s + 1]), pack_half16(t.z * sWw[s + 2], t.w * sWw[s + 3]));
+      const float4 te = make_float4(t.x * sEG[s], t.y * sEG[s + 1], t.z * sEG[s + 2], t.w * sEG[s + 3]),
+                   tw = make_float4(t.x * sWw[s], t.y * sWw[s + 1], t.z * sWw[s + 2], t.w * sWw[s + 3]);
+      uint2 te_lo;
+      *reinterpret_cast<uint2*>(sTe + r * ldc + s) = split4(te, te_lo);
+      *reinterpret_cast<uint2*>(sTw + r * ldc + s) = split4(tw, tw_lo[i]);
+      if constexpr (Terms == 2) *reinterpret_cast<uint2*>(sTel + r * ldc + s) = te_lo;
+    }
+    if constexpr (Terms == 2) {
+      __syncthreads();  // (every thread past its reads of T)
+#pragma unroll
+      for (int i = 0; i < per; ++i) {
+        const int e = tid + i * threads, r = e / (CL / 4), s = 4 * (e % (CL / 4));
+        *reinterpret_cast<uint2*>(sTwl + r * ldc + s) = tw_lo[i];
+      }
     }
     // dO: half of its loads in flight during W and U (all of them spilled registers), stored over T once every
     // thread is past T's reads
@@ -246,7 +287,10 @@ __global__ void __launch_bounds__(threads, prep16_shape<Erases>::ctas_per_sm) ch
         const int i = k & 1 ? 3 - i0 : i0, m0 = 16 * i, steps = (L16 / 16 < i + 1 ? L16 / 16 : i + 1);
         if (n0 >= (is_w ? K : V)) continue;
         float acc[4][4] = {};
-        mma_strip<half16, 4, false, true>(acc, (is_w ? sTe : sTw) + m0 * ldc, ldc, (is_w ? sK : sV) + n0, ldr, steps);
+        const half16* B = (is_w ? sK : sV) + n0;
+        if constexpr (Terms == 2)  // the lo part first (the smaller terms into the accumulator first)
+          mma_strip<half16, 4, false, true>(acc, (is_w ? sTel : sTwl) + m0 * ldc, ldc, B, ldr, steps);
+        mma_strip<half16, 4, false, true>(acc, (is_w ? sTe : sTw) + m0 * ldc, ldc, B, ldr, steps);
         if (is_w)
           strip_out(acc, m0, n0, [&](int r, int d, float x0, float x1) {
             if (r < L) store_pair(Wg + r * K, d, K, w_even, x0, x1);
@@ -258,6 +302,7 @@ __global__ void __launch_bounds__(threads, prep16_shape<Erases>::ctas_per_sm) ch
       }
     }
     const auto put_o = [&](int r, int c4, float4 x) { store_quad16(sO + r * ldr + c4, x); };
+    if constexpr (Terms == 2) __syncthreads();  // (T ⊙ w's lo part, under dO's tile, read)
     put_quads<0>(o, put_o);
     load_quads<4>(o, dO, ldv, L, V);
     put_quads<4>(o, put_o);

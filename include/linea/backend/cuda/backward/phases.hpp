@@ -20,6 +20,7 @@
 #include "chunk_grad_kernel.hpp"
 #include "chunk_prep16_kernel.hpp"
 #include "chunk_prep_kernel.hpp"
+#include "first_chunk_adjoint.hpp"
 #include "inter_grad_kernel.hpp"
 #include "per_key_grad_kernel.hpp"
 #include "per_key_prep_kernel.hpp"
@@ -124,16 +125,20 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
       if (wide(128)) state16_reverse_phase<128, Erases>(w, dST, dS0, st);
       else state16_reverse_phase<32, Erases>(w, dST, dS0, st);
     }
-    return;
+  } else {
+    if (forward) {
+      if (wide(128)) staged_forward_phase<128, Erases, PerKey, Prec>(w, S0, st);
+      else staged_forward_phase<16, Erases, PerKey, Prec>(w, S0, st);
+    }
+    if (reverse) {
+      if (wide(64)) staged_reverse_phase<64, Erases, PerKey, Prec>(w, dST, dS0, st);
+      else staged_reverse_phase<16, Erases, PerKey, Prec>(w, dST, dS0, st);
+    }
   }
-  if (forward) {
-    if (wide(128)) staged_forward_phase<128, Erases, PerKey, Prec>(w, S0, st);
-    else staged_forward_phase<16, Erases, PerKey, Prec>(w, S0, st);
-  }
-  if (reverse) {
-    if (wide(64)) staged_reverse_phase<64, Erases, PerKey, Prec>(w, dST, dS0, st);
-    else staged_reverse_phase<16, Erases, PerKey, Prec>(w, dST, dS0, st);
-  }
+  // The erasing rules' dS_0 again, token by token over each sequence's first chunk (kone16: the passes' UT form of
+  // the chunk's transition cancels where it is nearly singular; first_chunk_adjoint.hpp)
+  if constexpr (Erases && !PerKey)
+    if (reverse) first_chunk_adjoint_phase(w, dS0, st);
 }
 
 // Phase 4 of scalar decays in two kernels (inter_grad_kernel.hpp) for 16-bit inputs; float32 inputs keep one.
