@@ -8,7 +8,8 @@
 //   d_<x>                  ‖new − old‖ / ‖old‖ of every output (dq, dk, dv, dg)
 // Build (linked with the additive and simple_gla instance units, as bench/cuda/device_call.sh builds them):
 //   nvcc $FLAGS -DLINEA_CUDA_EXTERN_INSTANCES -DLINEA_CUDA_EXTERN_BACKWARD_PHASES -c bench/cuda/add16_ab.cu
-//   add16_ab            8×4096 and 1×32768;     add16_ab --check   small odd shapes (distances only, for sanitizers)
+//   add16_ab            8×4096 and 1×32768;     add16_ab --check   small odd shapes (distances only, for sanitizers;
+//                       two under SPEC §6's extreme gates)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -29,12 +30,13 @@ namespace {
 using linea_bench::dalloc;
 using linea_bench::time_ms;
 
-enum class fill { normal, logsigmoid };
+enum class fill { normal, logsigmoid, extreme };  // extreme: log α uniform in [−20, 0] (SPEC §6)
 __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const float z = linea_bench::hash_normal(i, seed);
-    p[i] = linea::cuda_detail::from_float<T>(kind == fill::logsigmoid ? -log1pf(expf(-z)) : z);
+    const float x = kind == fill::logsigmoid ? -log1pf(expf(-z)) : kind == fill::extreme ? -20.f * linea_bench::hash_uniform(i, seed) : z;
+    p[i] = linea::cuda_detail::from_float<T>(x);
   }
 }
 __global__ void unit_rows(T* p, std::int64_t rows, int D) {  // one warp a row
@@ -76,11 +78,11 @@ double distance(const T* a, const T* b, std::size_t n) {
 }
 
 template <class Rule>
-void ab(index_t B, index_t T_, index_t H, index_t K, index_t V, bool timed) {
+void ab(index_t B, index_t T_, index_t H, index_t K, index_t V, bool timed, bool extreme = false) {
   constexpr bool decays = Rule::decay::kind == decay_kind::scalar;
   const std::size_t nk = B * T_ * H * K, nv = B * T_ * H * V, ns = B * T_ * H;
   T *q = random_tensor(nk, 1, fill::normal), *k = random_tensor(nk, 2, fill::normal),
-    *v = random_tensor(nv, 3, fill::normal), *g = random_tensor(ns, 4, fill::logsigmoid),
+    *v = random_tensor(nv, 3, fill::normal), *g = random_tensor(ns, 4, extreme ? fill::extreme : fill::logsigmoid),
     *d_o = random_tensor(nv, 9, fill::normal);
   unit_rows<<<unsigned((B * T_ * H + 7) / 8), 256>>>(k, B * T_ * H, int(K));
   T* o = dalloc<T>(nv);
@@ -120,8 +122,8 @@ void ab(index_t B, index_t T_, index_t H, index_t K, index_t V, bool timed) {
   double d[4];
   for (int i = 0; i < 4; ++i) d[i] = i == 3 && !decays ? 0 : distance(out[1][i], out[0][i], n[i]);
   std::printf("{\"kind\":\"add16_ab\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"H\":%ld,\"K\":%ld,\"V\":%ld,"
-              "\"d_dq\":%.3e,\"d_dk\":%.3e,\"d_dv\":%.3e,\"d_dg\":%.3e",
-              rule_name<Rule>::value, long(B), long(T_), long(H), long(K), long(V), d[0], d[1], d[2], d[3]);
+              "\"extreme\":%d,\"d_dq\":%.3e,\"d_dk\":%.3e,\"d_dv\":%.3e,\"d_dg\":%.3e",
+              rule_name<Rule>::value, long(B), long(T_), long(H), long(K), long(V), int(extreme), d[0], d[1], d[2], d[3]);
   if (timed) {
     std::vector<double> to, tn;
     for (int r = 0; r < 5; ++r) to.push_back(time_ms(run_old, 2, 3)), tn.push_back(time_ms(run_new, 2, 3));
@@ -183,6 +185,9 @@ int main(int argc, char** argv) {
       ab<additive>(2, 150, 2, 48, 40, false);
       ab<simple_gla>(2, 150, 2, 48, 40, false);
       ab<simple_gla>(40, 70, 4, 128, 128, false);
+      ab<simple_gla>(1, 300, 2, 32, 32, false, true);
+      ab<simple_gla>(2, 1000, 4, 128, 128, false, true);
+      ab<additive>(3, 700, 2, 100, 72, false);
       return 0;
     }
     for (const auto& [B, T_] : {std::pair<index_t, index_t>{8, 4096}, {1, 32768}}) {

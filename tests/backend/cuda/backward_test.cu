@@ -525,7 +525,7 @@ TEST_CASE("CUDA backward: the additive fast path (linear_attn, simple_gla, 16-bi
   SUBCASE("128-column state tiles, V = 96, K = 64, a tail chunk") {
     const case_shape s{.B = 13, .T = 130, .H = 4, .HV = 8, .K = 64, .V = 96, .initial_state = true, .seed = 81};
     check_backward<simple_gla, bf16>(s);
-    check_backward<additive, fp16>(s);
+    check_backward<additive, bf16>(s);
   }
   SUBCASE("32-column state tiles, extreme gates, GVA") {
     const case_shape s{.B = 4, .T = 200, .H = 4, .HV = 8, .K = 128, .V = 128, .initial_state = true,
@@ -551,7 +551,7 @@ TEST_CASE("CUDA backward: the additive fast path (linear_attn, simple_gla, 16-bi
 }
 // A small case of the fast path's three kernels for compute-sanitizer (memcheck, racecheck): 16- and 128-column
 // state tiles, partial chunks.
-TEST_CASE("CUDA backward: the additive fast path, small (sanitizers)") {
+TEST_CASE("CUDA backward: the additive fast path at small shapes (for the sanitizers)") {
   check_backward<simple_gla, bf16>({.B = 1, .T = 150, .H = 1, .HV = 2, .K = 48, .V = 40, .initial_state = true, .seed = 87});
   check_backward<additive, bf16>({.B = 40, .T = 70, .H = 1, .HV = 4, .K = 128, .V = 128, .seed = 88});
 }

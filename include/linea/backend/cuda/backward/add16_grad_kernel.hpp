@@ -16,7 +16,8 @@
 //
 // Preconditions: K, V ≤ max_kv; h, dh written by add16_state_kernel; q, k, v, d_o, log_alpha phase 0's.
 // Shared memory (bf16, rows padded by 16 bytes: conflict-free ldmatrix): Q, K, V, dO [CL][136], the state [128][136]
-// (h, then dH in place), A and dP [CL][72]; ~123 KB, one CTA an SM.
+// (h, then dH in place), dP then A [CL][72]; ~112 KB, two CTAs an SM. The dot products of d log α read q, k from
+// their bf16 tiles.
 #pragma once
 #include "add16_state_kernel.hpp"
 
@@ -25,11 +26,11 @@ namespace linea::cuda_detail::bwd {
 struct add16_grad_shape {
   static constexpr int ld = max_kv + 8, ldc = CL + 8;
   static constexpr int q_at = 0, k_at = q_at + CL * ld, v_at = k_at + CL * ld, o_at = v_at + CL * ld,
-                       s_at = o_at + CL * ld, a_at = s_at + max_kv * ld, p_at = a_at + CL * ldc,
-                       tiles = p_at + CL * ldc;  // bf16 elements
+                       s_at = o_at + CL * ld, p_at = s_at + max_kv * ld, tiles = p_at + CL * ldc;  // bf16 elements
   static constexpr std::size_t f_at = 2 * std::size_t(tiles);  // floats: G, dG, z [CL] each, scan and hdh slots
   static constexpr std::size_t bytes = f_at + sizeof(float) * (3 * CL + 4);
-  static_assert(bytes <= 227 * 1024, "add16_grad: one CTA an SM");
+  static constexpr int ctas_per_sm = 2;
+  static_assert(ctas_per_sm * (bytes + 1024) <= 228 * 1024, "add16_grad: two CTAs an SM must fit");
 };
 
 namespace add16_detail {
@@ -43,7 +44,7 @@ __device__ __forceinline__ float quad_sum(float x) {
 }  // namespace add16_detail
 
 template <bool Decays, class T>
-__global__ void __launch_bounds__(threads, 1)
+__global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
     add16_grad_kernel(const work w, const add16_states st, const view<T, 4> dv_out) {
   namespace d = add16_detail;
   using sh = add16_grad_shape;
@@ -58,10 +59,10 @@ __global__ void __launch_bounds__(threads, 1)
   extern __shared__ __align__(16) unsigned char smem[];
   e16* tiles = reinterpret_cast<e16*>(smem);
   e16 *sQ = tiles + sh::q_at, *sK = tiles + sh::k_at, *sV = tiles + sh::v_at, *sO = tiles + sh::o_at,
-      *sS = tiles + sh::s_at, *sA = tiles + sh::a_at, *sP = tiles + sh::p_at;
+      *sS = tiles + sh::s_at, *sP = tiles + sh::p_at;
   float *sG = reinterpret_cast<float*>(smem + sh::f_at), *sdG = sG + CL, *sZ = sdG + CL, *sHdh = sZ + CL;
   const float scale = w.scale;
-  const float* qg = w.q + (tok0 * w.H + h) * w.K;  // row r at r·ldq (float32: the dot products of d log α)
+  const float* qg = w.q + (tok0 * w.H + h) * w.K;  // row r at r·ldq
   const float* kg = w.k + (tok0 * w.H + h) * w.K;
 
   // ---- G, the row sums zeroed; q, k, v, dO as bf16; h_c ----
@@ -104,34 +105,49 @@ __global__ void __launch_bounds__(threads, 1)
   load_state(st.h + st.at(w, c, hv), [](std::uint32_t* p, std::uint32_t x) { *p = x; });
   __syncthreads();
 
-  // ---- A = s (Q Kᵀ) ⊙ D, dP = s (dO Vᵀ) ⊙ D (bf16 tiles) and X = dP ⊙ (Q Kᵀ) below the diagonal into dG: warp
-  // strips of 16 rows × 32 columns; the strips wholly above the diagonal skip their products (zeros) ----
+  // ---- dP = s (dO Vᵀ) ⊙ D (a bf16 tile) and X = dP ⊙ (Q Kᵀ) below the diagonal into dG: warp strips of 16 rows
+  // × 32 columns; the strips wholly above the diagonal skip their products (zeros). (A = s (Q Kᵀ) ⊙ D is formed
+  // again for dv, into dP's tile once dP is dead: two CTAs an SM need the space.) ----
+  const int cm0 = 16 * (warp & 3), cn0 = 32 * (warp >> 2);  // this warp's [CL][CL] strip
+  const bool causal_strip = cn0 <= cm0 + 15 && cm0 < L;
+  // x(r, s, pair of values) → the pair times D (zero outside s ≤ r < L) into tile (bf16, columns s, s + 1)
+  const auto causal_out = [&](const float(&acc)[4][4], e16* tile) {
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = cm0 + g + 8 * hf, s0 = cn0 + 8 * t + 2 * q4;
+        float v[2];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const int s = s0 + u;
+          v[u] = s <= r && r < L ? scale * acc[t][2 * hf + u] * (Decays ? __expf(sG[r] - sG[s]) : 1.f) : 0.f;
+        }
+        *reinterpret_cast<std::uint32_t*>(tile + r * ldc + s0) = pack2<e16>(v[0], v[1]);
+      }
+  };
   {
-    const int m0 = 16 * (warp & 3), n0 = 32 * (warp >> 2);
     float sa[4][4] = {}, sp[4][4] = {};
-    if (n0 <= m0 + 15 && m0 < L) {
-      mma_strip<e16, 4>(sa, sQ + m0 * ld, ld, sK + n0 * ld, ld, K16);
-      mma_strip<e16, 4>(sp, sO + m0 * ld, ld, sV + n0 * ld, ld, V16);
+    if (causal_strip) {
+      if (Decays) mma_strip<e16, 4>(sa, sQ + cm0 * ld, ld, sK + cn0 * ld, ld, K16);
+      mma_strip<e16, 4>(sp, sO + cm0 * ld, ld, sV + cn0 * ld, ld, V16);
     }
+    causal_out(sp, sP);
+    const int m0 = cm0, n0 = cn0;
     float row[2] = {0.f, 0.f}, col[4][2] = {};
 #pragma unroll
     for (int t = 0; t < 4; ++t)
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
         const int r = m0 + g + 8 * hf, s0 = n0 + 8 * t + 2 * q4;
-        float av[2], pv[2];
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
           const int s = s0 + u;
-          const float dd = s <= r && r < L ? (Decays ? __expf(sG[r] - sG[s]) : 1.f) : 0.f;
-          av[u] = scale * sa[t][2 * hf + u] * dd, pv[u] = scale * sp[t][2 * hf + u] * dd;
-          if (Decays && s < r) {
-            const float x = pv[u] * sa[t][2 * hf + u];
+          if (Decays && s < r && r < L) {
+            const float x = scale * sp[t][2 * hf + u] * __expf(sG[r] - sG[s]) * sa[t][2 * hf + u];
             row[hf] += x, col[t][u] += x;
           }
         }
-        *reinterpret_cast<std::uint32_t*>(sA + r * ldc + s0) = pack2<e16>(av[0], av[1]);
-        *reinterpret_cast<std::uint32_t*>(sP + r * ldc + s0) = pack2<e16>(pv[0], pv[1]);
       }
     if constexpr (Decays) {
 #pragma unroll
@@ -195,7 +211,7 @@ __global__ void __launch_bounds__(threads, 1)
   float acc[8][4] = {};
   if (key_strip) mma_strip<e16, 8>(acc, sO + m0 * ld, ld, sS + n0 * ld, ld, V16);
   scale_rows(acc, [&](int r) { return Decays ? scale * __expf(sG[r]) : scale; });
-  if (Decays && key_strip) row_sums(acc, sdG, [&](int r, int j) { return qg[r * ldq + j]; });
+  if (Decays && key_strip) row_sums(acc, sdG, [&](int r, int j) { return __bfloat162float(sQ[r * ld + j]); });
   __syncthreads();  // (every read of h and of the tiles' writers done)
 
   // ---- dH over h in place (⟨dH, h⟩ on the way), then dq += dP K ----
@@ -224,21 +240,28 @@ __global__ void __launch_bounds__(threads, 1)
   for (int t = 0; t < 8; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.f;
   if (key_strip) mma_strip<e16, 8>(acc, sV + m0 * ld, ld, sS + n0 * ld, ld, V16);
   scale_rows(acc, decay_to_end);
-  if (Decays && key_strip) row_sums(acc, sZ, [&](int r, int j) { return kg[r * ldq + j]; });
+  if (Decays && key_strip) row_sums(acc, sZ, [&](int r, int j) { return __bfloat162float(sK[r * ld + j]); });
   if (key_strip && L16 > kb)
     mma_strip<e16, 8, true, true>(acc, sP + 16 * kb * ldc + m0, ldc, sQ + 16 * kb * ld + n0, ld, L16 - kb);
   float* dk = w.dk + (tok0 * w.HV + hv) * w.K;
   if (key_strip) each_out(acc, K, [&](int r, int j, float x) { dk[r * ldg + j] = x; });
 
-  // ---- dv = Diag(e^(G_L − G)) K dH + Aᵀ dO ----
+  // ---- dv = Diag(e^(G_L − G)) K dH + Aᵀ dO: A over dP's tile (every warp past dk's reads of dP) ----
   if (dv_out.ptr) {
+    __syncthreads();
+    {
+      float sa[4][4] = {};
+      if (causal_strip) mma_strip<e16, 4>(sa, sQ + cm0 * ld, ld, sK + cn0 * ld, ld, K16);
+      causal_out(sa, sP);
+    }
+    __syncthreads();
 #pragma unroll
     for (int t = 0; t < 8; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.f;
     if (value_strip) {
       mma_strip<e16, 8, false, true>(acc, sK + m0 * ld, ld, sS + n0, ld, K16);
       scale_rows(acc, decay_to_end);
       if (L16 > kb)
-        mma_strip<e16, 8, true, true>(acc, sA + 16 * kb * ldc + m0, ldc, sO + 16 * kb * ld + n0, ld, L16 - kb);
+        mma_strip<e16, 8, true, true>(acc, sP + 16 * kb * ldc + m0, ldc, sO + 16 * kb * ld + n0, ld, L16 - kb);
       each_out(acc, V, [&](int r, int j, float x) { dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x); });
     }
   }
