@@ -542,6 +542,45 @@ TEST_CASE("CUDA backward: one CTA per (sequence, head) in the state passes") {
   check_backward<gated_delta, bf16>(part);
 }
 
+// Issue #14: linear_attn and simple_gla with 16-bit inputs take the additive fast path (backward/add16_phases.hpp:
+// bf16 states h, dH, one per-chunk kernel) — its three value-tile widths of the state passes (128 columns: ≥ 99
+// (sequence, head) pairs on the H200; 32; 16), many chunks under SPEC's extreme gates with h0 (the carried bf16
+// states' rounding), K and V not multiples of 16, V = 64, GVA, packed sequences, and the in-kernel options.
+TEST_CASE("CUDA backward: the additive fast path (linear_attn, simple_gla, 16-bit inputs)") {
+  SUBCASE("128-column state tiles, V = 96, K = 64, a tail chunk") {
+    const case_shape s{.B = 13, .T = 130, .H = 4, .HV = 8, .K = 64, .V = 96, .initial_state = true, .seed = 81};
+    check_backward<simple_gla, bf16>(s);
+    check_backward<additive, bf16>(s);
+  }
+  SUBCASE("32-column state tiles, extreme gates, GVA") {
+    const case_shape s{.B = 4, .T = 200, .H = 4, .HV = 8, .K = 128, .V = 128, .initial_state = true,
+                       .gates = gate_range::extreme, .seed = 82};
+    check_backward<simple_gla, bf16>(s);
+  }
+  SUBCASE("64 chunks, K = V = 128, extreme gates, h0") {
+    const case_shape s{.B = 1, .T = 4096, .H = 1, .HV = 2, .K = 128, .V = 128, .initial_state = true,
+                       .gates = gate_range::extreme, .seed = 83};
+    check_backward<simple_gla, bf16>(s);
+    check_backward<additive, bf16>(s);
+  }
+  SUBCASE("odd K, V; V = 64; packed sequences") {
+    check_backward<additive, bf16>({.B = 2, .T = 77, .H = 2, .HV = 2, .K = 37, .V = 64, .initial_state = true, .seed = 84});
+    check_backward<simple_gla, fp16>({.H = 1, .HV = 3, .K = 100, .V = 45, .seqlens = {64, 1, 0, 129}, .initial_state = true,
+                                      .gates = gate_range::extreme, .seed = 85});
+  }
+  SUBCASE("in-kernel options: L2 norm, gates, lower bound") {
+    const case_shape s{.B = 2, .T = 90, .H = 2, .HV = 4, .K = 32, .V = 16, .initial_state = true, .seed = 86};
+    check_backward<simple_gla, bf16>(s, {.qk_l2norm = true, .gate = true, .lower_bound = true});
+    check_backward<additive, bf16>(s, {.qk_l2norm = true, .scale = 0.7});
+  }
+}
+// A small case of the fast path's three kernels for compute-sanitizer (memcheck, racecheck): 16- and 128-column
+// state tiles, partial chunks.
+TEST_CASE("CUDA backward: the additive fast path at small shapes (for the sanitizers)") {
+  check_backward<simple_gla, bf16>({.B = 1, .T = 150, .H = 1, .HV = 2, .K = 48, .V = 40, .initial_state = true, .seed = 87});
+  check_backward<additive, bf16>({.B = 40, .T = 70, .H = 1, .HV = 4, .K = 128, .V = 128, .seed = 88});
+}
+
 TEST_CASE("CUDA backward: in-kernel options (L2 norm, gates, beta activation)") {
   const case_shape s{.B = 2, .T = 90, .H = 2, .HV = 4, .K = 32, .V = 16, .initial_state = true, .seed = 5};
   check_backward<gated_delta, float>(s, {.qk_l2norm = true, .gate = true, .beta_act = beta_activation::sigmoid});

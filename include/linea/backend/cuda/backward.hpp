@@ -12,6 +12,8 @@
 //   5 input_adjoint   per token         group sums, L2-norm / gate / β-activation adjoints; dA_log, ddt_bias
 //
 // Only phases 2 and 3 walk the chunks in order; everything else runs over all chunks of all sequences at once.
+// The rules that only add (linear_attn, simple_gla) with 16-bit inputs and the identity read replace phases 1–4 by
+// three kernels with bf16 states (backward/add16_phases.hpp, issue #14).
 // The workspace is O(chunks · HV · K · V) float32 (h and dh at every chunk), like fla's chunk backward; it is the
 // caller's (cuda::launch::workspace, cuda::backward_workspace_size) or the one linea keeps per (device, stream),
 // and every launch goes on cuda::launch::stream.
@@ -30,6 +32,7 @@
 
 #include "../../forms/backward.hpp"
 #include "../../reference/backward.hpp"
+#include "backward/add16_phases.hpp"
 #include "backward/ccq_read.hpp"
 #include "backward/channel_gates.hpp"
 #include "backward/input_adjoint_kernel.hpp"
@@ -173,10 +176,18 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
       check_launch("backward channel_gates_kernel");
       cg.b = b, cg.w = wv;
     }
-  if constexpr (Read::is_identity)
-    chunk_phases<erases, decays, per_key, channels>(w, a.initial_state, g.d_final_state, g.d_initial_state, g.dv, st,
-                                                    cg, cd);
-  else
+  if constexpr (Read::is_identity) {
+    const auto general = [&] {
+      chunk_phases<erases, decays, per_key, channels>(w, a.initial_state, g.d_final_state, g.d_initial_state, g.dv, st,
+                                                      cg, cd);
+    };
+    if constexpr (add16_rule<Rule, T>) {  // linear_attn, simple_gla with 16-bit inputs (add16_phases.hpp)
+      if (add16_enabled) add16_phases<decays>(w, a.initial_state, g.d_final_state, g.d_initial_state, g.dv, st);
+      else general();
+    } else {
+      general();
+    }
+  } else
     ccq_phases<Rule, Read>(a, g, w, layout.ccq, scratch.base, st, cg, cd);
   if (a.normalize) normalize_after(w, plan, nw, st);  // the normaliser's dq̂, dk̂ terms
   input_grads<T> o{g.dq, g.dk, g.dg, g.dbeta, g.dA_log, g.ddt_bias, g.dgk};

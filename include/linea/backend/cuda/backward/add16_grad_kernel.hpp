@@ -1,0 +1,293 @@
+// linea/backend/cuda/backward/add16_grad_kernel.hpp — the per-chunk gradients of the additive fast path
+// (add16_phases.hpp), one CTA per (chunk, value head), bf16 operands on tensor cores (mma.sync m16n8k16, fp32
+// accumulation). With D_rs = e^(G_r − G_s) (s ≤ r, else 0), h = h_c, dH = dL/d(state after chunk c), s the scale:
+//   A   = s (Q Kᵀ) ⊙ D                 dP = s (dO Vᵀ) ⊙ D
+//   dq  = Diag(s e^G) dO hᵀ + dP K
+//   dk  = Diag(e^(G_L − G)) V dHᵀ + dPᵀ Q
+//   dv  = Diag(e^(G_L − G)) K dH  + Aᵀ dO
+//   d log α_t (scalar decay) = Σ_{r ≥ t} dG_r + γ_L ⟨dH, h⟩ + Σ_{s < t} z_s, where
+//       dG_r = Σ_{s<r} X_rs − Σ_{u>r} X_ur + s e^(G_r) q_r·(h do_r),   X = s (dO Vᵀ) ⊙ (Q Kᵀ) ⊙ D (strictly lower)
+//       z_s  = e^(G_L − G_s) k_s·(dH v_s)   (the state write's terms; ⟨dH, h_{c+1}⟩ = γ_L⟨dH, h⟩ + Σ_s z_s)
+//   The terms without decay — X's diagonal, z at the chunk's last token — enter no sum (issue #14: formed twice with
+//   opposite signs they leave their roundings, which swamp d log α under extreme gates); X is formed from the same
+//   fp32 accumulators in both sums, so the row and column sums cancel where the exact ones do.
+// Outputs: w.dq, w.dk (per value head, float32: phase 5 sums a group and applies the L2 norm's adjoint), dv (the
+// caller's, type T), w.dlog_alpha. The products' operands are q, k, v, dO, h, dH rounded to bf16 once each.
+//
+// Preconditions: K, V ≤ max_kv; h, dh written by add16_state_kernel; q, k, v, d_o, log_alpha phase 0's.
+// Shared memory (bf16, rows padded by 16 bytes: conflict-free ldmatrix): Q, K, V, dO [CL][136], the state [128][136]
+// (h, then dH in place), dP then A [CL][72]; ~112 KB, two CTAs an SM. The dot products of d log α read q, k from
+// their bf16 tiles.
+#pragma once
+#include "add16_state_kernel.hpp"
+
+namespace linea::cuda_detail::bwd {
+
+struct add16_grad_shape {
+  static constexpr int ld = max_kv + 8, ldc = CL + 8;
+  static constexpr int q_at = 0, k_at = q_at + CL * ld, v_at = k_at + CL * ld, o_at = v_at + CL * ld,
+                       s_at = o_at + CL * ld, p_at = s_at + max_kv * ld, tiles = p_at + CL * ldc;  // bf16 elements
+  static constexpr std::size_t f_at = 2 * std::size_t(tiles);  // floats: G, dG, z [CL] each, scan and hdh slots
+  static constexpr std::size_t bytes = f_at + sizeof(float) * (3 * CL + 4);
+  static constexpr int ctas_per_sm = 2;
+  static_assert(ctas_per_sm * (bytes + 1024) <= 228 * 1024, "add16_grad: two CTAs an SM must fit");
+};
+
+namespace add16_detail {
+
+// Sum of a value over the four lanes of a row group (every lane gets it).
+__device__ __forceinline__ float quad_sum(float x) {
+  x += __shfl_xor_sync(0xffffffffu, x, 1);
+  return x + __shfl_xor_sync(0xffffffffu, x, 2);
+}
+
+}  // namespace add16_detail
+
+template <bool Decays, class T>
+__global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
+    add16_grad_kernel(const work w, const add16_states st, const view<T, 4> dv_out) {
+  namespace d = add16_detail;
+  using sh = add16_grad_shape;
+  using e16 = d::e16;
+  constexpr int ld = sh::ld, ldc = sh::ldc;
+  const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
+  const chunk_info ci = w.chunk[c];
+  const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2,
+            q4 = lane & 3;
+  const int K16 = (K + 15) / 16, V16 = (V + 15) / 16, L16 = (L + 15) / 16;  // 16-steps of the products
+  const index_t tok0 = w.token(ci.bt, ci.t0), ldq = w.H * w.K, ldv = w.HV * w.V, ldg = w.HV * w.K;
+  extern __shared__ __align__(16) unsigned char smem[];
+  e16* tiles = reinterpret_cast<e16*>(smem);
+  e16 *sQ = tiles + sh::q_at, *sK = tiles + sh::k_at, *sV = tiles + sh::v_at, *sO = tiles + sh::o_at,
+      *sS = tiles + sh::s_at, *sP = tiles + sh::p_at;
+  float *sG = reinterpret_cast<float*>(smem + sh::f_at), *sdG = sG + CL, *sZ = sdG + CL, *sHdh = sZ + CL;
+  const float scale = w.scale;
+  const float* qg = w.q + (tok0 * w.H + h) * w.K;  // row r at r·ldq
+  const float* kg = w.k + (tok0 * w.H + h) * w.K;
+
+  // ---- G, the row sums zeroed; q, k, v, dO as bf16; h_c ----
+  if (warp == 0) {
+    if (Decays) d::chunk_scan(w.log_alpha + tok0 * w.HV + hv, w.HV, L, sG);
+    else sG[lane] = 0.f, sG[lane + 32] = 0.f;
+  }
+  if (tid < CL) sdG[tid] = 0.f, sZ[tid] = 0.f;
+  if (tid == 0) *sHdh = 0.f;
+  {
+    d::rows32<max_kv> a, b;
+    const auto one = [](int) { return 1.f; };
+    a.load(qg, ldq, L, K);
+    b.load(kg, ldq, L, K);
+    a.put(sQ, ld, one);
+    b.put(sK, ld, one);
+    a.load(w.v + (tok0 * w.HV + hv) * w.V, ldv, L, V);
+    b.load(w.d_o + (tok0 * w.HV + hv) * w.V, ldv, L, V);
+    a.put(sV, ld, one);
+    b.put(sO, ld, one);
+  }
+  // The state tile [16·K16][16·V16] from bf16 pairs (zeros past K, V), eight pairs' loads in flight a thread;
+  // each(slot, pair) stores a pair.
+  const int pairs = 8 * V16, words = 16 * K16 * pairs;
+  const auto load_state = [&](const __nv_bfloat16* src, auto each) {
+    for (int e0 = 0; e0 < words; e0 += 8 * threads) {
+      std::uint32_t x[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int e = e0 + tid + i * threads, r = e / pairs, u = e % pairs;
+        x[i] = e < words && r < K && 2 * u < V ? *reinterpret_cast<const std::uint32_t*>(src + r * st.Vp + 2 * u) : 0u;
+      }
+#pragma unroll
+      for (int i = 0; i < 8; ++i) {
+        const int e = e0 + tid + i * threads, r = e / pairs, u = e % pairs;
+        if (e < words) each(reinterpret_cast<std::uint32_t*>(sS + r * ld + 2 * u), x[i]);
+      }
+    }
+  };
+  load_state(st.h + st.at(w, c, hv), [](std::uint32_t* p, std::uint32_t x) { *p = x; });
+  __syncthreads();
+
+  // ---- dP = s (dO Vᵀ) ⊙ D (a bf16 tile) and X = dP ⊙ (Q Kᵀ) below the diagonal into dG: warp strips of 16 rows
+  // × 32 columns; the strips wholly above the diagonal skip their products (zeros). (A = s (Q Kᵀ) ⊙ D is formed
+  // again for dv, into dP's tile once dP is dead: two CTAs an SM need the space.) ----
+  const int cm0 = 16 * (warp & 3), cn0 = 32 * (warp >> 2);  // this warp's [CL][CL] strip
+  const bool causal_strip = cn0 <= cm0 + 15 && cm0 < L;
+  // x(r, s, pair of values) → the pair times D (zero outside s ≤ r < L) into tile (bf16, columns s, s + 1)
+  const auto causal_out = [&](const float(&acc)[4][4], e16* tile) {
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = cm0 + g + 8 * hf, s0 = cn0 + 8 * t + 2 * q4;
+        float v[2];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const int s = s0 + u;
+          v[u] = s <= r && r < L ? scale * acc[t][2 * hf + u] * (Decays ? __expf(sG[r] - sG[s]) : 1.f) : 0.f;
+        }
+        *reinterpret_cast<std::uint32_t*>(tile + r * ldc + s0) = pack2<e16>(v[0], v[1]);
+      }
+  };
+  {
+    float sa[4][4] = {}, sp[4][4] = {};
+    if (causal_strip) {
+      if (Decays) mma_strip<e16, 4>(sa, sQ + cm0 * ld, ld, sK + cn0 * ld, ld, K16);
+      mma_strip<e16, 4>(sp, sO + cm0 * ld, ld, sV + cn0 * ld, ld, V16);
+    }
+    causal_out(sp, sP);
+    const int m0 = cm0, n0 = cn0;
+    float row[2] = {0.f, 0.f}, col[4][2] = {};
+#pragma unroll
+    for (int t = 0; t < 4; ++t)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = m0 + g + 8 * hf, s0 = n0 + 8 * t + 2 * q4;
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const int s = s0 + u;
+          if (Decays && s < r && r < L) {
+            const float x = scale * sp[t][2 * hf + u] * __expf(sG[r] - sG[s]) * sa[t][2 * hf + u];
+            row[hf] += x, col[t][u] += x;
+          }
+        }
+      }
+    if constexpr (Decays) {
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const float x = d::quad_sum(row[hf]);
+        if (q4 == 0 && x != 0.f) atomicAdd(&sdG[m0 + g + 8 * hf], x);
+      }
+#pragma unroll
+      for (int t = 0; t < 4; ++t)
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          float x = col[t][u];
+          x += __shfl_xor_sync(0xffffffffu, x, 4), x += __shfl_xor_sync(0xffffffffu, x, 8);
+          x += __shfl_xor_sync(0xffffffffu, x, 16);
+          if (g == 0 && x != 0.f) atomicAdd(&sdG[n0 + 8 * t + 2 * q4 + u], -x);
+        }
+    }
+  }
+
+  // The strips of the [CL][K] and [CL][V] outputs: rows m0 .. m0 + 15, columns n0 .. n0 + 63.
+  const int m0 = 16 * (warp & 3), n0 = 64 * (warp >> 2), kb = m0 / 16;
+  const bool key_strip = m0 < L && n0 < K, value_strip = m0 < L && n0 < V;
+  // x(r, col, value) over a strip's accumulators (rows r < L, columns < n only)
+  const auto each_out = [&](const float(&acc)[8][4], int n, auto x) {
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = m0 + g + 8 * (e >> 1), j = n0 + 8 * t + 2 * q4 + (e & 1);
+        if (r < L && j < n) x(r, j, acc[t][e]);
+      }
+  };
+  // row sums of f(r, col, value) over a strip into sum[r] (one atomic a row and warp)
+  const auto row_sums = [&](const float(&acc)[8][4], float* sum, auto f) {
+    float z[2] = {0.f, 0.f};
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int r = m0 + g + 8 * (e >> 1), j = n0 + 8 * t + 2 * q4 + (e & 1);
+        if (r < L && j < K) z[e >> 1] = fmaf(f(r, j), acc[t][e], z[e >> 1]);
+      }
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const float x = d::quad_sum(z[hf]);
+      if (q4 == 0 && m0 + g + 8 * hf < L) atomicAdd(&sum[m0 + g + 8 * hf], x);
+    }
+  };
+  const float GL = sG[L - 1];
+  const auto scale_rows = [&](float(&acc)[8][4], auto f) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const float s = f(m0 + g + 8 * hf);
+#pragma unroll
+      for (int t = 0; t < 8; ++t) acc[t][2 * hf] *= s, acc[t][2 * hf + 1] *= s;
+    }
+  };
+  const auto decay_to_end = [&](int r) { return Decays ? (r < L ? __expf(GL - sG[r]) : 0.f) : 1.f; };
+
+  // ---- dq's inter-chunk term s e^G dO hᵀ (and its part of dG) ----
+  float acc[8][4] = {};
+  if (key_strip) mma_strip<e16, 8>(acc, sO + m0 * ld, ld, sS + n0 * ld, ld, V16);
+  scale_rows(acc, [&](int r) { return Decays ? scale * __expf(sG[r]) : scale; });
+  if (Decays && key_strip) row_sums(acc, sdG, [&](int r, int j) { return __bfloat162float(sQ[r * ld + j]); });
+  __syncthreads();  // (every read of h and of the tiles' writers done)
+
+  // ---- dH over h in place (⟨dH, h⟩ on the way), then dq += dP K ----
+  {
+    float hdh = 0.f;
+    load_state(st.dh + st.at(w, c, hv), [&](std::uint32_t* p, std::uint32_t x) {
+      if (Decays) {
+        const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p)),
+                     b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&x));
+        hdh = fmaf(a.x, b.x, fmaf(a.y, b.y, hdh));
+      }
+      *p = x;
+    });
+    if constexpr (Decays) {
+      for (int o = 16; o; o >>= 1) hdh += __shfl_xor_sync(0xffffffffu, hdh, o);
+      if (lane == 0) atomicAdd(sHdh, hdh);
+    }
+  }
+  if (key_strip) mma_strip<e16, 8, false, true>(acc, sP + m0 * ldc, ldc, sK + n0, ld, kb + 1);
+  float* dq = w.dq + (tok0 * w.HV + hv) * w.K;  // row r at r·ldg
+  if (key_strip) each_out(acc, K, [&](int r, int j, float x) { dq[r * ldg + j] = x; });
+  __syncthreads();  // (dH in place)
+
+  // ---- dk = Diag(e^(G_L − G)) V dHᵀ (its part of dG: z) + dPᵀ Q ----
+#pragma unroll
+  for (int t = 0; t < 8; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.f;
+  if (key_strip) mma_strip<e16, 8>(acc, sV + m0 * ld, ld, sS + n0 * ld, ld, V16);
+  scale_rows(acc, decay_to_end);
+  if (Decays && key_strip) row_sums(acc, sZ, [&](int r, int j) { return __bfloat162float(sK[r * ld + j]); });
+  if (key_strip && L16 > kb)
+    mma_strip<e16, 8, true, true>(acc, sP + 16 * kb * ldc + m0, ldc, sQ + 16 * kb * ld + n0, ld, L16 - kb);
+  float* dk = w.dk + (tok0 * w.HV + hv) * w.K;
+  if (key_strip) each_out(acc, K, [&](int r, int j, float x) { dk[r * ldg + j] = x; });
+
+  // ---- dv = Diag(e^(G_L − G)) K dH + Aᵀ dO: A over dP's tile (every warp past dk's reads of dP) ----
+  if (dv_out.ptr) {
+    __syncthreads();
+    {
+      float sa[4][4] = {};
+      if (causal_strip) mma_strip<e16, 4>(sa, sQ + cm0 * ld, ld, sK + cn0 * ld, ld, K16);
+      causal_out(sa, sP);
+    }
+    __syncthreads();
+#pragma unroll
+    for (int t = 0; t < 8; ++t) acc[t][0] = acc[t][1] = acc[t][2] = acc[t][3] = 0.f;
+    if (value_strip) {
+      mma_strip<e16, 8, false, true>(acc, sK + m0 * ld, ld, sS + n0, ld, K16);
+      scale_rows(acc, decay_to_end);
+      if (L16 > kb)
+        mma_strip<e16, 8, true, true>(acc, sP + 16 * kb * ldc + m0, ldc, sO + 16 * kb * ld + n0, ld, L16 - kb);
+      each_out(acc, V, [&](int r, int j, float x) { dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x); });
+    }
+  }
+
+  // ---- d log α_t = Σ_{r ≥ t} dG_r + γ_L ⟨dH, h⟩ + Σ_{s < t} z_s: one warp, two rows a lane, no term subtracted ----
+  if constexpr (Decays) {
+    __syncthreads();
+    if (warp == 0) {
+      const float a = sdG[2 * lane], b = sdG[2 * lane + 1], za = sZ[2 * lane], zb = sZ[2 * lane + 1];
+      float suf = a + b, pre = za + zb;  // inclusive scans over lanes: suffix of dG pairs, prefix of z pairs
+#pragma unroll
+      for (int o = 1; o < 32; o <<= 1) {
+        const float y = __shfl_down_sync(0xffffffffu, suf, o), p = __shfl_up_sync(0xffffffffu, pre, o);
+        if (lane + o < 32) suf += y;
+        if (lane >= o) pre += p;
+      }
+      float after = __shfl_down_sync(0xffffffffu, suf, 1), before = __shfl_up_sync(0xffffffffu, pre, 1);
+      if (lane == 31) after = 0.f;
+      if (lane == 0) before = 0.f;
+      const float state = __expf(GL) * *sHdh;
+      const float d1 = b + after, d0 = a + d1;  // Σ_{r ≥ t} dG_r at t = 2 lane + 1, 2 lane
+      float* out = w.dlog_alpha + tok0 * w.HV + hv;
+      if (2 * lane < L) out[2 * lane * w.HV] = d0 + state + before;
+      if (2 * lane + 1 < L) out[(2 * lane + 1) * w.HV] = d1 + state + (before + za);
+    }
+  }
+}
+
+}  // namespace linea::cuda_detail::bwd

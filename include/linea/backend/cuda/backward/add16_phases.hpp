@@ -1,0 +1,70 @@
+// linea/backend/cuda/backward/add16_phases.hpp — the backward's fast path for the rules that only add (linear_attn:
+// update additive, no decay; simple_gla: a scalar decay) with 16-bit inputs and the identity read (issue #14), in
+// place of phases 1–4 (phases.hpp's chunk_phases) between phase 0 (inputs_kernel: q̂, k̂, v, dO, log α as float32)
+// and phase 5 (input_adjoint_kernel: group sums, L2 norm, gates), which are unchanged:
+//   forward_states  add16_state_kernel<BV, false>  per (value tile, value head, sequence): h_c as bf16
+//   reverse_states  add16_state_kernel<BV, true>   the same, reversed: dH_c as bf16, dS_0
+//   grads           add16_grad_kernel              per (chunk, value head): dq̂, dk̂ (per value head), dv, d log α
+// Without the UT transform, the additive rules need no phase 1 (G, P are formed where they are used) and no fp32
+// states: bf16 h, dH are the products' operands anyway (docs/math/backward.md §6, "the additive fast path").
+// Selected at compile time in backward.hpp's run (add16_rule), at run time by add16_enabled (the bench's A/B switch).
+#pragma once
+#include <cstdlib>
+
+#include "../kernel_attributes.hpp"
+#include "../check.hpp"
+#include "add16_grad_kernel.hpp"
+
+namespace linea::cuda_detail::bwd {
+
+template <class Rule, class T>
+inline constexpr bool add16_rule = sizeof(T) == 2 && Rule::update::kind == update_kind::additive &&
+                                   Rule::update::inputs == input::none &&
+                                   (Rule::decay::kind == decay_kind::none || Rule::decay::kind == decay_kind::scalar);
+
+// false: these rules take phases 1–4 like every other — the A/B switch of issue #14's measurements: the environment
+// variable LINEA_BWD_ADD16_OFF (set: false) for whole runs (the suite's before/after errors), bench/cuda/add16_ab.cu
+// flips it between calls.
+inline bool add16_enabled = std::getenv("LINEA_BWD_ADD16_OFF") == nullptr;
+
+template <int BV, bool Reverse, bool Decays>
+void add16_state_launch(const work& w, const view<const float, 4>& init, const view<float, 4>& dS0,
+                        const add16_states& st, cudaStream_t s) {
+  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
+  constexpr std::size_t bytes = add16_state_shape<BV>::bytes;
+  constexpr auto kernel = add16_state_kernel<BV, Reverse, Decays>;
+  allow_dynamic_shared<kernel, bytes>();
+  kernel<<<grid, threads, bytes, s>>>(w, init, dS0, st);
+  check_launch(Reverse ? "backward add16_state_kernel (reverse)" : "backward add16_state_kernel (forward)");
+}
+
+// Phases 1–4 of linear_attn and simple_gla for 16-bit inputs: S0, dST, dS0 the initial state, dL/d(final state),
+// dL/d(initial state); dv the caller's.
+template <bool Decays, class T>
+void add16_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
+                  const view<float, 4>& dS0, const view<T, 4>& dv, cudaStream_t s) {
+  if (!w.N) return;
+  const add16_states st = add16_states_of(w);
+  int device = 0;
+  LINEA_CUDA_CHECK(cudaGetDevice(&device));
+  // value tiles: one per (sequence, head) where that keeps three quarters of the SMs busy, else 32 or 16 columns
+  const std::size_t sms = std::size_t(multiprocessor_count(device)), heads = std::size_t(w.N) * std::size_t(w.HV);
+  const auto busy = [&](index_t bv) { return 4 * heads * std::size_t((w.V + bv - 1) / bv) >= 3 * sms; };
+  if (busy(128)) {
+    add16_state_launch<128, false, Decays>(w, S0, {}, st, s);
+    add16_state_launch<128, true, Decays>(w, dST, dS0, st, s);
+  } else if (busy(32)) {
+    add16_state_launch<32, false, Decays>(w, S0, {}, st, s);
+    add16_state_launch<32, true, Decays>(w, dST, dS0, st, s);
+  } else {
+    add16_state_launch<16, false, Decays>(w, S0, {}, st, s);
+    add16_state_launch<16, true, Decays>(w, dST, dS0, st, s);
+  }
+  if (!w.chunks) return;
+  constexpr auto grad = add16_grad_kernel<Decays, T>;
+  allow_dynamic_shared<grad, add16_grad_shape::bytes>();
+  grad<<<dim3{unsigned(w.chunks), unsigned(w.HV)}, threads, add16_grad_shape::bytes, s>>>(w, st, dv);
+  check_launch("backward add16_grad_kernel");
+}
+
+}  // namespace linea::cuda_detail::bwd

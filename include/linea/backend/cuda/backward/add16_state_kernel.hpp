@@ -1,0 +1,190 @@
+// linea/backend/cuda/backward/add16_state_kernel.hpp — the state passes of the additive fast path (add16_phases.hpp:
+// update additive, decay none or scalar, 16-bit inputs, identity read), one kernel for both directions:
+//   forward  h_{c+1} = γ_L h_c + Kdᵀ V,          Kd_s = e^(G_L − G_s) k_s      stores h_c (the state before chunk c)
+//   reverse  dH_{c−1} = γ_L dH_c + s Qgᵀ dO,     Qg_r = e^(G_r) q_r            stores dH_c (dL/d state after chunk c)
+//            and dS_0 = dL/d h_0 (the value after the first chunk) into d_initial_state
+// G_r = Σ_{i ≤ r} log α_i inside the chunk, γ_L = e^(G_{L−1}); every factor is ≤ 1, so SPEC's extreme gates
+// (log α = −20 a step) underflow to zero and never overflow.
+//
+// Preconditions: K, V ≤ max_kv; w.seqs, w.chunk the plan's; q, k, v, d_o, log_alpha phase 0's float32 workspace.
+// One CTA per (value tile of BV columns, value head, sequence), 256 threads: warp i holds state rows (keys)
+// 16i .. 16i + 15 × BV columns in fp32 registers (mma.sync accumulators) across all chunks; per chunk the operands
+// go to shared memory as bf16 (the product is one m16n8k16 chain over the chunk's tokens), the next chunk's float32
+// rows are loaded into registers while this chunk's product runs.
+// The stored states are bf16 [chunks, HV, K, Vp] (add16_states: Vp = V rounded up to even, so every store and load
+// is a 4-byte pair), over the float32 slots plan.hpp carves for w.h, w.dh (2·K·Vp ≤ 4·K·V bytes).
+#pragma once
+#include <cstdint>
+
+#include "../mma.hpp"
+#include "work.hpp"
+
+namespace linea::cuda_detail::bwd {
+
+struct add16_states {
+  __nv_bfloat16 *h = nullptr, *dh = nullptr;
+  index_t Vp = 0;  // a state row's stride (even)
+
+  __host__ __device__ std::size_t at(const work& w, index_t c, index_t hv) const {
+    return std::size_t(c * w.HV + hv) * std::size_t(w.K) * std::size_t(Vp);
+  }
+};
+inline add16_states add16_states_of(const work& w) {
+  return {reinterpret_cast<__nv_bfloat16*>(w.h), reinterpret_cast<__nv_bfloat16*>(w.dh), (w.V + 1) / 2 * 2};
+}
+
+namespace add16_detail {
+
+using e16 = __nv_bfloat16;  // the products' operand type for both 16-bit input types (bf16's range: unnormalised q, k)
+
+// A chunk's float32 rows [CL][W] (W a multiple of 16) in registers: quad e = tid + i·threads is row e / (W/4),
+// columns 4 (e % (W/4)) ..; zeros for rows ≥ L or columns ≥ C. All loads issue before any use.
+template <int W>
+struct rows32 {
+  static constexpr int per_row = W / 4, n = CL * per_row / threads;
+  static_assert(CL * per_row % threads == 0, "rows32: whole quads a thread");
+  float4 x[n];
+
+  __device__ __forceinline__ void load(const float* src, index_t lds, int L, int C) {
+    const bool wide = C % 4 == 0 && lds % 4 == 0 && reinterpret_cast<std::uintptr_t>(src) % 16 == 0;
+#pragma unroll
+    for (int i = 0; i < n; ++i) {
+      const int e = threadIdx.x + i * threads, r = e / per_row, c = 4 * (e % per_row);
+      const float* p = src + r * lds + c;
+      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+      if (r < L && c < C) {
+        if (wide) {
+          v = *reinterpret_cast<const float4*>(p);
+        } else {
+          v.x = p[0];
+          if (c + 1 < C) v.y = p[1];
+          if (c + 2 < C) v.z = p[2];
+          if (c + 3 < C) v.w = p[3];
+        }
+      }
+      x[i] = v;
+    }
+  }
+  // Row r times f(r) as bf16 into dst (row stride ld elements, rows 8-byte aligned).
+  template <class F>
+  __device__ __forceinline__ void put(e16* dst, int ld, F f) const {
+#pragma unroll
+    for (int i = 0; i < n; ++i) {
+      const int e = threadIdx.x + i * threads, r = e / per_row, c = 4 * (e % per_row);
+      const float s = f(r);
+      *reinterpret_cast<uint2*>(dst + r * ld + c) =
+          make_uint2(pack2<e16>(s * x[i].x, s * x[i].y), pack2<e16>(s * x[i].z, s * x[i].w));
+    }
+  }
+};
+
+// The in-chunk cumulative log decay of L tokens (log α at la, row r at r·stride) into G[0..CL): one warp, a scan of
+// pairs; rows past L repeat G_{L−1}.
+__device__ __forceinline__ void chunk_scan(const float* la, index_t stride, int L, float* G) {
+  const int lane = threadIdx.x & 31;
+  const float a = 2 * lane < L ? la[2 * lane * stride] : 0.f, b = 2 * lane + 1 < L ? la[(2 * lane + 1) * stride] : 0.f;
+  float s = a + b;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const float y = __shfl_up_sync(0xffffffffu, s, o);
+    if (lane >= o) s += y;
+  }
+  G[2 * lane] = s - b, G[2 * lane + 1] = s;
+}
+
+}  // namespace add16_detail
+
+template <int BV>
+struct add16_state_shape {
+  static_assert(BV % 16 == 0 && BV <= max_kv, "add16 state pass: value tiles of 16-column multiples");
+  static constexpr int lda = max_kv + 8, ldb = BV + 8, NT = BV / 8;  // (rows ≡ 16 mod 128 bytes or odd 16s: no conflicts)
+  static constexpr int a_at = 0, b_at = CL * lda, tiles = b_at + CL * ldb;  // bf16 elements
+  static constexpr std::size_t g_at = 2 * std::size_t(tiles);              // G, two chunks' slots (float)
+  static constexpr std::size_t bytes = g_at + 2 * CL * sizeof(float);
+};
+
+// Reverse = false: the forward pass (init = S0, out = h); true: the reverse pass (init = dL/dS_T, out = dh, dS0).
+template <int BV, bool Reverse, bool Decays>
+__global__ void __launch_bounds__(threads, 1)
+    add16_state_kernel(const work w, const view<const float, 4> init, const view<float, 4> dS0, const add16_states st) {
+  namespace d = add16_detail;
+  using sh = add16_state_shape<BV>;
+  constexpr int NT = sh::NT;
+  const index_t j0 = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
+  const int K = int(w.K), bv = int(w.V - j0 < BV ? w.V - j0 : BV), warp = threadIdx.x >> 5, lane = threadIdx.x & 31,
+            g = lane >> 2, q = lane & 3, m0 = 16 * warp;
+  extern __shared__ __align__(16) unsigned char smem[];
+  d::e16 *sA = reinterpret_cast<d::e16*>(smem) + sh::a_at, *sB = reinterpret_cast<d::e16*>(smem) + sh::b_at;
+  float* sG = reinterpret_cast<float*>(smem + sh::g_at);
+  const seq_chunks sc = w.seqs[n];
+  const float scale = Reverse ? w.scale : 1.f;
+
+  // ---- the state (rows m0 + g, + 8; columns 8i + 2q, + 1 of the tile) from S0 / dL/dS_T, zeros past K, bv ----
+  float acc[NT][4];
+#pragma unroll
+  for (int i = 0; i < NT; ++i)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      const int r = m0 + g + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
+      acc[i][x] = init.ptr && r < K && j < bv ? init(n, hv, r, j0 + j) : 0.f;
+    }
+
+  // ---- per chunk (forward: first to last; reverse: last to first) ----
+  d::rows32<max_kv> ra;  // forward k, reverse q (key head h)
+  d::rows32<BV> rb;      // forward v, reverse d_o (value head hv, columns j0 ..)
+  const float* a_src = Reverse ? w.q : w.k;
+  const float* b_src = Reverse ? w.d_o : w.v;
+  const auto fetch = [&](index_t c) {
+    const chunk_info ci = w.chunk[c];
+    const index_t tok0 = w.token(ci.bt, ci.t0);
+    ra.load(a_src + (tok0 * w.H + h) * w.K, w.H * w.K, ci.len, K);
+    rb.load(b_src + (tok0 * w.HV + hv) * w.V + j0, w.HV * w.V, ci.len, bv);
+  };
+  if (sc.count) fetch(Reverse ? sc.first + sc.count - 1 : sc.first);
+  for (index_t i = 0; i < sc.count; ++i) {
+    const index_t c = Reverse ? sc.first + sc.count - 1 - i : sc.first + i;
+    const chunk_info ci = w.chunk[c];
+    const int L = ci.len;
+    float* G = sG + (i & 1) * CL;  // (two slots: a slow warp may still read chunk i − 1's while warp 0 writes i + 1's)
+    if (Decays && warp == 0) d::chunk_scan(w.log_alpha + w.token(ci.bt, ci.t0) * w.HV + hv, w.HV, L, G);
+    __syncthreads();  // G; and every warp past the previous chunk's product (its reads of sA, sB)
+    const float GL = Decays ? G[L - 1] : 0.f;
+    if constexpr (Reverse)
+      ra.put(sA, sh::lda, [&](int r) { return Decays ? scale * __expf(G[r]) : scale; });
+    else
+      ra.put(sA, sh::lda, [&](int r) { return Decays ? __expf(GL - G[r]) : 1.f; });
+    rb.put(sB, sh::ldb, [](int) { return 1.f; });
+    __syncthreads();
+    if (i + 1 < sc.count) fetch(Reverse ? c - 1 : c + 1);  // (in flight during the store and the product)
+
+    // ---- the state at this chunk out (bf16 pairs), then state ← γ_L state + Aᵀ B ----
+    __nv_bfloat16* out = (Reverse ? st.dh : st.h) + st.at(w, c, hv) + j0;
+#pragma unroll
+    for (int t = 0; t < NT; ++t)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = m0 + g + 8 * hf, j = 8 * t + 2 * q;
+        if (r < K && j < bv)
+          *reinterpret_cast<std::uint32_t*>(out + r * st.Vp + j) = pack2<__nv_bfloat16>(acc[t][2 * hf], acc[t][2 * hf + 1]);
+      }
+    if constexpr (Decays) {
+      const float gamma = __expf(GL);
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+#pragma unroll
+        for (int x = 0; x < 4; ++x) acc[t][x] *= gamma;
+    }
+    if (m0 < K) mma_strip<d::e16, NT, true, true>(acc, sA + m0, sh::lda, sB, sh::ldb, (L + 15) / 16);
+  }
+  if (Reverse && dS0.ptr) {
+#pragma unroll
+    for (int i = 0; i < NT; ++i)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int r = m0 + g + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
+        if (r < K && j < bv) dS0(n, hv, r, j0 + j) = acc[i][x];
+      }
+  }
+}
+
+}  // namespace linea::cuda_detail::bwd
