@@ -8,7 +8,7 @@
 // summed in a fixed order afterwards (deterministic, no atomics):
 //   piece_state_kernel         one CTA per (64 value columns, value head, slab): the slab's state from zero, chunk by
 //                              chunk on tensor cores, and the slab's total log₂ decay per key;
-//   piece_state_reduce_kernel  one CTA per (piece, value head): B = Horner over the piece's slabs,
+//   piece_state_reduce_kernel  one thread per 4 elements of (piece, value head): B = Horner over the piece's slabs,
 //                              B ← Diag(2^(L_slab)) B + P_slab — skipped when every piece is one slab (then the
 //                              first kernel writes B itself).
 // The chunk step is the chunk kernels' own, with their conventions (scalar_chunk_kernel.hpp, perkey_delta_kernel.hpp):
@@ -96,6 +96,11 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
     const int L = rows_in(c0);
     const bool more = c0 + CL < seq.t1;
     E *Ks = Kbuf(buf), *Vs = Vbuf(buf);
+    // a scalar decay's gates (warp 0: rows lane, lane + 32) into registers before the barrier: their latency overlaps
+    // the wait for k and v. (A per-key decay's 32 a thread spilled there: 228 bytes at 80 registers, 84 at 128.)
+    float g0 = 0, g1 = 0;
+    if constexpr (scalar)
+      if (warp == 0) g0 = log2_alpha(c0, L, lane, 0), g1 = log2_alpha(c0, L, lane + 32, 0);
     tiles::cp_async_wait_all();
     __syncthreads();  // this chunk's k, v are in; the last chunk's products are done with every tile
     if (more) fetch(buf ^ 1, c0 + CL, rows_in(c0 + CL));
@@ -106,7 +111,7 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
 
     // ---- the decay: G, the decayed operand, the state's factor ---------------------------------------------------
     if constexpr (scalar) {
-      if (warp == 0) tiles::scan64(log2_alpha(c0, L, lane, 0), log2_alpha(c0, L, lane + 32, 0), Gs);
+      if (warp == 0) tiles::scan64(g0, g1, Gs);
       __syncthreads();
       const float gC = Gs[CL - 1];
       {  // thread: 16 values of row tid / 4
@@ -175,24 +180,38 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
 }
 
 // B[piece] = Σ over the piece's slabs s (in order) of Diag(2^(Σ_{s' > s} L_s')) P[s]: Horner from the first slab.
-// Grid (pieces, HV), piece_state_shape::reduce_threads threads; P [slabs, HV, K, V] and B [pieces, HV, K, V]
-// contiguous; first_slab [pieces + 1] on the device; log2_decay [slabs, HV, K] or null (no decay).
+// One thread per 4 neighbouring elements of a row (`wide`: V % 4 == 0 and B 16-byte aligned; else per element), grid
+// (⌈K·V / (4·reduce_threads)⌉, pieces, HV): every load of a thread is independent of the others, so the slabs' rows
+// stream in together. P [slabs, HV, K, V] (16-byte aligned) and B [pieces, HV, K, V] contiguous; first_slab
+// [pieces + 1] on the device; log2_decay [slabs, HV, K] or null (no decay).
 // (A template only so that every unit including this header may define it.)
 template <class S>
 __global__ void __launch_bounds__(piece_state_shape::reduce_threads)
-    piece_state_reduce_kernel(const S* P, const S* log2_decay, const std::int32_t* first_slab, S* B, index_t HV,
-                              index_t K, index_t V) {
-  const index_t piece = blockIdx.x, hv = blockIdx.y, KV = K * V;
-  const index_t s0 = first_slab[piece], s1 = first_slab[piece + 1];
-  S* b = B + (piece * HV + hv) * KV;
-  for (index_t e = threadIdx.x; e < KV; e += piece_state_shape::reduce_threads) {
-    const index_t i = e / V;
+    piece_state_reduce_kernel(const S* __restrict__ P, const S* __restrict__ log2_decay,
+                              const std::int32_t* __restrict__ first_slab, S* __restrict__ B, index_t HV, index_t K,
+                              index_t V, bool wide) {
+  const index_t piece = blockIdx.y, hv = blockIdx.z, KV = K * V;
+  const index_t e = (static_cast<index_t>(blockIdx.x) * piece_state_shape::reduce_threads + threadIdx.x) * (wide ? 4 : 1);
+  if (e >= KV) return;
+  const index_t i = e / V, s0 = first_slab[piece], s1 = first_slab[piece + 1];
+  S* b = B + (piece * HV + hv) * KV + e;
+  if (wide) {
+    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
+    for (index_t s = s0; s < s1; ++s) {
+      const float f = log2_decay ? exp2f(log2_decay[(s * HV + hv) * K + i]) : 1.f;
+      const float4 p = *reinterpret_cast<const float4*>(P + (s * HV + hv) * KV + e);
+      x.x = f * x.x + p.x, x.y = f * x.y + p.y, x.z = f * x.z + p.z, x.w = f * x.w + p.w;
+    }
+    *reinterpret_cast<float4*>(b) = x;
+  } else {
     S x = 0;
+#pragma unroll 4
     for (index_t s = s0; s < s1; ++s) {
       const S f = log2_decay ? exp2f(log2_decay[(s * HV + hv) * K + i]) : S(1);
       x = f * x + P[(s * HV + hv) * KV + e];
     }
-    b[e] = x;
+    *b = x;
   }
 }
 

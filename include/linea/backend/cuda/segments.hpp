@@ -195,13 +195,17 @@ class device_ops {
       using E = typename operand_type<T>::type;
       constexpr auto kernel = piece_state_kernel<Rule, T, E>;
       allow_dynamic_shared<kernel>(piece_state_shape::bytes, current_device());
+      prefer_max_shared_carveout<kernel>();  // three CTAs of 71 KB an SM
       const dim3 grid(static_cast<unsigned>(tiles_v), static_cast<unsigned>(HV), static_cast<unsigned>(slabs));
       kernel<<<grid, piece_state_shape::threads, piece_state_shape::bytes, stream_>>>(k, out, L);
       check_launch("piece_state_kernel");
       if (!one_each) {
-        const dim3 rgrid(static_cast<unsigned>(pieces), static_cast<unsigned>(HV));
+        const bool wide = V % 4 == 0 && reinterpret_cast<std::uintptr_t>(x.final_state.ptr) % 16 == 0;
+        const index_t lanes = wide ? K * V / 4 : K * V, per_cta = piece_state_shape::reduce_threads;
+        const dim3 rgrid(static_cast<unsigned>((lanes + per_cta - 1) / per_cta), static_cast<unsigned>(pieces),
+                         static_cast<unsigned>(HV));
         piece_state_reduce_kernel<float><<<rgrid, piece_state_shape::reduce_threads, 0, stream_>>>(
-            P, L, first_slab, x.final_state.ptr, HV, K, V);
+            P, L, first_slab, x.final_state.ptr, HV, K, V, wide);
         check_launch("piece_state_reduce_kernel");
       }
       return true;
