@@ -11,6 +11,9 @@
 //   piece_state_reduce_kernel  one thread per 4 elements of (piece, value head): B = Horner over the piece's slabs,
 //                              B ← Diag(2^(L_slab)) B + P_slab — skipped when every piece is one slab (then the
 //                              first kernel writes B itself).
+// A rule with a decay also gets pass M here when the caller asks (device_ops::piece_states with M): the piece's
+// diagonal transition 2^(Σ_slabs L_slab), from the sums the kernels keep anyway — written by the reduce (or by the
+// first kernel when every piece is one slab), so no launch of decay_transitions reads the gates a second time.
 // The chunk step is the chunk kernels' own, with their conventions (scalar_chunk_kernel.hpp, perkey_delta_kernel.hpp):
 // G_r = Σ_{s ≤ r} log₂ α_s in the chunk, each log₂ α clamped at tiles::log2_zero, C the chunk's last row;
 //   S ← 2^(G_C) S + Kᵀ V_d,  V_d = Diag(2^(G_C − G)) V           (scalar decay: on the value side)
@@ -21,7 +24,8 @@
 // no O, and k, v read once per value tile by many more CTAs (memory speed instead of one CTA walking a whole piece).
 // The per-key decay's suffix 2^(G_C − G_r) is summed from the chunk's end (no difference of prefix sums).
 // In-kernel L2 norm of k (qk_l2norm) on the key tile, as the chunk kernels; the GVA key head hv / G; any g / gk
-// strides and the in-kernel gate through the decay's hook (source::log_alpha).
+// strides and the in-kernel gate through the decay's hook (source::log_alpha; the per-key gates as raw 16-bit inputs
+// a chunk ahead, decoded through Rule::decay::log_alpha as perkey_chunk_kernel.hpp does).
 #pragma once
 #include "chunk_tiles.hpp"
 
@@ -32,7 +36,7 @@ namespace linea::cuda_detail {
 template <class Rule>
 inline constexpr bool piece_state_rule = std::is_same_v<typename Rule::update, update::additive> &&
                                          (Rule::decay::kind == decay_kind::none || Rule::decay::kind == decay_kind::scalar ||
-                                          Rule::decay::kind == decay_kind::per_key);
+                                          (Rule::decay::kind == decay_kind::per_key && Rule::decay::inputs == input::gk));
 
 struct piece_state_shape {
   static constexpr int CL = tiles::CL, KP = tiles::KP, BV = tiles::BV, LDK = tiles::LDK, LDV = tiles::LD64;
@@ -53,10 +57,11 @@ struct piece_state_shape {
 // packed row, bt = 0), 16-bit q / k / v rows as tiles::inputs_fit, K ≤ 128; grid ((V + 63) / 64, HV, slabs),
 // piece_state_shape::threads threads, piece_state_shape::bytes of dynamic shared memory. `out` is [slabs, HV, K, V]
 // (row = slab); `log2_decay` [slabs, HV, K] (the slab's Σ clamped log₂ α per key) or null (not needed: the additive
-// rule, or every piece one slab).
+// rule, or every piece one slab); `transition` [slabs, HV, K] (the slab's diagonal transition 2^(Σ clamped log₂ α):
+// pass M when every piece is one slab) or null.
 template <class Rule, class T, class E>
 __global__ void __launch_bounds__(piece_state_shape::threads, 3)
-    piece_state_kernel(const kernel_args<T> a, const view<float, 4> out, float* log2_decay) {
+    piece_state_kernel(const kernel_args<T> a, const view<float, 4> out, float* log2_decay, float* transition) {
   using sh = piece_state_shape;
   using tiles::ex2;
   constexpr int CL = sh::CL, KP = sh::KP, BV = sh::BV, LDK = sh::LDK, LDV = sh::LDV;
@@ -88,9 +93,38 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
     return tiles::clamped_log2_decay(src.template log_alpha<Rule>(src.template scalars<D::inputs>(seq.bt, c0 + r, hv), seq.bt, c0 + r, hv, i) * tiles::log2e);
   };
 
+  // A per-key decay's gates, read a chunk ahead as the per-key chunk kernel does (perkey_chunk_kernel.hpp): thread
+  // (key d, half h) holds rows 32h .. 32h + 31 of key d as raw 16-bit inputs, two a register, loaded while the
+  // chunk before is computed; decoded (in-kernel gate, the decay's hook, the clamp) when they are used, twice (the
+  // sum, then the suffix) rather than kept as 32 floats (those spilled: segA15).
+  const int d = tid % KP, h = tid / KP;
+  const bool has_d = d < Kw;
+  std::uint32_t raw[per_key ? 16 : 1];
+  auto read_gk = [&](index_t c0, int L) {
+    if constexpr (per_key) {
+      const T* p = a.gk.ptr + seq.bt * a.gk.str[0] + (c0 + 32 * h) * a.gk.str[1] + hv * a.gk.str[2] + d * a.gk.str[3];
+      const T zero = from_float<T>(0.f);
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        const T lo = has_d && 32 * h + 2 * i < L ? p[2 * i * a.gk.str[1]] : zero;
+        const T hi = has_d && 32 * h + 2 * i + 1 < L ? p[(2 * i + 1) * a.gk.str[1]] : zero;
+        raw[i] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
+      }
+    }
+  };
+  // clamped log₂ α of key d at row 32h + u of a chunk of L rows (0 past it: α = 1)
+  auto gk_log2 = [&](int u, int L) {
+    if (!has_d || 32 * h + u >= L) return 0.f;
+    float x = to_float(T::from_bits(static_cast<std::uint16_t>(raw[u / 2] >> (16 * (u % 2)))));
+    if (a.gate_active) x = gate_from_logit(x, a.A_log, a.dt_bias, a.has_lower_bound, a.lower_bound, hv, hv * a.K + d);
+    lane_token t;
+    t.gk.value = x;
+    return tiles::clamped_log2_decay(D::log_alpha(t, d) * tiles::log2e);
+  };
+
   float acc[BV / 8][4] = {};
   float slab_log2 = 0;  // Σ clamped log₂ α over the slab: the scalar's (every thread), key d's (per key, tid < KP)
-  if (seq.t0 < seq.t1) fetch(0, seq.t0, rows_in(seq.t0));
+  if (seq.t0 < seq.t1) fetch(0, seq.t0, rows_in(seq.t0)), read_gk(seq.t0, rows_in(seq.t0));
   int buf = 0;
   for (index_t c0 = seq.t0; c0 < seq.t1; c0 += CL, buf ^= 1) {
     const int L = rows_in(c0);
@@ -133,15 +167,10 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
         for (int e = 0; e < 4; ++e) acc[nt][e] *= f;
       slab_log2 += gC;
     } else if constexpr (per_key) {
-      // thread: key d over rows 32h .. 32h + 31 (h = 0, 1); the suffix from the chunk's end, the rows' logs in
-      // registers between the two passes
-      const int d = tid % KP, h = tid / KP;
-      float l[32];
-#pragma unroll
-      for (int u = 0; u < 32; ++u) l[u] = d < Kw ? log2_alpha(c0, L, 32 * h + u, d) : 0.f;
+      // thread: key d over rows 32h .. 32h + 31 (h = 0, 1); the suffix from the chunk's end
       float s = 0;
 #pragma unroll
-      for (int u = 0; u < 32; ++u) s += l[u];
+      for (int u = 0; u < 32; ++u) s += gk_log2(u, L);
       Half[h * KP + d] = s;
       __syncthreads();
       float suffix = h == 0 ? Half[KP + d] : 0.f;  // Σ log₂ α over the rows after this thread's
@@ -149,8 +178,9 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
       for (int u = 31; u >= 0; --u) {
         const int r = 32 * h + u;
         Dt[r * LDK + d] = from_float<E>(to_float(Ks[r * LDK + d]) * ex2(suffix));
-        suffix += l[u];
+        suffix += gk_log2(u, L);
       }
+      if (more) read_gk(c0 + CL, rows_in(c0 + CL));  // the next chunk's gates land during this one's products
       if (h == 0) {
         Total[d] = suffix;  // the chunk's Σ log₂ α of key d
         slab_log2 += suffix;
@@ -169,12 +199,19 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
     mma_strip<E, BV / 8, true, true>(acc, (per_key ? Dt : Ks) + 16 * warp, LDK, scalar ? Dt : Vs, LDV, CL / 16);
   }
   tiles::save_state(acc, out, slab, hv, jt, a.K, a.V);
-  if (log2_decay && jt == 0) {
-    float* row = log2_decay + (slab * a.HV + hv) * a.K;
+  if (jt == 0) {
+    const index_t at = (slab * a.HV + hv) * a.K;
+    const float m = transition ? exp2f(slab_log2) : 0.f;
     if constexpr (per_key) {
-      if (tid < Kw) row[tid] = slab_log2;
+      if (tid < Kw) {
+        if (log2_decay) log2_decay[at + tid] = slab_log2;
+        if (transition) transition[at + tid] = m;
+      }
     } else {
-      for (int i = tid; i < Kw; i += sh::threads) row[i] = slab_log2;
+      for (int i = tid; i < Kw; i += sh::threads) {
+        if (log2_decay) log2_decay[at + i] = slab_log2;
+        if (transition) transition[at + i] = m;
+      }
     }
   }
 }
@@ -183,36 +220,41 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
 // One thread per 4 neighbouring elements of a row (`wide`: V % 4 == 0 and B 16-byte aligned; else per element), grid
 // (⌈K·V / (4·reduce_threads)⌉, pieces, HV): every load of a thread is independent of the others, so the slabs' rows
 // stream in together. P [slabs, HV, K, V] (16-byte aligned) and B [pieces, HV, K, V] contiguous; first_slab
-// [pieces + 1] on the device; log2_decay [slabs, HV, K] or null (no decay).
+// [pieces + 1] on the device; log2_decay [slabs, HV, K] or null (no decay). `transition` [pieces, HV, K] or null:
+// pass M of a diagonal transition, 2^(Σ_s L_s) per key — written by the thread that starts the key's row.
 // (A template only so that every unit including this header may define it.)
 template <class S>
 __global__ void __launch_bounds__(piece_state_shape::reduce_threads)
     piece_state_reduce_kernel(const S* __restrict__ P, const S* __restrict__ log2_decay,
-                              const std::int32_t* __restrict__ first_slab, S* __restrict__ B, index_t HV, index_t K,
-                              index_t V, bool wide) {
+                              const std::int32_t* __restrict__ first_slab, S* __restrict__ B, S* __restrict__ transition,
+                              index_t HV, index_t K, index_t V, bool wide) {
   const index_t piece = blockIdx.y, hv = blockIdx.z, KV = K * V;
   const index_t e = (static_cast<index_t>(blockIdx.x) * piece_state_shape::reduce_threads + threadIdx.x) * (wide ? 4 : 1);
   if (e >= KV) return;
   const index_t i = e / V, s0 = first_slab[piece], s1 = first_slab[piece + 1];
   S* b = B + (piece * HV + hv) * KV + e;
+  float total = 0;  // Σ_s L_s of key i
   if (wide) {
     float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
 #pragma unroll 4
     for (index_t s = s0; s < s1; ++s) {
-      const float f = log2_decay ? exp2f(log2_decay[(s * HV + hv) * K + i]) : 1.f;
+      const float l = log2_decay ? log2_decay[(s * HV + hv) * K + i] : 0.f, f = exp2f(l);
       const float4 p = *reinterpret_cast<const float4*>(P + (s * HV + hv) * KV + e);
       x.x = f * x.x + p.x, x.y = f * x.y + p.y, x.z = f * x.z + p.z, x.w = f * x.w + p.w;
+      total += l;
     }
     *reinterpret_cast<float4*>(b) = x;
   } else {
     S x = 0;
 #pragma unroll 4
     for (index_t s = s0; s < s1; ++s) {
-      const S f = log2_decay ? exp2f(log2_decay[(s * HV + hv) * K + i]) : S(1);
-      x = f * x + P[(s * HV + hv) * KV + e];
+      const float l = log2_decay ? log2_decay[(s * HV + hv) * K + i] : 0.f;
+      x = exp2f(l) * x + P[(s * HV + hv) * KV + e];
+      total += l;
     }
     *b = x;
   }
+  if (transition && e == i * V) transition[(piece * HV + hv) * K + i] = exp2f(total);
 }
 
 }  // namespace linea::cuda_detail
