@@ -24,8 +24,7 @@
 // no O, and k, v read once per value tile by many more CTAs (memory speed instead of one CTA walking a whole piece).
 // The per-key decay's suffix 2^(G_C − G_r) is summed from the chunk's end (no difference of prefix sums).
 // In-kernel L2 norm of k (qk_l2norm) on the key tile, as the chunk kernels; the GVA key head hv / G; any g / gk
-// strides and the in-kernel gate through the decay's hook (source::log_alpha; the per-key gates as raw 16-bit inputs
-// a chunk ahead, decoded through Rule::decay::log_alpha as perkey_chunk_kernel.hpp does).
+// strides and the in-kernel gate through the decay's hook (source::log_alpha).
 #pragma once
 #include "chunk_tiles.hpp"
 
@@ -36,7 +35,7 @@ namespace linea::cuda_detail {
 template <class Rule>
 inline constexpr bool piece_state_rule = std::is_same_v<typename Rule::update, update::additive> &&
                                          (Rule::decay::kind == decay_kind::none || Rule::decay::kind == decay_kind::scalar ||
-                                          (Rule::decay::kind == decay_kind::per_key && Rule::decay::inputs == input::gk));
+                                          Rule::decay::kind == decay_kind::per_key);
 
 struct piece_state_shape {
   static constexpr int CL = tiles::CL, KP = tiles::KP, BV = tiles::BV, LDK = tiles::LDK, LDV = tiles::LD64;
@@ -93,38 +92,9 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
     return tiles::clamped_log2_decay(src.template log_alpha<Rule>(src.template scalars<D::inputs>(seq.bt, c0 + r, hv), seq.bt, c0 + r, hv, i) * tiles::log2e);
   };
 
-  // A per-key decay's gates, read a chunk ahead as the per-key chunk kernel does (perkey_chunk_kernel.hpp): thread
-  // (key d, half h) holds rows 32h .. 32h + 31 of key d as raw 16-bit inputs, two a register, loaded while the
-  // chunk before is computed; decoded (in-kernel gate, the decay's hook, the clamp) when they are used, twice (the
-  // sum, then the suffix) rather than kept as 32 floats (those spilled: segA15).
-  const int d = tid % KP, h = tid / KP;
-  const bool has_d = d < Kw;
-  std::uint32_t raw[per_key ? 16 : 1];
-  auto read_gk = [&](index_t c0, int L) {
-    if constexpr (per_key) {
-      const T* p = a.gk.ptr + seq.bt * a.gk.str[0] + (c0 + 32 * h) * a.gk.str[1] + hv * a.gk.str[2] + d * a.gk.str[3];
-      const T zero = from_float<T>(0.f);
-#pragma unroll
-      for (int i = 0; i < 16; ++i) {
-        const T lo = has_d && 32 * h + 2 * i < L ? p[2 * i * a.gk.str[1]] : zero;
-        const T hi = has_d && 32 * h + 2 * i + 1 < L ? p[(2 * i + 1) * a.gk.str[1]] : zero;
-        raw[i] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
-      }
-    }
-  };
-  // clamped log₂ α of key d at row 32h + u of a chunk of L rows (0 past it: α = 1)
-  auto gk_log2 = [&](int u, int L) {
-    if (!has_d || 32 * h + u >= L) return 0.f;
-    float x = to_float(T::from_bits(static_cast<std::uint16_t>(raw[u / 2] >> (16 * (u % 2)))));
-    if (a.gate_active) x = gate_from_logit(x, a.A_log, a.dt_bias, a.has_lower_bound, a.lower_bound, hv, hv * a.K + d);
-    lane_token t;
-    t.gk.value = x;
-    return tiles::clamped_log2_decay(D::log_alpha(t, d) * tiles::log2e);
-  };
-
   float acc[BV / 8][4] = {};
   float slab_log2 = 0;  // Σ clamped log₂ α over the slab: the scalar's (every thread), key d's (per key, tid < KP)
-  if (seq.t0 < seq.t1) fetch(0, seq.t0, rows_in(seq.t0)), read_gk(seq.t0, rows_in(seq.t0));
+  if (seq.t0 < seq.t1) fetch(0, seq.t0, rows_in(seq.t0));
   int buf = 0;
   for (index_t c0 = seq.t0; c0 < seq.t1; c0 += CL, buf ^= 1) {
     const int L = rows_in(c0);
@@ -167,10 +137,17 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
         for (int e = 0; e < 4; ++e) acc[nt][e] *= f;
       slab_log2 += gC;
     } else if constexpr (per_key) {
-      // thread: key d over rows 32h .. 32h + 31 (h = 0, 1); the suffix from the chunk's end
+      // thread: key d over rows 32h .. 32h + 31 (h = 0, 1); the suffix from the chunk's end, the rows' logs in
+      // registers between the two passes. (seg16 read the gates a chunk ahead as raw 16-bit inputs instead, as
+      // perkey_chunk_kernel.hpp does: the array went to local memory — ncu counted 20.7 M local requests — and passes A + M
+      // took 1.50 ms against 1.00 for this loop with pass M's own launch, gla 1×32768; bench/cuda/README.md, seg16.)
+      const int d = tid % KP, h = tid / KP;
+      float l[32];
+#pragma unroll
+      for (int u = 0; u < 32; ++u) l[u] = d < Kw ? log2_alpha(c0, L, 32 * h + u, d) : 0.f;
       float s = 0;
 #pragma unroll
-      for (int u = 0; u < 32; ++u) s += gk_log2(u, L);
+      for (int u = 0; u < 32; ++u) s += l[u];
       Half[h * KP + d] = s;
       __syncthreads();
       float suffix = h == 0 ? Half[KP + d] : 0.f;  // Σ log₂ α over the rows after this thread's
@@ -178,9 +155,8 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
       for (int u = 31; u >= 0; --u) {
         const int r = 32 * h + u;
         Dt[r * LDK + d] = from_float<E>(to_float(Ks[r * LDK + d]) * ex2(suffix));
-        suffix += gk_log2(u, L);
+        suffix += l[u];
       }
-      if (more) read_gk(c0 + CL, rows_in(c0 + CL));  // the next chunk's gates land during this one's products
       if (h == 0) {
         Total[d] = suffix;  // the chunk's Σ log₂ α of key d
         slab_log2 += suffix;

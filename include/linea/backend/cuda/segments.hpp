@@ -326,14 +326,16 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
   if constexpr ((scalar_chunk_rule<Rule, pass::main> || delta_chunk_rule<Rule, pass::main> || per_key) && sizeof(T) == 2)
     fast = tiles::inputs_fit(make_kernel_args(a, p));
   segments::cost_model m;
-  // pass M of a diagonal transition (the decay sums), in pass A's launches; 0 for the additive rule (M = I)
+  // pass M of a diagonal transition (the decay sums), in pass A's launches; 0 for the additive rule (M = I) and
+  // where pass A is the slab reduction, which writes M itself (device_ops::piece_states, seg16)
   const double decay_m = KM == 1 ? 0.05 : 0.0;
-  // pass A of the rules that only add, on 16-bit inputs the slab reduction (piece_state_kernel.hpp, segA15
-  // 2026-12-03), as a fraction of the chunk kernel's launch over the same pieces (1 before, when pass A was that
-  // launch): at 1×32768 in pieces of 4096 it saved 0.13 ms of ~0.30 (linear_attn), 0.14 of ~0.34 (simple_gla) and
-  // 0.12 of ~1.0 (gla) on the H200. The choices are unchanged: 4096 at 1×32768, 2×16384 and 32768 + 63×512, whole
-  // at 8×4096 — the best measured but for gla's packed case (8192 by 2 %).
-  const double piece_state_pass_a = per_key ? 0.9 : 0.55;
+  // pass A of the rules that only add, on 16-bit inputs the slab reduction (piece_state_kernel.hpp), as a fraction
+  // of the chunk kernel's launch over the same pieces (pass C's): seg16 2026-12-04 measured at 1×32768 in pieces of
+  // 4096 pass A 0.138 ms against pass C 0.322 (linear_attn), 0.168 with pass M against 0.362 (simple_gla) and, on
+  // main's per-key loop, ~0.90 against 1.045 (gla). The choices are unchanged — 4096 at 1×32768, 2×16384 and
+  // 32768 + 63×512, whole at 8×4096 — and still the best measured (pieces of 1024 and 2048 lose for every rule: pass
+  // C's 16 or 32 pieces need a second wave), but for gla's packed case (8192 by 2 %).
+  const double piece_state_pass_a = per_key ? 0.9 : 0.45;
   if (fast && erases<Rule>) {
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
     // Passes A and M for their final states alone (kernel_args::states_only) and the staged combine, comb15
@@ -348,12 +350,12 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
     m.min_saving = 0.10;
   } else if (fast && per_key) {
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
-    m.am_passes = piece_state_pass_a + decay_m, m.link = 20, m.fixed = 300;
+    m.am_passes = piece_state_pass_a, m.link = 20, m.fixed = 300;
   } else if (fast) {
     // linear_attn and simple_gla: at 1×32768 pieces of 4096 measured 0.669 ms against 0.712 for 2048 (linear_attn,
     // fwd7 2026-12-02)
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
-    m.am_passes = piece_state_pass_a + decay_m, m.link = 70, m.fixed = 6000;
+    m.am_passes = piece_state_pass_a, m.link = 70, m.fixed = 6000;
     m.min_saving = 0.10;  // as the delta kernel above
   } else {
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
