@@ -20,6 +20,16 @@
 //          states alone (the library's, kernel_args::states_only) against passes that write o (main d94ad0e's),
 //          interleaved through segments::forward on one plan and scratch, pieces 1024 .. 8192; the library's call
 //          whole and automatic beside them; and pass A, pass M and the combine alone at 1×32768 in pieces of 4096;
+//   seg16  linear_attn, simple_gla and gla at 1×32768, 2×16384, packed and 8×4096: the library's pass A (seg16's
+//          piece_state_kernel and reduce, slabs for 6 CTAs an SM) against main 430ab74's (piece_state_v0.hpp) and
+//          against the library's with pass M on its own launch (unfused) and with slabs for 3, 9, 12 and 18 CTAs an
+//          SM, interleaved through segments::forward on one plan and scratch, pieces 1024 .. 8192 and the automatic
+//          choices (this tree's and main's model); the whole and the library's call; at 1×32768 and 2×16384 in pieces
+//          of 2048 and 4096 the passes alone (A — with M where the variant fuses it — for each variant, M on its own
+//          launch, the combine, C);
+//   gdn2   gdn2 as `long` (whole, automatic, 2048, 4096 at the four shapes);
+//   once16 one call each (after a warm-up call) of linear_attn, simple_gla and gla at 1×32768 in pieces of 4096, for
+//          ncu's view of pass A's kernels;
 //   once   one call of each configuration ncu is asked to split into kernels (after one warm-up call each; the
 //          configurations are named on stderr): linear_attn and gated_delta 8×4096 identity and CCQ, gated_delta,
 //          linear_attn and gla 1×32768 in pieces of 4096 and 2048.
@@ -40,6 +50,7 @@
 #include <linea/cuda.hpp>
 
 #include "ab_common.hpp"
+#include "piece_state_v0.hpp"
 
 using namespace linea;
 using T = bf16;
@@ -604,10 +615,173 @@ void states_shapes(const pool& x) {
   }
 }
 
+// ---- --seg16: the library's pass A of the rules that only add against main 430ab74's and other slab counts
+template <int CtasPerSm>
+struct slab_ops : cuda_detail::device_ops {
+  slab_ops(cudaStream_t s, cuda_detail::scratch_source src, void* base, std::size_t bytes) : device_ops(s, src, base, bytes) {
+    slab_ctas_per_sm_ = CtasPerSm;
+  }
+};
+// the library's slabs with pass M on its own launch (decay_transitions), as before seg16
+struct unfused_m_ops : cuda_detail::device_ops {
+  using device_ops::device_ops;
+  template <class Rule, class X>
+  bool piece_states(const arguments<X, float>& x, std::span<const std::int64_t> cu, const view<float, 4>& M = {}) {
+    if (!device_ops::piece_states<Rule>(x, cu)) return false;
+    if constexpr (cuda_detail::decay_product_rule<Rule>)
+      if (!M.empty()) decay_transitions<Rule>(x, M, cu);
+    return true;
+  }
+};
+using v0_ops = cuda_detail::v0::pass_a_ops;
+constexpr std::size_t seg16_variants = 7;
+constexpr const char* seg16_names[seg16_variants] = {"lib", "main", "unfused", "slabs3", "slabs9", "slabs12", "slabs18"};
+
+// main 430ab74's cost model for these rules (its calibrated_model, 16-bit inputs, H = 16, V = 128).
+template <class Rule>
+index_t main430_choice(const std::vector<std::int64_t>& starts) {
+  segments::cost_model m;
+  const double decay_m = std::is_same_v<Rule, additive> ? 0.0 : 0.05;
+  if constexpr (std::is_same_v<Rule, gla>) {
+    m.slots = 132, m.units = 16, m.am_passes = 0.9 + decay_m, m.link = 20, m.fixed = 300;
+  } else {
+    m.slots = 264, m.units = 32, m.am_passes = 0.55 + decay_m, m.link = 70, m.fixed = 6000;
+    m.min_saving = 0.10;
+  }
+  return segments::choose_piece(starts, m);
+}
+
+// f(tag) for each variant's ops type, in seg16_names' order.
+template <class F>
+std::array<std::function<void()>, seg16_variants> seg16_each(F&& f) {
+  return {f(std::type_identity<cuda_detail::device_ops>{}), f(std::type_identity<v0_ops>{}),
+          f(std::type_identity<unfused_m_ops>{}), f(std::type_identity<slab_ops<3>>{}), f(std::type_identity<slab_ops<9>>{}),
+          f(std::type_identity<slab_ops<12>>{}), f(std::type_identity<slab_ops<18>>{})};
+}
+template <class Rule>
+std::size_t seg16_scratch(const arguments<T, float>& a, const problem& p, const segments::plan& pl) {
+  return std::max({forward_scratch<cuda_detail::device_ops, Rule>(a, p, pl), forward_scratch<v0_ops, Rule>(a, p, pl),
+                   forward_scratch<unfused_m_ops, Rule>(a, p, pl), forward_scratch<slab_ops<3>, Rule>(a, p, pl), forward_scratch<slab_ops<9>, Rule>(a, p, pl),
+                   forward_scratch<slab_ops<12>, Rule>(a, p, pl), forward_scratch<slab_ops<18>, Rule>(a, p, pl)});
+}
+void print_variants(const std::array<double, seg16_variants>& t) {
+  for (std::size_t k = 0; k < seg16_variants; ++k) std::printf(",\"%s_ms\":%.4f", seg16_names[k], t[k]);
+}
+
+// The passes of the segmented call alone (one run: 1×32768 or 2×16384), each pass A variant, M, the combine, C.
+template <class Rule>
+void seg16_passes(const arguments<T, float>& a, const char* shape, index_t piece, const segments::plan& pl) {
+  const arguments<T, float> x = segments::packed_arguments(a);
+  const segments::state_dims d{H, K, V, segments::transition_columns<Rule>(K)};
+  const index_t rows = pl.rows, PC = pl.total_pieces();
+  float* Bs = dalloc<float>(rows * d.state());
+  float* Ms = dalloc<float>(std::max<index_t>(rows * d.transition(), 1));
+  float* C = dalloc<float>(PC * d.state());
+  CK(cudaMemset(C, 0, PC * d.state() * sizeof(float)));
+  CK(cudaMemset(Ms, 0, std::max<index_t>(rows * d.transition(), 1) * sizeof(float)));
+  const std::size_t sbytes = std::size_t(512) << 20;
+  void* sbuf = dalloc<unsigned char>(sbytes);
+  const auto pass_a = [&](auto tag) {
+    return std::function<void()>([&, tag] {
+      typename decltype(tag)::type ops(nullptr, cuda_detail::scratch_source::carve, sbuf, sbytes);
+      for (const segments::run& r : pl.runs) {
+        arguments<T, float> pa = segments::slice(x, r.t0, r.t1);
+        pa.final_state = segments::state_rows(Bs + r.first_row * d.state(), r.pieces(), H, K, V);
+        const view<float, 4> Mr = d.KM ? segments::state_rows(Ms + r.first_row * d.transition(), r.pieces(), H, K, d.KM)
+                                       : view<float, 4>{};
+        segments::piece_states<Rule>(ops, pa, std::span<const std::int64_t>(r.cu), Mr);  // with pass M where fused
+      }
+    });
+  };
+  const auto ta = time_each<seg16_variants>(seg16_each(pass_a), 10);
+  double tm = 0;
+  if (d.KM)
+    tm = time_ms([&] {
+      cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, sbuf, sbytes);
+      for (const segments::run& r : pl.runs) {
+        const arguments<T, float> pa = segments::slice(x, r.t0, r.t1);
+        segments::transitions<Rule>(ops, pa, static_cast<const T*>(nullptr), view<T, 4>{},
+                                    segments::state_rows(Ms + r.first_row * d.transition(), r.pieces(), H, K, d.KM), r.cu);
+      }
+    }, 10);
+  const double tc = time_ms([&] {
+    cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, sbuf, sbytes);
+    ops.combine(C, C, d.KM ? Ms : nullptr, Bs, d, std::span<const segments::chain>(pl.chains));
+  }, 10);
+  const double tpc = time_ms([&] {
+    cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, sbuf, sbytes);
+    arguments<T, float> pc = x;
+    pc.initial_state = segments::state_rows(C, PC, H, K, V);
+    pc.final_state = segments::state_rows(C, PC, H, K, V);
+    ops.template forward<Rule>(pc, std::span<const std::int64_t>(pl.cu_all));
+  }, 10);
+  std::printf("{\"kind\":\"seg16_passes\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":%ld,\"pieces\":%ld", rule_name<Rule>::value,
+              shape, long(piece), long(PC));
+  for (std::size_t k = 0; k < seg16_variants; ++k) std::printf(",\"a_%s_ms\":%.4f", seg16_names[k], ta[k]);
+  std::printf(",\"m_ms\":%.4f,\"combine_ms\":%.4f,\"c_ms\":%.4f}\n", tm, tc, tpc);
+  std::fflush(stdout);
+  CK(cudaDeviceSynchronize());
+  cudaFree(Bs), cudaFree(Ms), cudaFree(C), cudaFree(sbuf);
+}
+
+template <class Rule>
+void seg16_shapes(const pool& x) {
+  struct shape {
+    const char* name;
+    index_t B, T_;
+    bool varlen;
+  };
+  std::vector<std::int64_t> cu{0, 32768};
+  for (int i = 0; i < 63; ++i) cu.push_back(cu.back() + 512);
+  for (const shape s : {shape{"1x32768", 1, 32768, false}, shape{"2x16384", 2, 16384, false},
+                        shape{"32768+63x512", 1, cu.back(), true}, shape{"8x4096", 8, 4096, false}}) {
+    arguments<T, float> a = make_args<Rule>(x, s.B, s.T_, 0, s.varlen ? 64 : -1);
+    if (s.varlen) a.cu_seqlens = cu;
+    const problem p = validate<Rule, read::identity>(a);
+    const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
+    const index_t tokens = s.B * s.T_;
+    const index_t automatic = cuda_detail::piece_length<Rule>(a, starts, p, cuda::launch{}, cuda_detail::current_device());
+    const index_t main_auto = main430_choice<Rule>(starts);
+    const double whole = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {.segment_tokens = 0}); });
+    const double lib_auto = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {}); });
+    std::printf("{\"kind\":\"seg16\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":0,\"auto\":%ld,\"main_auto\":%ld,"
+                "\"whole_ms\":%.4f,\"lib_auto_ms\":%.4f,\"auto_ns_per_token\":%.3f}\n",
+                rule_name<Rule>::value, s.name, long(automatic), long(main_auto), whole, lib_auto,
+                lib_auto * 1e6 / double(tokens));
+    std::fflush(stdout);
+    std::vector<index_t> pieces{1024, 2048, 4096, 8192};
+    for (index_t c : {automatic, main_auto})
+      if (c > 0 && std::find(pieces.begin(), pieces.end(), c) == pieces.end()) pieces.push_back(c);
+    for (const index_t piece : pieces) {
+      const segments::plan pl = segments::make_plan(starts, piece);
+      if (!pl.cuts()) continue;
+      const std::size_t bytes = seg16_scratch<Rule>(a, p, pl);
+      void* buf = nullptr;
+      CK(cudaMalloc(&buf, bytes));
+      const auto with = [&](auto tag) {
+        return std::function<void()>([&, tag] {
+          typename decltype(tag)::type ops(nullptr, cuda_detail::scratch_source::carve, buf, bytes);
+          segments::forward<Rule>(ops, a, p, pl);
+        });
+      };
+      const auto t = time_each<seg16_variants>(seg16_each(with));
+      std::printf("{\"kind\":\"seg16\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":%ld,\"is_auto\":%d,\"is_main_auto\":%d",
+                  rule_name<Rule>::value, s.name, long(piece), int(piece == automatic), int(piece == main_auto));
+      print_variants(t);
+      std::printf(",\"main_over_lib\":%.3f,\"ns_per_token\":%.3f}\n", t[1] / t[0], t[0] * 1e6 / double(tokens));
+      std::fflush(stdout);
+      CK(cudaDeviceSynchronize());
+      cudaFree(buf);
+      if (!s.varlen && s.B <= 2 && (piece == 2048 || piece == 4096)) seg16_passes<Rule>(a, s.name, piece, pl);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool long_only = false, cp_only = false, sweep = false, ccq = false, one = false, ab = false, passa = false, states = false;
+  bool seg16 = false, gdn2_only = false, once16 = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--sweep")) sweep = true;
     if (!std::strcmp(argv[i], "--ccq")) ccq = true;
@@ -617,11 +791,30 @@ int main(int argc, char** argv) {
     if (!std::strcmp(argv[i], "--ab")) ab = true;
     if (!std::strcmp(argv[i], "--passa")) passa = true;
     if (!std::strcmp(argv[i], "--states")) states = true;
+    if (!std::strcmp(argv[i], "--seg16")) seg16 = true;
+    if (!std::strcmp(argv[i], "--gdn2")) gdn2_only = true;
+    if (!std::strcmp(argv[i], "--once16")) once16 = true;
   }
   try {
     cudaDeviceProp prop{};
     CK(cudaGetDeviceProperties(&prop, 0));
     std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d}\n", prop.name, prop.multiProcessorCount);
+    if (once16) {
+      const pool x(32768);
+      const auto one = [&](auto tag) {
+        using Rule = typename decltype(tag)::type;
+        const arguments<T, float> a = make_args<Rule>(x, 1, 32768);
+        once(rule_name<Rule>::value, [&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {.segment_tokens = 4096}); });
+      };
+      one(std::type_identity<additive>{}), one(std::type_identity<simple_gla>{}), one(std::type_identity<gla>{});
+      return 0;
+    }
+    if (seg16 || gdn2_only) {  // pass A of the rules that only add: the library's, main's, other slab counts; gdn2
+      const pool x(65536);
+      if (seg16) seg16_shapes<additive>(x), seg16_shapes<simple_gla>(x), seg16_shapes<gla>(x);
+      if (gdn2_only) long_shapes<gdn2>(x);
+      return 0;
+    }
     if (states) {  // the erasing rules: passes A and M without outputs against main's
       const pool x(65536);
       states_shapes<gated_delta>(x), states_shapes<delta>(x), states_shapes<kda>(x), states_shapes<gdn2>(x);

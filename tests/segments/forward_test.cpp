@@ -156,6 +156,19 @@ TEST_CASE("segment cost model: cut only what cannot fill the device") {
   CHECK(segments::choose_piece(starts({16384, 16384}), perkey_slabs) == 4096);
   CHECK(segments::choose_piece(starts({32768}), perkey_slabs) == 4096);
   CHECK(segments::choose_piece(starts(varlen), perkey_slabs) == 4096);
+  // seg16: pass A by slabs with the float4 reduce, and pass M from its decay sums (no launch of its own): 0.45 of pass
+  // C's launch on the scalar kernel (linear_attn 0.138 / 0.322 ms, simple_gla 0.168 / 0.362 at 1×32768 in pieces of
+  // 4096), 0.9 on gla's. The choices stay those the H200 measured best (bench/cuda/README.md, seg16): 4096 at
+  // 1×32768, 2×16384 and 32768 + 63×512, 8×4096 whole.
+  const segments::cost_model scalar_seg16{
+      .slots = 264, .units = 32, .am_passes = 0.45, .link = 70, .fixed = 6000, .min_saving = 0.10};
+  const segments::cost_model perkey_seg16{.slots = 132, .units = 16, .am_passes = 0.9, .link = 20, .fixed = 300};
+  for (const auto& m : {scalar_seg16, perkey_seg16}) {
+    CHECK(segments::choose_piece(starts(std::vector<std::int64_t>(8, 4096)), m) == 0);
+    CHECK(segments::choose_piece(starts({16384, 16384}), m) == 4096);
+    CHECK(segments::choose_piece(starts({32768}), m) == 4096);
+    CHECK(segments::choose_piece(starts(varlen), m) == 4096);
+  }
   // Waves: pieces that need a second wave cost it; no piece below min_piece.
   const segments::cost_model cheap{.slots = 132, .units = 16, .am_passes = 1};
   const index_t one = segments::choose_piece(starts({32768}), cheap);

@@ -132,12 +132,14 @@ inline constexpr bool reduces_states = !erases<Rule> && Ops::reduces_piece_state
 
 // Pass A of `pa` (tokens of one or more pieces cut at `cu`): the pieces' final states from zero into pa.final_state;
 // where the chunkwise form runs, it runs for final states alone under states_only_passes (o is overwritten by pass C
-// either way).
+// either way). Given `M` (a diagonal transition that Ops sums from the log decays), the reduction writes pass M too,
+// from the slabs' decay sums: true when it did (the caller then skips pass M).
 template <class Rule, class Ops, class T, class S>
-void piece_states(Ops& ops, const arguments<T, S>& pa, std::span<const std::int64_t> cu) {
+bool piece_states(Ops& ops, const arguments<T, S>& pa, std::span<const std::int64_t> cu, const view<S, 4>& M = {}) {
   if constexpr (reduces_states<Rule, Ops>)
-    if (ops.template piece_states<Rule>(pa, cu)) return;  // false: inputs its kernel does not read
+    if (ops.template piece_states<Rule>(pa, cu, M)) return !M.empty();  // false: inputs its kernel does not read
   ops.template forward<Rule>(pa, cu, states_only_passes<Ops>);
+  return false;
 }
 
 // The segmented forward of a validated call `a` (problem p) with plan `pl` (make_plan over sequence_starts).
@@ -161,10 +163,11 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, const plan& p
   for (const run& r : pl.runs) {
     arguments<T, S> pa = slice(x, r.t0, r.t1);
     pa.final_state = state_rows(Bs + r.first_row * d.state(), r.pieces(), p.HV, p.K, p.V);
-    piece_states<Rule>(ops, pa, std::span<const std::int64_t>(r.cu));
-    if (d.KM) {
+    const view<S, 4> Mr = d.KM ? state_rows(Ms + r.first_row * d.transition(), r.pieces(), p.HV, p.K, d.KM) : view<S, 4>{};
+    const bool m_done = piece_states<Rule>(ops, pa, std::span<const std::int64_t>(r.cu), general_m ? view<S, 4>{} : Mr);
+    if (d.KM && !m_done) {
       const view<T, 4> om = o_m ? contiguous<4>(o_m, {1, r.t1 - r.t0, p.HV, d.KM}) : pa.o;
-      transitions<Rule>(ops, pa, zeros, om, state_rows(Ms + r.first_row * d.transition(), r.pieces(), p.HV, p.K, d.KM), r.cu);
+      transitions<Rule>(ops, pa, zeros, om, Mr, r.cu);
     }
   }
   // S_init of every piece: the call's initial states at first pieces, then the chains of the cut sequences.

@@ -7,7 +7,8 @@
 //           reduction over slabs of the pieces, backend/cuda/piece_state_kernel.hpp — no serial walk, no outputs);
 //   pass M  the transition M_r (erasing rules: the rule with v = 0 from S_0 = I; decay-only rules: its diagonal,
 //           from S_0 = 1 with V = 1 — on the CUDA backend exp(Σ log α) over the piece, a kernel of its own that
-//           reads only the gates; the additive rule: M = I, no pass);
+//           reads only the gates, or, where pass A is the slab reduction, from the decay sums it keeps: no launch;
+//           the additive rule: M = I, no pass);
 //   combine S_init(0) = S_0,  S_init(r) = M_{r-1} S_init(r-1) + B_{r-1}   (chain.hpp);
 //   pass C  every piece from S_init(r), writing the outputs (and the final state of the last piece).
 // Only sequences longer than the piece length are cut; the others run once, in pass C. Passes A and M run over the

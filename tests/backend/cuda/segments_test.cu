@@ -264,10 +264,11 @@ TEST_CASE("CUDA segmented chunkwise: decay-only rules, pass M from the summed lo
 // the in-kernel L2 norm of k, extreme gates and gates of exactly 0, packed sequences with one long and short ones.
 // Each: the segmented call against the float64 reference within SPEC §5, and the first run's piece states against
 // main's pass A (the chunk kernel from zero, device_ops::forward) on the same inputs — and identical bytes when run
-// twice (a fixed-order reduction).
+// twice (a fixed-order reduction), the second time with pass M fused (a rule with a decay: the transitions from the
+// slabs' decay sums, against decay_transitions; weak gates keep the products of a piece away from 0).
 namespace {
 struct piece_options {
-  bool l2 = false, zeros = false;
+  bool l2 = false, zeros = false, weak = false;
 };
 template <class Rule, class T>
 void check_piece_states(const case_shape& shape, std::int64_t piece, piece_options opt = {}) {
@@ -278,6 +279,11 @@ void check_piece_states(const case_shape& shape, std::int64_t piece, piece_optio
   if (opt.l2) {  // keys of any norm: the kernel normalises them
     for (auto& x : c.q.values()) x = T(double(x) * unit(rng));
     for (auto& x : c.k.values()) x = T(double(x) * unit(rng));
+  }
+  if (opt.weak) {  // log decays in [−0.003, 0]: a piece's product of ~0.1 .. 1
+    std::uniform_real_distribution<double> small(0.0, 0.003);
+    if constexpr (per_key) for (auto& x : c.gk.values()) x = T(-small(rng));
+    if constexpr (scalar) for (auto& x : c.g.values()) x = T(-small(rng));
   }
   if (opt.zeros)  // log decay −inf: first token, mid-slab, either side of a piece boundary, last token
     for (const index_t t : {index_t(0), index_t(37), index_t(piece - 1), index_t(piece), c.shape.T - 1})
@@ -291,7 +297,8 @@ void check_piece_states(const case_shape& shape, std::int64_t piece, piece_optio
   reference::recurrent<Rule>(ra);
   const index_t HV = shape.HV, K = shape.K, V = shape.V;
   INFO(rule_name<Rule>::value << " " << type_name<T>() << " piece " << piece << " " << describe_shape(shape)
-                              << (opt.l2 ? " l2" : "") << (opt.zeros ? " zero gates" : ""));
+                              << (opt.l2 ? " l2" : "") << (opt.zeros ? " zero gates" : "") << (opt.weak ? " weak gates" : ""));
+  constexpr bool decays = Rule::decay::kind != decay_kind::none;
   {
     device_case<Rule, T> d{c};
     auto a = d.args(c.args());
@@ -304,15 +311,20 @@ void check_piece_states(const case_shape& shape, std::int64_t piece, piece_optio
     auto pa = segments::slice(segments::packed_arguments(a), r.t0, r.t1);
     const index_t rows = r.pieces();
     tensor<float, 4> fresh({rows, HV, K, V}), again({rows, HV, K, V}), chunk({rows, HV, K, V});
+    tensor<float, 4> fused({rows, HV, K, 1}), sums({rows, HV, K, 1});
+    for (auto& x : fused.values()) x = std::numeric_limits<float>::quiet_NaN();  // every entry must be written
     float* B1 = d.pool.copy(fresh);
     float* B2 = d.pool.copy(again);
     float* B3 = d.pool.copy(chunk);
+    float* M1 = d.pool.copy(fused);
+    float* M2 = d.pool.copy(sums);
     {
       cuda_detail::device_ops ops(nullptr);
       pa.final_state = contiguous<4>(B1, {rows, HV, K, V});
       REQUIRE(ops.piece_states<Rule>(pa, r.cu));  // the new path runs for these inputs
       pa.final_state = contiguous<4>(B2, {rows, HV, K, V});
-      REQUIRE(ops.piece_states<Rule>(pa, r.cu));
+      REQUIRE(ops.piece_states<Rule>(pa, r.cu, decays ? contiguous<4>(M1, {rows, HV, K, 1}) : view<float, 4>{}));
+      if constexpr (decays) ops.decay_transitions<Rule>(pa, contiguous<4>(M2, {rows, HV, K, 1}), r.cu);
       pa.final_state = contiguous<4>(B3, {rows, HV, K, V});
       ops.forward<Rule>(pa, r.cu);  // main's pass A
       cuda_ok(cudaDeviceSynchronize());
@@ -321,6 +333,11 @@ void check_piece_states(const case_shape& shape, std::int64_t piece, piece_optio
     CHECK(all_finite(fresh));
     CHECK(same_bytes(fresh, again));
     expect_close("piece states against the chunk kernel's pass A", fresh, chunk, tolerance_for<T>(piece));
+    if constexpr (decays) {
+      copy_back(fused, M1), copy_back(sums, M2);
+      // both from the same rounded gates: float32 sums (the fused one's clamped log₂ α) against decay_transitions'
+      expect_close("fused pass M against decay_transitions", fused, sums, tolerance_for<float>(piece));
+    }
     // the whole segmented call
     linea::chunkwise<Rule, read::identity, backend::cuda>(a, cuda::launch{.segment_tokens = piece});
     d.back();
@@ -345,6 +362,7 @@ void check_piece_states_all() {
     extreme.gates = gate_range::extreme;
     check_piece_states<Rule, T>(extreme, 1024);
     check_piece_states<Rule, T>(one, 1024, {.zeros = true});
+    check_piece_states<Rule, T>(one, 960, {.weak = true});
   }
 }
 }  // namespace

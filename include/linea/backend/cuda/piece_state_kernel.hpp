@@ -8,9 +8,12 @@
 // summed in a fixed order afterwards (deterministic, no atomics):
 //   piece_state_kernel         one CTA per (64 value columns, value head, slab): the slab's state from zero, chunk by
 //                              chunk on tensor cores, and the slab's total log₂ decay per key;
-//   piece_state_reduce_kernel  one CTA per (piece, value head): B = Horner over the piece's slabs,
+//   piece_state_reduce_kernel  one thread per 4 elements of (piece, value head): B = Horner over the piece's slabs,
 //                              B ← Diag(2^(L_slab)) B + P_slab — skipped when every piece is one slab (then the
 //                              first kernel writes B itself).
+// A rule with a decay also gets pass M here when the caller asks (device_ops::piece_states with M): the piece's
+// diagonal transition 2^(Σ_slabs L_slab), from the sums the kernels keep anyway — written by the reduce (or by the
+// first kernel when every piece is one slab), so no launch of decay_transitions reads the gates a second time.
 // The chunk step is the chunk kernels' own, with their conventions (scalar_chunk_kernel.hpp, perkey_delta_kernel.hpp):
 // G_r = Σ_{s ≤ r} log₂ α_s in the chunk, each log₂ α clamped at tiles::log2_zero, C the chunk's last row;
 //   S ← 2^(G_C) S + Kᵀ V_d,  V_d = Diag(2^(G_C − G)) V           (scalar decay: on the value side)
@@ -53,10 +56,11 @@ struct piece_state_shape {
 // packed row, bt = 0), 16-bit q / k / v rows as tiles::inputs_fit, K ≤ 128; grid ((V + 63) / 64, HV, slabs),
 // piece_state_shape::threads threads, piece_state_shape::bytes of dynamic shared memory. `out` is [slabs, HV, K, V]
 // (row = slab); `log2_decay` [slabs, HV, K] (the slab's Σ clamped log₂ α per key) or null (not needed: the additive
-// rule, or every piece one slab).
+// rule, or every piece one slab); `transition` [slabs, HV, K] (the slab's diagonal transition 2^(Σ clamped log₂ α):
+// pass M when every piece is one slab) or null.
 template <class Rule, class T, class E>
 __global__ void __launch_bounds__(piece_state_shape::threads, 3)
-    piece_state_kernel(const kernel_args<T> a, const view<float, 4> out, float* log2_decay) {
+    piece_state_kernel(const kernel_args<T> a, const view<float, 4> out, float* log2_decay, float* transition) {
   using sh = piece_state_shape;
   using tiles::ex2;
   constexpr int CL = sh::CL, KP = sh::KP, BV = sh::BV, LDK = sh::LDK, LDV = sh::LDV;
@@ -96,6 +100,11 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
     const int L = rows_in(c0);
     const bool more = c0 + CL < seq.t1;
     E *Ks = Kbuf(buf), *Vs = Vbuf(buf);
+    // a scalar decay's gates (warp 0: rows lane, lane + 32) into registers before the barrier: their latency overlaps
+    // the wait for k and v. (A per-key decay's 32 a thread spilled there: 228 bytes at 80 registers, 84 at 128.)
+    float g0 = 0, g1 = 0;
+    if constexpr (scalar)
+      if (warp == 0) g0 = log2_alpha(c0, L, lane, 0), g1 = log2_alpha(c0, L, lane + 32, 0);
     tiles::cp_async_wait_all();
     __syncthreads();  // this chunk's k, v are in; the last chunk's products are done with every tile
     if (more) fetch(buf ^ 1, c0 + CL, rows_in(c0 + CL));
@@ -106,7 +115,7 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
 
     // ---- the decay: G, the decayed operand, the state's factor ---------------------------------------------------
     if constexpr (scalar) {
-      if (warp == 0) tiles::scan64(log2_alpha(c0, L, lane, 0), log2_alpha(c0, L, lane + 32, 0), Gs);
+      if (warp == 0) tiles::scan64(g0, g1, Gs);
       __syncthreads();
       const float gC = Gs[CL - 1];
       {  // thread: 16 values of row tid / 4
@@ -129,7 +138,9 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
       slab_log2 += gC;
     } else if constexpr (per_key) {
       // thread: key d over rows 32h .. 32h + 31 (h = 0, 1); the suffix from the chunk's end, the rows' logs in
-      // registers between the two passes
+      // registers between the two passes. (seg16 read the gates a chunk ahead as raw 16-bit inputs instead, as
+      // perkey_chunk_kernel.hpp does: the array went to local memory — ncu counted 20.7 M local requests — and passes A + M
+      // took 1.50 ms against 1.00 for this loop with pass M's own launch, gla 1×32768; bench/cuda/README.md, seg16.)
       const int d = tid % KP, h = tid / KP;
       float l[32];
 #pragma unroll
@@ -164,36 +175,62 @@ __global__ void __launch_bounds__(piece_state_shape::threads, 3)
     mma_strip<E, BV / 8, true, true>(acc, (per_key ? Dt : Ks) + 16 * warp, LDK, scalar ? Dt : Vs, LDV, CL / 16);
   }
   tiles::save_state(acc, out, slab, hv, jt, a.K, a.V);
-  if (log2_decay && jt == 0) {
-    float* row = log2_decay + (slab * a.HV + hv) * a.K;
+  if (jt == 0) {
+    const index_t at = (slab * a.HV + hv) * a.K;
+    const float m = transition ? exp2f(slab_log2) : 0.f;
     if constexpr (per_key) {
-      if (tid < Kw) row[tid] = slab_log2;
+      if (tid < Kw) {
+        if (log2_decay) log2_decay[at + tid] = slab_log2;
+        if (transition) transition[at + tid] = m;
+      }
     } else {
-      for (int i = tid; i < Kw; i += sh::threads) row[i] = slab_log2;
+      for (int i = tid; i < Kw; i += sh::threads) {
+        if (log2_decay) log2_decay[at + i] = slab_log2;
+        if (transition) transition[at + i] = m;
+      }
     }
   }
 }
 
 // B[piece] = Σ over the piece's slabs s (in order) of Diag(2^(Σ_{s' > s} L_s')) P[s]: Horner from the first slab.
-// Grid (pieces, HV), piece_state_shape::reduce_threads threads; P [slabs, HV, K, V] and B [pieces, HV, K, V]
-// contiguous; first_slab [pieces + 1] on the device; log2_decay [slabs, HV, K] or null (no decay).
+// One thread per 4 neighbouring elements of a row (`wide`: V % 4 == 0 and B 16-byte aligned; else per element), grid
+// (⌈K·V / (4·reduce_threads)⌉, pieces, HV): every load of a thread is independent of the others, so the slabs' rows
+// stream in together. P [slabs, HV, K, V] (16-byte aligned) and B [pieces, HV, K, V] contiguous; first_slab
+// [pieces + 1] on the device; log2_decay [slabs, HV, K] or null (no decay). `transition` [pieces, HV, K] or null:
+// pass M of a diagonal transition, 2^(Σ_s L_s) per key — written by the thread that starts the key's row.
 // (A template only so that every unit including this header may define it.)
 template <class S>
 __global__ void __launch_bounds__(piece_state_shape::reduce_threads)
-    piece_state_reduce_kernel(const S* P, const S* log2_decay, const std::int32_t* first_slab, S* B, index_t HV,
-                              index_t K, index_t V) {
-  const index_t piece = blockIdx.x, hv = blockIdx.y, KV = K * V;
-  const index_t s0 = first_slab[piece], s1 = first_slab[piece + 1];
-  S* b = B + (piece * HV + hv) * KV;
-  for (index_t e = threadIdx.x; e < KV; e += piece_state_shape::reduce_threads) {
-    const index_t i = e / V;
-    S x = 0;
+    piece_state_reduce_kernel(const S* __restrict__ P, const S* __restrict__ log2_decay,
+                              const std::int32_t* __restrict__ first_slab, S* __restrict__ B, S* __restrict__ transition,
+                              index_t HV, index_t K, index_t V, bool wide) {
+  const index_t piece = blockIdx.y, hv = blockIdx.z, KV = K * V;
+  const index_t e = (static_cast<index_t>(blockIdx.x) * piece_state_shape::reduce_threads + threadIdx.x) * (wide ? 4 : 1);
+  if (e >= KV) return;
+  const index_t i = e / V, s0 = first_slab[piece], s1 = first_slab[piece + 1];
+  S* b = B + (piece * HV + hv) * KV + e;
+  float total = 0;  // Σ_s L_s of key i
+  if (wide) {
+    float4 x = make_float4(0.f, 0.f, 0.f, 0.f);
+#pragma unroll 4
     for (index_t s = s0; s < s1; ++s) {
-      const S f = log2_decay ? exp2f(log2_decay[(s * HV + hv) * K + i]) : S(1);
-      x = f * x + P[(s * HV + hv) * KV + e];
+      const float l = log2_decay ? log2_decay[(s * HV + hv) * K + i] : 0.f, f = exp2f(l);
+      const float4 p = *reinterpret_cast<const float4*>(P + (s * HV + hv) * KV + e);
+      x.x = f * x.x + p.x, x.y = f * x.y + p.y, x.z = f * x.z + p.z, x.w = f * x.w + p.w;
+      total += l;
     }
-    b[e] = x;
+    *reinterpret_cast<float4*>(b) = x;
+  } else {
+    S x = 0;
+#pragma unroll 4
+    for (index_t s = s0; s < s1; ++s) {
+      const float l = log2_decay ? log2_decay[(s * HV + hv) * K + i] : 0.f;
+      x = exp2f(l) * x + P[(s * HV + hv) * KV + e];
+      total += l;
+    }
+    *b = x;
   }
+  if (transition && e == i * V) transition[(piece * HV + hv) * K + i] = exp2f(total);
 }
 
 }  // namespace linea::cuda_detail

@@ -153,19 +153,25 @@ class device_ops {
 
   // Pass A of a rule that only adds (segments::reduces_states; piece_state_kernel.hpp): the final states from zero of
   // the pieces of `x` cut at `cu` (host offsets from x's first token) into x.final_state [pieces, HV, K, V] — a
-  // reduction over slabs of the pieces, k and v read once, no output. False, with nothing carved or launched, where
-  // the kernel does not read these inputs (not 16-bit, rows not 16-byte aligned, K > 128): the caller runs the
-  // chunk kernel. The same answer and the same scratch whether counting or carving.
+  // reduction over slabs of the pieces, k and v read once, no output. With `M` [pieces, HV, K, 1] (contiguous; a rule
+  // with a decay) also pass M, the pieces' diagonal transitions 2^(Σ clamped log₂ α), from the slabs' sums the kernels
+  // compute anyway (no launch of decay_transitions, no second read of the gates). False, with nothing carved or
+  // launched, where the kernel does not read these inputs (not 16-bit, rows not 16-byte aligned, K > 128): the caller
+  // runs the chunk kernel (and its own pass M). The same answer and the same scratch whether counting or carving.
   static constexpr bool reduces_piece_states = true;
   template <class Rule, class T>
-  bool piece_states(const arguments<T, float>& x, std::span<const std::int64_t> cu) {
+  bool piece_states(const arguments<T, float>& x, std::span<const std::int64_t> cu, const view<float, 4>& M = {}) {
     if constexpr (!piece_state_rule<Rule> || sizeof(T) != 2) {
       return false;
     } else {
+      constexpr bool decays = Rule::decay::kind != decay_kind::none;
       const index_t pieces = static_cast<index_t>(cu.size()) - 1;
       if (pieces < 1 || x.k.ext[3] > tiles::KP || !tiles::rows_fit_cp_async(x.k) || !tiles::rows_fit_cp_async(x.v) ||
           !x.cu_seqlens.empty())
         return false;
+      if (!M.empty() && (!decays || M.ext[0] != pieces || M.ext[1] != x.v.ext[2] || M.ext[2] != x.k.ext[3] ||
+                         M.ext[3] != 1 || M.str[2] != 1 || M.str[1] != M.ext[2] || M.str[0] != M.ext[1] * M.ext[2]))
+        return false;  // not the layout forward.hpp sizes: the general passes
       const index_t HV = x.v.ext[2], K = x.k.ext[3], V = x.v.ext[3], tiles_v = (V + piece_state_shape::BV - 1) / piece_state_shape::BV;
       const std::vector<std::int64_t> slab_cu = piece_slabs(cu, HV * tiles_v);
       const index_t slabs = static_cast<index_t>(slab_cu.size()) - 1;
@@ -176,7 +182,6 @@ class device_ops {
         first.push_back(static_cast<std::int32_t>(s));
       }
       const bool one_each = slabs == pieces;  // every piece one slab: the kernel writes the states itself
-      constexpr bool decays = Rule::decay::kind != decay_kind::none;
       const std::int64_t* seqlens = upload(std::span<const std::int64_t>(slab_cu));
       const std::int32_t* first_slab = one_each ? nullptr : upload(std::span<const std::int32_t>(first));
       float* P = one_each ? nullptr : alloc<float>(static_cast<std::size_t>(slabs * HV * K * V));
@@ -195,13 +200,17 @@ class device_ops {
       using E = typename operand_type<T>::type;
       constexpr auto kernel = piece_state_kernel<Rule, T, E>;
       allow_dynamic_shared<kernel>(piece_state_shape::bytes, current_device());
+      prefer_max_shared_carveout<kernel>();  // three CTAs of 71 KB an SM
       const dim3 grid(static_cast<unsigned>(tiles_v), static_cast<unsigned>(HV), static_cast<unsigned>(slabs));
-      kernel<<<grid, piece_state_shape::threads, piece_state_shape::bytes, stream_>>>(k, out, L);
+      kernel<<<grid, piece_state_shape::threads, piece_state_shape::bytes, stream_>>>(k, out, L, one_each ? M.ptr : nullptr);
       check_launch("piece_state_kernel");
       if (!one_each) {
-        const dim3 rgrid(static_cast<unsigned>(pieces), static_cast<unsigned>(HV));
+        const bool wide = V % 4 == 0 && reinterpret_cast<std::uintptr_t>(x.final_state.ptr) % 16 == 0;
+        const index_t lanes = wide ? K * V / 4 : K * V, per_cta = piece_state_shape::reduce_threads;
+        const dim3 rgrid(static_cast<unsigned>((lanes + per_cta - 1) / per_cta), static_cast<unsigned>(pieces),
+                         static_cast<unsigned>(HV));
         piece_state_reduce_kernel<float><<<rgrid, piece_state_shape::reduce_threads, 0, stream_>>>(
-            P, L, first_slab, x.final_state.ptr, HV, K, V);
+            P, L, first_slab, x.final_state.ptr, M.ptr, HV, K, V, wide);
         check_launch("piece_state_reduce_kernel");
       }
       return true;
@@ -260,14 +269,14 @@ class device_ops {
 
  private:
   // The slabs of piece_states: every piece of `cu` cut into equal runs of whole 64-token chunks (its last shorter),
-  // as many as give the kernel about slab_waves CTAs per SM over the call (`units` CTAs per slab: value heads ×
-  // value tiles), slabs of at least min_slab tokens. Offsets as cu's.
-  static constexpr index_t min_slab = 256, slab_ctas_per_sm = 6;
-  static std::vector<std::int64_t> piece_slabs(std::span<const std::int64_t> cu, index_t units) {
+  // as many as give the kernel about slab_ctas_per_sm_ CTAs per SM over the call (`units` CTAs per slab: value heads
+  // × value tiles), slabs of at least min_slab tokens. Offsets as cu's.
+  static constexpr index_t min_slab = 256;
+  std::vector<std::int64_t> piece_slabs(std::span<const std::int64_t> cu, index_t units) const {
     index_t longest = 0;
     for (std::size_t n = 0; n + 1 < cu.size(); ++n) longest = std::max<index_t>(longest, cu[n + 1] - cu[n]);
     const index_t tokens = cu.back() - cu.front();
-    const index_t ctas = slab_ctas_per_sm * multiprocessor_count(current_device());
+    const index_t ctas = slab_ctas_per_sm_ * multiprocessor_count(current_device());
     const index_t target = std::max<index_t>(min_slab, (tokens * std::max<index_t>(units, 1) + ctas - 1) / ctas);
     const index_t per_piece = std::max<index_t>(1, (longest + target - 1) / target);
     index_t slab = ((longest + per_piece - 1) / per_piece + 63) / 64 * 64;
@@ -282,6 +291,14 @@ class device_ops {
   }
   static unsigned blocks(index_t n) { return static_cast<unsigned>(std::min<index_t>((n + 255) / 256, 4096)); }
   bool counting() const { return source_ == scratch_source::count; }
+
+ protected:
+  // piece_states' slab count, in CTAs per SM over the call (piece_state_kernel runs three an SM). seg16 measured
+  // 3, 6, 9, 12 and 18 on the H200 (bench/cuda/README.md); segments_bench sets the others.
+  static constexpr index_t default_slab_ctas_per_sm = 6;
+  index_t slab_ctas_per_sm_ = default_slab_ctas_per_sm;
+
+ private:
   cudaStream_t stream_;
   std::int64_t segment_tokens_;
   scratch_source source_ = scratch_source::allocate;
@@ -309,14 +326,16 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
   if constexpr ((scalar_chunk_rule<Rule, pass::main> || delta_chunk_rule<Rule, pass::main> || per_key) && sizeof(T) == 2)
     fast = tiles::inputs_fit(make_kernel_args(a, p));
   segments::cost_model m;
-  // pass M of a diagonal transition (the decay sums), in pass A's launches; 0 for the additive rule (M = I)
+  // pass M of a diagonal transition (the decay sums), in pass A's launches; 0 for the additive rule (M = I) and
+  // where pass A is the slab reduction, which writes M itself (device_ops::piece_states, seg16)
   const double decay_m = KM == 1 ? 0.05 : 0.0;
-  // pass A of the rules that only add, on 16-bit inputs the slab reduction (piece_state_kernel.hpp, segA15
-  // 2026-12-03), as a fraction of the chunk kernel's launch over the same pieces (1 before, when pass A was that
-  // launch): at 1×32768 in pieces of 4096 it saved 0.13 ms of ~0.30 (linear_attn), 0.14 of ~0.34 (simple_gla) and
-  // 0.12 of ~1.0 (gla) on the H200. The choices are unchanged: 4096 at 1×32768, 2×16384 and 32768 + 63×512, whole
-  // at 8×4096 — the best measured but for gla's packed case (8192 by 2 %).
-  const double piece_state_pass_a = per_key ? 0.9 : 0.55;
+  // pass A of the rules that only add, on 16-bit inputs the slab reduction (piece_state_kernel.hpp), as a fraction
+  // of the chunk kernel's launch over the same pieces (pass C's): seg16 2026-12-04 measured at 1×32768 in pieces of
+  // 4096 pass A 0.138 ms against pass C 0.322 (linear_attn), 0.168 with pass M against 0.362 (simple_gla) and, on
+  // main's per-key loop, ~0.90 against 1.045 (gla). The choices are unchanged — 4096 at 1×32768, 2×16384 and
+  // 32768 + 63×512, whole at 8×4096 — and still the best measured (pieces of 1024 and 2048 lose for every rule: pass
+  // C's 16 or 32 pieces need a second wave), but for gla's packed case (8192 by 2 %).
+  const double piece_state_pass_a = per_key ? 0.9 : 0.45;
   if (fast && erases<Rule>) {
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
     // Passes A and M for their final states alone (kernel_args::states_only) and the staged combine, comb15
@@ -331,12 +350,12 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
     m.min_saving = 0.10;
   } else if (fast && per_key) {
     m.slots = sms, m.units = static_cast<double>(p.HV * ((p.V + 127) / 128));
-    m.am_passes = piece_state_pass_a + decay_m, m.link = 20, m.fixed = 300;
+    m.am_passes = piece_state_pass_a, m.link = 20, m.fixed = 300;
   } else if (fast) {
     // linear_attn and simple_gla: at 1×32768 pieces of 4096 measured 0.669 ms against 0.712 for 2048 (linear_attn,
     // fwd7 2026-12-02)
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
-    m.am_passes = piece_state_pass_a + decay_m, m.link = 70, m.fixed = 6000;
+    m.am_passes = piece_state_pass_a, m.link = 70, m.fixed = 6000;
     m.min_saving = 0.10;  // as the delta kernel above
   } else {
     m.slots = 2.0 * sms, m.units = static_cast<double>(p.HV * ((p.V + 63) / 64));
