@@ -1,11 +1,12 @@
 // bench/cuda/ab_common.hpp — what the CUDA benchmark drivers share: hashed random numbers for their device fills,
-// a zeroed device allocation, and CUDA-event timing. Each driver keeps its own fill kernels (their distributions and
+// a zeroed device allocation, the relative distance of two device tensors, and CUDA-event timing. Each driver keeps its own fill kernels (their distributions and
 // element types differ) and builds them on hash_uniform / hash_normal, so that a fill is the same numbers in every
 // driver and needs no generator state.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <vector>
 
@@ -33,6 +34,35 @@ X* dalloc(std::size_t n) {
   linea::cuda_detail::check(cudaMalloc(&p, std::max<std::size_t>(n, 1) * sizeof(X)), "cudaMalloc");
   linea::cuda_detail::check(cudaMemset(p, 0, std::max<std::size_t>(n, 1) * sizeof(X)), "cudaMemset");
   return p;
+}
+
+// sums[0] += Σ (a − b)², sums[1] += Σ b², sums[2] += non-finite entries of a (a and b read as float, summed in double)
+template <class X>
+__global__ void distance_kernel(const X* a, const X* b, std::int64_t n, double* sums) {
+  double x = 0, y = 0, bad = 0;
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+    const double ai = float(a[i]), bi = float(b[i]);
+    if (!isfinite(ai)) bad += 1;
+    x += (ai - bi) * (ai - bi), y += bi * bi;
+  }
+  for (int o = 16; o; o >>= 1)
+    x += __shfl_xor_sync(0xffffffffu, x, o), y += __shfl_xor_sync(0xffffffffu, y, o),
+        bad += __shfl_xor_sync(0xffffffffu, bad, o);
+  if (threadIdx.x % 32 == 0) atomicAdd(&sums[0], x), atomicAdd(&sums[1], y), atomicAdd(&sums[2], bad);
+}
+
+// ‖a − b‖ / ‖b‖ over n device elements (‖a − b‖ where b is all zeros); infinity where a has a non-finite entry.
+template <class X>
+double relative_distance(const X* a, const X* b, std::size_t n) {
+  using linea::cuda_detail::check;
+  double* s = dalloc<double>(3);
+  distance_kernel<<<1024, 256>>>(a, b, std::int64_t(n), s);
+  double h[3];
+  check(cudaMemcpy(h, s, sizeof h, cudaMemcpyDeviceToHost), "cudaMemcpy");
+  check(cudaFree(s), "cudaFree");
+  if (h[2] > 0) return INFINITY;
+  return h[1] > 0 ? std::sqrt(h[0] / h[1]) : std::sqrt(h[0]);
 }
 
 // Milliseconds per call of f: one call to warm up, then `repeats` timings of `calls` back-to-back calls between two

@@ -28,6 +28,7 @@ namespace bwd = linea::cuda_detail::bwd;
 namespace {
 
 using linea_bench::dalloc;
+using linea_bench::relative_distance;
 using linea_bench::time_ms;
 
 enum class fill { normal, logsigmoid, extreme };  // extreme: log α uniform in [−20, 0] (SPEC §6)
@@ -53,29 +54,7 @@ T* random_tensor(std::size_t n, std::uint32_t seed, fill kind) {
   CK(cudaGetLastError());
   return p;
 }
-// sums[0] += Σ (a − b)², sums[1] += Σ b², sums[2] += non-finite entries of a
-__global__ void distance_kernel(const T* a, const T* b, std::int64_t n, double* sums) {
-  double x = 0, y = 0, bad = 0;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    const double ai = float(a[i]), bi = float(b[i]);
-    if (!isfinite(ai)) bad += 1;
-    x += (ai - bi) * (ai - bi), y += bi * bi;
-  }
-  for (int o = 16; o; o >>= 1)
-    x += __shfl_xor_sync(0xffffffffu, x, o), y += __shfl_xor_sync(0xffffffffu, y, o),
-        bad += __shfl_xor_sync(0xffffffffu, bad, o);
-  if (threadIdx.x % 32 == 0) atomicAdd(&sums[0], x), atomicAdd(&sums[1], y), atomicAdd(&sums[2], bad);
-}
-double distance(const T* a, const T* b, std::size_t n) {
-  double* s = dalloc<double>(3);
-  distance_kernel<<<1024, 256>>>(a, b, std::int64_t(n), s);
-  double h[3];
-  CK(cudaMemcpy(h, s, sizeof h, cudaMemcpyDeviceToHost));
-  CK(cudaFree(s));
-  if (h[2] > 0) return INFINITY;
-  return h[1] > 0 ? std::sqrt(h[0] / h[1]) : std::sqrt(h[0]);
-}
+double distance(const T* a, const T* b, std::size_t n) { return relative_distance(a, b, n); }
 
 template <class Rule>
 void ab(index_t B, index_t T_, index_t H, index_t K, index_t V, bool timed, bool extreme = false) {

@@ -68,6 +68,7 @@ namespace {
 
 using linea_bench::dalloc;
 using linea_bench::hash_uniform;
+using linea_bench::relative_distance;
 using linea_bench::time_ms;
 
 enum class fill { normal, logsigmoid, sigmoid, extreme_log, sigmoid2 };
@@ -117,31 +118,7 @@ copy keep(const X* p, std::size_t n) {
   to_float<<<1024, 256>>>(p, c, std::int64_t(n));
   return {c, std::int64_t(n)};
 }
-// sums[0] += Σ (a − b)², sums[1] += Σ b², sums[2] += non-finite entries of a
-__global__ void distance_kernel(const float* a, const float* b, std::int64_t n, double* sums) {
-  double x = 0, y = 0, bad = 0;
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
-    if (!isfinite(a[i])) bad += 1;
-    const double d = double(a[i]) - double(b[i]);
-    x += d * d, y += double(b[i]) * double(b[i]);
-  }
-  for (int o = 16; o; o >>= 1)
-    x += __shfl_xor_sync(0xffffffffu, x, o), y += __shfl_xor_sync(0xffffffffu, y, o),
-        bad += __shfl_xor_sync(0xffffffffu, bad, o);
-  if (threadIdx.x % 32 == 0) atomicAdd(&sums[0], x), atomicAdd(&sums[1], y), atomicAdd(&sums[2], bad);
-}
-double distance(const copy& a, const copy& b) {
-  double* s = nullptr;
-  CK(cudaMalloc(&s, 3 * sizeof(double)));
-  CK(cudaMemset(s, 0, 3 * sizeof(double)));
-  distance_kernel<<<1024, 256>>>(a.p, b.p, a.n, s);
-  double h[3];
-  CK(cudaMemcpy(h, s, sizeof h, cudaMemcpyDeviceToHost));
-  CK(cudaFree(s));
-  if (h[2] > 0) return INFINITY;
-  return h[1] > 0 ? std::sqrt(h[0] / h[1]) : std::sqrt(h[0]);
-}
+double distance(const copy& a, const copy& b) { return relative_distance(a.p, b.p, std::size_t(a.n)); }
 
 template <class Rule>
 void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool timed, bool once, bool extreme = false) {
