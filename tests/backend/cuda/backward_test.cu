@@ -496,6 +496,30 @@ TEST_CASE("CUDA backward: nearly singular chunk transitions at small K (kone16),
   }
 }
 
+// The same nearly singular transitions for the per-key delta rules (kda: per-key decay; gdn2: per-key decay and the
+// channel gates b, w). kone16 recomputed dS_0 token by token over the first chunk for delta / gated_delta only; kda
+// and gdn2 still take it from the chunk form (γ_L I − Kdᵀ W): this case holds them to SPEC §6 at K = 1, 2, 4, β up
+// to 2, an initial state, and packed sequences whose first chunk is partial or one chunk and a token.
+TEST_CASE("CUDA backward: nearly singular chunk transitions at small K, kda and gdn2") {
+  std::vector<case_shape> shapes;
+  std::uint32_t seed = 1700;
+  for (const index_t K : {1, 2, 4})
+    for (const double beta_max : {1.0, 2.0})
+      shapes.push_back({.B = 1, .T = 200, .H = 1, .HV = 2, .K = K, .V = 64, .initial_state = true,
+                        .beta_max = beta_max, .seed = ++seed});
+  for (const double beta_max : {1.0, 2.0})
+    shapes.push_back({.H = 1, .HV = 2, .K = 1, .V = 96, .seqlens = {65, 0, 130, 7}, .initial_state = true,
+                      .beta_max = beta_max, .seed = ++seed});
+  for (const case_shape& s : shapes) {
+    CAPTURE(s.K);
+    CAPTURE(s.beta_max);
+    check_backward<kda, bf16>(s);
+    check_backward<kda, float>(s);
+    check_case<gdn2, read::identity, bf16>(s, {});
+    check_case<gdn2, read::identity, float>(s, {});
+  }
+}
+
 // grad13: 16-bit inputs' phase 4 of scalar decays runs in two kernels (backward/inter_grad_kernel.hpp forms the
 // products over V in bf16 operands, chunk_grad_kernel the rest): K and V neither multiples of 16 nor of 4 (its
 // element-wise loads, zero-padded tiles), K = 100 (two key tiles, the second partial), packed sequences with partial
