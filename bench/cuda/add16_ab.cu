@@ -1,15 +1,18 @@
-// bench/cuda/add16_ab.cu — issue #14's A/B of the additive fast path (backward/add16_phases.hpp) against phases 1–4,
-// in one process: linear_attn (additive) and simple_gla, bf16, H = HV = 16, K = V = 128, inputs as bench_cuda.cu's
-// --backward (q normal, k unit rows, v, dO normal, log α = logsigmoid(normal); no L2 norm in kernel); per shape:
+// bench/cuda/add16_ab.cu — issue #14's A/B of the additive fast path (backward/add16_phases.hpp), in one process:
+// linear_attn (additive) and simple_gla, bf16, H = HV = 16, K = V = 128, inputs as bench_cuda.cu's --backward
+// (q normal, k unit rows, v, dO normal, log α = logsigmoid(normal); no L2 norm in kernel); per shape:
 //   fwd_ms                 linea::chunkwise (the forward, for the ratio)
-//   old_ms / new_ms        linea::backward with add16_enabled false / true, interleaved rounds, median and best
-//   p0 / fwd / rev / grad / p5 _ms   the new path's launches one at a time (phase 0, the two state passes, the
-//                          per-chunk kernel, phase 5), as backward.hpp's run makes them
+//   old_ms / new_ms        linea::backward with the fast path through phases 0 and 5 (add16_direct_enabled false:
+//                          addbwd16's path) / reading and writing the caller's tensors (true: io17's direct path),
+//                          interleaved rounds, median and best; gen_ms: phases 1–4 (add16_enabled false), once
+//   p0 / fwd / rev / grad / p5 _ms   the old path's launches one at a time (phase 0, the two state passes, the
+//                          per-chunk kernel, phase 5), as backward.hpp's run makes them; dfwd / drev / dgrad _ms the
+//                          direct path's three
 //   d_<x>                  ‖new − old‖ / ‖old‖ of every output (dq, dk, dv, dg)
 // Build (linked with the additive and simple_gla instance units, as bench/cuda/device_call.sh builds them):
 //   nvcc $FLAGS -DLINEA_CUDA_EXTERN_INSTANCES -DLINEA_CUDA_EXTERN_BACKWARD_PHASES -c bench/cuda/add16_ab.cu
 //   add16_ab            8×4096 and 1×32768;     add16_ab --check   small odd shapes (distances only, for sanitizers;
-//                       two under SPEC §6's extreme gates)
+//                       two under SPEC §6's extreme gates);    add16_ab --profile   simple_gla 8×4096 once (ncu)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -92,8 +95,16 @@ void ab(index_t B, index_t T_, index_t H, index_t K, index_t V, bool timed, bool
   unsigned char* ws = dalloc<unsigned char>(bytes);
   cuda::launch l;
   l.workspace = ws, l.workspace_bytes = bytes;
-  const auto run_old = [&] { bwd::add16_enabled = false, linea::backward<Rule, read::identity, backend::cuda>(a, g_old, l); };
-  const auto run_new = [&] { bwd::add16_enabled = true, linea::backward<Rule, read::identity, backend::cuda>(a, g_new, l); };
+  const auto run_gen = [&] {
+    bwd::add16_enabled = false, linea::backward<Rule, read::identity, backend::cuda>(a, g_old, l);
+    bwd::add16_enabled = true;
+  };
+  const auto run_old = [&] {
+    bwd::add16_direct_enabled = false, linea::backward<Rule, read::identity, backend::cuda>(a, g_old, l);
+  };
+  const auto run_new = [&] {
+    bwd::add16_direct_enabled = true, linea::backward<Rule, read::identity, backend::cuda>(a, g_new, l);
+  };
   run_old();
   run_new();
   CK(cudaDeviceSynchronize());
@@ -107,6 +118,8 @@ void ab(index_t B, index_t T_, index_t H, index_t K, index_t V, bool timed, bool
     std::vector<double> to, tn;
     for (int r = 0; r < 5; ++r) to.push_back(time_ms(run_old, 2, 3)), tn.push_back(time_ms(run_new, 2, 3));
     std::sort(to.begin(), to.end()), std::sort(tn.begin(), tn.end());
+    const double gen = time_ms(run_gen, 1, 3);
+    run_new();
     // the new path's launches one at a time, on the workspace the library's call laid out (its chunk table)
     const problem p = reference::validate_backward<Rule, read::identity>(a, g_new);
     const cuda_detail::kernel_args<T> ka = cuda_detail::make_kernel_args(a, p);
@@ -118,6 +131,8 @@ void ab(index_t B, index_t T_, index_t H, index_t K, index_t V, bool timed, bool
     wk.seqs = reinterpret_cast<bwd::seq_chunks*>(ws + lay.plan.seq_at);
     bwd::carve(wk, lay.plan, ws);
     const bwd::add16_states st = bwd::add16_states_of(wk);
+    const bwd::add16_io<float> io_ws = bwd::add16_workspace_io(wk);
+    const bwd::add16_io<T> io_direct = bwd::add16_direct_io<decays>(a, g_new);
     const unsigned tokens = unsigned(B * T_);
     const bwd::input_grads<T> og{g_new.dq, g_new.dk, g_new.dg, {}, {}, {}, {}};
     const view<const float, 4> none{};
@@ -125,25 +140,32 @@ void ab(index_t B, index_t T_, index_t H, index_t K, index_t V, bool timed, bool
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     const bool wide = 4 * B * H >= 3 * sms;  // add16_phases' choice: 128 columns, else 16 (32 between: not here)
-    const auto states = [&](bool reverse) {
-      if (wide) reverse ? bwd::add16_state_launch<128, true, decays>(wk, none, none_w, st, 0)
-                        : bwd::add16_state_launch<128, false, decays>(wk, none, none_w, st, 0);
-      else reverse ? bwd::add16_state_launch<16, true, decays>(wk, none, none_w, st, 0)
-                   : bwd::add16_state_launch<16, false, decays>(wk, none, none_w, st, 0);
+    const auto states = [&](bool reverse, const auto& io) {
+      if (wide) reverse ? bwd::add16_state_launch<128, true, decays>(wk, io, none, none_w, st, 0)
+                        : bwd::add16_state_launch<128, false, decays>(wk, io, none, none_w, st, 0);
+      else reverse ? bwd::add16_state_launch<16, true, decays>(wk, io, none, none_w, st, 0)
+                   : bwd::add16_state_launch<16, false, decays>(wk, io, none, none_w, st, 0);
+    };
+    const auto grad = [&](const auto& io) {
+      using X = typename std::remove_cvref_t<decltype(io.dq)>::element;
+      constexpr auto kern = bwd::add16_grad_kernel<decays, T, X>;
+      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bwd::add16_grad_shape::bytes)));
+      kern<<<dim3{unsigned(wk.chunks), unsigned(wk.HV)}, bwd::threads, bwd::add16_grad_shape::bytes>>>(wk, io, st, g_new.dv);
     };
     const double p0 = time_ms([&] { bwd::inputs_kernel<Rule, T><<<tokens, bwd::threads>>>(ka, g_new.d_o, wk); }, 3, 5);
-    const double sf = time_ms([&] { states(false); }, 3, 5), sr = time_ms([&] { states(true); }, 3, 5);
-    const double gk = time_ms([&] {
-      constexpr auto kern = bwd::add16_grad_kernel<decays, T>;
-      CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, int(bwd::add16_grad_shape::bytes)));
-      kern<<<dim3{unsigned(wk.chunks), unsigned(wk.HV)}, bwd::threads, bwd::add16_grad_shape::bytes>>>(wk, st, g_new.dv);
-    }, 3, 5);
+    const double sf = time_ms([&] { states(false, io_ws); }, 3, 5), sr = time_ms([&] { states(true, io_ws); }, 3, 5);
+    const double gk = time_ms([&] { grad(io_ws); }, 3, 5);
+    const double dsf = time_ms([&] { states(false, io_direct); }, 3, 5);
+    const double dsr = time_ms([&] { states(true, io_direct); }, 3, 5);
+    const double dgk = time_ms([&] { grad(io_direct); }, 3, 5);
     const double p5 = time_ms([&] { bwd::input_adjoint_kernel<T><<<tokens, bwd::threads>>>(ka, wk, og); }, 3, 5);
     CK(cudaGetLastError());
     std::printf(",\"fwd_ms\":%.4f,\"old_ms\":%.4f,\"new_ms\":%.4f,\"old_best_ms\":%.4f,\"new_best_ms\":%.4f,"
                 "\"p0_ms\":%.4f,\"fwd_states_ms\":%.4f,\"rev_states_ms\":%.4f,\"grad_ms\":%.4f,\"p5_ms\":%.4f,"
-                "\"new_over_fwd\":%.2f,\"speedup\":%.2f",
-                fwd, to[2], tn[2], to[0], tn[0], p0, sf, sr, gk, p5, tn[2] / fwd, to[2] / tn[2]);
+                "\"dfwd_states_ms\":%.4f,\"drev_states_ms\":%.4f,\"dgrad_ms\":%.4f,\"gen_ms\":%.4f,"
+                "\"new_over_fwd\":%.2f,\"speedup\":%.2f,\"fwd_plus_new_ms\":%.4f",
+                fwd, to[2], tn[2], to[0], tn[0], p0, sf, sr, gk, p5, dsf, dsr, dgk, gen, tn[2] / fwd, to[2] / tn[2],
+                fwd + tn[2]);
   }
   std::printf("}\n");
   std::fflush(stdout);
@@ -159,7 +181,12 @@ void ab(index_t B, index_t T_, index_t H, index_t K, index_t V, bool timed, bool
 
 int main(int argc, char** argv) {
   const bool check = argc > 1 && !std::strcmp(argv[1], "--check");
+  const bool profile = argc > 1 && !std::strcmp(argv[1], "--profile");
   try {
+    if (profile) {  // one old and one new backward of simple_gla 8×4096 (for ncu -k regex:add16)
+      ab<simple_gla>(8, 4096, 16, 128, 128, false);
+      return 0;
+    }
     if (check) {
       ab<additive>(2, 150, 2, 48, 40, false);
       ab<simple_gla>(2, 150, 2, 48, 40, false);

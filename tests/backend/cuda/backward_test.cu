@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <random>
 #include <string>
 #include <type_traits>
@@ -603,6 +604,74 @@ TEST_CASE("CUDA backward: the additive fast path (linear_attn, simple_gla, 16-bi
 TEST_CASE("CUDA backward: the additive fast path at small shapes (for the sanitizers)") {
   check_backward<simple_gla, bf16>({.B = 1, .T = 150, .H = 1, .HV = 2, .K = 48, .V = 40, .initial_state = true, .seed = 87});
   check_backward<additive, bf16>({.B = 40, .T = 70, .H = 1, .HV = 4, .K = 128, .V = 128, .seed = 88});
+}
+
+// io17 (issue #14): where nothing needs phases 0 and 5 (G = 1, no L2 norm, no in-kernel gate, no normalize) the fast
+// path's kernels read the caller's q, k, v, dO, g and write its dq, dk, dg themselves (backward/add16_io.hpp). Each
+// case runs that way and through phases 0 and 5 (add16_direct_enabled false), both against the float64 reference:
+// K, V not multiples of 16 nor of 4 (element-wise loads and stores), the three state-tile widths, packed sequences
+// with a 1-token and an empty one, T = 1, h0 and dL/dS_T, scale, a caller workspace; and the options that keep
+// phases 0 and 5 at G = 1.
+static void direct_and_through_phases(const std::function<void()>& run) {
+  bool& direct = cuda_detail::bwd::add16_direct_enabled;
+  const bool was = direct;
+  for (const bool d : {true, false}) {
+    CAPTURE(d);
+    direct = d;
+    run();
+  }
+  direct = was;
+}
+TEST_CASE("CUDA backward: the additive fast path reading and writing the caller's tensors (direct)") {
+  SUBCASE("K = 37, V = 45, a tail chunk, h0") {
+    direct_and_through_phases([] {
+      const case_shape s{.B = 2, .T = 150, .H = 3, .HV = 3, .K = 37, .V = 45, .initial_state = true, .seed = 91};
+      check_backward<simple_gla, bf16>(s);
+      check_backward<additive, bf16>(s);
+    });
+  }
+  SUBCASE("128-column state tiles, extreme gates, K = V = 128") {
+    direct_and_through_phases([] {
+      check_backward<simple_gla, bf16>({.B = 13, .T = 130, .H = 8, .HV = 8, .K = 128, .V = 128, .initial_state = true,
+                                        .gates = gate_range::extreme, .seed = 92});
+    });
+  }
+  SUBCASE("packed sequences {64, 1, 0, 129}, 32 chunks, extreme gates") {
+    direct_and_through_phases([] {
+      const case_shape p{.H = 2, .HV = 2, .K = 64, .V = 64, .seqlens = {64, 1, 0, 129}, .initial_state = true,
+                         .gates = gate_range::extreme, .seed = 93};
+      check_backward<simple_gla, fp16>(p);
+      check_backward<additive, bf16>(p);
+      check_backward<simple_gla, bf16>({.B = 1, .T = 2048, .H = 2, .HV = 2, .K = 128, .V = 128, .initial_state = true,
+                                        .gates = gate_range::extreme, .seed = 94});
+    });
+  }
+  SUBCASE("T = 1 and 2, extreme gates, scale, a caller workspace") {
+    direct_and_through_phases([] {
+      for (const index_t T : {1, 2}) {
+        CAPTURE(T);
+        check_backward<simple_gla, bf16>({.B = 1, .T = T, .H = 2, .HV = 2, .K = 63, .V = 48, .initial_state = true,
+                                          .gates = gate_range::extreme, .seed = std::uint32_t(94 + T)});
+      }
+      check_backward<simple_gla, bf16>({.B = 2, .T = 130, .H = 2, .HV = 2, .K = 64, .V = 48, .seed = 97},
+                                       {.scale = 0.3, .own_stream = true});
+      check_backward<additive, bf16>({.B = 2, .T = 130, .H = 2, .HV = 2, .K = 64, .V = 48, .seed = 98},
+                                     {.scale = 1.7, .own_stream = true});
+    });
+  }
+  SUBCASE("G = 1 with an option that keeps phases 0 and 5: L2 norm, in-kernel gate") {
+    const case_shape s{.B = 2, .T = 90, .H = 2, .HV = 2, .K = 32, .V = 16, .initial_state = true, .seed = 99};
+    check_backward<simple_gla, bf16>(s, {.qk_l2norm = true});
+    check_backward<simple_gla, bf16>(s, {.gate = true, .lower_bound = true});
+    check_backward<additive, bf16>(s, {.qk_l2norm = true, .scale = 0.7});
+  }
+}
+// The direct path's kernels at small shapes for compute-sanitizer (memcheck, racecheck): 16- and 128-column state
+// tiles, partial chunks, K, V not multiples of 16.
+TEST_CASE("CUDA backward: the additive fast path direct at small shapes (for the sanitizers)") {
+  check_backward<simple_gla, bf16>({.B = 1, .T = 150, .H = 2, .HV = 2, .K = 48, .V = 40, .initial_state = true, .seed = 100});
+  check_backward<additive, bf16>({.B = 50, .T = 70, .H = 2, .HV = 2, .K = 128, .V = 128, .seed = 101});
+  check_backward<simple_gla, fp16>({.B = 1, .T = 70, .H = 1, .HV = 1, .K = 37, .V = 45, .initial_state = true, .seed = 102});
 }
 
 TEST_CASE("CUDA backward: in-kernel options (L2 norm, gates, beta activation)") {

@@ -13,7 +13,8 @@
 //
 // Only phases 2 and 3 walk the chunks in order; everything else runs over all chunks of all sequences at once.
 // The rules that only add (linear_attn, simple_gla) with 16-bit inputs and the identity read replace phases 1–4 by
-// three kernels with bf16 states (backward/add16_phases.hpp, issue #14).
+// three kernels with bf16 states (backward/add16_phases.hpp, issue #14), and phases 0 and 5 too where nothing needs
+// them (G = 1, no L2 norm, no in-kernel gate, no normalize: those kernels read and write the caller's tensors).
 // The workspace is O(chunks · HV · K · V) float32 (h and dh at every chunk), like fla's chunk backward; it is the
 // caller's (cuda::launch::workspace, cuda::backward_workspace_size) or the one linea keeps per (device, stream),
 // and every launch goes on cuda::launch::stream.
@@ -159,7 +160,12 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
     carve(w, plan, scratch.base);
   }
 
-  if (tokens) {
+  // The additive fast path reads the caller's q, k, v, dO, g and writes its dq, dk, dg itself where nothing needs
+  // phases 0 and 5 (add16_io.hpp): neither is launched then.
+  bool direct = false;
+  if constexpr (Read::is_identity && add16_rule<Rule, T>)
+    direct = add16_enabled && add16_direct_enabled && add16_direct_ok<decays>(a, g, p.group);
+  if (tokens && !direct) {
     inputs_kernel<Rule, T><<<unsigned(tokens), threads, 0, st>>>(k, g.d_o, w);
     check_launch("backward inputs_kernel");
   }
@@ -182,7 +188,11 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
                                                       cg, cd);
     };
     if constexpr (add16_rule<Rule, T>) {  // linear_attn, simple_gla with 16-bit inputs (add16_phases.hpp)
-      if (add16_enabled) add16_phases<decays>(w, a.initial_state, g.d_final_state, g.d_initial_state, g.dv, st);
+      if (direct)
+        add16_phases<decays>(w, add16_direct_io<decays>(a, g), a.initial_state, g.d_final_state, g.d_initial_state,
+                             g.dv, st);
+      else if (add16_enabled)
+        add16_phases<decays>(w, add16_workspace_io(w), a.initial_state, g.d_final_state, g.d_initial_state, g.dv, st);
       else general();
     } else {
       general();
@@ -196,7 +206,7 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
     LINEA_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * layout.sums, st));
     o.sum_A_log = sums, o.sum_dt_bias = sums + p.HV;
   }
-  if (tokens) {
+  if (tokens && !direct) {
     input_adjoint_kernel<T><<<unsigned(tokens), threads, 0, st>>>(k, w, o);
     check_launch("backward input_adjoint_kernel");
   }

@@ -11,10 +11,11 @@
 //   The terms without decay — X's diagonal, z at the chunk's last token — enter no sum (issue #14: formed twice with
 //   opposite signs they leave their roundings, which swamp d log α under extreme gates); X is formed from the same
 //   fp32 accumulators in both sums, so the row and column sums cancel where the exact ones do.
-// Outputs: w.dq, w.dk (per value head, float32: phase 5 sums a group and applies the L2 norm's adjoint), dv (the
-// caller's, type T), w.dlog_alpha. The products' operands are q, k, v, dO, h, dH rounded to bf16 once each.
+// Outputs: dq, dk, d log α where add16_io says — phase 5's float32 workspace (per value head: phase 5 sums a group
+// and applies the L2 norm's adjoint, the gate's), or the caller's 16-bit tensors (the direct path, add16_io.hpp) —
+// and dv (the caller's, type T). The products' operands are q, k, v, dO, h, dH rounded to bf16 once each.
 //
-// Preconditions: K, V ≤ max_kv; h, dh written by add16_state_kernel; q, k, v, d_o, log_alpha phase 0's.
+// Preconditions: K, V ≤ max_kv; h, dh written by add16_state_kernel; q, k, v, d_o, log α where add16_io says.
 // Shared memory (bf16, rows padded by 16 bytes: conflict-free ldmatrix): Q, K, V, dO [CL][136], the state [128][136]
 // (h, then dH in place), dP then A [CL][72]; ~112 KB, two CTAs an SM. The dot products of d log α read q, k from
 // their bf16 tiles.
@@ -43,9 +44,10 @@ __device__ __forceinline__ float quad_sum(float x) {
 
 }  // namespace add16_detail
 
-template <bool Decays, class T>
+// X: the type of the inputs read and of dq, dk, d log α written (float: the workspace; T: the caller's).
+template <bool Decays, class T, class X>
 __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
-    add16_grad_kernel(const work w, const add16_states st, const view<T, 4> dv_out) {
+    add16_grad_kernel(const work w, const add16_io<X> io, const add16_states st, const view<T, 4> dv_out) {
   namespace d = add16_detail;
   using sh = add16_grad_shape;
   using e16 = d::e16;
@@ -55,34 +57,36 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
   const int L = ci.len, K = int(w.K), V = int(w.V), tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2,
             q4 = lane & 3;
   const int K16 = (K + 15) / 16, V16 = (V + 15) / 16, L16 = (L + 15) / 16;  // 16-steps of the products
-  const index_t tok0 = w.token(ci.bt, ci.t0), ldq = w.H * w.K, ldv = w.HV * w.V, ldg = w.HV * w.K;
   extern __shared__ __align__(16) unsigned char smem[];
   e16* tiles = reinterpret_cast<e16*>(smem);
   e16 *sQ = tiles + sh::q_at, *sK = tiles + sh::k_at, *sV = tiles + sh::v_at, *sO = tiles + sh::o_at,
       *sS = tiles + sh::s_at, *sP = tiles + sh::p_at;
   float *sG = reinterpret_cast<float*>(smem + sh::f_at), *sdG = sG + CL, *sZ = sdG + CL, *sHdh = sZ + CL;
   const float scale = w.scale;
-  const float* qg = w.q + (tok0 * w.H + h) * w.K;  // row r at r·ldq
-  const float* kg = w.k + (tok0 * w.H + h) * w.K;
 
   // ---- G, the row sums zeroed; q, k, v, dO as bf16; h_c ----
   if (warp == 0) {
-    if (Decays) d::chunk_scan(w.log_alpha + tok0 * w.HV + hv, w.HV, L, sG);
+    if (Decays) d::chunk_scan(io.log_alpha.row(ci.bt, ci.t0, hv), io.log_alpha.st, L, sG);
     else sG[lane] = 0.f, sG[lane + 32] = 0.f;
   }
   if (tid < CL) sdG[tid] = 0.f, sZ[tid] = 0.f;
   if (tid == 0) *sHdh = 0.f;
   {
-    d::rows32<max_kv> a, b;
-    const auto one = [](int) { return 1.f; };
-    a.load(qg, ldq, L, K);
-    b.load(kg, ldq, L, K);
-    a.put(sQ, ld, one);
-    b.put(sK, ld, one);
-    a.load(w.v + (tok0 * w.HV + hv) * w.V, ldv, L, V);
-    b.load(w.d_o + (tok0 * w.HV + hv) * w.V, ldv, L, V);
-    a.put(sV, ld, one);
-    b.put(sO, ld, one);
+    d::chunk_rows<max_kv, X> a, b, c2, d2;  // (all four in flight together: 16-bit rows take half the registers)
+    a.load(io.q.row(ci.bt, ci.t0, h), io.q.st, L, K);
+    b.load(io.k.row(ci.bt, ci.t0, h), io.k.st, L, K);
+    if constexpr (sizeof(X) == 2) {
+      c2.load(io.v.row(ci.bt, ci.t0, hv), io.v.st, L, V);
+      d2.load(io.d_o.row(ci.bt, ci.t0, hv), io.d_o.st, L, V);
+    }
+    a.put(sQ, ld);
+    b.put(sK, ld);
+    if constexpr (sizeof(X) != 2) {
+      c2.load(io.v.row(ci.bt, ci.t0, hv), io.v.st, L, V);
+      d2.load(io.d_o.row(ci.bt, ci.t0, hv), io.d_o.st, L, V);
+    }
+    c2.put(sV, ld);
+    d2.put(sO, ld);
   }
   // The state tile [16·K16][16·V16] from bf16 pairs (zeros past K, V), eight pairs' loads in flight a thread;
   // each(slot, pair) stores a pair.
@@ -180,6 +184,16 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
         if (r < L && j < n) x(r, j, acc[t][e]);
       }
   };
+  // a strip's accumulators (rows r < L, columns < n) into out (type of out; row r at out + r·lds), pairs at a time
+  const auto store_strip = [&](const float(&acc)[8][4], int n, auto* out, index_t lds) {
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = m0 + g + 8 * hf, j = n0 + 8 * t + 2 * q4;
+        if (r < L) d::store_pair(out + r * lds, j, n, acc[t][2 * hf], acc[t][2 * hf + 1]);
+      }
+  };
   // row sums of f(r, col, value) over a strip into sum[r] (one atomic a row and warp)
   const auto row_sums = [&](const float(&acc)[8][4], float* sum, auto f) {
     float z[2] = {0.f, 0.f};
@@ -231,8 +245,7 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
     }
   }
   if (key_strip) mma_strip<e16, 8, false, true>(acc, sP + m0 * ldc, ldc, sK + n0, ld, kb + 1);
-  float* dq = w.dq + (tok0 * w.HV + hv) * w.K;  // row r at r·ldg
-  if (key_strip) each_out(acc, K, [&](int r, int j, float x) { dq[r * ldg + j] = x; });
+  if (key_strip && io.dq.p) store_strip(acc, K, io.dq.row(ci.bt, ci.t0, hv), io.dq.st);
   __syncthreads();  // (dH in place)
 
   // ---- dk = Diag(e^(G_L − G)) V dHᵀ (its part of dG: z) + dPᵀ Q ----
@@ -243,8 +256,7 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
   if (Decays && key_strip) row_sums(acc, sZ, [&](int r, int j) { return __bfloat162float(sK[r * ld + j]); });
   if (key_strip && L16 > kb)
     mma_strip<e16, 8, true, true>(acc, sP + 16 * kb * ldc + m0, ldc, sQ + 16 * kb * ld + n0, ld, L16 - kb);
-  float* dk = w.dk + (tok0 * w.HV + hv) * w.K;
-  if (key_strip) each_out(acc, K, [&](int r, int j, float x) { dk[r * ldg + j] = x; });
+  if (key_strip && io.dk.p) store_strip(acc, K, io.dk.row(ci.bt, ci.t0, hv), io.dk.st);
 
   // ---- dv = Diag(e^(G_L − G)) K dH + Aᵀ dO: A over dP's tile (every warp past dk's reads of dP) ----
   if (dv_out.ptr) {
@@ -262,7 +274,8 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
       scale_rows(acc, decay_to_end);
       if (L16 > kb)
         mma_strip<e16, 8, true, true>(acc, sP + 16 * kb * ldc + m0, ldc, sO + 16 * kb * ld + n0, ld, L16 - kb);
-      each_out(acc, V, [&](int r, int j, float x) { dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x); });
+      if (dv_out.stride(3) == 1) store_strip(acc, V, &dv_out(ci.bt, ci.t0, hv, 0), dv_out.stride(1));
+      else each_out(acc, V, [&](int r, int j, float x) { dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x); });
     }
   }
 
@@ -283,9 +296,12 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
       if (lane == 0) before = 0.f;
       const float state = __expf(GL) * *sHdh;
       const float d1 = b + after, d0 = a + d1;  // Σ_{r ≥ t} dG_r at t = 2 lane + 1, 2 lane
-      float* out = w.dlog_alpha + tok0 * w.HV + hv;
-      if (2 * lane < L) out[2 * lane * w.HV] = d0 + state + before;
-      if (2 * lane + 1 < L) out[(2 * lane + 1) * w.HV] = d1 + state + (before + za);
+      if (io.dlog_alpha.p) {
+        X* out = io.dlog_alpha.row(ci.bt, ci.t0, hv);
+        const index_t lo = io.dlog_alpha.st;
+        if (2 * lane < L) out[2 * lane * lo] = from_float<X>(d0 + state + before);
+        if (2 * lane + 1 < L) out[(2 * lane + 1) * lo] = from_float<X>(d1 + state + (before + za));
+      }
     }
   }
 }

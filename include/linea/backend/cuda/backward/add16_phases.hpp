@@ -1,7 +1,9 @@
 // linea/backend/cuda/backward/add16_phases.hpp — the backward's fast path for the rules that only add (linear_attn:
 // update additive, no decay; simple_gla: a scalar decay) with 16-bit inputs and the identity read (issue #14), in
 // place of phases 1–4 (phases.hpp's chunk_phases) between phase 0 (inputs_kernel: q̂, k̂, v, dO, log α as float32)
-// and phase 5 (input_adjoint_kernel: group sums, L2 norm, gates), which are unchanged:
+// and phase 5 (input_adjoint_kernel: group sums, L2 norm, gates), which are unchanged — or, where nothing needs
+// phases 0 and 5 (G = 1, no L2 norm, no in-kernel gate, no normalize: add16_io.hpp's add16_direct_ok), in place of
+// all six: the kernels then read the caller's q, k, v, dO, g and write its dq, dk, dg directly (io17):
 //   forward_states  add16_state_kernel<BV, false>  per (value tile, value head, sequence): h_c as bf16
 //   reverse_states  add16_state_kernel<BV, true>   the same, reversed: dH_c as bf16, dS_0
 //   grads           add16_grad_kernel              per (chunk, value head): dq̂, dk̂ (per value head), dv, d log α
@@ -26,22 +28,27 @@ inline constexpr bool add16_rule = sizeof(T) == 2 && Rule::update::kind == updat
 // variable LINEA_BWD_ADD16_OFF (set: false) for whole runs (the suite's before/after errors), bench/cuda/add16_ab.cu
 // flips it between calls.
 inline bool add16_enabled = std::getenv("LINEA_BWD_ADD16_OFF") == nullptr;
+// false: the fast path always goes through phases 0 and 5 (the workspace's float32 inputs and dq, dk), never reads
+// and writes the caller's tensors directly (add16_io.hpp) — the A/B switch of io17's measurements: the environment
+// variable LINEA_BWD_ADD16_DIRECT_OFF (set: false), or bench/cuda/add16_ab.cu between calls.
+inline bool add16_direct_enabled = std::getenv("LINEA_BWD_ADD16_DIRECT_OFF") == nullptr;
 
-template <int BV, bool Reverse, bool Decays>
-void add16_state_launch(const work& w, const view<const float, 4>& init, const view<float, 4>& dS0,
-                        const add16_states& st, cudaStream_t s) {
+template <int BV, bool Reverse, bool Decays, class X>
+void add16_state_launch(const work& w, const add16_io<X>& io, const view<const float, 4>& init,
+                        const view<float, 4>& dS0, const add16_states& st, cudaStream_t s) {
   const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
   constexpr std::size_t bytes = add16_state_shape<BV>::bytes;
-  constexpr auto kernel = add16_state_kernel<BV, Reverse, Decays>;
+  constexpr auto kernel = add16_state_kernel<BV, Reverse, Decays, X>;
   allow_dynamic_shared<kernel, bytes>();
-  kernel<<<grid, threads, bytes, s>>>(w, init, dS0, st);
+  kernel<<<grid, threads, bytes, s>>>(w, io, init, dS0, st);
   check_launch(Reverse ? "backward add16_state_kernel (reverse)" : "backward add16_state_kernel (forward)");
 }
 
-// Phases 1–4 of linear_attn and simple_gla for 16-bit inputs: S0, dST, dS0 the initial state, dL/d(final state),
-// dL/d(initial state); dv the caller's.
-template <bool Decays, class T>
-void add16_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
+// Phases 1–4 of linear_attn and simple_gla for 16-bit inputs: io where the inputs are read and dq, dk, d log α
+// written (add16_io.hpp: the workspace, or the caller's tensors directly); S0, dST, dS0 the initial state,
+// dL/d(final state), dL/d(initial state); dv the caller's.
+template <bool Decays, class T, class X>
+void add16_phases(const work& w, const add16_io<X>& io, const view<const float, 4>& S0, const view<const float, 4>& dST,
                   const view<float, 4>& dS0, const view<T, 4>& dv, cudaStream_t s) {
   if (!w.N) return;
   const add16_states st = add16_states_of(w);
@@ -51,19 +58,19 @@ void add16_phases(const work& w, const view<const float, 4>& S0, const view<cons
   const std::size_t sms = std::size_t(multiprocessor_count(device)), heads = std::size_t(w.N) * std::size_t(w.HV);
   const auto busy = [&](index_t bv) { return 4 * heads * std::size_t((w.V + bv - 1) / bv) >= 3 * sms; };
   if (busy(128)) {
-    add16_state_launch<128, false, Decays>(w, S0, {}, st, s);
-    add16_state_launch<128, true, Decays>(w, dST, dS0, st, s);
+    add16_state_launch<128, false, Decays>(w, io, S0, {}, st, s);
+    add16_state_launch<128, true, Decays>(w, io, dST, dS0, st, s);
   } else if (busy(32)) {
-    add16_state_launch<32, false, Decays>(w, S0, {}, st, s);
-    add16_state_launch<32, true, Decays>(w, dST, dS0, st, s);
+    add16_state_launch<32, false, Decays>(w, io, S0, {}, st, s);
+    add16_state_launch<32, true, Decays>(w, io, dST, dS0, st, s);
   } else {
-    add16_state_launch<16, false, Decays>(w, S0, {}, st, s);
-    add16_state_launch<16, true, Decays>(w, dST, dS0, st, s);
+    add16_state_launch<16, false, Decays>(w, io, S0, {}, st, s);
+    add16_state_launch<16, true, Decays>(w, io, dST, dS0, st, s);
   }
   if (!w.chunks) return;
-  constexpr auto grad = add16_grad_kernel<Decays, T>;
+  constexpr auto grad = add16_grad_kernel<Decays, T, X>;
   allow_dynamic_shared<grad, add16_grad_shape::bytes>();
-  grad<<<dim3{unsigned(w.chunks), unsigned(w.HV)}, threads, add16_grad_shape::bytes, s>>>(w, st, dv);
+  grad<<<dim3{unsigned(w.chunks), unsigned(w.HV)}, threads, add16_grad_shape::bytes, s>>>(w, io, st, dv);
   check_launch("backward add16_grad_kernel");
 }
 

@@ -6,17 +6,20 @@
 // G_r = Σ_{i ≤ r} log α_i inside the chunk, γ_L = e^(G_{L−1}); every factor is ≤ 1, so SPEC's extreme gates
 // (log α = −20 a step) underflow to zero and never overflow.
 //
-// Preconditions: K, V ≤ max_kv; w.seqs, w.chunk the plan's; q, k, v, d_o, log_alpha phase 0's float32 workspace.
+// Preconditions: K, V ≤ max_kv; w.seqs, w.chunk the plan's; q, k, v, d_o, log α where add16_io says (phase 0's
+// float32 workspace, or the caller's 16-bit tensors: add16_io.hpp).
 // One CTA per (value tile of BV columns, value head, sequence), 256 threads: warp i holds state rows (keys)
 // 16i .. 16i + 15 × BV columns in fp32 registers (mma.sync accumulators) across all chunks; per chunk the operands
-// go to shared memory as bf16 (the product is one m16n8k16 chain over the chunk's tokens), the next chunk's float32
+// go to shared memory as bf16 (the product is one m16n8k16 chain over the chunk's tokens), the next chunk's input
 // rows are loaded into registers while this chunk's product runs.
 // The stored states are bf16 [chunks, HV, K, Vp] (add16_states: Vp = V rounded up to even, so every store and load
 // is a 4-byte pair), over the float32 slots plan.hpp carves for w.h, w.dh (2·K·Vp ≤ 4·K·V bytes).
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "../mma.hpp"
+#include "add16_io.hpp"
 #include "work.hpp"
 
 namespace linea::cuda_detail::bwd {
@@ -37,32 +40,59 @@ namespace add16_detail {
 
 using e16 = __nv_bfloat16;  // the products' operand type for both 16-bit input types (bf16's range: unnormalised q, k)
 
-// A chunk's float32 rows [CL][W] (W a multiple of 16) in registers: quad e = tid + i·threads is row e / (W/4),
-// columns 4 (e % (W/4)) ..; zeros for rows ≥ L or columns ≥ C. All loads issue before any use.
-template <int W>
-struct rows32 {
+// A chunk's rows [CL][W] (W a multiple of 16) of X (float: the workspace; bf16 / fp16: the caller's) in registers
+// as loaded: quad e = tid + i·threads is row e / (W/4), columns 4 (e % (W/4)) ..; zeros for rows ≥ L or columns ≥ C.
+// All loads issue before any use; one 16- or 8-byte load a quad where the rows allow it.
+template <int W, class X>
+struct chunk_rows {
   static constexpr int per_row = W / 4, n = CL * per_row / threads;
-  static_assert(CL * per_row % threads == 0, "rows32: whole quads a thread");
-  float4 x[n];
+  static_assert(CL * per_row % threads == 0, "chunk_rows: whole quads a thread");
+  static constexpr bool wide32 = sizeof(X) == 4;
+  using quad = std::conditional_t<wide32, float4, uint2>;
+  quad x[n];
 
-  __device__ __forceinline__ void load(const float* src, index_t lds, int L, int C) {
-    const bool wide = C % 4 == 0 && lds % 4 == 0 && reinterpret_cast<std::uintptr_t>(src) % 16 == 0;
+  __device__ __forceinline__ void load(const X* src, index_t lds, int L, int C) {
+    const bool wide = C % 4 == 0 && lds % 4 == 0 && reinterpret_cast<std::uintptr_t>(src) % (4 * sizeof(X)) == 0;
 #pragma unroll
     for (int i = 0; i < n; ++i) {
       const int e = threadIdx.x + i * threads, r = e / per_row, c = 4 * (e % per_row);
-      const float* p = src + r * lds + c;
-      float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
-      if (r < L && c < C) {
-        if (wide) {
-          v = *reinterpret_cast<const float4*>(p);
-        } else {
-          v.x = p[0];
-          if (c + 1 < C) v.y = p[1];
-          if (c + 2 < C) v.z = p[2];
-          if (c + 3 < C) v.w = p[3];
+      const X* p = src + r * lds + c;
+      if constexpr (wide32) {
+        float4 v = make_float4(0.f, 0.f, 0.f, 0.f);
+        if (r < L && c < C) {
+          if (wide) {
+            v = *reinterpret_cast<const float4*>(p);
+          } else {
+            v.x = p[0];
+            if (c + 1 < C) v.y = p[1];
+            if (c + 2 < C) v.z = p[2];
+            if (c + 3 < C) v.w = p[3];
+          }
         }
+        x[i] = v;
+      } else {
+        uint2 v = make_uint2(0u, 0u);
+        if (r < L && c < C) {
+          if (wide) {
+            v = *reinterpret_cast<const uint2*>(p);
+          } else {
+            const auto* b = reinterpret_cast<const std::uint16_t*>(p);
+            v.x = b[0];
+            if (c + 1 < C) v.x |= std::uint32_t(b[1]) << 16;
+            if (c + 2 < C) v.y = b[2];
+            if (c + 3 < C) v.y |= std::uint32_t(b[3]) << 16;
+          }
+        }
+        x[i] = v;
       }
-      x[i] = v;
+    }
+  }
+  __device__ __forceinline__ float4 values(int i) const {
+    if constexpr (wide32) {
+      return x[i];
+    } else {
+      return make_float4(half_bits_to_float<X>(x[i].x & 0xffffu), half_bits_to_float<X>(x[i].x >> 16),
+                         half_bits_to_float<X>(x[i].y & 0xffffu), half_bits_to_float<X>(x[i].y >> 16));
     }
   }
   // Row r times f(r) as bf16 into dst (row stride ld elements, rows 8-byte aligned).
@@ -72,17 +102,31 @@ struct rows32 {
     for (int i = 0; i < n; ++i) {
       const int e = threadIdx.x + i * threads, r = e / per_row, c = 4 * (e % per_row);
       const float s = f(r);
-      *reinterpret_cast<uint2*>(dst + r * ld + c) =
-          make_uint2(pack2<e16>(s * x[i].x, s * x[i].y), pack2<e16>(s * x[i].z, s * x[i].w));
+      const float4 v = values(i);
+      *reinterpret_cast<uint2*>(dst + r * ld + c) = make_uint2(pack2<e16>(s * v.x, s * v.y), pack2<e16>(s * v.z, s * v.w));
+    }
+  }
+  // Row r as bf16 into dst unscaled: a bf16 input's bits as they are (the same as through float).
+  __device__ __forceinline__ void put(e16* dst, int ld) const {
+    if constexpr (std::is_same_v<X, bf16>) {
+#pragma unroll
+      for (int i = 0; i < n; ++i) {
+        const int e = threadIdx.x + i * threads, r = e / per_row, c = 4 * (e % per_row);
+        *reinterpret_cast<uint2*>(dst + r * ld + c) = x[i];
+      }
+    } else {
+      put(dst, ld, [](int) { return 1.f; });
     }
   }
 };
 
 // The in-chunk cumulative log decay of L tokens (log α at la, row r at r·stride) into G[0..CL): one warp, a scan of
 // pairs; rows past L repeat G_{L−1}.
-__device__ __forceinline__ void chunk_scan(const float* la, index_t stride, int L, float* G) {
+template <class X>
+__device__ __forceinline__ void chunk_scan(const X* la, index_t stride, int L, float* G) {
   const int lane = threadIdx.x & 31;
-  const float a = 2 * lane < L ? la[2 * lane * stride] : 0.f, b = 2 * lane + 1 < L ? la[(2 * lane + 1) * stride] : 0.f;
+  const float a = 2 * lane < L ? to_float(la[2 * lane * stride]) : 0.f,
+              b = 2 * lane + 1 < L ? to_float(la[(2 * lane + 1) * stride]) : 0.f;
   float s = a + b;
 #pragma unroll
   for (int o = 1; o < 32; o <<= 1) {
@@ -104,9 +148,11 @@ struct add16_state_shape {
 };
 
 // Reverse = false: the forward pass (init = S0, out = h); true: the reverse pass (init = dL/dS_T, out = dh, dS0).
-template <int BV, bool Reverse, bool Decays>
+// X: where q, k, v, dO, log α come from (add16_io.hpp: float, phase 0's workspace; or the caller's 16-bit tensors).
+template <int BV, bool Reverse, bool Decays, class X>
 __global__ void __launch_bounds__(threads, 1)
-    add16_state_kernel(const work w, const view<const float, 4> init, const view<float, 4> dS0, const add16_states st) {
+    add16_state_kernel(const work w, const add16_io<X> io, const view<const float, 4> init, const view<float, 4> dS0,
+                       const add16_states st) {
   namespace d = add16_detail;
   using sh = add16_state_shape<BV>;
   constexpr int NT = sh::NT;
@@ -130,15 +176,14 @@ __global__ void __launch_bounds__(threads, 1)
     }
 
   // ---- per chunk (forward: first to last; reverse: last to first) ----
-  d::rows32<max_kv> ra;  // forward k, reverse q (key head h)
-  d::rows32<BV> rb;      // forward v, reverse d_o (value head hv, columns j0 ..)
-  const float* a_src = Reverse ? w.q : w.k;
-  const float* b_src = Reverse ? w.d_o : w.v;
+  d::chunk_rows<max_kv, X> ra;  // forward k, reverse q (key head h)
+  d::chunk_rows<BV, X> rb;      // forward v, reverse d_o (value head hv, columns j0 ..)
+  const add16_rows<const X>& a_src = Reverse ? io.q : io.k;
+  const add16_rows<const X>& b_src = Reverse ? io.d_o : io.v;
   const auto fetch = [&](index_t c) {
     const chunk_info ci = w.chunk[c];
-    const index_t tok0 = w.token(ci.bt, ci.t0);
-    ra.load(a_src + (tok0 * w.H + h) * w.K, w.H * w.K, ci.len, K);
-    rb.load(b_src + (tok0 * w.HV + hv) * w.V + j0, w.HV * w.V, ci.len, bv);
+    ra.load(a_src.row(ci.bt, ci.t0, h), a_src.st, ci.len, K);
+    rb.load(b_src.row(ci.bt, ci.t0, hv) + j0, b_src.st, ci.len, bv);
   };
   if (sc.count) fetch(Reverse ? sc.first + sc.count - 1 : sc.first);
   for (index_t i = 0; i < sc.count; ++i) {
@@ -146,14 +191,14 @@ __global__ void __launch_bounds__(threads, 1)
     const chunk_info ci = w.chunk[c];
     const int L = ci.len;
     float* G = sG + (i & 1) * CL;  // (two slots: a slow warp may still read chunk i − 1's while warp 0 writes i + 1's)
-    if (Decays && warp == 0) d::chunk_scan(w.log_alpha + w.token(ci.bt, ci.t0) * w.HV + hv, w.HV, L, G);
+    if (Decays && warp == 0) d::chunk_scan(io.log_alpha.row(ci.bt, ci.t0, hv), io.log_alpha.st, L, G);
     __syncthreads();  // G; and every warp past the previous chunk's product (its reads of sA, sB)
     const float GL = Decays ? G[L - 1] : 0.f;
     if constexpr (Reverse)
       ra.put(sA, sh::lda, [&](int r) { return Decays ? scale * __expf(G[r]) : scale; });
     else
       ra.put(sA, sh::lda, [&](int r) { return Decays ? __expf(GL - G[r]) : 1.f; });
-    rb.put(sB, sh::ldb, [](int) { return 1.f; });
+    rb.put(sB, sh::ldb);
     __syncthreads();
     if (i + 1 < sc.count) fetch(Reverse ? c - 1 : c + 1);  // (in flight during the store and the product)
 
