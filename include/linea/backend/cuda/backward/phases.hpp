@@ -26,6 +26,7 @@
 #include "per_key_prep_kernel.hpp"
 #include "staged_state_passes.hpp"
 #include "state_passes16.hpp"
+#include "state_passes16_ring.hpp"
 #include "ut_grad_kernel.hpp"
 #include "../check.hpp"
 #include "../kernel_attributes.hpp"
@@ -96,6 +97,27 @@ void state16_reverse_phase(const work& w, const view<const float, 4>& dST, const
   rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
   check_launch("backward state16_reverse_kernel");
 }
+// The narrow tiles' form of the same passes (st17: state_passes16_ring.hpp, a chunk's operands a whole chunk ahead in
+// two stages; one CTA an SM).
+template <int BV, bool Erases, int Terms = state16_terms>
+void state16_ring_forward_phase(const work& w, const view<const float, 4>& S0, cudaStream_t st) {
+  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
+  constexpr std::size_t bytes = state16_ring_shape<BV, Terms>::bytes;
+  constexpr auto fwd = state16_ring_forward_kernel<BV, Erases, Terms>;
+  allow_dynamic_shared<fwd, bytes>();
+  fwd<<<grid, threads, bytes, st>>>(w, S0);
+  check_launch("backward state16_ring_forward_kernel");
+}
+template <int BV, bool Erases, int Terms = state16_terms>
+void state16_ring_reverse_phase(const work& w, const view<const float, 4>& dST, const view<float, 4>& dS0,
+                                cudaStream_t st) {
+  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
+  constexpr std::size_t bytes = state16_ring_shape<BV, Terms>::bytes;
+  constexpr auto rev = state16_ring_reverse_kernel<BV, Erases, Terms>;
+  allow_dynamic_shared<rev, bytes>();
+  rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
+  check_launch("backward state16_ring_reverse_kernel");
+}
 // The state passes for 16-bit inputs and scalar decays (state14: state_passes16.hpp); per-key decays and float32
 // inputs keep the 3xTF32 passes (In = float: every caller that does not name its input type).
 template <class In, bool PerKey>
@@ -117,12 +139,19 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
     // within 2 %, 128 for simple_gla 0.958 against 1.133); else forward 16 (1×32768: 2.06 ms against 32: 2.79) and
     // reverse 32 (3.18 against 16: 3.38; every value tile reads the chunk's whole W and k, so narrower tiles read
     // them more often).
+    // st17: narrow tiles in the two-stage form (state_passes16_ring.hpp) where its CTAs (one an SM) fit in one wave:
+    // RING_WIDTHS
+    const auto one_wave = [&](index_t bv) { return heads * std::size_t((w.V + bv - 1) / bv) <= sms; };
     if (forward) {
       if (wide(128)) state16_forward_phase<128, Erases>(w, S0, st);
+      else if (one_wave(16)) state16_ring_forward_phase<16, Erases>(w, S0, st);
+      else if (one_wave(32)) state16_ring_forward_phase<32, Erases>(w, S0, st);
       else state16_forward_phase<16, Erases>(w, S0, st);
     }
     if (reverse) {
       if (wide(128)) state16_reverse_phase<128, Erases>(w, dST, dS0, st);
+      else if (one_wave(16)) state16_ring_reverse_phase<16, Erases>(w, dST, dS0, st);
+      else if (one_wave(32)) state16_ring_reverse_phase<32, Erases>(w, dST, dS0, st);
       else state16_reverse_phase<32, Erases>(w, dST, dS0, st);
     }
   } else {
