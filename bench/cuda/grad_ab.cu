@@ -11,6 +11,7 @@
 //        -Iinclude [-DGRAD_AB_RULE=linea::gated_delta] bench/cuda/grad_ab.cu -o grad_ab
 //   grad_ab            8×4096 (and 1×32768 with --long), every rule with a CUDA backward (or GRAD_AB_RULE's) but CCQ
 //   grad_ab --check    small odd shapes only (partial chunks, K, V < 128, a GVA group): distances, for a sanitizer
+//   GRAD_AB_LONG_ONLY=1  with --long: 1×32768 alone
 //   GRAD_AB_ONLY=<rule>  one rule by its name (gated_delta_rule, kda, …; at 8×4096 only with --once: one launch of
 //                        each phase 4, for ncu)
 // -DGRAD_AB_FLOAT: float32 inputs and outputs in place of bf16 (grad12's float32 A/B).
@@ -709,6 +710,15 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       const auto r_r = [&](auto bv) {
         return [&, bv] { bwd::state16_ring_reverse_phase<decltype(bv)::value, erases>(wk, dSTv, dS0v, 0); };
       };
+      // (call 1's ring kernels: async_tile's copies, one-float h / dh / Y accesses; Lean = false)
+      const auto v_f = [&](auto bv) {
+        return [&, bv] { bwd::state16_ring_forward_phase<decltype(bv)::value, erases, bwd::state16_terms, false>(wk, S0v, 0); };
+      };
+      const auto v_r = [&](auto bv) {
+        return [&, bv] {
+          bwd::state16_ring_reverse_phase<decltype(bv)::value, erases, bwd::state16_terms, false>(wk, dSTv, dS0v, 0);
+        };
+      };
       using c16 = std::integral_constant<int, 16>;
       using c32 = std::integral_constant<int, 32>;
       using c128 = std::integral_constant<int, 128>;
@@ -774,6 +784,16 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
         compare("ring32_vs_s16", v, s_32, rw);
         free_all(v);
       }
+      {
+        const auto v = run_states(v_f(c16{}), v_r(c16{}));
+        compare("ring16_v1_vs_s16", v, s_16, rw);
+        free_all(v);
+      }
+      {
+        const auto v = run_states(v_f(c32{}), v_r(c32{}));
+        compare("ring32_v1_vs_s16", v, s_32, rw);
+        free_all(v);
+      }
       std::printf(",\"st17_states_worst\":%.3g,\"st17_ring_vs_s16_worst\":%.3g", sw, rw);
       for (const auto* v : {&s_x, &s_16, &s_32}) free_all(*v);
       // the whole backward (phases 0-5) with state14's choice of passes, and with the library's
@@ -788,6 +808,7 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       };
       const auto w_s14 = [&] { whole_states(s14_f, s14_r); };
       const auto w_lib = [&] { whole_states(lib_f, lib_r); };
+      const auto w_mix = [&] { whole_states(s14_f, lib_r); };  // state14's forward, the library's reverse
       clear();
       w_s14();
       CK(cudaDeviceSynchronize());
@@ -807,27 +828,33 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       free_all(o_s14);
       free_all(o_l);
       if (timed) {
-        double tf[6], tr[6], tb[2];
+        double tf[8], tr[8], tb[3];
         for (double& x : tf) x = 1e30;
         for (double& x : tr) x = 1e30;
         for (double& x : tb) x = 1e30;
         const auto best = [](double& x, double y) { x = std::min(x, y); };
         for (int rep = 0; rep < 3; ++rep) {  // interleaved
           best(tf[0], time_ms(s_f(c16{}), 3, 3)), best(tf[1], time_ms(r_f(c16{}), 3, 3));
-          best(tf[2], time_ms(s_f(c32{}), 3, 3)), best(tf[3], time_ms(r_f(c32{}), 3, 3));
-          best(tf[4], time_ms(s_f(c128{}), 3, 3)), best(tf[5], time_ms(lib_f, 3, 3));
+          best(tf[2], time_ms(v_f(c16{}), 3, 3));
+          best(tf[3], time_ms(s_f(c32{}), 3, 3)), best(tf[4], time_ms(r_f(c32{}), 3, 3));
+          best(tf[5], time_ms(v_f(c32{}), 3, 3));
+          best(tf[6], time_ms(s_f(c128{}), 3, 3)), best(tf[7], time_ms(lib_f, 3, 3));
           best(tr[0], time_ms(s_r(c16{}), 3, 3)), best(tr[1], time_ms(r_r(c16{}), 3, 3));
-          best(tr[2], time_ms(s_r(c32{}), 3, 3)), best(tr[3], time_ms(r_r(c32{}), 3, 3));
-          best(tr[4], time_ms(s_r(c128{}), 3, 3)), best(tr[5], time_ms(lib_r, 3, 3));
+          best(tr[2], time_ms(v_r(c16{}), 3, 3));
+          best(tr[3], time_ms(s_r(c32{}), 3, 3)), best(tr[4], time_ms(r_r(c32{}), 3, 3));
+          best(tr[5], time_ms(v_r(c32{}), 3, 3));
+          best(tr[6], time_ms(s_r(c128{}), 3, 3)), best(tr[7], time_ms(lib_r, 3, 3));
         }
-        for (int rep = 0; rep < 3; ++rep) best(tb[0], time_ms(w_s14, 2, 3)), best(tb[1], time_ms(w_lib, 2, 3));
-        std::printf(",\"st17_fwd_ms\":{\"s16_16\":%.3f,\"ring16\":%.3f,\"s16_32\":%.3f,\"ring32\":%.3f,"
-                    "\"s16_128\":%.3f,\"lib\":%.3f}",
-                    tf[0], tf[1], tf[2], tf[3], tf[4], tf[5]);
-        std::printf(",\"st17_rev_ms\":{\"s16_16\":%.3f,\"ring16\":%.3f,\"s16_32\":%.3f,\"ring32\":%.3f,"
-                    "\"s16_128\":%.3f,\"lib\":%.3f}",
-                    tr[0], tr[1], tr[2], tr[3], tr[4], tr[5]);
-        std::printf(",\"st17_bwd_ms\":{\"s14\":%.3f,\"lib\":%.3f},\"st17_wide\":%d", tb[0], tb[1], int(wide));
+        for (int rep = 0; rep < 3; ++rep)
+          best(tb[0], time_ms(w_s14, 2, 3)), best(tb[1], time_ms(w_lib, 2, 3)), best(tb[2], time_ms(w_mix, 2, 3));
+        const char* fmt = "\"s16_16\":%.3f,\"ring16\":%.3f,\"ring16_v1\":%.3f,\"s16_32\":%.3f,\"ring32\":%.3f,"
+                          "\"ring32_v1\":%.3f,\"s16_128\":%.3f,\"lib\":%.3f}";
+        std::printf(",\"st17_fwd_ms\":{");
+        std::printf(fmt, tf[0], tf[1], tf[2], tf[3], tf[4], tf[5], tf[6], tf[7]);
+        std::printf(",\"st17_rev_ms\":{");
+        std::printf(fmt, tr[0], tr[1], tr[2], tr[3], tr[4], tr[5], tr[6], tr[7]);
+        std::printf(",\"st17_bwd_ms\":{\"s14\":%.3f,\"lib\":%.3f,\"s14_fwd_lib_rev\":%.3f},\"st17_wide\":%d", tb[0],
+                    tb[1], tb[2], int(wide));
       }
       for (float* x : {s0, dst, ds0}) CK(cudaFree(x));
     }
@@ -949,7 +976,7 @@ int main(int argc, char** argv) {
         ab<Rule>(2, 90, 1, 2, 100, 72, false, false);    // grad13: a partial second key tile of inter_grad_kernel
         return;
       }
-      ab<Rule>(8, 4096, 16, 16, 128, 128, true, once);
+      if (!std::getenv("GRAD_AB_LONG_ONLY")) ab<Rule>(8, 4096, 16, 16, 128, 128, true, once);  // (st17: ncu at 1×32768)
       if (!once && long_too) ab<Rule>(1, 32768, 16, 16, 128, 128, true, false);
     });
   } catch (const std::exception& e) {

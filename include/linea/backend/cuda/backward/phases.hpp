@@ -99,21 +99,21 @@ void state16_reverse_phase(const work& w, const view<const float, 4>& dST, const
 }
 // The narrow tiles' form of the same passes (st17: state_passes16_ring.hpp, a chunk's operands a whole chunk ahead in
 // two stages; one CTA an SM).
-template <int BV, bool Erases, int Terms = state16_terms>
+template <int BV, bool Erases, int Terms = state16_terms, bool Lean = true>
 void state16_ring_forward_phase(const work& w, const view<const float, 4>& S0, cudaStream_t st) {
   const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
   constexpr std::size_t bytes = state16_ring_shape<BV, Terms>::bytes;
-  constexpr auto fwd = state16_ring_forward_kernel<BV, Erases, Terms>;
+  constexpr auto fwd = state16_ring_forward_kernel<BV, Erases, Terms, Lean>;
   allow_dynamic_shared<fwd, bytes>();
   fwd<<<grid, threads, bytes, st>>>(w, S0);
   check_launch("backward state16_ring_forward_kernel");
 }
-template <int BV, bool Erases, int Terms = state16_terms>
+template <int BV, bool Erases, int Terms = state16_terms, bool Lean = true>
 void state16_ring_reverse_phase(const work& w, const view<const float, 4>& dST, const view<float, 4>& dS0,
                                 cudaStream_t st) {
   const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
   constexpr std::size_t bytes = state16_ring_shape<BV, Terms>::bytes;
-  constexpr auto rev = state16_ring_reverse_kernel<BV, Erases, Terms>;
+  constexpr auto rev = state16_ring_reverse_kernel<BV, Erases, Terms, Lean>;
   allow_dynamic_shared<rev, bytes>();
   rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
   check_launch("backward state16_ring_reverse_kernel");

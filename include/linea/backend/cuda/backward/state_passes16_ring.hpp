@@ -40,10 +40,75 @@ struct state16_ring_shape {
   static_assert((max_kv * ldb) % 8 == 0 && (CL * ldb) % 8 == 0, "state16 ring: 16-byte aligned tiles");
 };
 
-template <int BV, bool Erases, int Terms>
+namespace state16_ring_detail {
+
+// async_tile (async_copy.hpp) with the per-piece index arithmetic hoisted: 256 threads over a [Rows][Cols] float32
+// tile of 16-byte pieces, Cols / 4 pieces a row dividing 256, so each thread keeps one column and steps down rows
+// 256 / (Cols / 4) apart (the narrow passes issue ~17 pieces a thread a chunk, and at 16 columns their arithmetic was
+// a large share of the chunk's instructions). The same copies and zeros as async_tile; its 4-byte form where the
+// 16-byte conditions fail.
+template <int Rows, int Cols>
+__device__ __forceinline__ void ring_tile(float* dst, int ld, const float* src, index_t stride, int rows, int cols) {
+  constexpr int P = Cols / 4, RS = threads / P;
+  static_assert(Cols % 4 == 0 && threads % P == 0 && Rows % RS == 0, "ring_tile: whole row steps");
+  const bool wide = cols % 4 == 0 && stride % 4 == 0 && reinterpret_cast<std::uintptr_t>(src) % 16 == 0 && ld % 4 == 0;
+  if (!wide) {
+    async_tile<Rows, Cols>(dst, ld, src, stride, rows, cols);
+    return;
+  }
+  const int c = 4 * (int(threadIdx.x) % P), r0 = int(threadIdx.x) / P;
+  if (c >= cols) return;
+  const float* s = src + r0 * stride + c;
+  float* d = dst + r0 * ld + c;
+#pragma unroll
+  for (int i = 0; i < Rows / RS; ++i) {
+    const bool in = r0 + RS * i < rows;
+    tiles::cp_async16_fill(d + RS * i * ld, in ? s : src, in ? 16 : 0);
+    s += RS * stride;
+  }
+}
+
+// rows d0, d0 + 8, columns 8i + 2q, + 1 of a [K][V] float32 slab at p (the tile's first column): from the state's
+// accumulators (Store) or into them; float2 where V is even (8-byte aligned pairs), else one float at a time
+template <bool Store, int NT>
+__device__ __forceinline__ void state_pairs(float (&c)[NT][4], float* p, index_t V, int K, int bv, int d0) {
+  const int q = threadIdx.x & 3;
+  const bool pairs = V % 2 == 0;
+#pragma unroll
+  for (int i = 0; i < NT; ++i)
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int d = d0 + 8 * half, j = 8 * i + 2 * q;
+      float* e = p + d * V + j;
+      float &x0 = c[i][2 * half], &x1 = c[i][2 * half + 1];
+      if (d < K && j < bv) {
+        if (pairs) {
+          if constexpr (Store) *reinterpret_cast<float2*>(e) = make_float2(x0, x1);
+          else {
+            const float2 v = *reinterpret_cast<const float2*>(e);
+            x0 = v.x, x1 = v.y;
+          }
+        } else {
+          if constexpr (Store) {
+            e[0] = x0;
+            if (j + 1 < bv) e[1] = x1;
+          } else {
+            x0 = e[0], x1 = j + 1 < bv ? e[1] : 0.f;
+          }
+        }
+      } else if constexpr (!Store) {
+        x0 = 0.f, x1 = 0.f;
+      }
+    }
+}
+
+}  // namespace state16_ring_detail
+
+template <int BV, bool Erases, int Terms, bool Lean = true>
 __global__ void __launch_bounds__(threads, 1)
     state16_ring_forward_kernel(const work w, const view<const float, 4> S0) {
   namespace sd = state16_detail;
+  namespace rd = state16_ring_detail;
   using sh = state16_ring_shape<BV, Terms>;
   constexpr int NT1 = sh::NT1, NT2 = sh::NT2, LDB = sh::ldb;
   const index_t jt = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
@@ -57,16 +122,20 @@ __global__ void __launch_bounds__(threads, 1)
   const auto fetch = [&](index_t c, const chunk_info& ci, int s) {  // G_c; W_c and U_c, or V_c; k_c: one group
     if (c < end) {
       float* st = sm + s * sh::stage;
+      const auto tile = [&]<int Rows, int Cols>(float* dst, int ld, const float* src, index_t stride, int rows, int cols) {
+        if constexpr (Lean) rd::ring_tile<Rows, Cols>(dst, ld, src, stride, rows, cols);
+        else async_tile<Rows, Cols>(dst, ld, src, stride, rows, cols);
+      };
       async_tile<1, CL>(st + sh::g_at, CL, w.Gc + w.ch(c, hv) * CL, 0, 1, CL);
       if constexpr (Erases) {
-        async_tile<CL, max_kv>(st + sh::row_at, sh::ld_row, w.W + w.ch(c, hv) * CL * w.K, w.K, ci.len, K);
-        async_tile<CL, BV>(st + sh::in_at, sh::ld_in, w.U + w.ch(c, hv) * CL * w.V + jt, w.V, ci.len, bv);
+        tile.template operator()<CL, max_kv>(st + sh::row_at, sh::ld_row, w.W + w.ch(c, hv) * CL * w.K, w.K, ci.len, K);
+        tile.template operator()<CL, BV>(st + sh::in_at, sh::ld_in, w.U + w.ch(c, hv) * CL * w.V + jt, w.V, ci.len, bv);
       } else {
-        async_tile<CL, BV>(st + sh::in_at, sh::ld_in, w.v + (w.token(ci.bt, ci.t0) * w.HV + hv) * w.V + jt,
-                           w.HV * w.V, ci.len, bv);
+        tile.template operator()<CL, BV>(st + sh::in_at, sh::ld_in,
+                                         w.v + (w.token(ci.bt, ci.t0) * w.HV + hv) * w.V + jt, w.HV * w.V, ci.len, bv);
       }
-      async_tile<CL, max_kv>(st + sh::col_at, sh::ld_col, w.k + (w.token(ci.bt, ci.t0) * w.H + h) * w.K, w.H * w.K,
-                             ci.len, K);
+      tile.template operator()<CL, max_kv>(st + sh::col_at, sh::ld_col,
+                                           w.k + (w.token(ci.bt, ci.t0) * w.H + h) * w.K, w.H * w.K, ci.len, K);
     }
     async_commit();
   };
@@ -94,12 +163,13 @@ __global__ void __launch_bounds__(threads, 1)
     const float *sW = st + sh::row_at, *sK = st + sh::col_at, *sIn = st + sh::in_at, *G = st + sh::g_at;
     const float GL = G[L - 1], gamma = __expf(GL);
     float* hc = w.h + w.ch(c, hv) * w.K * w.V + jt;  // h_c for phase 4, then γ_L h
+    if constexpr (Lean) rd::state_pairs<true>(acc, hc, w.V, K, bv, d0);
 #pragma unroll
     for (int i = 0; i < NT2; ++i)
 #pragma unroll
       for (int x = 0; x < 4; ++x) {
         const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
-        if (d < K && j < bv) hc[d * w.V + j] = acc[i][x];
+        if (!Lean && d < K && j < bv) hc[d * w.V + j] = acc[i][x];
         acc[i][x] *= gamma;
       }
     if constexpr (Erases) {  // product 1: U_new = U − W h; U_new's copy F ⊙ U_new
@@ -143,10 +213,11 @@ __global__ void __launch_bounds__(threads, 1)
   async_wait<0>();
 }
 
-template <int BV, bool Erases, int Terms>
+template <int BV, bool Erases, int Terms, bool Lean = true>
 __global__ void __launch_bounds__(threads, 1)
     state16_ring_reverse_kernel(const work w, const view<const float, 4> dST, const view<float, 4> dS0) {
   namespace sd = state16_detail;
+  namespace rd = state16_ring_detail;
   using sh = state16_ring_shape<BV, Terms>;
   constexpr int NT1 = sh::NT1, NT2 = sh::NT2, LDB = sh::ldb;
   const index_t jt = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
@@ -160,12 +231,16 @@ __global__ void __launch_bounds__(threads, 1)
   const auto fetch = [&](index_t c, const chunk_info& ci, int s) {  // G_c, k_c, phase 1's s Pᵀ dO, W_c: one group
     if (c >= first) {
       float* st = sm + s * sh::stage;
+      const auto tile = [&]<int Rows, int Cols>(float* dst, int ld, const float* src, index_t stride, int rows, int cols) {
+        if constexpr (Lean) rd::ring_tile<Rows, Cols>(dst, ld, src, stride, rows, cols);
+        else async_tile<Rows, Cols>(dst, ld, src, stride, rows, cols);
+      };
       async_tile<1, CL>(st + sh::g_at, CL, w.Gc + w.ch(c, hv) * CL, 0, 1, CL);
-      async_tile<CL, max_kv>(st + sh::row_at, sh::ld_row, w.k + (w.token(ci.bt, ci.t0) * w.H + h) * w.K, w.H * w.K,
-                             ci.len, K);
-      async_tile<CL, BV>(st + sh::in_at, sh::ld_in, w.dU + w.ch(c, hv) * CL * w.V + jt, w.V, ci.len, bv);
+      tile.template operator()<CL, max_kv>(st + sh::row_at, sh::ld_row,
+                                           w.k + (w.token(ci.bt, ci.t0) * w.H + h) * w.K, w.H * w.K, ci.len, K);
+      tile.template operator()<CL, BV>(st + sh::in_at, sh::ld_in, w.dU + w.ch(c, hv) * CL * w.V + jt, w.V, ci.len, bv);
       if constexpr (Erases)
-        async_tile<CL, max_kv>(st + sh::col_at, sh::ld_col, w.W + w.ch(c, hv) * CL * w.K, w.K, ci.len, K);
+        tile.template operator()<CL, max_kv>(st + sh::col_at, sh::ld_col, w.W + w.ch(c, hv) * CL * w.K, w.K, ci.len, K);
     }
     async_commit();
   };
@@ -173,6 +248,12 @@ __global__ void __launch_bounds__(threads, 1)
   // Y_c = s (Γ ⊙ Q)ᵀ dO, phase 1's, in dh's slot (read by the thread that later stores dh_c over it)
   const auto load_y = [&](float (&y)[NT2][4], index_t c) {  // (zeros before the first chunk)
     const float* yc = c >= first ? w.dh + w.ch(c, hv) * w.K * w.V + jt : nullptr;
+    if constexpr (Lean) {
+      if (yc) {
+        rd::state_pairs<false>(y, const_cast<float*>(yc), w.V, K, bv, d0);
+        return;
+      }
+    }
 #pragma unroll
     for (int i = 0; i < NT2; ++i)
 #pragma unroll
@@ -206,12 +287,13 @@ __global__ void __launch_bounds__(threads, 1)
     const float *sK = st + sh::row_at, *sW = st + sh::col_at, *sIn = st + sh::in_at, *G = st + sh::g_at;
     const float GL = G[L - 1], gamma = __expf(GL);
     float* dhc = w.dh + w.ch(c, hv) * w.K * w.V + jt;
+    if constexpr (Lean) rd::state_pairs<true>(acc, dhc, w.V, K, bv, d0);
 #pragma unroll
     for (int i = 0; i < NT2; ++i)
 #pragma unroll
       for (int x = 0; x < 4; ++x) {  // dh at the chunk's end for phase 4, then γ_L dh + Y
         const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
-        if (d < K && j < bv) dhc[d * w.V + j] = acc[i][x];
+        if (!Lean && d < K && j < bv) dhc[d * w.V + j] = acc[i][x];
         acc[i][x] = fmaf(gamma, acc[i][x], y[i][x]);
       }
     {  // product 1: dU = s Pᵀ dO + F ⊙ (K dh); −dU's copy
