@@ -727,7 +727,10 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
       const bool wide = 4 * std::size_t(wk.N * HV) * std::size_t((V + 127) / 128) >= 3 * std::size_t(sms);
       const auto s14_f = [&] { wide ? s_f(c128{})() : s_f(c16{})(); };  // state14's choice
-      const auto s14_r = [&] { wide ? s_r(c128{})() : s_r(c32{})(); };
+      const auto s14_r = [&] {  // (with kone16's first-chunk dS_0, as state_phases runs it)
+        wide ? s_r(c128{})() : s_r(c32{})();
+        if constexpr (erases) bwd::first_chunk_adjoint_phase(wk, dS0v, 0);
+      };
       const char* snames[] = {"h", "U_new", "dU", "dh", "dS0"};
       const auto states = [&] {
         std::vector<copy> o;
