@@ -11,6 +11,7 @@
 //        -Iinclude [-DGRAD_AB_RULE=linea::gated_delta] bench/cuda/grad_ab.cu -o grad_ab
 //   grad_ab            8×4096 (and 1×32768 with --long), every rule with a CUDA backward (or GRAD_AB_RULE's) but CCQ
 //   grad_ab --check    small odd shapes only (partial chunks, K, V < 128, a GVA group): distances, for a sanitizer
+//   GRAD_AB_LONG_ONLY=1  with --long: 1×32768 alone
 //   GRAD_AB_ONLY=<rule>  one rule by its name (gated_delta_rule, kda, …; at 8×4096 only with --once: one launch of
 //                        each phase 4, for ncu)
 // -DGRAD_AB_FLOAT: float32 inputs and outputs in place of bf16 (grad12's float32 A/B).
@@ -33,7 +34,8 @@
 // GRAD_AB_PREP16=1 skips the phase-4 timings. GRAD_AB_STATE16=1 (state14, scalar decays): the 16-bit state passes
 // (state_passes16.hpp) against the 3xTF32 ones ("s16_*": distances of h, U_new, dU, dh, dS0 per width and Terms;
 // "bwd16_*": the whole backward's outputs with either; timed: "s16_fwd_ms", "s16_rev_ms", "s16_bwd_ms"), in place
-// of the other timings. The library's call ("lib") now runs the 16-bit passes; "new" and "old" keep the 3xTF32 ones. --check also runs each small shape under SPEC §6's extreme gates
+// of the other timings. GRAD_AB_ST17=1 (st17): the narrow passes' two-stage form (state_passes16_ring.hpp) against
+// state_passes16.hpp's, in place of the other timings (below). The library's call ("lib") now runs the 16-bit passes; "new" and "old" keep the 3xTF32 ones. --check also runs each small shape under SPEC §6's extreme gates
 // (log α uniform in [−20, 0], β = 2σ(z) ∈ [0, 2]: "extreme":1).
 #include <algorithm>
 #include <cmath>
@@ -460,7 +462,7 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   // GRAD_AB_CG16=1 (intra14): of the timings only phase 4's (grad_new / grad_old, inter_grad, ut_grad, chunk_grad's part
   // both ways) and the whole backward's (new, old, the library's)
   const bool cg_only = std::getenv("GRAD_AB_CG16") != nullptr;
-  if (timed && !once && has_v0p && !cg_only && !std::getenv("GRAD_AB_STATE16")) {  // phase 1, main's against the library's, and the whole backward either way
+  if (timed && !once && has_v0p && !cg_only && !std::getenv("GRAD_AB_STATE16") && !std::getenv("GRAD_AB_ST17")) {  // phase 1, main's against the library's, and the whole backward either way
     double p16 = 1e30, p0 = 1e30, b16 = 1e30, b0 = 1e30;
     for (int r = 0; r < 5; ++r) p16 = std::min(p16, time_ms(prep, 5, 3)), p0 = std::min(p0, time_ms(prep_v0p, 5, 3));
     for (int r = 0; r < 3; ++r) b16 = std::min(b16, time_ms(lib, 2, 3)), b0 = std::min(b0, time_ms(whole_v0p, 2, 3));
@@ -680,8 +682,188 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       for (float* x : {s0, dst, ds0}) CK(cudaFree(x));
     }
   }
+  // st17 (issue #14): GRAD_AB_ST17=1 — state_passes16_ring.hpp's narrow passes (two stages: a chunk's operands a
+  // whole chunk ahead) against state_passes16.hpp's at the same widths (the same arithmetic: distance 0 expected,
+  // "st17_ring_vs_s16") and, like GRAD_AB_STATE16, everything against the 3xTF32 passes ("st17_<variant>"); the whole
+  // backward's outputs with the library's passes (now) against state14's choice (single-stage: 128 columns where
+  // wide, else forward 16, reverse 32; "st17_bwd_lib_vs_s14"); timed (interleaved, best of three medians): each pass
+  // alone at each width, both forms, and the whole backward (phases 0-5) with either choice.
+  const bool st17 = std::getenv("GRAD_AB_ST17") != nullptr;
+  if constexpr (!per_key && sizeof(T) == 2) {
+    if (st17 && !once) {
+      const std::size_t pc = std::size_t(wk.chunks * wk.HV), nst = std::size_t(wk.N * HV * K * V);
+      float *s0 = random_floats(nst, 41), *dst = random_floats(nst, 42), *ds0 = dalloc<float>(nst);
+      const view<const float, 4> S0v = contiguous<4>(static_cast<const float*>(s0), {wk.N, HV, K, V}),
+                                 dSTv = contiguous<4>(static_cast<const float*>(dst), {wk.N, HV, K, V});
+      const view<float, 4> dS0v = contiguous<4>(ds0, {wk.N, HV, K, V});
+      const auto x_f = [&] { bwd::state_phases<erases, false, SP>(wk, S0v, dSTv, dS0v, true, false, 0); };
+      const auto x_r = [&] { bwd::state_phases<erases, false, SP>(wk, S0v, dSTv, dS0v, false, true, 0); };
+      const auto lib_f = [&] { bwd::state_phases<erases, false, SP, T>(wk, S0v, dSTv, dS0v, true, false, 0); };
+      const auto lib_r = [&] { bwd::state_phases<erases, false, SP, T>(wk, S0v, dSTv, dS0v, false, true, 0); };
+      const auto s_f = [&](auto bv) { return [&, bv] { bwd::state16_forward_phase<decltype(bv)::value, erases>(wk, S0v, 0); }; };
+      const auto s_r = [&](auto bv) {
+        return [&, bv] { bwd::state16_reverse_phase<decltype(bv)::value, erases>(wk, dSTv, dS0v, 0); };
+      };
+      const auto r_f = [&](auto bv) {
+        return [&, bv] { bwd::state16_ring_forward_phase<decltype(bv)::value, erases>(wk, S0v, 0); };
+      };
+      const auto r_r = [&](auto bv) {
+        return [&, bv] { bwd::state16_ring_reverse_phase<decltype(bv)::value, erases>(wk, dSTv, dS0v, 0); };
+      };
+      // (call 1's ring kernels: async_tile's copies, one-float h / dh / Y accesses; Lean = false)
+      const auto v_f = [&](auto bv) {
+        return [&, bv] { bwd::state16_ring_forward_phase<decltype(bv)::value, erases, bwd::state16_terms, false>(wk, S0v, 0); };
+      };
+      const auto v_r = [&](auto bv) {
+        return [&, bv] {
+          bwd::state16_ring_reverse_phase<decltype(bv)::value, erases, bwd::state16_terms, false>(wk, dSTv, dS0v, 0);
+        };
+      };
+      using c16 = std::integral_constant<int, 16>;
+      using c32 = std::integral_constant<int, 32>;
+      using c128 = std::integral_constant<int, 128>;
+      int dev = 0, sms = 0;
+      CK(cudaGetDevice(&dev));
+      CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+      const bool wide = 4 * std::size_t(wk.N * HV) * std::size_t((V + 127) / 128) >= 3 * std::size_t(sms);
+      const auto s14_f = [&] { wide ? s_f(c128{})() : s_f(c16{})(); };  // state14's choice
+      const auto s14_r = [&] {  // (with kone16's first-chunk dS_0, as state_phases runs it)
+        wide ? s_r(c128{})() : s_r(c32{})();
+        if constexpr (erases) bwd::first_chunk_adjoint_phase(wk, dS0v, 0);
+      };
+      const char* snames[] = {"h", "U_new", "dU", "dh", "dS0"};
+      const auto states = [&] {
+        std::vector<copy> o;
+        o.push_back(keep(wk.h, pc * K * V));
+        o.push_back(erases ? keep(wk.U_new, pc * bwd::CL * V) : keep(wk.h, 1));
+        o.push_back(keep(wk.dU, pc * bwd::CL * V));
+        o.push_back(keep(wk.dh, pc * K * V));
+        o.push_back(keep(ds0, nst));
+        return o;
+      };
+      const auto run_states = [&](auto fw, auto rv) {
+        CK(cudaMemset(wk.h, 0, pc * K * V * sizeof(float)));
+        CK(cudaMemset(wk.dU, 0, pc * bwd::CL * V * sizeof(float)));
+        CK(cudaMemset(ds0, 0, nst * sizeof(float)));
+        if (erases) CK(cudaMemset(wk.U_new, 0, pc * bwd::CL * V * sizeof(float)));
+        prep();  // (phase 1 again: the reverse pass overwrites its s Pᵀ dO and Y)
+        fw();
+        rv();
+        CK(cudaDeviceSynchronize());
+        return states();
+      };
+      const auto s_x = run_states(x_f, x_r);
+      const auto s_16 = run_states(s_f(c16{}), s_r(c16{}));
+      const auto s_32 = run_states(s_f(c32{}), s_r(c32{}));
+      double sw = 0, rw = 0;
+      const auto compare = [&](const char* name, const std::vector<copy>& sv, const std::vector<copy>& base, double& worst) {
+        std::printf(",\"st17_%s\":{", name);
+        for (std::size_t i = 0; i < sv.size(); ++i) {
+          const double d = distance(sv[i], base[i]);
+          if (i != 1 || erases) worst = std::max(worst, std::isfinite(d) ? d : 1e30);
+          std::printf("%s\"%s\":%.3g", i ? "," : "", snames[i], d);
+        }
+        std::printf("}");
+      };
+      const auto free_all = [](const std::vector<copy>& v) {
+        for (const copy& c : v) CK(cudaFree(c.p));
+      };
+      {
+        const auto v = run_states(lib_f, lib_r);
+        compare("lib", v, s_x, sw);
+        free_all(v);
+      }
+      compare("s16_16", s_16, s_x, sw);
+      compare("s16_32", s_32, s_x, sw);
+      {
+        const auto v = run_states(r_f(c16{}), r_r(c16{}));
+        compare("ring16", v, s_x, sw);
+        compare("ring16_vs_s16", v, s_16, rw);
+        free_all(v);
+      }
+      {
+        const auto v = run_states(r_f(c32{}), r_r(c32{}));
+        compare("ring32", v, s_x, sw);
+        compare("ring32_vs_s16", v, s_32, rw);
+        free_all(v);
+      }
+      {
+        const auto v = run_states(v_f(c16{}), v_r(c16{}));
+        compare("ring16_v1_vs_s16", v, s_16, rw);
+        free_all(v);
+      }
+      {
+        const auto v = run_states(v_f(c32{}), v_r(c32{}));
+        compare("ring32_v1_vs_s16", v, s_32, rw);
+        free_all(v);
+      }
+      std::printf(",\"st17_states_worst\":%.3g,\"st17_ring_vs_s16_worst\":%.3g", sw, rw);
+      for (const auto* v : {&s_x, &s_16, &s_32}) free_all(*v);
+      // the whole backward (phases 0-5) with state14's choice of passes, and with the library's
+      const auto whole_states = [&](auto fw, auto rv) {
+        bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
+        prep();
+        fw();
+        rv();
+        grad_new();
+        bwd::input_adjoint_kernel<T><<<unsigned(tokens), bwd::threads>>>(ka, wk, og);
+        CK(cudaGetLastError());
+      };
+      const auto w_s14 = [&] { whole_states(s14_f, s14_r); };
+      const auto w_lib = [&] { whole_states(lib_f, lib_r); };
+      const auto w_mix = [&] { whole_states(s14_f, lib_r); };  // state14's forward, the library's reverse
+      clear();
+      w_s14();
+      CK(cudaDeviceSynchronize());
+      const auto o_s14 = outputs();
+      clear();
+      w_lib();
+      CK(cudaDeviceSynchronize());
+      const auto o_l = outputs();
+      double ww = 0;
+      std::printf(",\"st17_bwd_lib_vs_s14\":{");
+      for (std::size_t i = 0; i < o_l.size(); ++i) {
+        const double d = distance(o_l[i], o_s14[i]);
+        ww = std::max(ww, std::isfinite(d) ? d : 1e30);
+        std::printf("%s\"%s\":%.3g", i ? "," : "", names[i], d);
+      }
+      std::printf(",\"worst\":%.3g}", ww);
+      free_all(o_s14);
+      free_all(o_l);
+      if (timed) {
+        double tf[8], tr[8], tb[3];
+        for (double& x : tf) x = 1e30;
+        for (double& x : tr) x = 1e30;
+        for (double& x : tb) x = 1e30;
+        const auto best = [](double& x, double y) { x = std::min(x, y); };
+        for (int rep = 0; rep < 3; ++rep) {  // interleaved
+          best(tf[0], time_ms(s_f(c16{}), 3, 3)), best(tf[1], time_ms(r_f(c16{}), 3, 3));
+          best(tf[2], time_ms(v_f(c16{}), 3, 3));
+          best(tf[3], time_ms(s_f(c32{}), 3, 3)), best(tf[4], time_ms(r_f(c32{}), 3, 3));
+          best(tf[5], time_ms(v_f(c32{}), 3, 3));
+          best(tf[6], time_ms(s_f(c128{}), 3, 3)), best(tf[7], time_ms(lib_f, 3, 3));
+          best(tr[0], time_ms(s_r(c16{}), 3, 3)), best(tr[1], time_ms(r_r(c16{}), 3, 3));
+          best(tr[2], time_ms(v_r(c16{}), 3, 3));
+          best(tr[3], time_ms(s_r(c32{}), 3, 3)), best(tr[4], time_ms(r_r(c32{}), 3, 3));
+          best(tr[5], time_ms(v_r(c32{}), 3, 3));
+          best(tr[6], time_ms(s_r(c128{}), 3, 3)), best(tr[7], time_ms(lib_r, 3, 3));
+        }
+        for (int rep = 0; rep < 3; ++rep)
+          best(tb[0], time_ms(w_s14, 2, 3)), best(tb[1], time_ms(w_lib, 2, 3)), best(tb[2], time_ms(w_mix, 2, 3));
+        const char* fmt = "\"s16_16\":%.3f,\"ring16\":%.3f,\"ring16_v1\":%.3f,\"s16_32\":%.3f,\"ring32\":%.3f,"
+                          "\"ring32_v1\":%.3f,\"s16_128\":%.3f,\"lib\":%.3f}";
+        std::printf(",\"st17_fwd_ms\":{");
+        std::printf(fmt, tf[0], tf[1], tf[2], tf[3], tf[4], tf[5], tf[6], tf[7]);
+        std::printf(",\"st17_rev_ms\":{");
+        std::printf(fmt, tr[0], tr[1], tr[2], tr[3], tr[4], tr[5], tr[6], tr[7]);
+        std::printf(",\"st17_bwd_ms\":{\"s14\":%.3f,\"lib\":%.3f,\"s14_fwd_lib_rev\":%.3f},\"st17_wide\":%d", tb[0],
+                    tb[1], tb[2], int(wide));
+      }
+      for (float* x : {s0, dst, ds0}) CK(cudaFree(x));
+    }
+  }
   const bool prep_only = std::getenv("GRAD_AB_PREP16") != nullptr;
-  if (state16) {
+  if (state16 || st17) {
   } else if (timed && !once && prep_only) {  // the state passes at the library's precision and at one TF32 mma, interleaved
     double f1 = 1e30, f3 = 1e30, r1 = 1e30, r3 = 1e30;
     for (int r = 0; r < 3; ++r) {
@@ -797,7 +979,7 @@ int main(int argc, char** argv) {
         ab<Rule>(2, 90, 1, 2, 100, 72, false, false);    // grad13: a partial second key tile of inter_grad_kernel
         return;
       }
-      ab<Rule>(8, 4096, 16, 16, 128, 128, true, once);
+      if (!std::getenv("GRAD_AB_LONG_ONLY")) ab<Rule>(8, 4096, 16, 16, 128, 128, true, once);  // (st17: ncu at 1×32768)
       if (!once && long_too) ab<Rule>(1, 32768, 16, 16, 128, 128, true, false);
     });
   } catch (const std::exception& e) {

@@ -441,6 +441,16 @@ TEST_CASE("CUDA backward: 16-bit state passes over 128 chunks, extreme gates, be
   check_backward<simple_gla, fp16>(gated);
 }
 
+// st17: the narrow state passes' two-stage form (state_passes16_ring.hpp) where its CTAs fit in one wave: 16 value
+// columns for few heads (the cases above), 32 where 16-column tiles would not fit (9 sequences × 2 heads × 8 tiles =
+// 144 CTAs > the H200's 132 SMs; 32 columns: 72), over 16 chunks with a partial last one, extreme gates, β up to 2.
+TEST_CASE("CUDA backward: st17 ring passes at 32 columns (more heads than 16-column tiles fit in one wave)") {
+  const case_shape s{.B = 9, .T = 1000, .H = 1, .HV = 2, .K = 128, .V = 128, .initial_state = true,
+                     .gates = gate_range::extreme, .beta_max = 2, .seed = 171};
+  check_backward<gated_delta, bf16>(s);
+  check_backward<delta, bf16>(s);
+}
+
 // Phase 1 of the scalar-decay rules for 16-bit inputs is chunk_prep16_kernel (bf16 operands on tensor cores; T =
 // (I + A)⁻¹ in float32 from A's fp32 accumulators): under SPEC §6's extremes — β up to 2 (negative eigenvalues of
 // the transition; I + A furthest from the identity where no decay damps A: delta) and log decays uniform in

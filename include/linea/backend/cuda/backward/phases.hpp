@@ -14,7 +14,9 @@
 // (bf16 operands on tensor cores, same outputs; Prec unused), else chunk_prep_kernel at Prec. The state passes run
 // at Prec for float32 inputs and per-key decays (at one TF32 mma they measured slower than 3xTF32 on the H200, prep13:
 // gated_delta bf16 8×4096 forward 1.640 against 1.443 ms, reverse 1.860 against 1.613); for 16-bit inputs with
-// scalar decays state_phases (In) runs state_passes16.hpp's (bf16 operands on m16n8k16, split hi + lo: state14).
+// scalar decays state_phases (In) runs state_passes16.hpp's (bf16 operands on m16n8k16, split hi + lo: state14), for
+// the erasing rules' narrow tiles (and their reverse pass at every shape) in state_passes16_ring.hpp's two-stage form
+// (st17).
 #pragma once
 #include "chunk_grad16_kernel.hpp"
 #include "chunk_grad_kernel.hpp"
@@ -26,6 +28,7 @@
 #include "per_key_prep_kernel.hpp"
 #include "staged_state_passes.hpp"
 #include "state_passes16.hpp"
+#include "state_passes16_ring.hpp"
 #include "ut_grad_kernel.hpp"
 #include "../check.hpp"
 #include "../kernel_attributes.hpp"
@@ -96,6 +99,27 @@ void state16_reverse_phase(const work& w, const view<const float, 4>& dST, const
   rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
   check_launch("backward state16_reverse_kernel");
 }
+// The narrow tiles' form of the same passes (st17: state_passes16_ring.hpp, a chunk's operands a whole chunk ahead in
+// two stages; one CTA an SM).
+template <int BV, bool Erases, int Terms = state16_terms, bool Lean = true>
+void state16_ring_forward_phase(const work& w, const view<const float, 4>& S0, cudaStream_t st) {
+  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
+  constexpr std::size_t bytes = state16_ring_shape<BV, Terms>::bytes;
+  constexpr auto fwd = state16_ring_forward_kernel<BV, Erases, Terms, Lean>;
+  allow_dynamic_shared<fwd, bytes>();
+  fwd<<<grid, threads, bytes, st>>>(w, S0);
+  check_launch("backward state16_ring_forward_kernel");
+}
+template <int BV, bool Erases, int Terms = state16_terms, bool Lean = true>
+void state16_ring_reverse_phase(const work& w, const view<const float, 4>& dST, const view<float, 4>& dS0,
+                                cudaStream_t st) {
+  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
+  constexpr std::size_t bytes = state16_ring_shape<BV, Terms>::bytes;
+  constexpr auto rev = state16_ring_reverse_kernel<BV, Erases, Terms, Lean>;
+  allow_dynamic_shared<rev, bytes>();
+  rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
+  check_launch("backward state16_ring_reverse_kernel");
+}
 // The state passes for 16-bit inputs and scalar decays (state14: state_passes16.hpp); per-key decays and float32
 // inputs keep the 3xTF32 passes (In = float: every caller that does not name its input type).
 template <class In, bool PerKey>
@@ -117,13 +141,33 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
     // within 2 %, 128 for simple_gla 0.958 against 1.133); else forward 16 (1×32768: 2.06 ms against 32: 2.79) and
     // reverse 32 (3.18 against 16: 3.38; every value tile reads the chunk's whole W and k, so narrower tiles read
     // them more often).
-    if (forward) {
-      if (wide(128)) state16_forward_phase<128, Erases>(w, S0, st);
-      else state16_forward_phase<16, Erases>(w, S0, st);
-    }
-    if (reverse) {
-      if (wide(128)) state16_reverse_phase<128, Erases>(w, dST, dS0, st);
-      else state16_reverse_phase<32, Erases>(w, dST, dS0, st);
+    // st17 (erasing rules; bench/cuda/README.md "st17"): the two-stage passes (state_passes16_ring.hpp) beat the
+    // single-stage ones at the same width at every shape measured (gated_delta 1×32768, 16 columns: forward 2.08 →
+    // 1.43 ms, reverse 3.39 → 1.76; 8×4096, 32 columns: 1.08 → 0.97, 1.77 → 1.07), so: 16 columns where those CTAs
+    // (one an SM) fit in one wave, else 32 — also for the reverse pass where one CTA per (head, sequence) fills the
+    // GPU (8×4096: 1.07 against 128 columns' 1.19); the forward keeps its 128 columns there (0.92 against 0.97).
+    // The rules that only add keep state14's choice (their 16-bit backward is add16_phases.hpp's; this serves the
+    // CCQ read's rule pass and add16's fallback).
+    const auto one_wave = [&](index_t bv) { return heads * std::size_t((w.V + bv - 1) / bv) <= sms; };
+    if constexpr (Erases) {
+      if (forward) {
+        if (wide(128)) state16_forward_phase<128, Erases>(w, S0, st);
+        else if (one_wave(16)) state16_ring_forward_phase<16, Erases>(w, S0, st);
+        else state16_ring_forward_phase<32, Erases>(w, S0, st);
+      }
+      if (reverse) {
+        if (one_wave(16)) state16_ring_reverse_phase<16, Erases>(w, dST, dS0, st);
+        else state16_ring_reverse_phase<32, Erases>(w, dST, dS0, st);
+      }
+    } else {
+      if (forward) {
+        if (wide(128)) state16_forward_phase<128, Erases>(w, S0, st);
+        else state16_forward_phase<16, Erases>(w, S0, st);
+      }
+      if (reverse) {
+        if (wide(128)) state16_reverse_phase<128, Erases>(w, dST, dS0, st);
+        else state16_reverse_phase<32, Erases>(w, dST, dS0, st);
+      }
     }
   } else {
     if (forward) {
