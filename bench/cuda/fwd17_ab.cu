@@ -1,10 +1,12 @@
 // bench/cuda/fwd17_ab.cu — the 64-token kernel of the rules that only add (scalar_chunk_kernel.hpp, linear_attn /
-// simple_gla) against main 3bd08c2's (scalar_chunk_v0.hpp) and fwd17's first step (scalar_chunk_v1.hpp: X's products
-// in one pass, main's warp strips) in one process, launched directly on the same kernel arguments (issue #15). Instantiates additive and simple_gla alone (not built by CMake):
+// simple_gla) against main 3bd08c2's (scalar_chunk_v0.hpp), fwd17's first step (scalar_chunk_v1.hpp: X's products in
+// one pass, main's warp strips) and a no-copy timing probe (scalar_chunk_noload.hpp) in one process, launched
+// directly on the same kernel arguments (issue #15). Instantiates additive and simple_gla alone (not built by CMake):
 //   nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
 //        -Iinclude -Itests -I<eigen3> bench/cuda/fwd17_ab.cu -o fwd17_ab
-//   ./fwd17_ab --check    the new kernels against main's on random inputs with every option the kernel takes; o, final state and
-//                         residual compared (relative distance, max |Δ|); one JSON line per case; rc 1 on a mismatch
+//   ./fwd17_ab --check    the new kernels against main's on random inputs with every option the kernel takes; o,
+//                         final state and residual compared (relative distance, max |Δ|); a JSON line per case; rc 1
+//                         on a mismatch
 //   ./fwd17_ab --time     interleaved timings (medians of 9 × 10 launches, rounds rotating which goes first),
 //                         bf16 H = 16 K = V = 128: 8×4096 whole and with h0 (pass C of 1×32768 in pieces of 4096),
 //                         2×16384, 1×32768, packed 32768 + 63×512
@@ -18,6 +20,7 @@
 #include "ab_common.hpp"
 #include "scalar_chunk_v0.hpp"
 #include "scalar_chunk_v1.hpp"
+#include "scalar_chunk_noload.hpp"
 
 namespace {
 using namespace linea;
@@ -149,7 +152,8 @@ struct buffers {
   }
 };
 
-// Variant 2: the library's kernel; 0: main's; 1: fwd17's first step.
+// Variant 2: the library's kernel; 0: main's; 1: fwd17's first step; 3: the library's without the in-loop copies
+// (a timing probe, wrong outputs).
 template <class Rule, int Variant>
 void launch(const cuda_detail::kernel_args<bf16>& k, index_t rows) {
   using namespace cuda_detail;
@@ -158,6 +162,10 @@ void launch(const cuda_detail::kernel_args<bf16>& k, index_t rows) {
     constexpr auto kernel = scalar_chunk_kernel<Rule, bf16, E>;
     allow_dynamic_shared<kernel>(scalar_chunk_shape::bytes, 0);
     kernel<<<grid, tiles::threads, scalar_chunk_shape::bytes>>>(k);
+  } else if constexpr (Variant == 3) {
+    constexpr auto kernel = probe::scalar_chunk_kernel_noload<Rule, bf16, E>;
+    allow_dynamic_shared<kernel>(probe::scalar_chunk_shape_noload::bytes, 0);
+    kernel<<<grid, tiles::threads, probe::scalar_chunk_shape_noload::bytes>>>(k);
   } else if constexpr (Variant == 1) {
     constexpr auto kernel = v1::scalar_chunk_kernel_v1<Rule, bf16, E>;
     allow_dynamic_shared<kernel>(v1::scalar_chunk_shape_v1::bytes, 0);
@@ -224,21 +232,23 @@ void time_case(const options& x) {
   buffers b(x);
   const auto k0 = b.template args<Rule>(0);
   const auto k1 = b.template args<Rule>(1);
-  std::vector<double> t[3];
+  std::vector<double> t[4];
   auto one = [&](int v) {
     auto f = [&] {
       if (v == 0) launch<Rule, 0>(k1, b.N);
       else if (v == 1) launch<Rule, 1>(k0, b.N);
-      else launch<Rule, 2>(k0, b.N);
+      else if (v == 2) launch<Rule, 2>(k0, b.N);
+      else launch<Rule, 3>(k0, b.N);
     };
     t[v].push_back(linea_bench::time_ms(f, 10, 1));
   };
   for (int r = 0; r < 9; ++r)  // rounds rotate which variant goes first
-    for (int i = 0; i < 3; ++i) one((r + i) % 3);
+    for (int i = 0; i < 4; ++i) one((r + i) % 4);
   for (auto& x : t) std::sort(x.begin(), x.end());
   std::printf("{\"kind\":\"time\",\"rule\":\"%s\",\"shape\":\"%s\",\"v0_ms\":%.4f,\"v1_ms\":%.4f,\"new_ms\":%.4f,"
-              "\"v0_min\":%.4f,\"v1_min\":%.4f,\"new_min\":%.4f,\"speedup\":%.3f}\n",
-              rule_name<Rule>(), x.name.c_str(), t[0][4], t[1][4], t[2][4], t[0][0], t[1][0], t[2][0], t[0][4] / t[2][4]);
+              "\"noload_ms\":%.4f,\"v0_min\":%.4f,\"v1_min\":%.4f,\"new_min\":%.4f,\"speedup\":%.3f}\n",
+              rule_name<Rule>(), x.name.c_str(), t[0][4], t[1][4], t[2][4], t[3][4], t[0][0], t[1][0], t[2][0],
+              t[0][4] / t[2][4]);
   std::fflush(stdout);
 }
 
