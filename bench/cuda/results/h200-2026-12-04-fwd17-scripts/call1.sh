@@ -8,7 +8,7 @@
 set -u
 R=$(pwd)
 export PATH=/usr/local/cuda/bin:$PATH
-START=$(date +%s); LIMIT=${LIMIT:-210}
+START=$(date +%s); LIMIT=${LIMIT:-185}
 el() { echo "== $1 at $(( $(date +%s) - START )) s" | tee -a "$OUT/steps.txt"; }
 left() { echo $(( LIMIT - ($(date +%s) - START) )); }
 B=/tmp/fwd17; mkdir -p $B/obj
@@ -29,13 +29,13 @@ timeout 40 $AB --check > "$OUT/ab_check.jsonl" 2>&1; echo "ab --check rc $?" >> 
 tail -2 "$OUT/ab_check.jsonl"
 el checks
 TC="cuda additive*,cuda simple_gla*,cuda: additive*,cuda: partial*,cuda: the inputs*,CUDA seg*,CUDA chunk kernels*,CUDA context*,cuda: a log decay*,cuda: a NaN*,sanitize: additive,cuda::launch*"
-( timeout 110 $B/t "-tc=$TC" > "$OUT/tests.log" 2>&1; echo "tests rc $?" >> "$OUT/tests.log" ) &
-( timeout 110 $B/conf $R/conf/fla $R/conf/linea > $B/conf.log 2>&1; echo "conf rc $?" >> $B/conf.log ) &
-( timeout 120 compute-sanitizer --tool memcheck --kernel-regex kns=scalar_chunk_kernel --error-exitcode 9 $B/t \
+( timeout 90 $B/t "-tc=$TC" > "$OUT/tests.log" 2>&1; echo "tests rc $?" >> "$OUT/tests.log" ) &
+( timeout 90 $B/conf $R/conf/fla $R/conf/linea > $B/conf.log 2>&1; echo "conf rc $?" >> $B/conf.log ) &
+( timeout 80 compute-sanitizer --tool memcheck --kernel-regex kns=scalar_chunk_kernel --error-exitcode 9 $B/t \
     "-tc=sanitize: additive,cuda additive: chunkwise*,cuda simple_gla: chunkwise*,cuda: additive rule with the normaliser on the 64-token kernel*,cuda: a NaN or inf input poisons only what the recurrence poisons (scalar*" > $B/mc.log 2>&1; echo "memcheck suite rc $?" >> $B/mc.log ) &
-( timeout 120 compute-sanitizer --tool racecheck --kernel-regex kns=scalar_chunk_kernel --error-exitcode 9 $B/t \
+( timeout 80 compute-sanitizer --tool racecheck --kernel-regex kns=scalar_chunk_kernel --error-exitcode 9 $B/t \
     "-tc=cuda additive: chunkwise*,cuda simple_gla: chunkwise*,cuda: additive rule with the normaliser on the 64-token kernel*" > $B/rc.log 2>&1; echo "racecheck suite rc $?" >> $B/rc.log ) &
-( timeout 120 compute-sanitizer --tool memcheck --kernel-regex kns=scalar_chunk_kernel --error-exitcode 9 $AB --check > $B/mcab.log 2>&1; echo "memcheck fwd17_ab --check rc $?" >> $B/mcab.log ) &
+( timeout 80 compute-sanitizer --tool memcheck --kernel-regex kns=scalar_chunk_kernel --error-exitcode 9 $AB --check > $B/mcab.log 2>&1; echo "memcheck fwd17_ab --check rc $?" >> $B/mcab.log ) &
 wait
 { grep -h -E "test cases|assertions|rc " "$OUT/tests.log"; echo "-- conformance"; tail -4 $B/conf.log
   for f in mc rc mcab; do echo "-- $f"; grep -h -E "ERROR SUMMARY|RACECHECK SUMMARY|test cases:|assertions:|rc |mismatches" $B/$f.log; grep -m5 -h -E "Invalid|hazard|Error" $B/$f.log; done; } > "$OUT/checks.txt" 2>&1

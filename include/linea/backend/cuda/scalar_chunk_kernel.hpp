@@ -6,15 +6,10 @@
 //   O = s [Diag(2^G) Q S + P V]
 //   S ← 2^(G_C) S + Kᵀ V_d,   V_d = Diag(2^(G_C − G)) V        (every factor ≤ 1: no overflow)
 // Nothing inside a chunk is serial (no solve), so a chunk is two phases between two barriers:
-//   X: Q S and P (tensor cores); V_d
+//   X: Q S and P (tensor cores, one pass over Q's fragments where a warp forms both); V_d
 //   Y: O += P V, written out; S updated in registers; Sᵀ to shared memory for the next chunk's Q S
 // One CTA per (sequence, value head, 64 value columns), 8 warps, two CTAs per SM; the 128×64 state tile lives in
-// registers (fp32 mma accumulators, warp w owns key rows 16w..16w+15). The query side is split so that every warp
-// does the same work in each phase (fwd17; the phases end at barriers, so the busiest warp sets the pace): warp w
-// owns O's row blocks ra = w / 4 and rb = 3 − w / 4 (16 rows each: 0 with 3, 1 with 2) in value columns
-// 16 (w % 4) .. + 15, so its P V strips take ra + 1 + rb + 1 = 5 k-steps whatever w; the 20 n-tiles of P (16×8,
-// on or below the diagonal) are dealt out 2 or 3 a warp among the warps that own their rows, and a warp forms its
-// Q S and its P tiles in one pass over Q's fragments. q, k, v land by cp.async straight into
+// registers (fp32 mma accumulators, warp w owns key rows 16w..16w+15). q, k, v land by cp.async straight into
 // the operand tiles — k and v double-buffered, q refilled during Y, when nothing reads it — and Kᵀ and V are
 // read token-major through ldmatrix .trans, so no tile is rewritten or transposed on the way.
 //
@@ -49,75 +44,40 @@ struct scalar_chunk_shape {
       p_at = s_at + BV * LDK,                      // P            [CL][LDP]
       vd_at = p_at + CL * LDP,                     // V_d          [CL][LDV]
       end = vd_at + CL * LDV;
-  // + G (2 buffers); normalize's z_c [KP], q·z_c [CL] and P's row sums per warp of a row block's four [4][CL]
-  static constexpr int zs_at = 2 * CL, qz_at = zs_at + tiles::KP, rows_at = qz_at + CL, floats = rows_at + 4 * CL;
+  // + G (2 buffers); normalize's z_c [KP], q·z_c [CL] and P's row sums per half of the columns [2][CL]
+  static constexpr int zs_at = 2 * CL, qz_at = zs_at + tiles::KP, rows_at = qz_at + CL, floats = rows_at + 2 * CL;
   static constexpr std::size_t bytes = 2 * std::size_t(end) + sizeof(float) * floats;
   static_assert(bytes <= 113 * 1024, "two CTAs per SM");
 };
 
-// Phase X's products of warp (ra, rb, q), one pass over its two row blocks of Q (A fragments loaded once for all):
-//   o[i][j]  += Q(rows of block i) · Sᵀ(16q + 8j ..)ᵀ     i = 0: block ra, 1: block rb; over all K (ST: [column][key])
-//   pb[j]    += Q(rb) · K(16q + 8j ..)ᵀ                   PB: rb's P tiles 2q, 2q + 1 (Kt: [token][key])
-//   pa[0]    += Q(ra) · K(8q ..)ᵀ                         NA = 1: ra's P tile q
-//   pa[0, 1] += Q(ra) · K(16 + 8j ..)ᵀ                    NA = 2: ra's P tiles 2, 3
-// Each accumulator sums its k-steps in order, as mma_strip does: the same values as main's strips.
-template <class E, bool PB, int NA>
-__device__ __forceinline__ void x_products(float (&o)[2][2][4], float (&pb)[2][4], float (&pa)[2][4], const E* Q,
-                                           const E* ST, const E* Kt, int ld, int ra, int rb, int q) {
-  static_assert(sizeof(E) == 2 && NA >= 0 && NA <= 2, "16-bit operands");
+// Phase X's two products of a warp's strip in one pass over its 16 rows of Q, each A fragment loaded once for both
+// (fwd17: the kernel is bound by shared-memory wavefronts, and these loads are ~7% of them): o[t] += Q · Sᵀ(8t ..)ᵀ
+// (ST: [value column][key]) and p[t] += Q · K(8t ..)ᵀ (Kt: [token][key]) over all K. Each accumulator sums its
+// k-steps in order, as mma_strip does: the same values.
+template <class E>
+__device__ __forceinline__ void qs_and_qk(float (&o)[4][4], float (&p)[4][4], const E* Q, const E* ST, const E* Kt,
+                                          int ld) {
+  static_assert(sizeof(E) == 2, "16-bit operands");
   const int lane = threadIdx.x & 31, l8 = lane & 7, m = lane >> 3;
-  // mma_strip's lane addressing (mma.hpp): A [m][k]; B [n][k], two n-tiles an x4; one n-tile an x2 (lanes 0-15)
-  const int a_lane = (l8 + 8 * (m & 1)) * ld + 8 * (m >> 1), b_lane = (l8 + 8 * (m >> 1)) * ld + 8 * (m & 1);
-  const E *qa = Q + 16 * ra * ld + a_lane, *qb = Q + 16 * rb * ld + a_lane, *st = ST + 16 * q * ld + b_lane;
-  const E* kb = Kt + 16 * q * ld + b_lane;
-  const E* ka = NA == 2 ? Kt + 16 * ld + b_lane : Kt + (8 * q + l8) * ld + 8 * (m & 1);
+  // mma_strip's lane addressing (mma.hpp): A [m][k], B [n][k], two n-tiles an x4
+  const E* pa = Q + (l8 + 8 * (m & 1)) * ld + 8 * (m >> 1);
+  const int b_lane = (l8 + 8 * (m >> 1)) * ld + 8 * (m & 1);
+  const E *ps = ST + b_lane, *pk = Kt + b_lane;
 #pragma unroll
   for (int s = 0; s < tiles::KP / 16; ++s) {
-    std::uint32_t a0[4], a1[4], b[4];
-    ldmatrix_x4(a0, qa + 16 * s);
-    ldmatrix_x4(a1, qb + 16 * s);
-    ldmatrix_x4(b, st + 16 * s);
-    {
-      const std::uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]};
-      mma_regs<E>(o[0][0], a0, b0), mma_regs<E>(o[0][1], a0, b1);
-      mma_regs<E>(o[1][0], a1, b0), mma_regs<E>(o[1][1], a1, b1);
-    }
-    if constexpr (PB) {
-      std::uint32_t c[4];
-      ldmatrix_x4(c, kb + 16 * s);
-      const std::uint32_t c0[2] = {c[0], c[1]}, c1[2] = {c[2], c[3]};
-      mma_regs<E>(pb[0], a1, c0), mma_regs<E>(pb[1], a1, c1);
-    }
-    if constexpr (NA == 1) {
-      std::uint32_t d[2];
-      ldmatrix_x2(d, ka + 16 * s);
-      mma_regs<E>(pa[0], a0, d);
-    } else if constexpr (NA == 2) {
-      std::uint32_t d[4];
-      ldmatrix_x4(d, ka + 16 * s);
-      const std::uint32_t d0[2] = {d[0], d[1]}, d1[2] = {d[2], d[3]};
-      mma_regs<E>(pa[0], a0, d0), mma_regs<E>(pa[1], a0, d1);
-    }
-  }
-}
-
-// One 16×8 tile of P (row block R, tokens 8t ..) from its accumulators: the in-chunk decay 2^(G_r − G_s), the causal
-// mask, rounded into Pe; its rows' sums (float32, before rounding) added to rows[0] (row 16R + g), rows[1] (+ 8).
-template <bool Decays, class E>
-__device__ __forceinline__ void p_tile_out(E* Pe, int ldp, const float (&c)[4], int R, int t, const float* Gc,
-                                           float (&rows)[2]) {
-  const int s = 8 * t + acc_col(0);
+    std::uint32_t a[4];
+    ldmatrix_x4(a, pa + 16 * s);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int r = 16 * R + acc_row(2 * h);
-    float x0 = c[2 * h], x1 = c[2 * h + 1];
-    if constexpr (Decays) {
-      const float gr = Gc[r];
-      x0 *= tiles::ex2(gr - Gc[s]), x1 *= tiles::ex2(gr - Gc[s + 1]);
+    for (int h = 0; h < 2; ++h) {
+      std::uint32_t b[4], c[4];
+      ldmatrix_x4(b, ps + 16 * s + h * 16 * ld);
+      ldmatrix_x4(c, pk + 16 * s + h * 16 * ld);
+      const std::uint32_t b0[2] = {b[0], b[1]}, b1[2] = {b[2], b[3]}, c0[2] = {c[0], c[1]}, c1[2] = {c[2], c[3]};
+      mma_regs<E>(o[2 * h], a, b0);
+      mma_regs<E>(o[2 * h + 1], a, b1);
+      mma_regs<E>(p[2 * h], a, c0);
+      mma_regs<E>(p[2 * h + 1], a, c1);
     }
-    x0 = s <= r ? x0 : 0.f, x1 = s + 1 <= r ? x1 : 0.f;  // a select: what is masked may be inf
-    *reinterpret_cast<std::uint32_t*>(Pe + r * ldp + s) = pack2<E>(x0, x1);
-    rows[h] += x0 + x1;
   }
 }
 
@@ -157,12 +117,8 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
   }
   tiles::store_state_t(ST, LDK, acc);
 
-  // Warp w: O's row blocks ra, rb (rows 16 ra .., 16 rb ..) in value columns 16 q .. 16 q + 15; P's tiles of rb
-  // 2q, 2q + 1 where they reach its diagonal (pb: q ≤ rb), and na of ra's (1: tile q; 2: tiles 2, 3) — every tile
-  // on or below the diagonal once: rb = 3 by q = 0..3, ra = 0 by q = 0, 1; rb = 2 by q = 0..2, ra = 1 by q = 0, 1, 3.
-  const int ra = warp >> 2, rb = 3 - ra, q = warp & 3;
-  const bool pb = q <= rb;
-  const int na = q < 2 ? 1 : (ra == 1 && q == 3) ? 2 : 0;
+  // Warp w: rows r0 .. r0 + 15 of P and O, columns c0w .. c0w + 31 (tokens of P, value columns of O).
+  const int r0 = 16 * (warp >> 1), c0w = 32 * (warp & 1);
   int buf = 0;
   for (index_t c0 = seq.t0; c0 < seq.t1; c0 += CL, buf ^= 1) {
     const int L = cta.rows_in(c0);
@@ -184,21 +140,34 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
     if (decays && warp == 0 && more) gn0 = raw_g(c0 + CL, Ln, lane), gn1 = raw_g(c0 + CL, Ln, lane + 32);
 
     // ---- X: Q S and P; V_d -------------------------------------------------------------------------------------
-    float o[2][2][4] = {}, pbt[2][4] = {}, pat[2][4] = {};
-    if (pb && na == 1) x_products<E, true, 1>(o, pbt, pat, Qs, ST, Ks, LDK, ra, rb, q);
-    else if (pb) x_products<E, true, 0>(o, pbt, pat, Qs, ST, Ks, LDK, ra, rb, q);
-    else x_products<E, false, 2>(o, pbt, pat, Qs, ST, Ks, LDK, ra, rb, q);
-    float rows_a[2] = {0.f, 0.f}, rows_b[2] = {0.f, 0.f};  // this thread's part of P's row sums (normalize)
-    if (pb) p_tile_out<decays>(Pe, LDP, pbt[0], rb, 2 * q, Gc, rows_b), p_tile_out<decays>(Pe, LDP, pbt[1], rb, 2 * q + 1, Gc, rows_b);
-    if (na == 1) p_tile_out<decays>(Pe, LDP, pat[0], ra, q, Gc, rows_a);
-    if (na == 2) p_tile_out<decays>(Pe, LDP, pat[0], ra, 2, Gc, rows_a), p_tile_out<decays>(Pe, LDP, pat[1], ra, 3, Gc, rows_a);
-    if (norm) {  // P's row sums over this warp's tiles of blocks ra, rb (0 where none) into slot q; q_r·z_c per row
+    float o[4][4] = {};
+    float prow[2] = {0.f, 0.f};  // normalize: this thread's part of P's row sums (rows r0 + acc_row(0 | 2))
+    if (c0w > r0 + 15) {  // no entry of P on or below the diagonal in this strip (it is never read): Q S alone
+      mma_strip<E, 4, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
+    } else {
+      float p[4][4] = {};
+      qs_and_qk(o, p, Qs + r0 * LDK, ST + c0w * LDK, Ks + c0w * LDK, LDK);
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        float x = rows_a[h], y = rows_b[h];
+        const int r = r0 + acc_row(2 * h);
+        const float gr = decays ? Gc[r] : 0.f;
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          const int s = c0w + 8 * t + acc_col(0);
+          float x0 = p[t][2 * h], x1 = p[t][2 * h + 1];
+          if constexpr (decays) x0 *= ex2(gr - Gc[s]), x1 *= ex2(gr - Gc[s + 1]);
+          x0 = s <= r ? x0 : 0.f, x1 = s + 1 <= r ? x1 : 0.f;  // a select: what is masked may be inf
+          *reinterpret_cast<std::uint32_t*>(Pe + r * LDP + s) = pack2<E>(x0, x1);
+          prow[h] += x0 + x1;
+        }
+      }
+    }
+    if (norm) {  // P's row sums over this warp's 32 columns (zero above the diagonal); q_r·z_c for every row
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float x = prow[h];
         x += __shfl_xor_sync(0xffffffffu, x, 1), x += __shfl_xor_sync(0xffffffffu, x, 2);
-        y += __shfl_xor_sync(0xffffffffu, y, 1), y += __shfl_xor_sync(0xffffffffu, y, 2);
-        if ((lane & 3) == 0) Prow[q * CL + 16 * ra + acc_row(2 * h)] = x, Prow[q * CL + 16 * rb + acc_row(2 * h)] = y;
+        if ((lane & 3) == 0) Prow[(warp & 1) * CL + r0 + acc_row(2 * h)] = x;
       }
       const int r = tid >> 2, c = 32 * (tid & 3);
       float x = 0;
@@ -233,21 +202,31 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
     if (more) cta.fetch_q(Qs, a, c0 + CL, Ln);
 
     // ---- Y: O += P V, out; S ← 2^(G_C) S + Kᵀ V_d; Sᵀ for the next chunk ---------------------------------------------
-    const int blk[2] = {ra, rb};
     if constexpr (decays) {
 #pragma unroll
-      for (int i = 0; i < 2; ++i)
+      for (int h = 0; h < 2; ++h) {
+        const float f = ex2(Gc[r0 + acc_row(2 * h)]);
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float f = ex2(Gc[16 * blk[i] + acc_row(2 * h)]);
-#pragma unroll
-          for (int j = 0; j < 2; ++j) o[i][j][2 * h] *= f, o[i][j][2 * h + 1] *= f;
-        }
+        for (int t = 0; t < 4; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
+      }
     }
+    causal_strip<E, 4, true>(o, Pe + r0 * LDP, LDP, Vs + c0w, LDV, r0 / 16 + 1);  // P is zero past the diagonal
+    if (norm) {  // o_r / (s q_r·z_r + 1e-10); then z_c += Σ k of the chunk (rows past L are zero-filled)
 #pragma unroll
-    for (int i = 0; i < 2; ++i)  // P is zero past the diagonal: block R needs R + 1 k-steps
-      causal_strip<E, 2, true>(o[i], Pe + 16 * blk[i] * LDP, LDP, Vs + 16 * q, LDV, blk[i] + 1);
-    // the state's products issued before o's epilogue and stores, which then run under them
+      for (int h = 0; h < 2; ++h) {
+        const int r = r0 + acc_row(2 * h);
+        const float f = 1.f / normaliser_divisor(a.scale * (QZ[r] + Prow[r] + Prow[CL + r]));
+#pragma unroll
+        for (int t = 0; t < 4; ++t) o[t][2 * h] *= f, o[t][2 * h + 1] *= f;
+      }
+      if (tid < KP) {
+        float z = 0;
+#pragma unroll 8
+        for (int r = 0; r < CL; ++r) z += to_float(Ks[r * LDK + tid]);
+        Zs[tid] += z;  // read again only after the next chunk's first barrier
+      }
+    }
+    tiles::store_strip(a.o, seq.bt, c0, hv, jt, r0, c0w, L, Vw, o, a.scale);
     if constexpr (decays) {
       const float f = ex2(Gc[CL - 1]);
 #pragma unroll
@@ -256,25 +235,6 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
         for (int e = 0; e < 4; ++e) acc[nt][e] *= f;
     }
     mma_strip<E, BV / 8, true, true>(acc, Ks + 16 * warp, LDK, decays ? Vd : Vs, LDV, CL / 16);
-    if (norm) {  // o_r / (s q_r·z_r + 1e-10); then z_c += Σ k of the chunk (rows past L are zero-filled)
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int r = 16 * blk[i] + acc_row(2 * h);
-          const float f = 1.f / normaliser_divisor(a.scale * (QZ[r] + Prow[r] + Prow[CL + r] + Prow[2 * CL + r] + Prow[3 * CL + r]));
-#pragma unroll
-          for (int j = 0; j < 2; ++j) o[i][j][2 * h] *= f, o[i][j][2 * h + 1] *= f;
-        }
-      if (tid < KP) {
-        float z = 0;
-#pragma unroll 8
-        for (int r = 0; r < CL; ++r) z += to_float(Ks[r * LDK + tid]);
-        Zs[tid] += z;  // read again only after the next chunk's first barrier
-      }
-    }
-#pragma unroll
-    for (int i = 0; i < 2; ++i) tiles::store_strip(a.o, seq.bt, c0, hv, jt, 16 * blk[i], 16 * q, L, Vw, o[i], a.scale);
     tiles::store_state_t(ST, LDK, acc);  // no warp reads Sᵀ until the next chunk's first barrier
     if (decays && warp == 0 && more) tiles::scan64(gn0, gn1, Gbuf + (buf ^ 1) * CL);
   }
