@@ -451,6 +451,20 @@ TEST_CASE("CUDA backward: st17 ring passes at 32 columns (more heads than 16-col
   check_backward<delta, bf16>(s);
 }
 
+// The workspace carves its float32 slots one after another: where tokens · HV is odd (the per-token slots) every
+// slot after them is only 4-byte aligned. st17's ring passes stored the state with float2 and faulted there
+// (cudaErrorMisalignedAddress; fuzz seed 20261220 case 40: B = 3, T = 127, K = 16, V = 48; seed 20261207 case 1303:
+// T = 2049, K = 1, V = 64, extreme gates, β ≤ 2). Both shapes, both erasing rules, bf16.
+TEST_CASE("CUDA backward: 16-bit state passes with an odd number of tokens (4-byte aligned workspace slots)") {
+  const case_shape odd{.B = 3, .T = 127, .H = 1, .HV = 1, .K = 16, .V = 48, .initial_state = true, .seed = 172};
+  const case_shape long1{.B = 1, .T = 2049, .H = 1, .HV = 1, .K = 1, .V = 64, .initial_state = true,
+                         .gates = gate_range::extreme, .beta_max = 2, .seed = 173};
+  check_backward<delta, bf16>(odd);
+  check_backward<gated_delta, bf16>(odd);
+  check_backward<delta, bf16>(long1);
+  check_backward<gated_delta, bf16>(long1);
+}
+
 // Phase 1 of the scalar-decay rules for 16-bit inputs is chunk_prep16_kernel (bf16 operands on tensor cores; T =
 // (I + A)⁻¹ in float32 from A's fp32 accumulators): under SPEC §6's extremes — β up to 2 (negative eigenvalues of
 // the transition; I + A furthest from the identity where no decay damps A: delta) and log decays uniform in

@@ -69,11 +69,14 @@ __device__ __forceinline__ void ring_tile(float* dst, int ld, const float* src, 
 }
 
 // rows d0, d0 + 8, columns 8i + 2q, + 1 of a [K][V] float32 slab at p (the tile's first column): from the state's
-// accumulators (Store) or into them; float2 where V is even (8-byte aligned pairs), else one float at a time
+// accumulators (Store) or into them; float2 where V is even and p 8-byte aligned (then every pair is), else one
+// float at a time. (The workspace's slots are carved one after another, so a slot after one of odd length, e.g. the
+// per-token log decays at odd T · HV, is only 4-byte aligned: fuzz cases 40 of seed 20261220 and 1303, T = 127 · 3
+// and 2049, faulted with cudaErrorMisalignedAddress before this check.)
 template <bool Store, int NT>
 __device__ __forceinline__ void state_pairs(float (&c)[NT][4], float* p, index_t V, int K, int bv, int d0) {
   const int q = threadIdx.x & 3;
-  const bool pairs = V % 2 == 0;
+  const bool pairs = V % 2 == 0 && reinterpret_cast<std::uintptr_t>(p) % 8 == 0;
 #pragma unroll
   for (int i = 0; i < NT; ++i)
 #pragma unroll
