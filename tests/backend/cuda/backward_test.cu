@@ -152,6 +152,11 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
     CHECK_THROWS_AS((linea::backward<Rule, read::identity, backend::cuda>(
                         a, g, cuda::launch{.stream = stream, .workspace = ws, .workspace_bytes = bytes - 1})),
                     linea::error);
+    // a workspace that is large enough but not 16-byte aligned: an error naming the argument, before any launch
+    CHECK_THROWS_WITH_AS((linea::backward<Rule, read::identity, backend::cuda>(
+                             a, g, cuda::launch{.stream = stream, .workspace = static_cast<char*>(ws) + 4,
+                                                .workspace_bytes = bytes})),
+                         doctest::Contains("'workspace'"), linea::error);
     linea::backward<Rule, read::identity, backend::cuda>(a, g, {.stream = stream, .workspace = ws, .workspace_bytes = bytes});
     cuda_ok(cudaStreamSynchronize(stream));
     cuda_ok(cudaFree(ws));
@@ -451,18 +456,23 @@ TEST_CASE("CUDA backward: st17 ring passes at 32 columns (more heads than 16-col
   check_backward<delta, bf16>(s);
 }
 
-// The workspace carves its float32 slots one after another: where tokens · HV is odd (the per-token slots) every
-// slot after them is only 4-byte aligned. st17's ring passes stored the state with float2 and faulted there
-// (cudaErrorMisalignedAddress; fuzz seed 20261220 case 40: B = 3, T = 127, K = 16, V = 48; seed 20261207 case 1303:
-// T = 2049, K = 1, V = 64, extreme gates, β ≤ 2). Both shapes, both erasing rules, bf16.
-TEST_CASE("CUDA backward: 16-bit state passes with an odd number of tokens (4-byte aligned workspace slots)") {
+// The workspace once carved its float32 slots one after another: where tokens · HV is odd (the per-token slots)
+// every slot after them was only 4-byte aligned, and st17's ring passes, which store the state with float2, faulted
+// there (cudaErrorMisalignedAddress; fuzz seed 20261220 case 40: B = 3, T = 127, K = 16, V = 48; seed 20261207 case
+// 1303: T = 2049, K = 1, V = 64, extreme gates, β ≤ 2). Every slot now starts 256 bytes past the base (plan.hpp;
+// plan_test.cu checks the offsets on the host). Both shapes, both erasing rules, bf16, in linea's cached workspace
+// and in a caller's of backward_workspace_size bytes (own_stream; a misaligned one is rejected there).
+TEST_CASE("CUDA backward: 16-bit state passes with an odd number of tokens (workspace slot alignment)") {
   const case_shape odd{.B = 3, .T = 127, .H = 1, .HV = 1, .K = 16, .V = 48, .initial_state = true, .seed = 172};
   const case_shape long1{.B = 1, .T = 2049, .H = 1, .HV = 1, .K = 1, .V = 64, .initial_state = true,
                          .gates = gate_range::extreme, .beta_max = 2, .seed = 173};
-  check_backward<delta, bf16>(odd);
-  check_backward<gated_delta, bf16>(odd);
-  check_backward<delta, bf16>(long1);
-  check_backward<gated_delta, bf16>(long1);
+  for (const bool caller : {false, true}) {
+    CAPTURE(caller);
+    check_backward<delta, bf16>(odd, {.own_stream = caller});
+    check_backward<gated_delta, bf16>(odd, {.own_stream = caller});
+    check_backward<delta, bf16>(long1, {.own_stream = caller});
+    check_backward<gated_delta, bf16>(long1, {.own_stream = caller});
+  }
 }
 
 // Phase 1 of the scalar-decay rules for 16-bit inputs is chunk_prep16_kernel (bf16 operands on tensor cores; T =

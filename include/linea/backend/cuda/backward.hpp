@@ -114,7 +114,7 @@ scratch_layout layout_scratch(const arguments<T, S>& a) {
   if constexpr (channel_gated<Rule>) {
     const std::size_t rows = std::size_t(s.plan.tokens) * std::size_t(s.plan.HV);
     s.gates_at = (s.bytes + 255) / 256 * 256;
-    if (rows) s.bytes = s.gates_at + sizeof(float) * rows * std::size_t(s.plan.K + s.plan.V);
+    if (rows) s.bytes = s.gates_at + sizeof(float) * (slot_round(rows * std::size_t(s.plan.K)) + rows * std::size_t(s.plan.V));
   }
   if (a.normalize)
     s.norm_at = (s.bytes + 255) / 256 * 256, s.bytes = s.norm_at + sizeof(float) * normalizer_floats(s.plan);
@@ -177,7 +177,7 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   if constexpr (channels)
     if (tokens) {
       float* b = reinterpret_cast<float*>(scratch.base + layout.gates_at);
-      float* wv = b + tokens * std::size_t(p.HV) * std::size_t(p.K);
+      float* wv = b + slot_round(tokens * std::size_t(p.HV) * std::size_t(p.K));  // (each slot_bytes aligned: plan.hpp)
       channel_gates_kernel<T><<<unsigned(tokens), threads, 0, st>>>(a.b, a.w, w, b, wv);
       check_launch("backward channel_gates_kernel");
       cg.b = b, cg.w = wv;

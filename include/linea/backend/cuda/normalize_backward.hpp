@@ -34,7 +34,7 @@ struct normalizer_work {
 inline std::size_t normalizer_floats(const backward_plan& p) {
   const std::size_t tokens = std::size_t(p.tokens), chunks = p.chunks.size(), H = std::size_t(p.H),
                     HV = std::size_t(p.HV), K = std::size_t(p.K);
-  return tokens * (H + HV) + chunks * K * (H + HV);
+  return slot_round(tokens * H) + slot_round(tokens * HV) + slot_round(chunks * H * K) + chunks * HV * K;
 }
 
 // zsum[c, h] = Σ_{t in chunk c} k̂_t (key head h).
@@ -160,9 +160,9 @@ inline normalizer_work normalize_before(const work& w, const backward_plan& plan
   normalizer_work nw;
   float* f = reinterpret_cast<float*>(at);
   const std::size_t tokens = std::size_t(plan.tokens), chunks = plan.chunks.size(), K = std::size_t(w.K);
-  nw.den = f, f += tokens * std::size_t(w.H);
-  nw.dden = f, f += tokens * std::size_t(w.HV);
-  nw.zsum = f, f += chunks * std::size_t(w.H) * K;
+  nw.den = f, f += slot_round(tokens * std::size_t(w.H));  // (every slot slot_bytes aligned, as plan.hpp's)
+  nw.dden = f, f += slot_round(tokens * std::size_t(w.HV));
+  nw.zsum = f, f += slot_round(chunks * std::size_t(w.H) * K);
   nw.qsum = f;
   if (chunks == 0 || w.K == 0) return nw;
   const dim3 key_heads(unsigned(chunks), unsigned(w.H));

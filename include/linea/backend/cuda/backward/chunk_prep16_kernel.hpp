@@ -111,7 +111,7 @@ __device__ __forceinline__ void store_quad16(half16* dst, float4 x, float f = 1.
 
 // Two adjacent outputs (columns c, c + 1 of a row with n columns) to global memory: one 8-byte store where both
 // exist and `even` (the tensor's base 8-byte aligned and its rows of even length; c is even), else 4-byte ones.
-// (The workspace's tensors are only 4-byte aligned in general: carve() packs them by element counts.)
+// (carve() starts the workspace's tensors 16-byte aligned, plan.hpp; the test stays for rows of odd length.)
 __device__ __forceinline__ void store_pair(float* row, int c, int n, bool even, float a, float b) {
   if (c + 1 < n && even) {
     *reinterpret_cast<float2*>(row + c) = make_float2(a, b);

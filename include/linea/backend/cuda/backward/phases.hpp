@@ -149,8 +149,23 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
     // The rules that only add keep state14's choice (their 16-bit backward is add16_phases.hpp's; this serves the
     // CCQ read's rule pass and add16's fallback).
     const auto one_wave = [&](index_t bv) { return heads * std::size_t((w.V + bv - 1) / bv) <= sms; };
-    // state14's single-stage passes: the rules that only add, and the erasing rules where the ring may not run
-    const auto single_stage = [&] {
+    if constexpr (Erases) {
+      // The ring's state slabs move as float2 (state_pairs): h and dh must be 8-byte aligned. plan.hpp starts every
+      // slot 256 bytes past a 16-byte aligned base, so they always are; a violation is a bug in the workspace's
+      // carving (before that invariant, odd tokens · HV left them 4-byte aligned and the ring faulted: fuzz seed
+      // 20261220 case 40, seed 20261207 case 1303), reported here rather than as cudaErrorMisalignedAddress.
+      if ((reinterpret_cast<std::uintptr_t>(w.h) | reinterpret_cast<std::uintptr_t>(w.dh)) % 8 != 0)
+        throw linea::error("cuda backward: internal: the workspace's h and dh slots are not 8-byte aligned (plan.hpp)");
+      if (forward) {
+        if (wide(128)) state16_forward_phase<128, Erases>(w, S0, st);
+        else if (one_wave(16)) state16_ring_forward_phase<16, Erases>(w, S0, st);
+        else state16_ring_forward_phase<32, Erases>(w, S0, st);
+      }
+      if (reverse) {
+        if (one_wave(16)) state16_ring_reverse_phase<16, Erases>(w, dST, dS0, st);
+        else state16_ring_reverse_phase<32, Erases>(w, dST, dS0, st);
+      }
+    } else {  // state14's single-stage passes
       if (forward) {
         if (wide(128)) state16_forward_phase<128, Erases>(w, S0, st);
         else state16_forward_phase<16, Erases>(w, S0, st);
@@ -159,28 +174,6 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
         if (wide(128)) state16_reverse_phase<128, Erases>(w, dST, dS0, st);
         else state16_reverse_phase<32, Erases>(w, dST, dS0, st);
       }
-    };
-    if constexpr (Erases) {
-      // The ring's state slabs move as float2: it runs where the h and dh slots are 8-byte aligned. The workspace
-      // carves its slots one after another, so an odd tokens · HV leaves them 4-byte aligned (fuzz seed 20261220
-      // case 40, seed 20261207 case 1303: cudaErrorMisalignedAddress in fin17's call); those shapes take state14's
-      // verified passes. (state_pairs checks the alignment as well.)
-      const bool ring = (reinterpret_cast<std::uintptr_t>(w.h) | reinterpret_cast<std::uintptr_t>(w.dh)) % 8 == 0;
-      if (!ring) {
-        single_stage();
-      } else {
-        if (forward) {
-          if (wide(128)) state16_forward_phase<128, Erases>(w, S0, st);
-          else if (one_wave(16)) state16_ring_forward_phase<16, Erases>(w, S0, st);
-          else state16_ring_forward_phase<32, Erases>(w, S0, st);
-        }
-        if (reverse) {
-          if (one_wave(16)) state16_ring_reverse_phase<16, Erases>(w, dST, dS0, st);
-          else state16_ring_reverse_phase<32, Erases>(w, dST, dS0, st);
-        }
-      }
-    } else {
-      single_stage();
     }
   } else {
     if (forward) {

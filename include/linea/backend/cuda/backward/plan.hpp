@@ -2,26 +2,73 @@
 // sequence) and the float32 workspace of work.hpp, how many bytes they take (linea::cuda::backward_workspace_size)
 // and where each part lies. The table is built on the host from the arguments' extents and host cu_seqlens, so the
 // size is known before the call; nothing here touches the device.
+//
+// Alignment: every part and every float32 slot of a part starts a multiple of slot_bytes (256) past the workspace's
+// base, which is 16-byte aligned (a caller's workspace is checked, backward.hpp; linea's own comes from cudaMalloc),
+// so every slot is 16-byte aligned whatever the extents. The kernels read and write slots with float2 / float4 and
+// 16-byte cp.async (the st17 ring's state slabs faulted with cudaErrorMisalignedAddress when slots were laid end to
+// end: an odd tokens · HV left every later slot 4-byte aligned, fuzz seed 20261220 case 40, seed 20261207 case 1303).
+// The one list of slots (float_slots) sizes the plan and carves the workspace, so the two cannot disagree.
 #pragma once
 #include <algorithm>
 #include <cstdint>
 #include <vector>
 
 #include "../../../core/arguments.hpp"
+#include "../../../core/error.hpp"
 #include "work.hpp"
 
 namespace linea::cuda_detail::bwd {
+
+// Where every part and every float32 slot starts: a multiple of slot_bytes past the workspace's base.
+inline constexpr std::size_t slot_bytes = 256;
+inline constexpr std::size_t slot_floats = slot_bytes / sizeof(float);
+inline constexpr std::size_t slot_round(std::size_t floats) { return (floats + slot_floats - 1) / slot_floats * slot_floats; }
 
 struct backward_plan {
   std::vector<chunk_info> chunks;
   std::vector<seq_chunks> seqs;
   index_t tokens = 0, H = 0, HV = 0, K = 0, V = 0;
   bool per_key = false, erases = false;
+  bool inter = false;  // phase 4's hand-over scratch (16-bit inputs, scalar decays: phases.hpp's grad_phase)
   std::size_t chunk_at = 0, seq_at = 0, float_at = 0, key_at = 0, inter_at = 0;  // byte offsets
-  std::size_t floats = 0, key_floats = 0, inter_floats = 0, bytes = 0;
+  std::size_t floats = 0, key_floats = 0, inter_floats = 0, bytes = 0;  // each part's floats, its slots rounded
 
   std::size_t per_chunk() const { return chunks.size() * std::size_t(HV); }
 };
+
+// The three float32 parts of the workspace: work.hpp's tensors of every rule, the per-key decays' (their tensors
+// below), phase 4's hand-over scratch.
+enum class part { rule, per_key, inter };
+
+// Every float32 slot of the plan in carve order: f(part, the work member it fills, its floats). plan_backward sums
+// the sizes (each rounded up to slot_floats), carve walks the same list.
+template <class F>
+void float_slots(const backward_plan& p, F&& f) {
+  const std::size_t tokens = std::size_t(p.tokens), H = std::size_t(p.H), HV = std::size_t(p.HV),
+                    K = std::size_t(p.K), V = std::size_t(p.V), pc = p.per_chunk();
+  constexpr part R = part::rule;
+  f(R, &work::q, tokens * H * K), f(R, &work::k, tokens * H * K);
+  f(R, &work::v, tokens * HV * V), f(R, &work::d_o, tokens * HV * V);
+  f(R, &work::log_alpha, tokens * HV), f(R, &work::erase, tokens * HV), f(R, &work::write, tokens * HV);
+  f(R, &work::dq, tokens * HV * K), f(R, &work::dk, tokens * HV * K);
+  f(R, &work::dlog_alpha, tokens * HV), f(R, &work::derase, tokens * HV);
+  f(R, &work::Gc, pc * CL), f(R, &work::P, pc * CL * CL), f(R, &work::Tinv, pc * CL * CL);
+  f(R, &work::W, pc * CL * K), f(R, &work::U, pc * CL * V), f(R, &work::U_new, pc * CL * V);
+  f(R, &work::dU, pc * CL * V), f(R, &work::h, pc * K * V), f(R, &work::dh, pc * K * V);
+  if (p.per_key) {
+    constexpr part P = part::per_key;
+    f(P, &work::log_alpha_k, tokens * HV * K), f(P, &work::dlog_alpha_k, tokens * HV * K);
+    f(P, &work::Gk, pc * CL * K), f(P, &work::Kd, pc * CL * K), f(P, &work::Qg, pc * CL * K);
+    f(P, &work::gL, pc * K);
+  }
+  if (p.inter) {
+    // phase 4's inter-chunk kernel hands over dW and dP, the UT-transform kernels dBv and M (erasing rules only)
+    constexpr part I = part::inter;
+    f(I, &work::dW_inter, pc * CL * K), f(I, &work::dP_inter, pc * CL * CL);
+    if (p.erases) f(I, &work::dBv_inter, pc * CL * V), f(I, &work::M_inter, pc * CL * CL);
+  }
+}
 
 // Reads only extents and host cu_seqlens (clamped, so it is safe before validation; the call validates first).
 // per_key: the rule's decay is per key channel (its tensors below); erases: its update erases (the UT-transform
@@ -31,7 +78,7 @@ backward_plan plan_backward(const arguments<T, S>& a, bool per_key, bool erases)
   backward_plan p;
   const index_t B = a.q.extent(0), T_ = a.q.extent(1);
   p.H = a.q.extent(2), p.K = a.q.extent(3), p.HV = a.v.extent(2), p.V = a.v.extent(3), p.tokens = B * T_;
-  p.per_key = per_key, p.erases = erases;
+  p.per_key = per_key, p.erases = erases, p.inter = !per_key && sizeof(T) == 2;
   const auto add = [&](index_t bt, index_t t0, index_t t1) {
     const index_t n = index_t(p.seqs.size());
     p.seqs.push_back({index_t(p.chunks.size()), std::max<index_t>(0, (t1 - t0 + CL - 1) / CL)});
@@ -43,17 +90,12 @@ backward_plan plan_backward(const arguments<T, S>& a, bool per_key, bool erases)
   } else {
     for (index_t b = 0; b < B; ++b) add(b, 0, T_);
   }
-  const std::size_t tokens = std::size_t(p.tokens), H = std::size_t(p.H), HV = std::size_t(p.HV),
-                    K = std::size_t(p.K), V = std::size_t(p.V), pc = p.per_chunk();
-  p.floats = tokens * (2 * H * K + 2 * HV * V + 3 * HV + 2 * HV * K + 2 * HV) +
-             pc * (CL + 2 * CL * CL + CL * K + 3 * CL * V + 2 * K * V);
-  p.key_floats = per_key ? tokens * 2 * HV * K + pc * (3 * CL * K + K) : 0;
-  // phase 4's inter-chunk kernel (16-bit inputs, scalar decays: phases.hpp's grad_phase) hands over dW and dP, the
-  // UT-transform kernels dBv and M (erasing rules only)
-  p.inter_floats = !per_key && sizeof(T) == 2 ? pc * (CL * K + CL * CL + (erases ? CL * V + CL * CL : 0)) : 0;
+  float_slots(p, [&](part r, float* work::*, std::size_t n) {
+    (r == part::rule ? p.floats : r == part::per_key ? p.key_floats : p.inter_floats) += slot_round(n);
+  });
   const auto take = [&](std::size_t n) {
     const std::size_t at = p.bytes;
-    p.bytes += (n + 255) / 256 * 256;  // every part 256-byte aligned past the (16-byte aligned) base
+    p.bytes += (n + slot_bytes - 1) / slot_bytes * slot_bytes;
     return at;
   };
   p.chunk_at = take(p.chunks.size() * sizeof(chunk_info));
@@ -64,33 +106,17 @@ backward_plan plan_backward(const arguments<T, S>& a, bool per_key, bool erases)
   return p;
 }
 
-// The workspace's float32 tensors (work.hpp's layouts), carved from `base` in plan order.
+// The workspace's float32 tensors (work.hpp's layouts), carved from `base` (p.bytes bytes, 16-byte aligned) in plan
+// order.
 inline void carve(work& w, const backward_plan& p, unsigned char* base) {
-  const std::size_t tokens = std::size_t(p.tokens), H = std::size_t(p.H), HV = std::size_t(p.HV),
-                    K = std::size_t(p.K), V = std::size_t(p.V), pc = p.per_chunk();
-  float* at = reinterpret_cast<float*>(base + p.float_at);
-  const auto next = [&](std::size_t n) {
-    float* x = at;
-    at += n;
-    return x;
-  };
-  w.q = next(tokens * H * K), w.k = next(tokens * H * K), w.v = next(tokens * HV * V), w.d_o = next(tokens * HV * V);
-  w.log_alpha = next(tokens * HV), w.erase = next(tokens * HV), w.write = next(tokens * HV);
-  w.dq = next(tokens * HV * K), w.dk = next(tokens * HV * K), w.dlog_alpha = next(tokens * HV), w.derase = next(tokens * HV);
-  w.Gc = next(pc * CL), w.P = next(pc * CL * CL), w.Tinv = next(pc * CL * CL);
-  w.W = next(pc * CL * K), w.U = next(pc * CL * V), w.U_new = next(pc * CL * V);
-  w.dU = next(pc * CL * V), w.h = next(pc * K * V), w.dh = next(pc * K * V);
-  if (p.per_key) {
-    at = reinterpret_cast<float*>(base + p.key_at);
-    w.log_alpha_k = next(tokens * HV * K), w.dlog_alpha_k = next(tokens * HV * K);
-    w.Gk = next(pc * CL * K), w.Kd = next(pc * CL * K), w.Qg = next(pc * CL * K);
-    w.gL = next(pc * K);
-  }
-  if (p.inter_floats) {
-    at = reinterpret_cast<float*>(base + p.inter_at);
-    w.dW_inter = next(pc * CL * K), w.dP_inter = next(pc * CL * CL);
-    if (p.erases) w.dBv_inter = next(pc * CL * V), w.M_inter = next(pc * CL * CL);
-  }
+  if (reinterpret_cast<std::uintptr_t>(base) % 16 != 0)
+    throw linea::error("cuda backward: internal: the workspace's base is not 16-byte aligned (plan.hpp)");
+  unsigned char* at[] = {base + p.float_at, base + p.key_at, base + p.inter_at};  // by part
+  float_slots(p, [&](part r, float* work::*slot, std::size_t n) {
+    unsigned char*& next = at[int(r)];
+    w.*slot = reinterpret_cast<float*>(next);
+    next += sizeof(float) * slot_round(n);
+  });
 }
 
 }  // namespace linea::cuda_detail::bwd

@@ -70,9 +70,11 @@ __device__ __forceinline__ void ring_tile(float* dst, int ld, const float* src, 
 
 // rows d0, d0 + 8, columns 8i + 2q, + 1 of a [K][V] float32 slab at p (the tile's first column): from the state's
 // accumulators (Store) or into them; float2 where V is even and p 8-byte aligned (then every pair is), else one
-// float at a time. (The workspace's slots are carved one after another, so a slot after one of odd length, e.g. the
-// per-token log decays at odd T · HV, is only 4-byte aligned: fuzz cases 40 of seed 20261220 and 1303, T = 127 · 3
-// and 2049, faulted with cudaErrorMisalignedAddress before this check.)
+// float at a time. The one-float form is for odd V (a slab's rows alternate in parity). p's alignment is an
+// invariant, not a case: plan.hpp starts every slot 16-byte aligned and state_phases throws before launching these
+// kernels otherwise (phases.hpp; when slots were laid end to end, odd T · HV left h and dh 4-byte aligned and the
+// float2 stores faulted: fuzz case 40 of seed 20261220 and 1303 of 20261207). The test costs one uniform branch, so
+// it stays as a second guard.
 template <bool Store, int NT>
 __device__ __forceinline__ void state_pairs(float (&c)[NT][4], float* p, index_t V, int K, int bv, int d0) {
   const int q = threadIdx.x & 3;
