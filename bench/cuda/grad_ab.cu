@@ -471,8 +471,8 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
                 p16, p0, p0 / p16, b16, b0, b0 / b16);
   }
   if (!once && std::getenv("GRAD_AB_TILES")) {  // the state passes at each value-tile width (phases.hpp)
-    const auto f = [&](auto bv) { return [&, bv] { bwd::staged_forward_phase<decltype(bv)::value, erases, per_key, SP>(wk, none4, 0); }; };
-    const auto r = [&](auto bv) { return [&, bv] { bwd::staged_reverse_phase<decltype(bv)::value, erases, per_key, SP>(wk, none4, none4w, 0); }; };
+    const auto f = [&](auto bv) { return [&, bv] { bwd::forward_pass<bwd::staged_form<decltype(bv)::value, erases, per_key, SP>>(wk, none4, 0); }; };
+    const auto r = [&](auto bv) { return [&, bv] { bwd::reverse_pass<bwd::staged_form<decltype(bv)::value, erases, per_key, SP>>(wk, none4, none4w, 0); }; };
     using c16 = std::integral_constant<int, 16>;
     using c32 = std::integral_constant<int, 32>;
     using c64 = std::integral_constant<int, 64>;
@@ -509,8 +509,8 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       for (const copy& c : *sv) CK(cudaFree(c.p));
   }
   if (timed && !once && std::getenv("GRAD_AB_TILES")) {
-    const auto f = [&](auto bv) { return [&, bv] { bwd::staged_forward_phase<decltype(bv)::value, erases, per_key, SP>(wk, none4, 0); }; };
-    const auto r = [&](auto bv) { return [&, bv] { bwd::staged_reverse_phase<decltype(bv)::value, erases, per_key, SP>(wk, none4, none4w, 0); }; };
+    const auto f = [&](auto bv) { return [&, bv] { bwd::forward_pass<bwd::staged_form<decltype(bv)::value, erases, per_key, SP>>(wk, none4, 0); }; };
+    const auto r = [&](auto bv) { return [&, bv] { bwd::reverse_pass<bwd::staged_form<decltype(bv)::value, erases, per_key, SP>>(wk, none4, none4w, 0); }; };
     using c16 = std::integral_constant<int, 16>;
     using c32 = std::integral_constant<int, 32>;
     using c64 = std::integral_constant<int, 64>;
@@ -546,11 +546,11 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       const auto lib_f = [&] { bwd::state_phases<erases, false, SP, T>(wk, S0v, dSTv, dS0v, true, false, 0); };
       const auto lib_r = [&] { bwd::state_phases<erases, false, SP, T>(wk, S0v, dSTv, dS0v, false, true, 0); };
       const auto nf = [&](auto bv, auto terms) {
-        return [&, bv, terms] { bwd::state16_forward_phase<decltype(bv)::value, erases, decltype(terms)::value>(wk, S0v, 0); };
+        return [&, bv, terms] { bwd::forward_pass<bwd::state16_form<decltype(bv)::value, erases, decltype(terms)::value>>(wk, S0v, 0); };
       };
       const auto nr = [&](auto bv, auto terms) {
         return [&, bv, terms] {
-          bwd::state16_reverse_phase<decltype(bv)::value, erases, decltype(terms)::value>(wk, dSTv, dS0v, 0);
+          bwd::reverse_pass<bwd::state16_form<decltype(bv)::value, erases, decltype(terms)::value>>(wk, dSTv, dS0v, 0);
         };
       };
       using c16 = std::integral_constant<int, 16>;
@@ -700,23 +700,23 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       const auto x_r = [&] { bwd::state_phases<erases, false, SP>(wk, S0v, dSTv, dS0v, false, true, 0); };
       const auto lib_f = [&] { bwd::state_phases<erases, false, SP, T>(wk, S0v, dSTv, dS0v, true, false, 0); };
       const auto lib_r = [&] { bwd::state_phases<erases, false, SP, T>(wk, S0v, dSTv, dS0v, false, true, 0); };
-      const auto s_f = [&](auto bv) { return [&, bv] { bwd::state16_forward_phase<decltype(bv)::value, erases>(wk, S0v, 0); }; };
+      const auto s_f = [&](auto bv) { return [&, bv] { bwd::forward_pass<bwd::state16_form<decltype(bv)::value, erases>>(wk, S0v, 0); }; };
       const auto s_r = [&](auto bv) {
-        return [&, bv] { bwd::state16_reverse_phase<decltype(bv)::value, erases>(wk, dSTv, dS0v, 0); };
+        return [&, bv] { bwd::reverse_pass<bwd::state16_form<decltype(bv)::value, erases>>(wk, dSTv, dS0v, 0); };
       };
       const auto r_f = [&](auto bv) {
-        return [&, bv] { bwd::state16_ring_forward_phase<decltype(bv)::value, erases>(wk, S0v, 0); };
+        return [&, bv] { bwd::forward_pass<bwd::state16_ring_form<decltype(bv)::value, erases>>(wk, S0v, 0); };
       };
       const auto r_r = [&](auto bv) {
-        return [&, bv] { bwd::state16_ring_reverse_phase<decltype(bv)::value, erases>(wk, dSTv, dS0v, 0); };
+        return [&, bv] { bwd::reverse_pass<bwd::state16_ring_form<decltype(bv)::value, erases>>(wk, dSTv, dS0v, 0); };
       };
       // (call 1's ring kernels: async_tile's copies, one-float h / dh / Y accesses; Lean = false)
       const auto v_f = [&](auto bv) {
-        return [&, bv] { bwd::state16_ring_forward_phase<decltype(bv)::value, erases, bwd::state16_terms, false>(wk, S0v, 0); };
+        return [&, bv] { bwd::forward_pass<bwd::state16_ring_form<decltype(bv)::value, erases, bwd::state16_terms, false>>(wk, S0v, 0); };
       };
       const auto v_r = [&](auto bv) {
         return [&, bv] {
-          bwd::state16_ring_reverse_phase<decltype(bv)::value, erases, bwd::state16_terms, false>(wk, dSTv, dS0v, 0);
+          bwd::reverse_pass<bwd::state16_ring_form<decltype(bv)::value, erases, bwd::state16_terms, false>>(wk, dSTv, dS0v, 0);
         };
       };
       using c16 = std::integral_constant<int, 16>;

@@ -60,66 +60,58 @@ void prep_phase(const work& w, cudaStream_t st, const channel_gates& cg = {}) {
   }
 }
 
-// The state passes with BV value columns per CTA (staged_state_passes.hpp).
-template <int BV, bool Erases, bool PerKey, precision Prec>
-void staged_forward_phase(const work& w, const view<const float, 4>& S0, cudaStream_t st) {
-  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
-  constexpr std::size_t bytes = staged_shape<BV>::bytes;
-  constexpr auto fwd = staged_forward_states_kernel<BV, Erases, PerKey, Prec>;
-  allow_dynamic_shared<fwd, bytes>();
-  fwd<<<grid, threads, bytes, st>>>(w, S0);
-  check_launch("backward staged_forward_states_kernel");
-}
-template <int BV, bool Erases, bool PerKey, precision Prec>
-void staged_reverse_phase(const work& w, const view<const float, 4>& dST, const view<float, 4>& dS0, cudaStream_t st) {
-  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
-  constexpr std::size_t bytes = staged_shape<BV>::bytes;
-  constexpr auto rev = staged_reverse_states_kernel<BV, Erases, PerKey, Prec>;
-  allow_dynamic_shared<rev, bytes>();
-  rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
-  check_launch("backward staged_reverse_states_kernel");
+// One launch of a state pass (phase 2 or 3): Kernel over (value tiles of Shape::BV columns, value heads, sequences),
+// `threads` threads, Shape::bytes of dynamic shared memory; args after w: S0 (forward) or dST, dS0 (reverse).
+template <auto Kernel, class Shape, class... Args>
+void launch_state_pass(const char* kernel, const work& w, cudaStream_t st, const Args&... args) {
+  const dim3 grid{unsigned((w.V + Shape::BV - 1) / Shape::BV), unsigned(w.HV), unsigned(w.N)};
+  allow_dynamic_shared<Kernel, Shape::bytes>();
+  Kernel<<<grid, threads, Shape::bytes, st>>>(w, args...);
+  check_launch(kernel);
 }
 
-// The same for 16-bit inputs and scalar decays (state_passes16.hpp: bf16 operands on m16n8k16, Terms products a step).
+// The forms of the state passes at BV value columns a CTA: each its forward and reverse kernel and their shape. (The
+// kernels as functions: a data member's `auto` initializer would instantiate both directions' kernels wherever one
+// is launched, kernels no dispatch runs.)
+// staged_state_passes.hpp: float32 operands at Prec (float32 inputs, per-key decays).
+template <int BV, bool Erases, bool PerKey, precision Prec>
+struct staged_form {
+  using shape = staged_shape<BV>;
+  static constexpr auto forward() { return staged_forward_states_kernel<BV, Erases, PerKey, Prec>; }
+  static constexpr auto reverse() { return staged_reverse_states_kernel<BV, Erases, PerKey, Prec>; }
+  static constexpr const char* forward_name = "backward staged_forward_states_kernel";
+  static constexpr const char* reverse_name = "backward staged_reverse_states_kernel";
+};
+// state_passes16.hpp: 16-bit inputs and scalar decays, bf16 operands on m16n8k16, Terms products a step (state14).
 template <int BV, bool Erases, int Terms = state16_terms>
-void state16_forward_phase(const work& w, const view<const float, 4>& S0, cudaStream_t st) {
-  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
-  constexpr std::size_t bytes = state16_shape<BV, Terms>::bytes;
-  constexpr auto fwd = state16_forward_kernel<BV, Erases, Terms>;
-  allow_dynamic_shared<fwd, bytes>();
-  fwd<<<grid, threads, bytes, st>>>(w, S0);
-  check_launch("backward state16_forward_kernel");
-}
-template <int BV, bool Erases, int Terms = state16_terms>
-void state16_reverse_phase(const work& w, const view<const float, 4>& dST, const view<float, 4>& dS0, cudaStream_t st) {
-  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
-  constexpr std::size_t bytes = state16_shape<BV, Terms>::bytes;
-  constexpr auto rev = state16_reverse_kernel<BV, Erases, Terms>;
-  allow_dynamic_shared<rev, bytes>();
-  rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
-  check_launch("backward state16_reverse_kernel");
-}
-// The narrow tiles' form of the same passes (st17: state_passes16_ring.hpp, a chunk's operands a whole chunk ahead in
-// two stages; one CTA an SM).
+struct state16_form {
+  using shape = state16_shape<BV, Terms>;
+  static constexpr auto forward() { return state16_forward_kernel<BV, Erases, Terms>; }
+  static constexpr auto reverse() { return state16_reverse_kernel<BV, Erases, Terms>; }
+  static constexpr const char* forward_name = "backward state16_forward_kernel";
+  static constexpr const char* reverse_name = "backward state16_reverse_kernel";
+};
+// state_passes16_ring.hpp: the same for narrow tiles, a chunk's operands a whole chunk ahead in two stages; one CTA
+// an SM (st17).
 template <int BV, bool Erases, int Terms = state16_terms, bool Lean = true>
-void state16_ring_forward_phase(const work& w, const view<const float, 4>& S0, cudaStream_t st) {
-  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
-  constexpr std::size_t bytes = state16_ring_shape<BV, Terms>::bytes;
-  constexpr auto fwd = state16_ring_forward_kernel<BV, Erases, Terms, Lean>;
-  allow_dynamic_shared<fwd, bytes>();
-  fwd<<<grid, threads, bytes, st>>>(w, S0);
-  check_launch("backward state16_ring_forward_kernel");
+struct state16_ring_form {
+  using shape = state16_ring_shape<BV, Terms>;
+  static constexpr auto forward() { return state16_ring_forward_kernel<BV, Erases, Terms, Lean>; }
+  static constexpr auto reverse() { return state16_ring_reverse_kernel<BV, Erases, Terms, Lean>; }
+  static constexpr const char* forward_name = "backward state16_ring_forward_kernel";
+  static constexpr const char* reverse_name = "backward state16_ring_reverse_kernel";
+};
+
+// Phase 2 (h_c, U_new) and phase 3 (dh, dU; dS_0) in one of the forms above.
+template <class Form>
+void forward_pass(const work& w, const view<const float, 4>& S0, cudaStream_t st) {
+  launch_state_pass<Form::forward(), typename Form::shape>(Form::forward_name, w, st, S0);
 }
-template <int BV, bool Erases, int Terms = state16_terms, bool Lean = true>
-void state16_ring_reverse_phase(const work& w, const view<const float, 4>& dST, const view<float, 4>& dS0,
-                                cudaStream_t st) {
-  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
-  constexpr std::size_t bytes = state16_ring_shape<BV, Terms>::bytes;
-  constexpr auto rev = state16_ring_reverse_kernel<BV, Erases, Terms, Lean>;
-  allow_dynamic_shared<rev, bytes>();
-  rev<<<grid, threads, bytes, st>>>(w, dST, dS0);
-  check_launch("backward state16_ring_reverse_kernel");
+template <class Form>
+void reverse_pass(const work& w, const view<const float, 4>& dST, const view<float, 4>& dS0, cudaStream_t st) {
+  launch_state_pass<Form::reverse(), typename Form::shape>(Form::reverse_name, w, st, dST, dS0);
 }
+
 // The state passes for 16-bit inputs and scalar decays (state14: state_passes16.hpp); per-key decays and float32
 // inputs keep the 3xTF32 passes (In = float: every caller that does not name its input type).
 template <class In, bool PerKey>
@@ -157,32 +149,32 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
       if ((reinterpret_cast<std::uintptr_t>(w.h) | reinterpret_cast<std::uintptr_t>(w.dh)) % 8 != 0)
         throw linea::error("cuda backward: internal: the workspace's h and dh slots are not 8-byte aligned (plan.hpp)");
       if (forward) {
-        if (wide(128)) state16_forward_phase<128, Erases>(w, S0, st);
-        else if (one_wave(16)) state16_ring_forward_phase<16, Erases>(w, S0, st);
-        else state16_ring_forward_phase<32, Erases>(w, S0, st);
+        if (wide(128)) forward_pass<state16_form<128, Erases>>(w, S0, st);
+        else if (one_wave(16)) forward_pass<state16_ring_form<16, Erases>>(w, S0, st);
+        else forward_pass<state16_ring_form<32, Erases>>(w, S0, st);
       }
       if (reverse) {
-        if (one_wave(16)) state16_ring_reverse_phase<16, Erases>(w, dST, dS0, st);
-        else state16_ring_reverse_phase<32, Erases>(w, dST, dS0, st);
+        if (one_wave(16)) reverse_pass<state16_ring_form<16, Erases>>(w, dST, dS0, st);
+        else reverse_pass<state16_ring_form<32, Erases>>(w, dST, dS0, st);
       }
     } else {  // state14's single-stage passes
       if (forward) {
-        if (wide(128)) state16_forward_phase<128, Erases>(w, S0, st);
-        else state16_forward_phase<16, Erases>(w, S0, st);
+        if (wide(128)) forward_pass<state16_form<128, Erases>>(w, S0, st);
+        else forward_pass<state16_form<16, Erases>>(w, S0, st);
       }
       if (reverse) {
-        if (wide(128)) state16_reverse_phase<128, Erases>(w, dST, dS0, st);
-        else state16_reverse_phase<32, Erases>(w, dST, dS0, st);
+        if (wide(128)) reverse_pass<state16_form<128, Erases>>(w, dST, dS0, st);
+        else reverse_pass<state16_form<32, Erases>>(w, dST, dS0, st);
       }
     }
   } else {
     if (forward) {
-      if (wide(128)) staged_forward_phase<128, Erases, PerKey, Prec>(w, S0, st);
-      else staged_forward_phase<16, Erases, PerKey, Prec>(w, S0, st);
+      if (wide(128)) forward_pass<staged_form<128, Erases, PerKey, Prec>>(w, S0, st);
+      else forward_pass<staged_form<16, Erases, PerKey, Prec>>(w, S0, st);
     }
     if (reverse) {
-      if (wide(64)) staged_reverse_phase<64, Erases, PerKey, Prec>(w, dST, dS0, st);
-      else staged_reverse_phase<16, Erases, PerKey, Prec>(w, dST, dS0, st);
+      if (wide(64)) reverse_pass<staged_form<64, Erases, PerKey, Prec>>(w, dST, dS0, st);
+      else reverse_pass<staged_form<16, Erases, PerKey, Prec>>(w, dST, dS0, st);
     }
   }
   // The erasing rules' dS_0 again, token by token over each sequence's first chunk (kone16: the passes' UT form of
