@@ -429,8 +429,12 @@ index_t main_passa_choice(const std::vector<std::int64_t>& starts) {
   return segments::choose_piece(starts, m);
 }
 
-template <class Rule>
-void passa_shapes(const pool& x) {
+// The shapes --passa and --seg16 sweep (1×32768, 2×16384, 32768 + 63×512 packed, 8×4096): per shape one JSON line
+// of kind `kind` with the uncut and the automatic call's times, the automatic piece and main's (main_choice(starts)),
+// then at_piece(a, p, shape name, varlen, tokens, plan, piece, is_auto, is_main_auto) for pieces 1024 .. 8192 and both
+// automatic choices, where the plan cuts.
+template <class Rule, class MainChoice, class AtPiece>
+void sweep_pieces(const pool& x, const char* kind, MainChoice main_choice, AtPiece at_piece) {
   struct shape {
     const char* name;
     index_t B, T_;
@@ -446,12 +450,12 @@ void passa_shapes(const pool& x) {
     const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
     const index_t tokens = s.B * s.T_;
     const index_t automatic = cuda_detail::piece_length<Rule>(a, starts, p, cuda::launch{}, cuda_detail::current_device());
-    const index_t main_auto = main_passa_choice<Rule>(starts);
+    const index_t main_auto = main_choice(starts);
     const double whole = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {.segment_tokens = 0}); });
     const double lib_auto = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {}); });
-    std::printf("{\"kind\":\"passa\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":0,\"auto\":%ld,\"main_auto\":%ld,"
+    std::printf("{\"kind\":\"%s\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":0,\"auto\":%ld,\"main_auto\":%ld,"
                 "\"whole_ms\":%.4f,\"lib_auto_ms\":%.4f,\"auto_ns_per_token\":%.3f}\n",
-                rule_name<Rule>::value, s.name, long(automatic), long(main_auto), whole, lib_auto,
+                kind, rule_name<Rule>::value, s.name, long(automatic), long(main_auto), whole, lib_auto,
                 lib_auto * 1e6 / double(tokens));
     std::fflush(stdout);
     std::vector<index_t> pieces{1024, 2048, 4096, 8192};
@@ -460,28 +464,38 @@ void passa_shapes(const pool& x) {
     for (const index_t piece : pieces) {
       const segments::plan pl = segments::make_plan(starts, piece);
       if (!pl.cuts()) continue;
-      const std::size_t bytes = std::max(forward_scratch<cuda_detail::device_ops, Rule>(a, p, pl),
-                                         forward_scratch<chunk_pass_a_ops, Rule>(a, p, pl));
-      void* buf = nullptr;
-      CK(cudaMalloc(&buf, bytes));
-      const auto slabs = [&] {
-        cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, buf, bytes);
-        segments::forward<Rule>(ops, a, p, pl);
-      };
-      const auto chunk = [&] {
-        chunk_pass_a_ops ops(nullptr, cuda_detail::scratch_source::carve, buf, bytes);
-        segments::forward<Rule>(ops, a, p, pl);
-      };
-      const auto [t_new, t_old] = time_ab(slabs, chunk);
-      std::printf("{\"kind\":\"passa\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":%ld,\"is_auto\":%d,\"is_main_auto\":%d,"
-                  "\"slabs_ms\":%.4f,\"chunk_ms\":%.4f,\"chunk_over_slabs\":%.3f,\"ns_per_token\":%.3f}\n",
-                  rule_name<Rule>::value, s.name, long(piece), int(piece == automatic), int(piece == main_auto), t_new,
-                  t_old, t_old / t_new, t_new * 1e6 / double(tokens));
-      std::fflush(stdout);
-      CK(cudaDeviceSynchronize());
-      cudaFree(buf);
+      at_piece(a, p, s.name, s.varlen, tokens, pl, piece, piece == automatic, piece == main_auto);
     }
   }
+}
+
+template <class Rule>
+void passa_shapes(const pool& x) {
+  sweep_pieces<Rule>(x, "passa", main_passa_choice<Rule>, [&](const arguments<T, float>& a, const problem& p,
+                                                              const char* shape, bool, index_t tokens,
+                                                              const segments::plan& pl, index_t piece, bool is_auto,
+                                                              bool is_main_auto) {
+    const std::size_t bytes = std::max(forward_scratch<cuda_detail::device_ops, Rule>(a, p, pl),
+                                       forward_scratch<chunk_pass_a_ops, Rule>(a, p, pl));
+    void* buf = nullptr;
+    CK(cudaMalloc(&buf, bytes));
+    const auto slabs = [&] {
+      cuda_detail::device_ops ops(nullptr, cuda_detail::scratch_source::carve, buf, bytes);
+      segments::forward<Rule>(ops, a, p, pl);
+    };
+    const auto chunk = [&] {
+      chunk_pass_a_ops ops(nullptr, cuda_detail::scratch_source::carve, buf, bytes);
+      segments::forward<Rule>(ops, a, p, pl);
+    };
+    const auto [t_new, t_old] = time_ab(slabs, chunk);
+    std::printf("{\"kind\":\"passa\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":%ld,\"is_auto\":%d,\"is_main_auto\":%d,"
+                "\"slabs_ms\":%.4f,\"chunk_ms\":%.4f,\"chunk_over_slabs\":%.3f,\"ns_per_token\":%.3f}\n",
+                rule_name<Rule>::value, shape, long(piece), int(is_auto), int(is_main_auto), t_new, t_old,
+                t_old / t_new, t_new * 1e6 / double(tokens));
+    std::fflush(stdout);
+    CK(cudaDeviceSynchronize());
+    cudaFree(buf);
+  });
 }
 
 // ---- --states: passes A and M without outputs and the staged combine (the library's) against passes that write o
@@ -726,55 +740,29 @@ void seg16_passes(const arguments<T, float>& a, const char* shape, index_t piece
 
 template <class Rule>
 void seg16_shapes(const pool& x) {
-  struct shape {
-    const char* name;
-    index_t B, T_;
-    bool varlen;
-  };
-  std::vector<std::int64_t> cu{0, 32768};
-  for (int i = 0; i < 63; ++i) cu.push_back(cu.back() + 512);
-  for (const shape s : {shape{"1x32768", 1, 32768, false}, shape{"2x16384", 2, 16384, false},
-                        shape{"32768+63x512", 1, cu.back(), true}, shape{"8x4096", 8, 4096, false}}) {
-    arguments<T, float> a = make_args<Rule>(x, s.B, s.T_, 0, s.varlen ? 64 : -1);
-    if (s.varlen) a.cu_seqlens = cu;
-    const problem p = validate<Rule, read::identity>(a);
-    const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
-    const index_t tokens = s.B * s.T_;
-    const index_t automatic = cuda_detail::piece_length<Rule>(a, starts, p, cuda::launch{}, cuda_detail::current_device());
-    const index_t main_auto = main430_choice<Rule>(starts);
-    const double whole = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {.segment_tokens = 0}); });
-    const double lib_auto = time_ms([&] { linea::chunkwise<Rule, read::identity, backend::cuda>(a, {}); });
-    std::printf("{\"kind\":\"seg16\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":0,\"auto\":%ld,\"main_auto\":%ld,"
-                "\"whole_ms\":%.4f,\"lib_auto_ms\":%.4f,\"auto_ns_per_token\":%.3f}\n",
-                rule_name<Rule>::value, s.name, long(automatic), long(main_auto), whole, lib_auto,
-                lib_auto * 1e6 / double(tokens));
+  sweep_pieces<Rule>(x, "seg16", main430_choice<Rule>, [&](const arguments<T, float>& a, const problem& p,
+                                                           const char* shape, bool varlen, index_t tokens,
+                                                           const segments::plan& pl, index_t piece, bool is_auto,
+                                                           bool is_main_auto) {
+    const std::size_t bytes = seg16_scratch<Rule>(a, p, pl);
+    void* buf = nullptr;
+    CK(cudaMalloc(&buf, bytes));
+    const auto with = [&](auto tag) {
+      return std::function<void()>([&, tag] {
+        typename decltype(tag)::type ops(nullptr, cuda_detail::scratch_source::carve, buf, bytes);
+        segments::forward<Rule>(ops, a, p, pl);
+      });
+    };
+    const auto t = time_each<seg16_variants>(seg16_each(with));
+    std::printf("{\"kind\":\"seg16\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":%ld,\"is_auto\":%d,\"is_main_auto\":%d",
+                rule_name<Rule>::value, shape, long(piece), int(is_auto), int(is_main_auto));
+    print_variants(t);
+    std::printf(",\"main_over_lib\":%.3f,\"ns_per_token\":%.3f}\n", t[1] / t[0], t[0] * 1e6 / double(tokens));
     std::fflush(stdout);
-    std::vector<index_t> pieces{1024, 2048, 4096, 8192};
-    for (index_t c : {automatic, main_auto})
-      if (c > 0 && std::find(pieces.begin(), pieces.end(), c) == pieces.end()) pieces.push_back(c);
-    for (const index_t piece : pieces) {
-      const segments::plan pl = segments::make_plan(starts, piece);
-      if (!pl.cuts()) continue;
-      const std::size_t bytes = seg16_scratch<Rule>(a, p, pl);
-      void* buf = nullptr;
-      CK(cudaMalloc(&buf, bytes));
-      const auto with = [&](auto tag) {
-        return std::function<void()>([&, tag] {
-          typename decltype(tag)::type ops(nullptr, cuda_detail::scratch_source::carve, buf, bytes);
-          segments::forward<Rule>(ops, a, p, pl);
-        });
-      };
-      const auto t = time_each<seg16_variants>(seg16_each(with));
-      std::printf("{\"kind\":\"seg16\",\"rule\":\"%s\",\"shape\":\"%s\",\"piece\":%ld,\"is_auto\":%d,\"is_main_auto\":%d",
-                  rule_name<Rule>::value, s.name, long(piece), int(piece == automatic), int(piece == main_auto));
-      print_variants(t);
-      std::printf(",\"main_over_lib\":%.3f,\"ns_per_token\":%.3f}\n", t[1] / t[0], t[0] * 1e6 / double(tokens));
-      std::fflush(stdout);
-      CK(cudaDeviceSynchronize());
-      cudaFree(buf);
-      if (!s.varlen && s.B <= 2 && (piece == 2048 || piece == 4096)) seg16_passes<Rule>(a, s.name, piece, pl);
-    }
-  }
+    CK(cudaDeviceSynchronize());
+    cudaFree(buf);
+    if (!varlen && a.q.extent(0) <= 2 && (piece == 2048 || piece == 4096)) seg16_passes<Rule>(a, shape, piece, pl);
+  });
 }
 
 }  // namespace
