@@ -124,12 +124,7 @@ void ab(index_t B, index_t T_, index_t H, index_t K, index_t V, bool timed, bool
     const problem p = reference::validate_backward<Rule, read::identity>(a, g_new);
     const cuda_detail::kernel_args<T> ka = cuda_detail::make_kernel_args(a, p);
     const bwd::scratch_layout lay = bwd::layout_scratch<Rule, read::identity>(a);
-    bwd::work wk;
-    wk.T = p.T, wk.H = p.H, wk.HV = p.HV, wk.K = p.K, wk.V = p.V, wk.G = p.group, wk.N = p.N;
-    wk.chunks = index_t(lay.plan.chunks.size()), wk.scale = float(p.scale);
-    wk.chunk = reinterpret_cast<bwd::chunk_info*>(ws + lay.plan.chunk_at);
-    wk.seqs = reinterpret_cast<bwd::seq_chunks*>(ws + lay.plan.seq_at);
-    bwd::carve(wk, lay.plan, ws);
+    const bwd::work wk = bwd::plan_work(p, lay.plan, ws);
     const bwd::add16_states st = bwd::add16_states_of(wk);
     const bwd::add16_io<float> io_ws = bwd::add16_workspace_io(wk);
     const bwd::add16_io<T> io_direct = bwd::add16_direct_io<decays>(a, g_new);

@@ -169,15 +169,10 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   fa.o = {}, fa.final_state = {}, fa.residual = {};
   const cuda_detail::kernel_args<T> ka = cuda_detail::make_kernel_args(fa, p);
   const bwd::scratch_layout lay = bwd::layout_scratch<Rule, read::identity>(a);
-  bwd::work wk;
-  wk.T = p.T, wk.H = p.H, wk.HV = p.HV, wk.K = p.K, wk.V = p.V, wk.G = p.group, wk.N = p.N;
-  wk.chunks = index_t(lay.plan.chunks.size()), wk.scale = float(p.scale);
-  wk.chunk = reinterpret_cast<bwd::chunk_info*>(ws + lay.plan.chunk_at);
-  wk.seqs = reinterpret_cast<bwd::seq_chunks*>(ws + lay.plan.seq_at);
-  bwd::carve(wk, lay.plan, ws);
+  bwd::work wk = bwd::plan_work(p, lay.plan, ws);
   bwd::channel_gates cg;
   float* gate_b = reinterpret_cast<float*>(ws + lay.gates_at);  // (channel gates only)
-  float* gate_w = gate_b + std::size_t(p.B * p.T) * std::size_t(p.HV) * std::size_t(p.K);
+  float* gate_w = gate_b + bwd::slot_round(std::size_t(p.B * p.T) * std::size_t(p.HV) * std::size_t(p.K));
   if constexpr (channels) cg.b = gate_b, cg.w = gate_w;
   const bwd::channel_grads<T> cd{gr.db, gr.dw};
   const std::size_t tokens = std::size_t(B * T_);

@@ -132,8 +132,7 @@ void ab(const shape& s) {
   unsigned char* ws[2];
   for (int i = 0; i < 2; ++i) {
     ws[i] = dalloc<unsigned char>(lay.bytes);
-    w[i].T = p.T, w[i].H = p.H, w[i].HV = p.HV, w[i].K = p.K, w[i].V = p.V, w[i].G = p.group, w[i].N = p.N;
-    bwd::carve(w[i], lay.plan, ws[i]);
+    w[i] = bwd::plan_work(p, lay.plan, ws[i]);
   }
   const std::size_t tokens = std::size_t(s.B * s.T);
   const auto phase0 = [&](int i) {

@@ -146,19 +146,14 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   const backward_plan& plan = layout.plan;
   const backward_scratch scratch(layout.bytes, l);  // holds the cached workspace's lock until the launches are enqueued
   const std::size_t tokens = std::size_t(plan.tokens), NC = plan.chunks.size();
-  work w;
-  w.T = p.T, w.H = p.H, w.HV = p.HV, w.K = p.K, w.V = p.V, w.G = p.group, w.N = p.N, w.chunks = index_t(NC);
-  w.scale = float(p.scale);
-  if (plan.bytes) {
-    auto* chunk_d = reinterpret_cast<chunk_info*>(scratch.base + plan.chunk_at);
-    auto* seq_d = reinterpret_cast<seq_chunks*>(scratch.base + plan.seq_at);
-    // (pageable host memory: the copy is staged before cudaMemcpyAsync returns, so the plan may go out of scope)
-    if (NC) LINEA_CUDA_CHECK(cudaMemcpyAsync(chunk_d, plan.chunks.data(), NC * sizeof(chunk_info), cudaMemcpyHostToDevice, st));
-    if (!plan.seqs.empty())
-      LINEA_CUDA_CHECK(cudaMemcpyAsync(seq_d, plan.seqs.data(), plan.seqs.size() * sizeof(seq_chunks), cudaMemcpyHostToDevice, st));
-    w.chunk = chunk_d, w.seqs = seq_d;
-    carve(w, plan, scratch.base);
-  }
+  const work w = plan_work(p, plan, scratch.base);
+  // the chunk tables (pageable host memory: the copy is staged before cudaMemcpyAsync returns, so the plan may go
+  // out of scope)
+  if (NC) LINEA_CUDA_CHECK(cudaMemcpyAsync(scratch.base + plan.chunk_at, plan.chunks.data(), NC * sizeof(chunk_info),
+                                           cudaMemcpyHostToDevice, st));
+  if (!plan.seqs.empty())
+    LINEA_CUDA_CHECK(cudaMemcpyAsync(scratch.base + plan.seq_at, plan.seqs.data(), plan.seqs.size() * sizeof(seq_chunks),
+                                     cudaMemcpyHostToDevice, st));
 
   // The additive fast path reads the caller's q, k, v, dO, g and writes its dq, dk, dg itself where nothing needs
   // phases 0 and 5 (add16_io.hpp): neither is launched then.

@@ -119,4 +119,19 @@ inline void carve(work& w, const backward_plan& p, unsigned char* base) {
   });
 }
 
+// The work of a call over the workspace at base (plan.bytes bytes, 16-byte aligned): the problem's sizes, where the
+// chunk and sequence tables lie (copying plan.chunks and plan.seqs there is the caller's: backward.hpp's run), the
+// float32 slots. An empty plan (no tokens, no sequences) leaves the pointers null.
+inline work plan_work(const problem& p, const backward_plan& plan, unsigned char* base) {
+  work w;
+  w.T = p.T, w.H = p.H, w.HV = p.HV, w.K = p.K, w.V = p.V, w.G = p.group, w.N = p.N;
+  w.chunks = index_t(plan.chunks.size()), w.scale = float(p.scale);
+  if (plan.bytes) {
+    w.chunk = reinterpret_cast<const chunk_info*>(base + plan.chunk_at);
+    w.seqs = reinterpret_cast<const seq_chunks*>(base + plan.seq_at);
+    carve(w, plan, base);
+  }
+  return w;
+}
+
 }  // namespace linea::cuda_detail::bwd
