@@ -65,19 +65,20 @@ double relative_distance(const X* a, const X* b, std::size_t n) {
   return h[1] > 0 ? std::sqrt(h[0] / h[1]) : std::sqrt(h[0]);
 }
 
-// Milliseconds per call of f: one call to warm up, then `repeats` timings of `calls` back-to-back calls between two
-// CUDA events on the default stream; the median.
+// Milliseconds per call of f(i) (i: the call's index within its batch, for drivers that alternate inputs): `warmup`
+// calls, then `repeats` timings of `calls` back-to-back calls between two CUDA events on the default stream; the
+// median. (decode_ab.cu and perkey_delta_ab.cu time through it with their own defaults.)
 template <class F>
-double time_ms(F&& f, int calls, int repeats) {
+double time_calls_ms(F&& f, int calls, int repeats, int warmup) {
   using linea::cuda_detail::check;
-  f();
+  for (int i = 0; i < warmup; ++i) f(i);
   cudaEvent_t e0, e1;
   check(cudaEventCreate(&e0), "cudaEventCreate");
   check(cudaEventCreate(&e1), "cudaEventCreate");
   std::vector<double> t;
   for (int r = 0; r < repeats; ++r) {
     check(cudaEventRecord(e0), "cudaEventRecord");
-    for (int i = 0; i < calls; ++i) f();
+    for (int i = 0; i < calls; ++i) f(i);
     check(cudaEventRecord(e1), "cudaEventRecord");
     check(cudaEventSynchronize(e1), "cudaEventSynchronize");
     float ms = 0;
@@ -88,6 +89,12 @@ double time_ms(F&& f, int calls, int repeats) {
   check(cudaEventDestroy(e1), "cudaEventDestroy");
   std::sort(t.begin(), t.end());
   return t[t.size() / 2];
+}
+
+// Milliseconds per call of f(): one call to warm up, then as time_calls_ms.
+template <class F>
+double time_ms(F&& f, int calls, int repeats) {
+  return time_calls_ms([&](int) { f(); }, calls, repeats, 1);
 }
 
 }  // namespace linea_bench

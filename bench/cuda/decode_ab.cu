@@ -54,25 +54,8 @@ T* random_tensor(std::size_t n, std::uint32_t seed, int kind, float scale = 1) {
 }
 
 template <class F>
-double time_ms(F&& f, int calls = 20, int repeats = 9, int warmup = 5) {
-  for (int i = 0; i < warmup; ++i) f(i);
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<double> t;
-  for (int r = 0; r < repeats; ++r) {
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < calls; ++i) f(i);
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms / calls);
-  }
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+double time_ms(F&& f, int calls = 20, int repeats = 9, int warmup = 5) {  // f(i): i the call's index
+  return linea_bench::time_calls_ms(f, calls, repeats, warmup);
 }
 double copy_tbps() {
   const std::size_t n = std::size_t(1) << 31;

@@ -122,25 +122,8 @@ arguments<T, float> make_args(const inputs& x, bool initial_state) {
 }
 
 template <class F>
-double time_ms(F&& f, int calls = 10, int repeats = 7, int warmup = 3) {
-  for (int i = 0; i < warmup; ++i) f(i);
-  cudaEvent_t e0, e1;
-  CK(cudaEventCreate(&e0));
-  CK(cudaEventCreate(&e1));
-  std::vector<double> t;
-  for (int r = 0; r < repeats; ++r) {
-    CK(cudaEventRecord(e0));
-    for (int i = 0; i < calls; ++i) f(i);
-    CK(cudaEventRecord(e1));
-    CK(cudaEventSynchronize(e1));
-    float ms = 0;
-    CK(cudaEventElapsedTime(&ms, e0, e1));
-    t.push_back(ms / calls);
-  }
-  CK(cudaEventDestroy(e0));
-  CK(cudaEventDestroy(e1));
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+double time_ms(F&& f, int calls = 10, int repeats = 7, int warmup = 3) {  // f(i): i the call's index
+  return linea_bench::time_calls_ms(f, calls, repeats, warmup);
 }
 
 double copy_tbps() {
