@@ -73,29 +73,6 @@ void expect_backward_device(const gradients<T, S>& g) {
   expect_device(g.ddt_bias.ptr, "ddt_bias"), expect_device(g.db.ptr, "db"), expect_device(g.dw.ptr, "dw");
 }
 
-// The caller's workspace (checked against the plan) or the cached one of (device, stream).
-struct backward_scratch {
-  workspace_cache::lease cached;
-  unsigned char* base = nullptr;
-
-  backward_scratch(std::size_t bytes, const cuda::launch& l) {
-    if (bytes == 0) return;
-    if (l.workspace) {
-      if (l.workspace_bytes < bytes)
-        throw error("argument 'workspace' of cuda::launch has " + std::to_string(l.workspace_bytes) +
-                    " bytes; this backward needs " + std::to_string(bytes) + " (linea::cuda::backward_workspace_size)");
-      if (reinterpret_cast<std::uintptr_t>(l.workspace) % 16 != 0)
-        throw error("argument 'workspace' of cuda::launch must be 16-byte aligned");
-      base = static_cast<unsigned char*>(l.workspace);
-      return;
-    }
-    int device = 0;
-    LINEA_CUDA_CHECK(cudaGetDevice(&device));
-    cached = workspace_cache::instance().get(device, l.stream, bytes);
-    base = static_cast<unsigned char*>(cached.ptr);
-  }
-};
-
 // The whole scratch: the rule's plan; for the CCQ read the statistics pass's and its own tensors; for channel
 // gates b, w as float32 ([tokens, HV, K] and [tokens, HV, V]); for in-kernel gates the float64 accumulators of
 // dA_log [HV] and ddt_bias [HV] or [HV·K] (input_adjoint_kernel.hpp).
@@ -144,7 +121,11 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
 
   const scratch_layout layout = layout_scratch<Rule, Read>(a);
   const backward_plan& plan = layout.plan;
-  const backward_scratch scratch(layout.bytes, l);  // holds the cached workspace's lock until the launches are enqueued
+  // the caller's workspace (checked: size, 16-byte alignment) or the cached one of (device, stream), whose lock it
+  // holds until the launches are enqueued
+  int device = 0;
+  LINEA_CUDA_CHECK(cudaGetDevice(&device));
+  const call_workspace scratch(layout.bytes, l, device, "linea::cuda::backward_workspace_size");
   const std::size_t tokens = std::size_t(plan.tokens), NC = plan.chunks.size();
   const work w = plan_work(p, plan, scratch.base);
   // the chunk tables (pageable host memory: the copy is staged before cudaMemcpyAsync returns, so the plan may go

@@ -135,25 +135,28 @@ class workspace_cache {
   std::deque<entry> entries_;
 };
 
-// The workspace of one call: the caller's (checked against the layout) or the cached one of (device, stream).
+// The workspace of one call: the caller's (checked against the layout) or the cached one of (device, stream). (The
+// forward's, the segmented forward's and the backward's: backward.hpp passes its size.)
 struct call_workspace {
   workspace_cache::lease cached;
   unsigned char* base = nullptr;
 
   // `query`: the function that tells the caller the size, named in the error; `busy`: workspace_cache::get's
   call_workspace(const workspace_layout& w, const cuda::launch& l, int device,
-                 const char* query = "linea::cuda::workspace_size", const char* busy = nullptr) {
-    if (w.bytes == 0) return;
+                 const char* query = "linea::cuda::workspace_size", const char* busy = nullptr)
+      : call_workspace(w.bytes, l, device, query, busy) {}
+  call_workspace(std::size_t bytes, const cuda::launch& l, int device, const char* query, const char* busy = nullptr) {
+    if (bytes == 0) return;
     if (l.workspace) {
-      if (l.workspace_bytes < w.bytes)
+      if (l.workspace_bytes < bytes)
         throw error("argument 'workspace' of cuda::launch has " + std::to_string(l.workspace_bytes) +
-                    " bytes; this call needs " + std::to_string(w.bytes) + " (" + query + ")");
+                    " bytes; this call needs " + std::to_string(bytes) + " (" + query + ")");
       if (reinterpret_cast<std::uintptr_t>(l.workspace) % 16 != 0)
         throw error("argument 'workspace' of cuda::launch must be 16-byte aligned");
       base = static_cast<unsigned char*>(l.workspace);
       return;
     }
-    cached = workspace_cache::instance().get(device, l.stream, w.bytes, busy);
+    cached = workspace_cache::instance().get(device, l.stream, bytes, busy);
     base = static_cast<unsigned char*>(cached.ptr);
   }
   template <class X>
