@@ -117,6 +117,11 @@ void forward(const plan& p) {
   std::printf("  tol %.3g\n", tol);
   std::printf("  o:           ref-in-float32 %.3g   cpu %.3g\n", rel(in32.ref.o, in.ref.o), rel(in.c.o, in.ref.o));
   std::printf("  final_state: ref-in-float32 %.3g   cpu %.3g\n", rel(in32.ref.ht, in.ref.ht), rel(in.c.ht, in.ref.ht));
+  if constexpr (!Read::is_identity) {
+    std::printf("  q_tilde:     ref-in-float32 %.3g   cpu %.3g\n", rel(in32.sref.q_tilde, in.sref.q_tilde), rel(in.s.q_tilde, in.sref.q_tilde));
+    std::printf("  ccq C:       ref-in-float32 %.3g   cpu %.3g\n", rel(in32.sref.C, in.sref.C), rel(in.s.C, in.sref.C));
+    std::printf("  ccq m, z:    cpu %.3g, %.3g\n", rel(in.s.m, in.sref.m), rel(in.s.z, in.sref.z));
+  }
   if constexpr (Read::is_identity) {
     std::printf("  final_state conditioning %.3g\n", final_state_conditioning<Rule>(ra));
     if constexpr (erases<Rule>) {
