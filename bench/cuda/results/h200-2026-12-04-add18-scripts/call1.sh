@@ -29,17 +29,18 @@ el linked
 timeout 60 $B/ab > "$OUT/add16_ab.jsonl" 2>&1; echo "ab rc $?" >> "$OUT/add16_ab.jsonl"
 el timed
 export PYTHONPATH=$SITE PYTHONUNBUFFERED=1 TRITON_CACHE_DIR=/tmp/peers_cache/triton
-( PEERS=fla RULES=linear_attn FLA_SHAPES="8x4096 1x32768" PEERS_WARM=1 timeout 95 python3 bench/cuda/peers_train_bench.py \
+( PEERS=fla RULES=linear_attn FLA_SHAPES="8x4096 1x32768" PEERS_WARM=1 timeout $(( $(left) - 40 )) python3 bench/cuda/peers_train_bench.py \
     > $B/warm.jsonl 2> $B/warm.err; echo "warm rc $?" >> $B/warm.jsonl ) &
 W=$!
+TC=$(( $(left) - 45 )); [ $TC -gt 100 ] && TC=100; [ $TC -lt 20 ] && TC=20
 SM='CUDA backward: the additive fast path direct at small shapes*'
 NW='CUDA backward: the additive fast path at each state-tile width*'
 P=""
-( LINEA_BACKWARD_ERRORS=1 timeout 100 $B/t > $B/tests.log 2>&1; echo "tests rc $?" >> $B/tests.log ) & P="$P $!"
-( timeout 100 compute-sanitizer --tool memcheck --kernel-regex kns=add16 --error-exitcode 9 $B/t "-tc=$SM" > $B/mc.log 2>&1; echo "memcheck small rc $?" >> $B/mc.log ) & P="$P $!"
-( timeout 100 compute-sanitizer --tool racecheck --kernel-regex kns=add16 --error-exitcode 9 $B/t "-tc=$SM" > $B/rc.log 2>&1; echo "racecheck small rc $?" >> $B/rc.log ) & P="$P $!"
-( timeout 100 compute-sanitizer --tool memcheck --kernel-regex kns=add16 --error-exitcode 9 $B/ab --check > $B/mc2.log 2>&1; echo "memcheck ab --check rc $?" >> $B/mc2.log ) & P="$P $!"
-( timeout 100 compute-sanitizer --tool racecheck --kernel-regex kns=add16 --error-exitcode 9 $B/t "-tc=$NW" > $B/rc2.log 2>&1; echo "racecheck widths rc $?" >> $B/rc2.log ) & P="$P $!"
+( LINEA_BACKWARD_ERRORS=1 timeout $TC $B/t > $B/tests.log 2>&1; echo "tests rc $?" >> $B/tests.log ) & P="$P $!"
+( timeout $TC compute-sanitizer --tool memcheck --kernel-regex kns=add16 --error-exitcode 9 $B/t "-tc=$SM" > $B/mc.log 2>&1; echo "memcheck small rc $?" >> $B/mc.log ) & P="$P $!"
+( timeout $TC compute-sanitizer --tool racecheck --kernel-regex kns=add16 --error-exitcode 9 $B/t "-tc=$SM" > $B/rc.log 2>&1; echo "racecheck small rc $?" >> $B/rc.log ) & P="$P $!"
+( timeout $TC compute-sanitizer --tool memcheck --kernel-regex kns=add16 --error-exitcode 9 $B/ab --check > $B/mc2.log 2>&1; echo "memcheck ab --check rc $?" >> $B/mc2.log ) & P="$P $!"
+( timeout $TC compute-sanitizer --tool racecheck --kernel-regex kns=add16 --error-exitcode 9 $B/t "-tc=$NW" > $B/rc2.log 2>&1; echo "racecheck widths rc $?" >> $B/rc2.log ) & P="$P $!"
 wait $P
 el checked
 cp $B/tests.log "$OUT/tests.log"
@@ -49,8 +50,8 @@ grep -E "ERROR|FAILED|test cases|assertions|rc " "$OUT/tests.log" | head -20
 cat "$OUT/checks.txt"
 wait $W; cat $B/warm.jsonl | grep -v TileLang > "$OUT/fla_warm.jsonl"; tail -5 $B/warm.err >> "$OUT/fla_warm.jsonl"
 el warmed
-c=$(left); [ $c -gt 90 ] && c=90
-if [ $c -gt 15 ]; then
+c=$(( $(left) - 3 )); [ $c -gt 90 ] && c=90
+if [ $c -gt 25 ]; then
   PEERS=fla RULES=linear_attn FLA_SHAPES="8x4096 1x32768" OP_CAP=60 timeout $c python3 bench/cuda/peers_train_bench.py \
     > "$OUT/fla.jsonl" 2> $B/fla.err; echo "fla rc $?" >> "$OUT/fla.jsonl"; tail -5 $B/fla.err >> "$OUT/fla.jsonl"
 else echo "fla: skipped, $c s left" >> "$OUT/fla.jsonl"; fi

@@ -19,6 +19,11 @@
 // Shared memory (bf16, rows padded by 16 bytes: conflict-free ldmatrix): Q, K, V, dO [CL][136], the state [128][136]
 // (h, then dH in place), dP then A [CL][72]; ~112 KB, two CTAs an SM. The dot products of d log α read q, k from
 // their bf16 tiles.
+// Memory (add18, issue #14): h_c comes by cp.async in 16-byte pieces and — bf16 inputs, rows of 16-byte pieces — so
+// do q, k, v, dO (no prefetch registers, no shared stores: all five tiles in flight at once); dH by 16-byte loads, the
+// whole tile in one round; dk and dv (16-bit, K resp. V a multiple of 8) leave through V's and Q's dead tiles as
+// 16-byte row pieces. Elsewhere (fp16 or float32 rows, K or V not a multiple of 8, 4-byte aligned state slots) the
+// register loads and pair stores of before.
 #pragma once
 #include "add16_state_kernel.hpp"
 

@@ -11,9 +11,13 @@
 // One CTA per (value tile of BV columns, value head, sequence), 256 threads: warp i holds state rows (keys)
 // 16i .. 16i + 15 × BV columns in fp32 registers (mma.sync accumulators) across all chunks; per chunk the operands
 // go to shared memory as bf16 (the product is one m16n8k16 chain over the chunk's tokens), the next chunk's input
-// rows are loaded into registers while this chunk's product runs.
+// rows — and its log α, for the scan — are loaded into registers while this chunk's product runs. BV ≤ 64 with
+// 16-bit rows: two CTAs an SM (≤ 128 registers).
 // The stored states are bf16 [chunks, HV, K, Vp] (add16_states: Vp = V rounded up to even, so every store and load
-// is a 4-byte pair), over the float32 slots plan.hpp carves for w.h, w.dh (2·K·Vp ≤ 4·K·V bytes).
+// is at least a 4-byte pair), over the float32 slots plan.hpp carves for w.h, w.dh (2·K·Vp ≤ 4·K·V bytes). Where
+// Vp % 8 = 0 and the slot is 16-byte aligned (plan.hpp's slots may be only 4-byte aligned: odd tokens · HV) each warp
+// puts its accumulator pairs into its own staging rows in shared memory and stores whole 16-byte pieces (add18,
+// issue #14: the pairs filled half a 32-byte sector each); else the pairs go out as they are.
 #pragma once
 #include <cstdint>
 #include <type_traits>
