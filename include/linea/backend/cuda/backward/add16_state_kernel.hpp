@@ -188,16 +188,14 @@ struct add16_state_shape {
   // accumulator pairs go in without bank conflicts)
   static constexpr std::size_t stage_at = g_at + 2 * CL * sizeof(float);
   static constexpr std::size_t bytes = stage_at + 2 * std::size_t(threads / 32) * 16 * ldb;
-  // 64 columns and fewer: two CTAs an SM (≤ 128 registers: the accumulators ≤ 32 a thread) where the prefetched rows
-  // are 16-bit; float32 rows (phase 0's workspace) take twice the registers and would spill
-  template <class X>
-  static constexpr int ctas_per_sm = BV <= 64 && sizeof(X) == 2 ? 2 : 1;
 };
 
 // Reverse = false: the forward pass (init = S0, out = h); true: the reverse pass (init = dL/dS_T, out = dh, dS0).
 // X: where q, k, v, dO, log α come from (add16_io.hpp: float, phase 0's workspace; or the caller's 16-bit tensors).
+// 64 columns and fewer: two CTAs an SM (≤ 128 registers: the accumulators ≤ 32 a thread) where the prefetched rows
+// are 16-bit; float32 rows (phase 0's workspace) take twice the registers and would spill.
 template <int BV, bool Reverse, bool Decays, class X>
-__global__ void __launch_bounds__(threads, (BV <= 64 && sizeof(X) == 2) ? 2 : 1)  // add16_state_shape::ctas_per_sm
+__global__ void __launch_bounds__(threads, (BV <= 64 && sizeof(X) == 2) ? 2 : 1)
     add16_state_kernel(const work w, const add16_io<X> io, const view<const float, 4> init, const view<float, 4> dS0,
                        const add16_states st) {
   namespace d = add16_detail;
