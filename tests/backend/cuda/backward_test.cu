@@ -602,11 +602,11 @@ TEST_CASE("CUDA backward: one CTA per (sequence, head) in the state passes") {
 }
 
 // Issue #14: linear_attn and simple_gla with 16-bit inputs take the additive fast path (backward/add16_phases.hpp:
-// bf16 states h, dH, one per-chunk kernel) — its three value-tile widths of the state passes (128 columns: ≥ 99
-// (sequence, head) pairs on the H200; 32; 16), many chunks under SPEC's extreme gates with h0 (the carried bf16
+// bf16 states h, dH, one per-chunk kernel) — its three value-tile widths of the state passes (64 columns where
+// 4 · pairs · ⌈V / 64⌉ ≥ ¾ of the SMs — 128 columns at ≥ 99 (sequence, head) pairs before add18 —; 32; 16), many chunks under SPEC's extreme gates with h0 (the carried bf16
 // states' rounding), K and V not multiples of 16, V = 64, GVA, packed sequences, and the in-kernel options.
 TEST_CASE("CUDA backward: the additive fast path (linear_attn, simple_gla, 16-bit inputs)") {
-  SUBCASE("128-column state tiles, V = 96, K = 64, a tail chunk") {
+  SUBCASE("wide state tiles (64 columns), V = 96, K = 64, a tail chunk") {
     const case_shape s{.B = 13, .T = 130, .H = 4, .HV = 8, .K = 64, .V = 96, .initial_state = true, .seed = 81};
     check_backward<simple_gla, bf16>(s);
     check_backward<additive, bf16>(s);
@@ -664,7 +664,7 @@ TEST_CASE("CUDA backward: the additive fast path reading and writing the caller'
       check_backward<additive, bf16>(s);
     });
   }
-  SUBCASE("128-column state tiles, extreme gates, K = V = 128") {
+  SUBCASE("wide state tiles (64 columns), extreme gates, K = V = 128") {
     direct_and_through_phases([] {
       check_backward<simple_gla, bf16>({.B = 13, .T = 130, .H = 8, .HV = 8, .K = 128, .V = 128, .initial_state = true,
                                         .gates = gate_range::extreme, .seed = 92});
@@ -706,6 +706,38 @@ TEST_CASE("CUDA backward: the additive fast path direct at small shapes (for the
   check_backward<simple_gla, bf16>({.B = 1, .T = 150, .H = 2, .HV = 2, .K = 48, .V = 40, .initial_state = true, .seed = 100});
   check_backward<additive, bf16>({.B = 50, .T = 70, .H = 2, .HV = 2, .K = 128, .V = 128, .seed = 101});
   check_backward<simple_gla, fp16>({.B = 1, .T = 70, .H = 1, .HV = 1, .K = 37, .V = 45, .initial_state = true, .seed = 102});
+}
+
+// add18 (issue #14): the fast path's state passes at each value-tile width on the same shapes (64 columns, two CTAs
+// an SM, where (sequence, head) pairs fill the GPU; 32; 16), each direct and through phases 0/5: V = 96 and 72 (a
+// partial last tile of 32 / 8 columns), K, V multiples of 8 but not 16 (the 16-byte copies' zero pieces), K, V
+// not multiples of 8 (element-wise loads, pair stores); and an odd tokens · HV, where the workspace's h, dh slots are
+// only 4-byte aligned (the state stores and loads then take pairs, not 16-byte rows).
+TEST_CASE("CUDA backward: the additive fast path at each state-tile width, and 4-byte aligned state slots") {
+  struct columns_guard {
+    int& c = cuda_detail::bwd::add16_state_columns;
+    ~columns_guard() { c = 0; }
+  } columns;
+  SUBCASE("64, 32 and 16 columns on the same shapes") {
+    for (const int c : {64, 32, 16}) {
+      CAPTURE(c);
+      columns.c = c;
+      direct_and_through_phases([] {
+        check_backward<simple_gla, bf16>({.B = 2, .T = 200, .H = 2, .HV = 2, .K = 128, .V = 96, .initial_state = true,
+                                          .gates = gate_range::extreme, .seed = 110});
+        check_backward<additive, bf16>({.B = 2, .T = 150, .H = 3, .HV = 3, .K = 40, .V = 72, .initial_state = true, .seed = 111});
+        check_backward<simple_gla, fp16>({.B = 1, .T = 130, .H = 2, .HV = 2, .K = 37, .V = 45, .initial_state = true,
+                                          .seed = 112});
+      });
+    }
+  }
+  SUBCASE("odd tokens · HV: 4-byte aligned state slots") {
+    direct_and_through_phases([] {
+      check_backward<simple_gla, bf16>({.B = 1, .T = 127, .H = 3, .HV = 3, .K = 64, .V = 64, .initial_state = true,
+                                        .gates = gate_range::extreme, .seed = 113});
+      check_backward<additive, bf16>({.B = 3, .T = 127, .H = 1, .HV = 1, .K = 128, .V = 128, .seed = 114});
+    });
+  }
 }
 
 TEST_CASE("CUDA backward: in-kernel options (L2 norm, gates, beta activation)") {

@@ -7,7 +7,8 @@
 //       tests/backend/cuda/fuzz/cpu_fuzz_probe.cpp -o /tmp/cpu_fuzz_probe -lpthread
 //   /tmp/cpu_fuzz_probe SEED INDEX [SEED INDEX ...]
 //
-// Compiled for the delta-rule family (delta, gated_delta) × (identity, CCQ uniform) × (float32, bf16), the rules of
+// Compiled for the delta-rule family (delta, gated_delta) × (identity, CCQ uniform; gated_delta CCQ decayed) × (float32,
+// bf16), the rules of
 // the cases it was written for (acc15, bench/cuda/README.md); other cases are listed and skipped.
 #include <cstdio>
 #include <cstdlib>
@@ -116,6 +117,11 @@ void forward(const plan& p) {
   std::printf("  tol %.3g\n", tol);
   std::printf("  o:           ref-in-float32 %.3g   cpu %.3g\n", rel(in32.ref.o, in.ref.o), rel(in.c.o, in.ref.o));
   std::printf("  final_state: ref-in-float32 %.3g   cpu %.3g\n", rel(in32.ref.ht, in.ref.ht), rel(in.c.ht, in.ref.ht));
+  if constexpr (!Read::is_identity) {
+    std::printf("  q_tilde:     ref-in-float32 %.3g   cpu %.3g\n", rel(in32.sref.q_tilde, in.sref.q_tilde), rel(in.s.q_tilde, in.sref.q_tilde));
+    std::printf("  ccq C:       ref-in-float32 %.3g   cpu %.3g\n", rel(in32.sref.C, in.sref.C), rel(in.s.C, in.sref.C));
+    std::printf("  ccq m, z:    cpu %.3g, %.3g\n", rel(in.s.m, in.sref.m), rel(in.s.z, in.sref.z));
+  }
   if constexpr (Read::is_identity) {
     std::printf("  final_state conditioning %.3g\n", final_state_conditioning<Rule>(ra));
     if constexpr (erases<Rule>) {
@@ -271,8 +277,10 @@ int main(int argc, char** argv) {
     std::printf("case %s %s: %s\n", argv[i], argv[i + 1], p.describe().c_str());
     if (!p.expect.empty()) continue;
     const bool uniform = p.read == read_kind::uniform;
-    if (p.read == read_kind::decayed) std::printf("  (decayed CCQ: not compiled in the probe)\n");
-    else if (p.rule == 3) uniform ? by_type<linea::delta, read::ccq<read::uniform>>(p) : by_type<linea::delta, read::identity>(p);
+    if (p.read == read_kind::decayed) {
+      if (p.rule == 4) by_type<linea::gated_delta, read::ccq<read::decayed>>(p);  // seed 20261220 case 285
+      else std::printf("  (decayed CCQ: compiled for gated_delta only)\n");
+    } else if (p.rule == 3) uniform ? by_type<linea::delta, read::ccq<read::uniform>>(p) : by_type<linea::delta, read::identity>(p);
     else if (p.rule == 4) uniform ? by_type<linea::gated_delta, read::ccq<read::uniform>>(p) : by_type<linea::gated_delta, read::identity>(p);
     else std::printf("  (rule not compiled in the probe)\n");
   }

@@ -19,6 +19,11 @@
 // Shared memory (bf16, rows padded by 16 bytes: conflict-free ldmatrix): Q, K, V, dO [CL][136], the state [128][136]
 // (h, then dH in place), dP then A [CL][72]; ~112 KB, two CTAs an SM. The dot products of d log α read q, k from
 // their bf16 tiles.
+// Memory (add18, issue #14): h_c comes by cp.async in 16-byte pieces and — bf16 inputs, rows of 16-byte pieces — so
+// do q, k, v, dO (no prefetch registers, no shared stores: all five tiles in flight at once); dH by 16-byte loads, the
+// whole tile in one round; dk and dv (16-bit, K resp. V a multiple of 8) leave through V's and Q's dead tiles as
+// 16-byte row pieces. Elsewhere (fp16 or float32 rows, K or V not a multiple of 8, state slots not 16-byte aligned) the
+// register loads and pair stores of before.
 #pragma once
 #include "add16_state_kernel.hpp"
 
@@ -71,7 +76,33 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
   }
   if (tid < CL) sdG[tid] = 0.f, sZ[tid] = 0.f;
   if (tid == 0) *sHdh = 0.f;
-  {
+  // h_c and dH_c by 16-byte pieces where their rows allow (V a multiple of 8: then Vp = V, every row 16-byte aligned)
+  const __nv_bfloat16 *h_src = st.h + st.at(w, c, hv), *dh_src = st.dh + st.at(w, c, hv);
+  const bool state16 = V % 8 == 0 && reinterpret_cast<std::uintptr_t>(h_src) % 16 == 0 &&
+                       reinterpret_cast<std::uintptr_t>(dh_src) % 16 == 0;
+  if (state16) {  // issued first (the largest tile), in flight with the input rows'
+    const int pieces = 2 * V16, count = 16 * K16 * pieces;
+    for (int e = tid; e < count; e += threads) {
+      const int r = e / pieces, u = 8 * (e % pieces);
+      const bool in = r < K && u < V;
+      d::cp_async16(sS + r * ld + u, in ? h_src + r * st.Vp + u : h_src, in ? 16 : 0);
+    }
+  }
+  // bf16 rows go to their tiles as they are: by cp.async (no registers, no stores) where 16-byte pieces fit
+  bool rows_async = false;
+  if constexpr (std::is_same_v<X, bf16>) {
+    const X *q_src = io.q.row(ci.bt, ci.t0, h), *k_src = io.k.row(ci.bt, ci.t0, h),
+            *v_src = io.v.row(ci.bt, ci.t0, hv), *o_src = io.d_o.row(ci.bt, ci.t0, hv);
+    rows_async = d::rows16_ok(q_src, io.q.st, K) && d::rows16_ok(k_src, io.k.st, K) &&
+                 d::rows16_ok(v_src, io.v.st, V) && d::rows16_ok(o_src, io.d_o.st, V);
+    if (rows_async) {
+      d::async_rows16<CL, max_kv / 8>(sQ, ld, q_src, io.q.st, L, K);
+      d::async_rows16<CL, max_kv / 8>(sK, ld, k_src, io.k.st, L, K);
+      d::async_rows16<CL, max_kv / 8>(sV, ld, v_src, io.v.st, L, V);
+      d::async_rows16<CL, max_kv / 8>(sO, ld, o_src, io.d_o.st, L, V);
+    }
+  }
+  if (!rows_async) {
     d::chunk_rows<max_kv, X> a, b, c2, d2;  // (all four in flight together: 16-bit rows take half the registers)
     a.load(io.q.row(ci.bt, ci.t0, h), io.q.st, L, K);
     b.load(io.k.row(ci.bt, ci.t0, h), io.k.st, L, K);
@@ -106,7 +137,8 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
       }
     }
   };
-  load_state(st.h + st.at(w, c, hv), [](std::uint32_t* p, std::uint32_t x) { *p = x; });
+  if (!state16) load_state(h_src, [](std::uint32_t* p, std::uint32_t x) { *p = x; });
+  d::cp_async_wait_all();
   __syncthreads();
 
   // ---- dP = s (dO Vᵀ) ⊙ D (a bf16 tile) and X = dP ⊙ (Q Kᵀ) below the diagonal into dG: warp strips of 16 rows
@@ -136,7 +168,7 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
       if (Decays) mma_strip<e16, 4>(sa, sQ + cm0 * ld, ld, sK + cn0 * ld, ld, K16);
       mma_strip<e16, 4>(sp, sO + cm0 * ld, ld, sV + cn0 * ld, ld, V16);
     }
-    causal_out(sp, sP);
+    // dP's tile and X from one e^(G_r − G_s) an element (X = dP ⊙ s Q Kᵀ, the same products in the same order)
     const int m0 = cm0, n0 = cn0;
     float row[2] = {0.f, 0.f}, col[4][2] = {};
 #pragma unroll
@@ -144,14 +176,17 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
 #pragma unroll
       for (int hf = 0; hf < 2; ++hf) {
         const int r = m0 + g + 8 * hf, s0 = n0 + 8 * t + 2 * q4;
+        float v[2];
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
           const int s = s0 + u;
-          if (Decays && s < r && r < L) {
-            const float x = scale * sp[t][2 * hf + u] * __expf(sG[r] - sG[s]) * sa[t][2 * hf + u];
+          v[u] = s <= r && r < L ? scale * sp[t][2 * hf + u] * (Decays ? __expf(sG[r] - sG[s]) : 1.f) : 0.f;
+          if (Decays && s < r) {  // (v is 0 for r ≥ L)
+            const float x = v[u] * sa[t][2 * hf + u];
             row[hf] += x, col[t][u] += x;
           }
         }
+        *reinterpret_cast<std::uint32_t*>(sP + r * ldc + s0) = pack2<e16>(v[0], v[1]);
       }
     if constexpr (Decays) {
 #pragma unroll
@@ -231,14 +266,39 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
   // ---- dH over h in place (⟨dH, h⟩ on the way), then dq += dP K ----
   {
     float hdh = 0.f;
-    load_state(st.dh + st.at(w, c, hv), [&](std::uint32_t* p, std::uint32_t x) {
-      if (Decays) {
-        const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p)),
-                     b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&x));
-        hdh = fmaf(a.x, b.x, fmaf(a.y, b.y, hdh));
+    const auto dot2 = [&](std::uint32_t a2, std::uint32_t b2) {
+      const float2 a = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&a2)),
+                   b = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(&b2));
+      hdh = fmaf(a.x, b.x, fmaf(a.y, b.y, hdh));
+    };
+    if (state16) {  // 16-byte pieces, eight a thread in flight (the whole 128 × 128 tile in one round)
+      const int pieces = 2 * V16, count = 16 * K16 * pieces;
+      for (int e0 = 0; e0 < count; e0 += 8 * threads) {
+        uint4 x[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const int e = e0 + tid + i * threads, r = e / pieces, u = 8 * (e % pieces);
+          x[i] = e < count && r < K && u < V ? *reinterpret_cast<const uint4*>(dh_src + r * st.Vp + u) : make_uint4(0u, 0u, 0u, 0u);
+        }
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+          const int e = e0 + tid + i * threads, r = e / pieces, u = 8 * (e % pieces);
+          if (e < count) {
+            uint4* p = reinterpret_cast<uint4*>(sS + r * ld + u);
+            if (Decays) {
+              const uint4 y = *p;
+              dot2(y.x, x[i].x), dot2(y.y, x[i].y), dot2(y.z, x[i].z), dot2(y.w, x[i].w);
+            }
+            *p = x[i];
+          }
+        }
       }
-      *p = x;
-    });
+    } else {
+      load_state(dh_src, [&](std::uint32_t* p, std::uint32_t x) {
+        if (Decays) dot2(*p, x);
+        *p = x;
+      });
+    }
     if constexpr (Decays) {
       for (int o = 16; o; o >>= 1) hdh += __shfl_xor_sync(0xffffffffu, hdh, o);
       if (lane == 0) atomicAdd(sHdh, hdh);
@@ -256,11 +316,33 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
   if (Decays && key_strip) row_sums(acc, sZ, [&](int r, int j) { return __bfloat162float(sK[r * ld + j]); });
   if (key_strip && L16 > kb)
     mma_strip<e16, 8, true, true>(acc, sP + 16 * kb * ldc + m0, ldc, sQ + 16 * kb * ld + n0, ld, L16 - kb);
-  if (key_strip && io.dk.p) store_strip(acc, K, io.dk.row(ci.bt, ci.t0, hv), io.dk.st);
+  // dk and dv leave through shared memory where their rows take 16-byte pieces (16-bit outputs, K resp. V a multiple
+  // of 8, aligned rows): each warp puts its strip into a tile no warp reads any more — dk into V's (after the barrier
+  // below), dv into Q's (after A's) — and after a last barrier the CTA writes whole rows, 16 bytes a thread and piece
+  // (the strips' own stores fill half a 32-byte sector each: mma's accumulator layout).
+  X* const dk_rows = io.dk.p ? io.dk.row(ci.bt, ci.t0, hv) : nullptr;
+  T* const dv_rows = dv_out.ptr ? &dv_out(ci.bt, ci.t0, hv, 0) : nullptr;
+  const bool dk_staged = dk_rows && d::rows16_ok(dk_rows, io.dk.st, K);
+  const bool dv_staged = dv_rows && dv_out.stride(3) == 1 && d::rows16_ok(dv_rows, dv_out.stride(1), V);
+  // a strip's accumulators as pairs of E into tile's rows m0 .., columns n0 .. (the strip's own cells)
+  const auto stage_strip = [&](const float(&a)[8][4], auto* tile_of_e) {
+    using E = std::remove_pointer_t<decltype(tile_of_e)>;
+    auto* tile = reinterpret_cast<std::uint32_t*>(tile_of_e);  // (ld even: pairs 4-byte aligned)
+#pragma unroll
+    for (int t = 0; t < 8; ++t)
+#pragma unroll
+      for (int hf = 0; hf < 2; ++hf) {
+        const int r = m0 + g + 8 * hf, j = n0 + 8 * t + 2 * q4;
+        tile[(r * ld + j) / 2] = d::float_to_half_bits<E>(a[t][2 * hf]) | (d::float_to_half_bits<E>(a[t][2 * hf + 1]) << 16);
+      }
+  };
+  if (key_strip && io.dk.p && !dk_staged) store_strip(acc, K, dk_rows, io.dk.st);
+  if (dk_staged || dv_out.ptr) __syncthreads();  // (every warp past dk's reads of V and dP)
+  if constexpr (sizeof(X) == 2)
+    if (dk_staged && key_strip) stage_strip(acc, reinterpret_cast<X*>(sV));
 
   // ---- dv = Diag(e^(G_L − G)) K dH + Aᵀ dO: A over dP's tile (every warp past dk's reads of dP) ----
   if (dv_out.ptr) {
-    __syncthreads();
     {
       float sa[4][4] = {};
       if (causal_strip) mma_strip<e16, 4>(sa, sQ + cm0 * ld, ld, sK + cn0 * ld, ld, K16);
@@ -274,9 +356,23 @@ __global__ void __launch_bounds__(threads, add16_grad_shape::ctas_per_sm)
       scale_rows(acc, decay_to_end);
       if (L16 > kb)
         mma_strip<e16, 8, true, true>(acc, sP + 16 * kb * ldc + m0, ldc, sO + 16 * kb * ld + n0, ld, L16 - kb);
-      if (dv_out.stride(3) == 1) store_strip(acc, V, &dv_out(ci.bt, ci.t0, hv, 0), dv_out.stride(1));
+      if (dv_staged) stage_strip(acc, reinterpret_cast<T*>(sQ));  // (Q's last reader, A, is behind the barrier)
+      else if (dv_out.stride(3) == 1) store_strip(acc, V, dv_rows, dv_out.stride(1));
       else each_out(acc, V, [&](int r, int j, float x) { dv_out(ci.bt, ci.t0 + r, hv, j) = from_float<T>(x); });
     }
+  }
+  if (dk_staged || dv_staged) {
+    __syncthreads();
+    // rows < L, 16-byte pieces of columns < C from tile to out (row r at out + r·lds)
+    const auto rows_out = [&](const e16* tile, auto* out, index_t lds, int C) {
+#pragma unroll
+      for (int e = tid; e < CL * (max_kv / 8); e += threads) {
+        const int r = e / (max_kv / 8), u = 8 * (e % (max_kv / 8));
+        if (r < L && u < C) *reinterpret_cast<uint4*>(out + r * lds + u) = *reinterpret_cast<const uint4*>(tile + r * ld + u);
+      }
+    };
+    if (dk_staged) rows_out(sV, dk_rows, io.dk.st, K);
+    if (dv_staged) rows_out(sQ, dv_rows, dv_out.stride(1), V);
   }
 
   // ---- d log α_t = Σ_{r ≥ t} dG_r + γ_L ⟨dH, h⟩ + Σ_{s < t} z_s: one warp, two rows a lane, no term subtracted ----

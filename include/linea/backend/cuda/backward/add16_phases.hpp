@@ -5,6 +5,7 @@
 // phases 0 and 5 (G = 1, no L2 norm, no in-kernel gate, no normalize: add16_io.hpp's add16_direct_ok), in place of
 // all six: the kernels then read the caller's q, k, v, dO, g and write its dq, dk, dg directly (io17):
 //   forward_states  add16_state_kernel<BV, false>  per (value tile, value head, sequence): h_c as bf16
+//                   (BV = 64, 32 or 16 columns; 128 before add18: 64 runs two CTAs an SM)
 //   reverse_states  add16_state_kernel<BV, true>   the same, reversed: dH_c as bf16, dS_0
 //   grads           add16_grad_kernel              per (chunk, value head): dq̂, dk̂ (per value head), dv, d log α
 // Without the UT transform, the additive rules need no phase 1 (G, P are formed where they are used) and no fp32
@@ -32,6 +33,9 @@ inline bool add16_enabled = std::getenv("LINEA_BWD_ADD16_OFF") == nullptr;
 // and writes the caller's tensors directly (add16_io.hpp) — the A/B switch of io17's measurements: the environment
 // variable LINEA_BWD_ADD16_DIRECT_OFF (set: false), or bench/cuda/add16_ab.cu between calls.
 inline bool add16_direct_enabled = std::getenv("LINEA_BWD_ADD16_DIRECT_OFF") == nullptr;
+// The state passes' value-tile width: 0 (add16_phases' choice), else 64, 32 or 16 columns whatever the shape (the
+// suite runs each width on the same shapes).
+inline int add16_state_columns = 0;
 
 template <int BV, bool Reverse, bool Decays, class X>
 void add16_state_launch(const work& w, const add16_io<X>& io, const view<const float, 4>& init,
@@ -54,13 +58,15 @@ void add16_phases(const work& w, const add16_io<X>& io, const view<const float, 
   const add16_states st = add16_states_of(w);
   int device = 0;
   LINEA_CUDA_CHECK(cudaGetDevice(&device));
-  // value tiles: one per (sequence, head) where that keeps three quarters of the SMs busy, else 32 or 16 columns
+  // value tiles: 64 columns (two CTAs an SM) where those tiles keep three quarters of the SMs busy, else 32 or 16
+  // columns (add16_state_columns, when set, instead)
   const std::size_t sms = std::size_t(multiprocessor_count(device)), heads = std::size_t(w.N) * std::size_t(w.HV);
   const auto busy = [&](index_t bv) { return 4 * heads * std::size_t((w.V + bv - 1) / bv) >= 3 * sms; };
-  if (busy(128)) {
-    add16_state_launch<128, false, Decays>(w, io, S0, {}, st, s);
-    add16_state_launch<128, true, Decays>(w, io, dST, dS0, st, s);
-  } else if (busy(32)) {
+  const int bv = add16_state_columns ? add16_state_columns : busy(64) ? 64 : busy(32) ? 32 : 16;
+  if (bv == 64) {
+    add16_state_launch<64, false, Decays>(w, io, S0, {}, st, s);
+    add16_state_launch<64, true, Decays>(w, io, dST, dS0, st, s);
+  } else if (bv == 32) {
     add16_state_launch<32, false, Decays>(w, io, S0, {}, st, s);
     add16_state_launch<32, true, Decays>(w, io, dST, dS0, st, s);
   } else {

@@ -11,9 +11,13 @@
 // One CTA per (value tile of BV columns, value head, sequence), 256 threads: warp i holds state rows (keys)
 // 16i .. 16i + 15 × BV columns in fp32 registers (mma.sync accumulators) across all chunks; per chunk the operands
 // go to shared memory as bf16 (the product is one m16n8k16 chain over the chunk's tokens), the next chunk's input
-// rows are loaded into registers while this chunk's product runs.
+// rows — and its log α, for the scan — are loaded into registers while this chunk's product runs. BV ≤ 64 with
+// 16-bit rows: two CTAs an SM (≤ 128 registers).
 // The stored states are bf16 [chunks, HV, K, Vp] (add16_states: Vp = V rounded up to even, so every store and load
-// is a 4-byte pair), over the float32 slots plan.hpp carves for w.h, w.dh (2·K·Vp ≤ 4·K·V bytes).
+// is at least a 4-byte pair), over the float32 slots plan.hpp carves for w.h, w.dh (2·K·Vp ≤ 4·K·V bytes). Where
+// Vp % 8 = 0 and the slot is 16-byte aligned (plan.hpp's slots always are since cl18; the test stays) each warp
+// puts its accumulator pairs into its own staging rows in shared memory and stores whole 16-byte pieces (add18,
+// issue #14: the pairs filled half a 32-byte sector each); else the pairs go out as they are.
 #pragma once
 #include <cstdint>
 #include <type_traits>
@@ -120,8 +124,44 @@ struct chunk_rows {
   }
 };
 
+// 16 bytes global → shared by cp.async (bytes 0: zeros, src not read); the wait for every copy of this thread.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int bytes) {
+  const std::uint32_t s = static_cast<std::uint32_t>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(s), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// True when 16-byte pieces of rows (row r at p + r·stride, columns < C) start 16-byte aligned and end within C.
+template <class X>
+__device__ __forceinline__ bool rows16_ok(const X* p, index_t stride, int C) {
+  return sizeof(X) == 2 && C % 8 == 0 && stride % 8 == 0 && reinterpret_cast<std::uintptr_t>(p) % 16 == 0;
+}
+// Rows [Rows] × columns [8·Pieces] of 16-bit elements into dst (row stride ld elements, rows 16-byte aligned) by
+// cp.async, each thread of the CTA a share of the 16-byte pieces; zeros for rows ≥ R or columns ≥ C (rows16_ok).
+template <int Rows, int Pieces, class X, class E>
+__device__ __forceinline__ void async_rows16(E* dst, int ld, const X* src, index_t stride, int R, int C) {
+  static_assert(sizeof(X) == 2 && sizeof(E) == 2);
+#pragma unroll
+  for (int e = threadIdx.x; e < Rows * Pieces; e += threads) {
+    const int r = e / Pieces, c = 8 * (e % Pieces);
+    const bool in = r < R && c < C;
+    cp_async16(dst + r * ld + c, in ? src + r * stride + c : src, in ? 16 : 0);
+  }
+}
+
 // The in-chunk cumulative log decay of L tokens (log α at la, row r at r·stride) into G[0..CL): one warp, a scan of
 // pairs; rows past L repeat G_{L−1}.
+// (chunk_scan_pair: this lane's pair a, b = log α of rows 2·lane, 2·lane + 1 already loaded, zeros past L.)
+__device__ __forceinline__ void chunk_scan_pair(float a, float b, float* G) {
+  const int lane = threadIdx.x & 31;
+  float s = a + b;
+#pragma unroll
+  for (int o = 1; o < 32; o <<= 1) {
+    const float y = __shfl_up_sync(0xffffffffu, s, o);
+    if (lane >= o) s += y;
+  }
+  G[2 * lane] = s - b, G[2 * lane + 1] = s;
+}
 template <class X>
 __device__ __forceinline__ void chunk_scan(const X* la, index_t stride, int L, float* G) {
   const int lane = threadIdx.x & 31;
@@ -144,13 +184,18 @@ struct add16_state_shape {
   static constexpr int lda = max_kv + 8, ldb = BV + 8, NT = BV / 8;  // (rows ≡ 16 mod 128 bytes or odd 16s: no conflicts)
   static constexpr int a_at = 0, b_at = CL * lda, tiles = b_at + CL * ldb;  // bf16 elements
   static constexpr std::size_t g_at = 2 * std::size_t(tiles);              // G, two chunks' slots (float)
-  static constexpr std::size_t bytes = g_at + 2 * CL * sizeof(float);
+  // each warp's 16 state rows as bf16 [16][ldb] on their way out (16-byte row stores; ldb ≡ 4 words mod 32: the
+  // accumulator pairs go in without bank conflicts)
+  static constexpr std::size_t stage_at = g_at + 2 * CL * sizeof(float);
+  static constexpr std::size_t bytes = stage_at + 2 * std::size_t(threads / 32) * 16 * ldb;
 };
 
 // Reverse = false: the forward pass (init = S0, out = h); true: the reverse pass (init = dL/dS_T, out = dh, dS0).
 // X: where q, k, v, dO, log α come from (add16_io.hpp: float, phase 0's workspace; or the caller's 16-bit tensors).
+// 64 columns and fewer: two CTAs an SM (≤ 128 registers: the accumulators ≤ 32 a thread) where the prefetched rows
+// are 16-bit; float32 rows (phase 0's workspace) take twice the registers and would spill.
 template <int BV, bool Reverse, bool Decays, class X>
-__global__ void __launch_bounds__(threads, 1)
+__global__ void __launch_bounds__(threads, (BV <= 64 && sizeof(X) == 2) ? 2 : 1)
     add16_state_kernel(const work w, const add16_io<X> io, const view<const float, 4> init, const view<float, 4> dS0,
                        const add16_states st) {
   namespace d = add16_detail;
@@ -180,18 +225,29 @@ __global__ void __launch_bounds__(threads, 1)
   d::chunk_rows<BV, X> rb;      // forward v, reverse d_o (value head hv, columns j0 ..)
   const add16_rows<const X>& a_src = Reverse ? io.q : io.k;
   const add16_rows<const X>& b_src = Reverse ? io.d_o : io.v;
+  float la0 = 0.f, la1 = 0.f;   // warp 0 (decays): the next chunk's log α pair of this lane, loaded with its rows
   const auto fetch = [&](index_t c) {
     const chunk_info ci = w.chunk[c];
     ra.load(a_src.row(ci.bt, ci.t0, h), a_src.st, ci.len, K);
     rb.load(b_src.row(ci.bt, ci.t0, hv) + j0, b_src.st, ci.len, bv);
+    if (Decays && warp == 0) {
+      const X* la = io.log_alpha.row(ci.bt, ci.t0, hv);
+      const index_t ls = io.log_alpha.st;
+      la0 = 2 * lane < ci.len ? to_float(la[2 * lane * ls]) : 0.f;
+      la1 = 2 * lane + 1 < ci.len ? to_float(la[(2 * lane + 1) * ls]) : 0.f;
+    }
   };
+  // 16-byte state stores through this warp's staging rows where every stored row starts 16-byte aligned
+  __nv_bfloat16* const out_base = Reverse ? st.dh : st.h;
+  const bool rows16 = st.Vp % 8 == 0 && reinterpret_cast<std::uintptr_t>(out_base) % 16 == 0;
+  d::e16* stage = reinterpret_cast<d::e16*>(smem + sh::stage_at) + warp * 16 * sh::ldb;
   if (sc.count) fetch(Reverse ? sc.first + sc.count - 1 : sc.first);
   for (index_t i = 0; i < sc.count; ++i) {
     const index_t c = Reverse ? sc.first + sc.count - 1 - i : sc.first + i;
     const chunk_info ci = w.chunk[c];
     const int L = ci.len;
     float* G = sG + (i & 1) * CL;  // (two slots: a slow warp may still read chunk i − 1's while warp 0 writes i + 1's)
-    if (Decays && warp == 0) d::chunk_scan(io.log_alpha.row(ci.bt, ci.t0, hv), io.log_alpha.st, L, G);
+    if (Decays && warp == 0) d::chunk_scan_pair(la0, la1, G);
     __syncthreads();  // G; and every warp past the previous chunk's product (its reads of sA, sB)
     const float GL = Decays ? G[L - 1] : 0.f;
     if constexpr (Reverse)
@@ -203,15 +259,33 @@ __global__ void __launch_bounds__(threads, 1)
     if (i + 1 < sc.count) fetch(Reverse ? c - 1 : c + 1);  // (in flight during the store and the product)
 
     // ---- the state at this chunk out (bf16 pairs), then state ← γ_L state + Aᵀ B ----
-    __nv_bfloat16* out = (Reverse ? st.dh : st.h) + st.at(w, c, hv) + j0;
+    __nv_bfloat16* out = out_base + st.at(w, c, hv) + j0;
+    if (rows16) {  // (the columns past bv are zeros and the pieces end by Vp: 8-column pieces that start below bv)
+      constexpr int P = BV / 8, R = 32 / P;  // 16-byte pieces a row, rows a warp store
 #pragma unroll
-    for (int t = 0; t < NT; ++t)
+      for (int t = 0; t < NT; ++t)
 #pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int r = m0 + g + 8 * hf, j = 8 * t + 2 * q;
-        if (r < K && j < bv)
-          *reinterpret_cast<std::uint32_t*>(out + r * st.Vp + j) = pack2<__nv_bfloat16>(acc[t][2 * hf], acc[t][2 * hf + 1]);
+        for (int hf = 0; hf < 2; ++hf)
+          *reinterpret_cast<std::uint32_t*>(stage + (g + 8 * hf) * sh::ldb + 8 * t + 2 * q) =
+              pack2<__nv_bfloat16>(acc[t][2 * hf], acc[t][2 * hf + 1]);
+      __syncwarp();
+#pragma unroll
+      for (int i = 0; i < 16 / R; ++i) {
+        const int rr = i * R + lane / P, p = lane % P, r = m0 + rr;
+        if (r < K && 8 * p < bv)
+          *reinterpret_cast<uint4*>(out + r * st.Vp + 8 * p) = *reinterpret_cast<const uint4*>(stage + rr * sh::ldb + 8 * p);
       }
+      __syncwarp();  // (the next chunk's pairs go in after every lane's reads)
+    } else {
+#pragma unroll
+      for (int t = 0; t < NT; ++t)
+#pragma unroll
+        for (int hf = 0; hf < 2; ++hf) {
+          const int r = m0 + g + 8 * hf, j = 8 * t + 2 * q;
+          if (r < K && j < bv)
+            *reinterpret_cast<std::uint32_t*>(out + r * st.Vp + j) = pack2<__nv_bfloat16>(acc[t][2 * hf], acc[t][2 * hf + 1]);
+        }
+    }
     if constexpr (Decays) {
       const float gamma = __expf(GL);
 #pragma unroll
