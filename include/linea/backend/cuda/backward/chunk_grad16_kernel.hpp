@@ -71,13 +71,13 @@ __device__ __forceinline__ std::uint32_t word(const __nv_bfloat16* p) {
   return *reinterpret_cast<const std::uint32_t*>(p);
 }
 
-// Two consecutive elements (x0, x1) of a tile row as hi (at p) and lo (at p + part) bf16 pairs.
+// Two consecutive elements (x0, x1) of a tile row as hi (at p) and lo (at p + part) bf16 pairs (each pair one
+// two-way conversion: the same roundings as two one-way ones).
 __device__ __forceinline__ void store_pair(__nv_bfloat16* p, int part, float x0, float x1) {
-  const __nv_bfloat16 h0 = __float2bfloat16_rn(x0), h1 = __float2bfloat16_rn(x1);
-  const __nv_bfloat16 l0 = __float2bfloat16_rn(x0 - __bfloat162float(h0)),
-                      l1 = __float2bfloat16_rn(x1 - __bfloat162float(h1));
-  *reinterpret_cast<std::uint32_t*>(p) = inter_detail::pack(h0, h1);
-  *reinterpret_cast<std::uint32_t*>(p + part) = inter_detail::pack(l0, l1);
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+  const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - __low2float(h), x1 - __high2float(h));
+  *reinterpret_cast<__nv_bfloat162*>(p) = h;
+  *reinterpret_cast<__nv_bfloat162*>(p + part) = l;
 }
 
 // A tile's values in registers between their loads and their stores, so that the loads of several tiles are in
