@@ -7,8 +7,9 @@
 //   and of the whole backward's bf16 outputs, the library's call against the same chain with v0 in its place;
 //   timed (CUDA events, interleaved rounds, best of the medians): each variant alone, and the whole backward (the
 //   library's call against the same phases with v0 in chunk_grad16's place).
-// Variants (template options of chunk_grad16_kernel): lib (the library's: Pairs, TileKeys, SkipZeroSteps, TransN,
-// TransM on, EarlyDq off), and each with one option flipped.
+// Variants (template options of chunk_grad16_kernel): lib (the library's: Pairs, TileKeys, SkipZeroSteps, TransN on,
+// EarlyDq, TransM off), and each with one option flipped. (gd18's call 2 ran this with TransM then on by default:
+// its "lib" is this file's "transm" and its "no_transm" this file's "lib"; the same kernels.)
 //   nvcc <flags> -DLINEA_CUDA_EXTERN_INSTANCES -DLINEA_CUDA_EXTERN_BACKWARD_PHASES -c bench/cuda/cg16_ab.cu (link
 //   the delta, gated_delta and backward_phases instance objects)
 //   cg16_ab [--long]   8×4096 (and 1×32768)      cg16_ab --check   small odd shapes, distances only (sanitizers)
@@ -151,14 +152,14 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   };
   const auto cg_v0 = [&] { launch(bwd::v0cg::chunk_grad16_kernel<erases, decays, T>); };
   const auto cg_lib = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T>); };
-  static_assert(bwd::grad16_transm, "cg16_ab: built with the library's default");
-  // (options: Pairs, TileKeys, EarlyDq, SkipZeroSteps, TransN, TransM; the library's: all but EarlyDq)
-  const auto cg_no_pairs = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T, false, true, false, true, true, true>); };
-  const auto cg_no_tilekeys = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T, true, false, false, true, true, true>); };
-  const auto cg_earlydq = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T, true, true, true, true, true, true>); };
-  const auto cg_no_skip = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T, true, true, false, false, true, true>); };
-  const auto cg_no_transn = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T, true, true, false, true, false, true>); };
-  const auto cg_no_transm = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T, true, true, false, true, true, false>); };
+  // (options: Pairs, TileKeys, EarlyDq, SkipZeroSteps, TransN, TransM; the library's: the first two, SkipZeroSteps
+  // and TransN)
+  const auto cg_no_pairs = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T, false, true, false, true, true, false>); };
+  const auto cg_no_tilekeys = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T, true, false, false, true, true, false>); };
+  const auto cg_earlydq = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T, true, true, true, true, true, false>); };
+  const auto cg_no_skip = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T, true, true, false, false, true, false>); };
+  const auto cg_no_transn = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T, true, true, false, true, false, false>); };
+  const auto cg_transm = [&] { launch(bwd::chunk_grad16_kernel<erases, decays, T, true, true, false, true, true, true>); };
   const auto whole_v0 = [&] {  // backward.hpp's run (chunk_phases) with v0 as chunk_grad16
     bwd::inputs_kernel<Rule, T><<<unsigned(tokens), bwd::threads>>>(ka, gr.d_o, wk);
     bwd::prep_phase<erases, false, false, P, T>(wk, 0, {});
@@ -247,7 +248,7 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
   variant("earlydq", cg_earlydq);
   variant("no_skip", cg_no_skip);
   variant("no_transn", cg_no_transn);
-  variant("no_transm", cg_no_transm);
+  variant("transm", cg_transm);
   free_all(o_v0);
   if (once) {  // one launch each (ncu)
     inter16();
@@ -262,10 +263,10 @@ void ab(index_t B, index_t T_, index_t H, index_t HV, index_t K, index_t V, bool
       t[0] = std::min(t[0], time_ms(cg_v0, 5, 5)), t[1] = std::min(t[1], time_ms(cg_lib, 5, 5));
       t[2] = std::min(t[2], time_ms(cg_no_pairs, 5, 5)), t[3] = std::min(t[3], time_ms(cg_no_tilekeys, 5, 5));
       t[4] = std::min(t[4], time_ms(cg_earlydq, 5, 5)), t[5] = std::min(t[5], time_ms(cg_no_skip, 5, 5));
-      t[6] = std::min(t[6], time_ms(cg_no_transn, 5, 5)), t[7] = std::min(t[7], time_ms(cg_no_transm, 5, 5));
+      t[6] = std::min(t[6], time_ms(cg_no_transn, 5, 5)), t[7] = std::min(t[7], time_ms(cg_transm, 5, 5));
     }
     std::printf(",\"cg_v0_ms\":%.3f,\"cg_lib_ms\":%.3f,\"cg_no_pairs_ms\":%.3f,\"cg_no_tilekeys_ms\":%.3f,"
-                "\"cg_earlydq_ms\":%.3f,\"cg_no_skip_ms\":%.3f,\"cg_no_transn_ms\":%.3f,\"cg_no_transm_ms\":%.3f,"
+                "\"cg_earlydq_ms\":%.3f,\"cg_no_skip_ms\":%.3f,\"cg_no_transn_ms\":%.3f,\"cg_transm_ms\":%.3f,"
                 "\"cg_speedup\":%.3f",
                 t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[0] / t[1]);
     double b_v0 = 1e30, b_lib = 1e30;

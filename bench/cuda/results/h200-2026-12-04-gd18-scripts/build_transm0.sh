@@ -1,5 +1,7 @@
 #!/bin/bash
 # the TransM = 0 builds of backward_phases and the suite (gd18's A/B of the library default)
+# (call 2's tree, commit e37f57d: chunk_grad16_kernel.hpp then read LINEA_BWD_GRAD16_TRANSM for TransM's default,
+# on; =0 built the suite with TransM off — the library's default since, with the macro gone)
 export PATH=/usr/local/cuda/bin:$PATH
 cd /work/wt/gd18
 FLAGS="-std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -diag-suppress=20012,20013,20015,68,186 -Xptxas -warn-spills -Iinclude -Itests -Itools -isystem /usr/include/eigen3 -I/work/main/.gpu/deps -DLINEA_BWD_GRAD16_TRANSM=0"

@@ -26,9 +26,10 @@
 // (inter_grad_kernel.hpp) hands over its key tiles' sums: measured slower overall (bench/cuda/README.md, intra14).
 // gd18 (issue #14; each a template option, on by default, bench/cuda/README.md "gd18"): fewer global round trips and
 // load instructions — the elementwise operands as float2 pairs (⟨h, dh⟩ as float4) where aligned, the row sums' k and
-// q from the staged tiles, dq's term loaded during the Nᵀ Q product; Nᵀ read from N's tile by ldmatrix .trans (no
-// transposed copy of N, whose loads were a second pass over dP and P); and the products skip the k-steps where their
-// triangular A operand (M, N lower; Mᵀ E, Nᵀ upper) is zero.
+// q from the staged tiles; Nᵀ read from N's tile by ldmatrix .trans (no transposed copy of N, whose loads were a
+// second pass over dP and P); and the products skip the k-steps where their triangular A operand (M, N lower; Mᵀ E,
+// Nᵀ upper) is zero. (Two more options measured slower and are off: dq's term loaded during the Nᵀ Q product, Mᵀ E
+// formed from M's shared tile.)
 // Layouts: the warp w owns the 16 × 64 output strip rows 16 (w mod 4).., columns 64 ⌊w / 4⌋..; its lane (g, t)
 // holds rows g, g + 8 and columns 8 nt + 2 t + u (nt < 8, u < 2) of it (the m16n8 accumulator).
 // Preconditions: a scalar-decay rule (or none), 16-bit inputs (plan.hpp carved the inter scratch), K, V ≤ max_kv,
@@ -231,14 +232,9 @@ __device__ __forceinline__ void quad_sum(float (&x)[2]) {
 
 }  // namespace grad16_detail
 
-#ifdef LINEA_BWD_GRAD16_TRANSM
-inline constexpr bool grad16_transm = LINEA_BWD_GRAD16_TRANSM;  // (gd18's A/B builds of the suite, not a user option)
-#else
-inline constexpr bool grad16_transm = true;
-#endif
-
 // One CTA per (chunk, value head), 256 threads, two CTAs an SM. gd18's options (off = main 5386113's form of that
-// step, kept for bench/cuda/cg16_ab.cu's A/B; the library's defaults: all on but EarlyDq, which measured slower):
+// step, kept for bench/cuda/cg16_ab.cu's A/B; the library's defaults: all on but EarlyDq and TransM, which measured
+// slower, bench/cuda/README.md "gd18"):
 // Pairs, the accumulator-layout global accesses (dq, dk terms in and out, γ ⊙ dBk, k) and M's and N's row tiles as
 // float2 where aligned, ⟨h, dh⟩'s reads as float4; TileKeys, the row sums' k and q from the staged Kᵀ, Qᵀ tiles
 // (hi + lo) instead of global memory; EarlyDq, dq's term read before the Nᵀ Q product (into the accumulators it
@@ -247,7 +243,7 @@ inline constexpr bool grad16_transm = true;
 // copy staged from global memory (dP ⊙ P's column sums then from N's row tile's loads); TransM, Mᵀ E's tile formed
 // from M's (shared memory, hi + lo, one barrier more) instead of from global memory again.
 template <bool Erases, bool Decays, class T, bool Pairs = true, bool TileKeys = true, bool EarlyDq = false,
-          bool SkipZeroSteps = true, bool TransN = true, bool TransM = grad16_transm>
+          bool SkipZeroSteps = true, bool TransN = true, bool TransM = false>
 __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_kernel(const work w,
                                                                                       const view<T, 4> dv_out) {
   using sh = grad16_shape;
