@@ -1,6 +1,6 @@
 #!/bin/bash
 # the TransM = 0 builds of backward_phases and the suite (gd18's A/B of the library default)
-# (call 2's tree, commit e37f57d: chunk_grad16_kernel.hpp then read LINEA_BWD_GRAD16_TRANSM for TransM's default,
+# (call 2's tree, commit e37f57d, rebased onto main as dce4b90: chunk_grad16_kernel.hpp then read LINEA_BWD_GRAD16_TRANSM for TransM's default,
 # on; =0 built the suite with TransM off — the library's default since, with the macro gone)
 export PATH=/usr/local/cuda/bin:$PATH
 cd /work/wt/gd18
