@@ -15,8 +15,8 @@
 // 3xTF32). Here the four L × K × L products (M K, Mᵀ E K, N K, Nᵀ Q) run on mma.sync m16n8k16 with bf16 operands,
 // each split x = hi + lo (both bf16) and multiplied lo·hi + hi·lo + hi·hi (inter_grad_kernel's Terms = 3, ≈ 2⁻¹⁶
 // relative per product). The shared memory holds only those operands, in bf16 hi/lo tiles laid out so that every
-// mma fragment is one 32-bit load: Kᵀ and Qᵀ ([key][token]), M and Mᵀ E, later N and Nᵀ ([token][token], formed
-// from the float32 workspace as they are staged) — 110 KB, two CTAs an SM. Everything elementwise (dBk, the dq and
+// mma fragment is one 32-bit load: Kᵀ and Qᵀ ([key][token]), M and Mᵀ E, later N (and, TransN off, Nᵀ)
+// ([token][token], formed from the float32 workspace as they are staged) — 110 KB, two CTAs an SM. Everything elementwise (dBk, the dq and
 // dk terms, k and q for the row sums, dBv, v) is read from global memory into the mma's accumulator layout, so the
 // products' outputs stay in registers: dk accumulates x, y and Nᵀ Q in one register tile and leaves from it, dq
 // likewise. The per-row sums (dG, de) are reduced over the four lanes that hold a row's columns, then added to
@@ -24,6 +24,12 @@
 // together, N's two orientations ahead of the barrier that frees M's tiles): the kernel is latency-bound.
 // ⟨h, dh⟩ is read here (128 KB a CTA, 32 loads of each in flight per thread) unless hdh_in_inter
 // (inter_grad_kernel.hpp) hands over its key tiles' sums: measured slower overall (bench/cuda/README.md, intra14).
+// gd18 (issue #14; each a template option, on by default, bench/cuda/README.md "gd18"): fewer global round trips and
+// load instructions — the elementwise operands as float2 pairs (⟨h, dh⟩ as float4) where aligned, the row sums' k and
+// q from the staged tiles; Nᵀ read from N's tile by ldmatrix .trans (no transposed copy of N, whose loads were a
+// second pass over dP and P); and the products skip the k-steps where their triangular A operand (M, N lower; Mᵀ E,
+// Nᵀ upper) is zero. (Two more options measured slower and are off: dq's term loaded during the Nᵀ Q product, Mᵀ E
+// formed from M's shared tile.)
 // Layouts: the warp w owns the 16 × 64 output strip rows 16 (w mod 4).., columns 64 ⌊w / 4⌋..; its lane (g, t)
 // holds rows g, g + 8 and columns 8 nt + 2 t + u (nt < 8, u < 2) of it (the m16n8 accumulator).
 // Preconditions: a scalar-decay rule (or none), 16-bit inputs (plan.hpp carved the inter scratch), K, V ≤ max_kv,
@@ -31,9 +37,11 @@
 // the same workspace.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include <cuda_bf16.h>
 
+#include "../mma.hpp"
 #include "inter_grad_kernel.hpp"
 #include "../source.hpp"
 
@@ -64,13 +72,13 @@ __device__ __forceinline__ std::uint32_t word(const __nv_bfloat16* p) {
   return *reinterpret_cast<const std::uint32_t*>(p);
 }
 
-// Two consecutive elements (x0, x1) of a tile row as hi (at p) and lo (at p + part) bf16 pairs.
+// Two consecutive elements (x0, x1) of a tile row as hi (at p) and lo (at p + part) bf16 pairs (each pair one
+// two-way conversion: the same roundings as two one-way ones).
 __device__ __forceinline__ void store_pair(__nv_bfloat16* p, int part, float x0, float x1) {
-  const __nv_bfloat16 h0 = __float2bfloat16_rn(x0), h1 = __float2bfloat16_rn(x1);
-  const __nv_bfloat16 l0 = __float2bfloat16_rn(x0 - __bfloat162float(h0)),
-                      l1 = __float2bfloat16_rn(x1 - __bfloat162float(h1));
-  *reinterpret_cast<std::uint32_t*>(p) = inter_detail::pack(h0, h1);
-  *reinterpret_cast<std::uint32_t*>(p + part) = inter_detail::pack(l0, l1);
+  const __nv_bfloat162 h = __floats2bfloat162_rn(x0, x1);
+  const __nv_bfloat162 l = __floats2bfloat162_rn(x0 - __low2float(h), x1 - __high2float(h));
+  *reinterpret_cast<__nv_bfloat162*>(p) = h;
+  *reinterpret_cast<__nv_bfloat162*>(p + part) = l;
 }
 
 // A tile's values in registers between their loads and their stores, so that the loads of several tiles are in
@@ -114,24 +122,36 @@ struct transposed_tile {
 };
 
 // row_tile: dst[r][2p + i] = f(r, 2p + i) for r, 2p + i < CL — a warp a row (r = warp + 8 i), a lane a column pair.
-// With Sums, load also calls row(r, Σ_s x(r, s)) for every row, from its warp's lane 0.
+// With Sums, load also calls row(r, Σ_s x(r, s)) for every row, from its warp's lane 0. f and x_of either give one
+// element or (returning float2) the pair at columns s, s + 1 (gd18: one 8-byte load where the source is aligned).
 struct row_tile {
   static constexpr int per = CL * CL / 2 / threads;
   float x[per][2];
-  template <bool Sums = false, class F, class X = int, class Row = int>
-  __device__ __forceinline__ void load(F f, X x_of = {}, Row row = {}) {
+  template <class F>
+  __device__ __forceinline__ static float2 pair_of(F f, int r, int s) {
+    if constexpr (std::is_same_v<decltype(f(r, s)), float2>) return f(r, s);
+    else return make_float2(f(r, s), f(r, s + 1));
+  }
+  // (Col given: also col(s, Σ of x(r, s) over this thread's rows) for its two columns s — partial column sums)
+  template <bool Sums = false, class F, class X = int, class Row = int, class Col = int>
+  __device__ __forceinline__ void load(F f, X x_of = {}, Row row = {}, Col col = {}) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    [[maybe_unused]] float c0 = 0.f, c1 = 0.f;
 #pragma unroll
     for (int i = 0; i < per; ++i) {
       const int r = warp + i * (threads / 32);
-      x[i][0] = f(r, 2 * lane), x[i][1] = f(r, 2 * lane + 1);
+      const float2 v = pair_of(f, r, 2 * lane);
+      x[i][0] = v.x, x[i][1] = v.y;
       if constexpr (Sums) {
-        float y = x_of(r, 2 * lane) + x_of(r, 2 * lane + 1);
+        const float2 xv = pair_of(x_of, r, 2 * lane);
+        if constexpr (!std::is_same_v<Col, int>) c0 += xv.x, c1 += xv.y;
+        float y = xv.x + xv.y;
 #pragma unroll
         for (int o = 16; o; o >>= 1) y += __shfl_xor_sync(0xffffffffu, y, o);
         if (lane == 0) row(r, y);
       }
     }
+    if constexpr (Sums && !std::is_same_v<Col, int>) col(2 * lane, c0), col(2 * lane + 1, c1);
   }
   __device__ __forceinline__ void store(__nv_bfloat16* dst, int part) const {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -140,12 +160,12 @@ struct row_tile {
   }
 };
 
-// acc (this warp's 16 × 64 strip at rows m0, columns n0) += A Bᵀ over `steps` 16-deep k-steps: A [m][k] at a (a
-// part of cc_part), B [n][k] at b (key_part), both hi with lo a part further on (lo·hi + hi·lo + hi·hi).
+// acc (this warp's 16 × 64 strip at rows m0, columns n0) += A Bᵀ over the 16-deep k-steps s0 ≤ s < s1: A [m][k] at
+// a (a part of cc_part), B [n][k] at b (key_part), both hi with lo a part further on (lo·hi + hi·lo + hi·hi).
 __device__ __forceinline__ void product(float (&acc)[8][4], const __nv_bfloat16* a, const __nv_bfloat16* b, int m0,
-                                        int n0, int steps, int g, int t) {
+                                        int n0, int s0, int s1, int g, int t) {
   using inter_detail::mma_bf16;
-  for (int s = 0; s < steps; ++s) {
+  for (int s = s0; s < s1; ++s) {
     const int k0 = 16 * s;
     const auto frag_a = [&](const __nv_bfloat16* p, std::uint32_t(&f)[4]) {
       f[0] = word(p + (m0 + g) * sh::ld + k0 + 2 * t);
@@ -168,6 +188,42 @@ __device__ __forceinline__ void product(float (&acc)[8][4], const __nv_bfloat16*
   }
 }
 
+// The float32 value at [key dd][token r] of a hi/lo tile pair (Kᵀ, Qᵀ): hi + lo, within 2⁻¹⁷ relative of what was
+// staged (gd18: the row sums' k and q from here rather than from global memory again).
+__device__ __forceinline__ float tile_value(const __nv_bfloat16* tile, int dd, int r) {
+  return __bfloat162float(tile[dd * sh::ld + r]) + __bfloat162float(tile[sh::key_part + dd * sh::ld + r]);
+}
+
+// The float32 value at [token r][token s] of a hi/lo [CL][CL] tile pair (M's): hi + lo (gd18's TransM).
+__device__ __forceinline__ float cc_value(const __nv_bfloat16* tile, int r, int s) {
+  return __bfloat162float(tile[r * sh::ld + s]) + __bfloat162float(tile[sh::cc_part + r * sh::ld + s]);
+}
+
+// product with A stored transposed ([k][m] at a: A = Nᵀ read from N's tile), its fragments by ldmatrix .trans (gd18's
+// TransN: no transposed copy of N staged from global memory).
+__device__ __forceinline__ void product_t(float (&acc)[8][4], const __nv_bfloat16* a, const __nv_bfloat16* b, int m0,
+                                          int n0, int s0, int s1, int g, int t) {
+  using inter_detail::mma_bf16;
+  const int lane = threadIdx.x & 31, l8 = lane & 7, mat = lane >> 3;
+  // lane l: row l % 8 of 8×8 matrix l / 8 = (m 0-7 k 0-7, m 8-15 k 0-7, m 0-7 k 8-15, m 8-15 k 8-15): mma's a0..a3
+  const __nv_bfloat16* pa = a + (l8 + 8 * (mat >> 1)) * sh::ld + m0 + 8 * (mat & 1);
+  for (int s = s0; s < s1; ++s) {
+    const int k0 = 16 * s;
+    std::uint32_t ah[4], al[4];
+    ldmatrix_x4<true>(ah, pa + k0 * sh::ld);
+    ldmatrix_x4<true>(al, pa + sh::cc_part + k0 * sh::ld);
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      const __nv_bfloat16* bh = b + (n0 + 8 * nt + g) * sh::ld + k0 + 2 * t;
+      const __nv_bfloat16* bl = bh + sh::key_part;
+      const std::uint32_t fh[2] = {word(bh), word(bh + 8)}, fl[2] = {word(bl), word(bl + 8)};
+      mma_bf16(acc[nt], al, fh);
+      mma_bf16(acc[nt], ah, fl);
+      mma_bf16(acc[nt], ah, fh);
+    }
+  }
+}
+
 // x's two row sums (rows g, g + 8 of the strip) over the four lanes of a row group: every lane gets them.
 __device__ __forceinline__ void quad_sum(float (&x)[2]) {
 #pragma unroll
@@ -176,8 +232,18 @@ __device__ __forceinline__ void quad_sum(float (&x)[2]) {
 
 }  // namespace grad16_detail
 
-// One CTA per (chunk, value head), 256 threads, two CTAs an SM.
-template <bool Erases, bool Decays, class T>
+// One CTA per (chunk, value head), 256 threads, two CTAs an SM. gd18's options (off = main 5386113's form of that
+// step, kept for bench/cuda/cg16_ab.cu's A/B; the library's defaults: all on but EarlyDq and TransM, which measured
+// slower, bench/cuda/README.md "gd18"):
+// Pairs, the accumulator-layout global accesses (dq, dk terms in and out, γ ⊙ dBk, k) and M's and N's row tiles as
+// float2 where aligned, ⟨h, dh⟩'s reads as float4; TileKeys, the row sums' k and q from the staged Kᵀ, Qᵀ tiles
+// (hi + lo) instead of global memory; EarlyDq, dq's term read before the Nᵀ Q product (into the accumulators it
+// leaves free) rather than after dk's store; SkipZeroSteps, the products' k-steps over the triangular operands' zero
+// blocks left out (below); TransN, Nᵀ Q's A operand read from N's tile by ldmatrix .trans instead of a transposed
+// copy staged from global memory (dP ⊙ P's column sums then from N's row tile's loads); TransM, Mᵀ E's tile formed
+// from M's (shared memory, hi + lo, one barrier more) instead of from global memory again.
+template <bool Erases, bool Decays, class T, bool Pairs = true, bool TileKeys = true, bool EarlyDq = false,
+          bool SkipZeroSteps = true, bool TransN = true, bool TransM = false>
 __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_kernel(const work w,
                                                                                       const view<T, 4> dv_out) {
   using sh = grad16_shape;
@@ -209,6 +275,10 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
   const int warp = tid >> 5, lane = tid & 31, g = lane >> 2, t = lane & 3;
   const int m0 = 16 * (warp & 3), n0 = 64 * (warp >> 2), steps = (L + 15) / 16;
   const bool active = m0 < L && n0 < K;  // (warp-uniform: a strip with no output skips its products)
+  // SkipZeroSteps: the k-steps where the strip's A operand is not all zero — M and N are lower triangular (row block
+  // m0 / 16 needs k-steps ≤ m0 / 16), Mᵀ E and Nᵀ upper (k-steps ≥ m0 / 16): 10 of 16 k-steps a warp over the four
+  // products, the same sums (the skipped products are exact zeros)
+  const int lower_steps = SkipZeroSteps ? min(steps, m0 / 16 + 1) : steps, upper_from = SkipZeroSteps ? m0 / 16 : 0;
 
   // ---- the chunk's rows, Kᵀ and Qᵀ (zeros past L and K), and (erase) M and Mᵀ E ----
   if (tid < CL) {
@@ -231,9 +301,22 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
     const auto m = [&](int r, int s) { return s < r && r < L ? Mc[r * CL + s] : 0.f; };
     d::row_tile a;
     d::transposed_tile<CL> at;
-    a.load(m);
-    at.load([&](int r, int s) { return m(r, s) * sE[r]; });
-    a.store(sA, sh::cc_part);
+    if (Pairs && reinterpret_cast<std::uintptr_t>(Mc) % 8 == 0) {  // (the row tile's pairs as one load each)
+      a.load([&](int r, int s) {
+        const float2 x = r < L ? *reinterpret_cast<const float2*>(Mc + r * CL + s) : make_float2(0.f, 0.f);
+        return make_float2(s < r ? x.x : 0.f, s + 1 < r ? x.y : 0.f);
+      });
+    } else {
+      a.load(m);
+    }
+    if constexpr (TransM) {  // Mᵀ E from M's tile (hi + lo) once it is stored, not from global memory again
+      a.store(sA, sh::cc_part);
+      __syncthreads();
+      at.load([&](int r, int s) { return d::cc_value(sA, r, s) * sE[r]; });
+    } else {
+      at.load([&](int r, int s) { return m(r, s) * sE[r]; });
+      a.store(sA, sh::cc_part);
+    }
     at.store(sAt, sh::cc_part);
   }
 
@@ -287,10 +370,40 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
   }
   __syncthreads();  // (the tiles staged; sdG, sdE zeroed before the row sums' atomics)
 
-  // The strip's elements: (row, column) of accumulator entry [nt][2 half + u], and whether it is in the chunk.
+  // The strip's elements: (row, column pair) of accumulator entries [nt][2 half + u] (u < 2), and whether they are
+  // in the chunk (the pair's first column is even: with K even both or neither are).
   const auto row_of = [&](int half) { return m0 + g + 8 * half; };
-  const auto col_of = [&](int nt, int u) { return n0 + 8 * nt + 2 * t + u; };
+  const auto col_of = [&](int nt) { return n0 + 8 * nt + 2 * t; };
   const auto inside = [&](int r, int dd) { return r < L && dd < K; };
+  // Pairs: every row-major float32 operand read or written in the accumulator layout is 8-byte aligned at every
+  // column pair (K and the row strides even, the bases 8-byte aligned; the workspace's slots are only 4-byte aligned
+  // in general: plan.hpp's carve).
+  const auto aligned8 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 8 == 0; };
+  const bool pairs = Pairs && K % 2 == 0 && ldq % 2 == 0 && ldg % 2 == 0 && aligned8(q) && aligned8(k) &&
+                     aligned8(dq) && aligned8(dk) && (!Erases || aligned8(dBk));
+  // (x(r, dd), x(r, dd + 1)) of a row-major matrix at p (row stride ld); zeros outside the chunk
+  const auto pair_in = [&](const float* p, index_t ld, int r, int dd) {
+    if (!inside(r, dd)) return make_float2(0.f, 0.f);
+    const float* x = p + r * ld + dd;
+    if (pairs) return *reinterpret_cast<const float2*>(x);
+    return make_float2(x[0], dd + 1 < K ? x[1] : 0.f);
+  };
+  const auto pair_out = [&](float* p, index_t ld, int r, int dd, float x0, float x1) {
+    if (!inside(r, dd)) return;
+    float* x = p + r * ld + dd;
+    if (pairs) {
+      *reinterpret_cast<float2*>(x) = make_float2(x0, x1);
+    } else {
+      x[0] = x0;
+      if (dd + 1 < K) x[1] = x1;
+    }
+  };
+  // k's or q's pair at (r, dd) for the row sums: TileKeys from the staged tile (zeros past L and K already), else from
+  // global memory
+  const auto key_pair = [&](const __nv_bfloat16* tile, const float* x, int r, int dd) {
+    if constexpr (TileKeys) return make_float2(d::tile_value(tile, dd, r), d::tile_value(tile, dd + 1, r));
+    else return pair_in(x, ldq, r, dd);
+  };
   // Adds a row pair's sums (after quad_sum) to shared memory: done(row, sum) from the lane t = 0 of its rows.
   const auto rows_done = [&](float(&x)[2], auto done) {
     d::quad_sum(x);
@@ -307,36 +420,39 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-      for (int half = 0; half < 2; ++half)
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          const int r = row_of(half), dd = col_of(nt, u);
-          const bool in = inside(r, dd);
-          const float x = in ? dk[r * ldg + dd] : 0.f;
-          dkr[nt][2 * half + u] = x;
-          if (Erases) acc[nt][2 * half + u] = in ? sGam[r] * dBk[r * w.K + dd] : 0.f;
-          if (Decays && in) z[half] = fmaf(k[r * ldq + dd], x, z[half]);
+      for (int half = 0; half < 2; ++half) {
+        const int r = row_of(half), dd = col_of(nt);
+        const float2 x = pair_in(dk, ldg, r, dd);
+        dkr[nt][2 * half] = x.x, dkr[nt][2 * half + 1] = x.y;
+        if constexpr (Erases) {
+          const float2 b = pair_in(dBk, w.K, r, dd);
+          const float gm = r < L ? sGam[r] : 0.f;
+          acc[nt][2 * half] = gm * b.x, acc[nt][2 * half + 1] = gm * b.y;
         }
+        if constexpr (Decays) {
+          const float2 kk = key_pair(sKt, k, r, dd);
+          z[half] = fmaf(kk.y, x.y, fmaf(kk.x, x.x, z[half]));
+        }
+      }
     if constexpr (Decays) rows_done(z, [&](int r, float x) {
         if (r < L - 1) atomicAdd(&sdG[r], -x), atomicAdd(&sdG[L - 1], x);
       });
   }
   if constexpr (Erases) {
-    // x = γ ⊙ dBk + M K: dk += E x;  de_s += k_s·x_s, e_s times that into dG_s
-    if (active) d::product(acc, sA, sKt, m0, n0, steps, g, t);
+    // x = γ ⊙ dBk + M K: dk += E x;  de_s += k_s·x_s, e_s times that into dG_s (x is zero outside the chunk: M's
+    // rows past L and Kᵀ's columns past K are)
+    if (active) d::product(acc, sA, sKt, m0, n0, 0, lower_steps, g, t);
     float z[2] = {0.f, 0.f};
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-      for (int half = 0; half < 2; ++half)
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          const int r = row_of(half), dd = col_of(nt, u);
-          if (!inside(r, dd)) continue;
-          const float x = acc[nt][2 * half + u];
-          dkr[nt][2 * half + u] += sE[r] * x;
-          z[half] = fmaf(k[r * ldq + dd], x, z[half]);
-        }
+      for (int half = 0; half < 2; ++half) {
+        const int r = row_of(half), dd = col_of(nt);
+        const float e = sE[r];  // (0 past L)
+        const float2 kk = key_pair(sKt, k, r, dd), x = make_float2(acc[nt][2 * half], acc[nt][2 * half + 1]);
+        dkr[nt][2 * half] += e * x.x, dkr[nt][2 * half + 1] += e * x.y;
+        z[half] = fmaf(kk.y, x.y, fmaf(kk.x, x.x, z[half]));
+      }
     rows_done(z, [&](int r, float x) {
       atomicAdd(&sdE[r], x);
       if (Decays) atomicAdd(&sdG[r], sE[r] * x);
@@ -346,19 +462,19 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
       for (int x = 0; x < 4; ++x) acc[nt][x] = 0.f;
-    if (active) d::product(acc, sAt, sKt, m0, n0, steps, g, t);
+    if (active) d::product(acc, sAt, sKt, m0, n0, upper_from, steps, g, t);
     float y[2] = {0.f, 0.f};
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-      for (int half = 0; half < 2; ++half)
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          const int r = row_of(half), dd = col_of(nt, u);
-          if (!inside(r, dd)) continue;
-          dkr[nt][2 * half + u] += acc[nt][2 * half + u];
-          if (Decays) y[half] = fmaf(k[r * ldq + dd], acc[nt][2 * half + u], y[half]);
+      for (int half = 0; half < 2; ++half) {
+        const int r = row_of(half), dd = col_of(nt);
+        dkr[nt][2 * half] += acc[nt][2 * half], dkr[nt][2 * half + 1] += acc[nt][2 * half + 1];
+        if constexpr (Decays) {
+          const float2 kk = key_pair(sKt, k, r, dd);
+          y[half] = fmaf(kk.y, acc[nt][2 * half + 1], fmaf(kk.x, acc[nt][2 * half], y[half]));
         }
+      }
     if constexpr (Decays) rows_done(y, [&](int r, float x) { atomicAdd(&sdG[r], -x); });
   }
 
@@ -369,58 +485,78 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
     };
     d::row_tile a;  // (both tiles' loads ahead of the barrier after which M's tiles may be overwritten)
     d::transposed_tile<CL> at;
+    // the row tile's pairs as one load each (Pairs, the sources 8-byte aligned); the transposed tile's one by one
+    const bool cc_pairs = Pairs && (reinterpret_cast<std::uintptr_t>(dPc) | reinterpret_cast<std::uintptr_t>(Pc)) % 8 == 0;
+    const auto ld2 = [&](const float* p, int r, int s) {
+      return r < L ? *reinterpret_cast<const float2*>(p + r * CL + s) : make_float2(0.f, 0.f);
+    };
+    const auto n2 = [&](int r, int s) {
+      const float2 x = ld2(dPc, r, s);
+      return make_float2(s <= r ? x.x * (Decays ? __expf(sG[r] - sG[s]) : 1.f) : 0.f,
+                         s + 1 <= r ? x.y * (Decays ? __expf(sG[r] - sG[s + 1]) : 1.f) : 0.f);
+    };
     if constexpr (Decays) {  // X = dP ⊙ P (t < i): dG_i += Σ_t X_it − Σ_t X_ti
       const auto x = [&](int r, int s) { return s < r && r < L ? dPc[r * CL + s] * Pc[r * CL + s] : 0.f; };
-      a.load<true>(n, x, [&](int r, float y) { atomicAdd(&sdG[r], y); });
-      at.load<true>(n, x, [&](int s, float y) { atomicAdd(&sdG[s], -y); });
+      const auto x2 = [&](int r, int s) {
+        const float2 dp = ld2(dPc, r, s), pp = ld2(Pc, r, s);
+        return make_float2(s < r ? dp.x * pp.x : 0.f, s + 1 < r ? dp.y * pp.y : 0.f);
+      };
+      const auto row_sum = [&](int r, float y) { atomicAdd(&sdG[r], y); };
+      const auto col_sum = [&](int s, float y) { atomicAdd(&sdG[s], -y); };
+      if constexpr (TransN) {  // (the column sums from the row tile's values: each thread's 8 rows, then shared)
+        if (cc_pairs) a.load<true>(n2, x2, row_sum, col_sum);
+        else a.load<true>(n, x, row_sum, col_sum);
+      } else {
+        if (cc_pairs) a.load<true>(n2, x2, row_sum);
+        else a.load<true>(n, x, row_sum);
+        at.load<true>(n, x, col_sum);
+      }
     } else {
-      a.load(n);
-      at.load(n);
+      if (cc_pairs) a.load(n2);
+      else a.load(n);
+      if constexpr (!TransN) at.load(n);
     }
     __syncthreads();
     a.store(sA, sh::cc_part);
-    at.store(sAt, sh::cc_part);
+    if constexpr (!TransN) at.store(sAt, sh::cc_part);
   }
   __syncthreads();
-  // ---- dk += Nᵀ Q, out (first: dk's registers are free for dq's product); dq = dq's term + N K
-  // (dG_r += q_r·term_r), out ----
-  if (active) d::product(dkr, sAt, sQt, m0, n0, steps, g, t);
-#pragma unroll
-  for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-    for (int half = 0; half < 2; ++half)
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const int r = row_of(half), dd = col_of(nt, u);
-        if (inside(r, dd)) dk[r * ldg + dd] = dkr[nt][2 * half + u];
-      }
-  {
+  // ---- dk += Nᵀ Q, out; dq = dq's term + N K (dG_r += q_r·term_r), out. EarlyDq: dq's term is read into acc (free
+  // until N K) before the Nᵀ Q product, so that its loads are in flight during that product ----
+  const auto dq_term = [&] {
     float z[2] = {0.f, 0.f};
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-      for (int half = 0; half < 2; ++half)
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          const int r = row_of(half), dd = col_of(nt, u);
-          const bool in = inside(r, dd);
-          const float x = in ? dq[r * ldg + dd] : 0.f;
-          acc[nt][2 * half + u] = x;
-          if (Decays && in) z[half] = fmaf(q[r * ldq + dd], x, z[half]);
+      for (int half = 0; half < 2; ++half) {
+        const int r = row_of(half), dd = col_of(nt);
+        const float2 x = pair_in(dq, ldg, r, dd);
+        acc[nt][2 * half] = x.x, acc[nt][2 * half + 1] = x.y;
+        if constexpr (Decays) {
+          const float2 qq = key_pair(sQt, q, r, dd);
+          z[half] = fmaf(qq.y, x.y, fmaf(qq.x, x.x, z[half]));
         }
+      }
     if constexpr (Decays) rows_done(z, [&](int r, float x) { atomicAdd(&sdG[r], x); });
-    if (active) d::product(acc, sA, sKt, m0, n0, steps, g, t);
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half)
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          const int r = row_of(half), dd = col_of(nt, u);
-          if (inside(r, dd)) dq[r * ldg + dd] = acc[nt][2 * half + u];
-        }
+  };
+  if constexpr (EarlyDq) dq_term();
+  if (active) {
+    if constexpr (TransN) d::product_t(dkr, sA, sQt, m0, n0, upper_from, steps, g, t);
+    else d::product(dkr, sAt, sQt, m0, n0, upper_from, steps, g, t);
   }
-  // ---- the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ (by default inter_grad_kernel's key tiles' sums) ----
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      pair_out(dk, ldg, row_of(half), col_of(nt), dkr[nt][2 * half], dkr[nt][2 * half + 1]);
+  if constexpr (!EarlyDq) dq_term();
+  if (active) d::product(acc, sA, sKt, m0, n0, 0, lower_steps, g, t);
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int half = 0; half < 2; ++half)
+      pair_out(dq, ldg, row_of(half), col_of(nt), acc[nt][2 * half], acc[nt][2 * half + 1]);
+  // ---- the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ (or inter_grad_kernel's key tiles' sums) ----
   if constexpr (Decays && hdh_in_inter) {
     if (tid == 0) {
       const float hdh = dPc[hdh_slot(0)] + (K > inter_shape<inter_terms>::tile ? dPc[hdh_slot(1)] : 0.f);
@@ -428,15 +564,33 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
     }
   } else if constexpr (Decays) {
     float hdh = 0;
-    for (int e0 = 0; e0 < K * V; e0 += sh::hdh_batch * threads) {
-      float x[sh::hdh_batch], y[sh::hdh_batch];
+    const int n = K * V;
+    if (Pairs && n % 4 == 0 && (reinterpret_cast<std::uintptr_t>(hc) | reinterpret_cast<std::uintptr_t>(dhc)) % 16 == 0) {
+      constexpr int batch = sh::hdh_batch / 4;  // float4s of each in flight per thread
+      const float4 *h4 = reinterpret_cast<const float4*>(hc), *dh4 = reinterpret_cast<const float4*>(dhc);
+      for (int e0 = 0; e0 < n / 4; e0 += batch * threads) {
+        float4 x[batch], y[batch];
 #pragma unroll
-      for (int i = 0; i < sh::hdh_batch; ++i) {
-        const int e = e0 + tid + i * threads;
-        x[i] = e < K * V ? hc[e] : 0.f, y[i] = e < K * V ? dhc[e] : 0.f;
+        for (int i = 0; i < batch; ++i) {
+          const int e = e0 + tid + i * threads;
+          const bool in = e < n / 4;
+          x[i] = in ? h4[e] : make_float4(0.f, 0.f, 0.f, 0.f), y[i] = in ? dh4[e] : make_float4(0.f, 0.f, 0.f, 0.f);
+        }
+#pragma unroll
+        for (int i = 0; i < batch; ++i)
+          hdh = fmaf(x[i].x, y[i].x, fmaf(x[i].y, y[i].y, fmaf(x[i].z, y[i].z, fmaf(x[i].w, y[i].w, hdh))));
       }
+    } else {
+      for (int e0 = 0; e0 < n; e0 += sh::hdh_batch * threads) {
+        float x[sh::hdh_batch], y[sh::hdh_batch];
 #pragma unroll
-      for (int i = 0; i < sh::hdh_batch; ++i) hdh = fmaf(x[i], y[i], hdh);
+        for (int i = 0; i < sh::hdh_batch; ++i) {
+          const int e = e0 + tid + i * threads;
+          x[i] = e < n ? hc[e] : 0.f, y[i] = e < n ? dhc[e] : 0.f;
+        }
+#pragma unroll
+        for (int i = 0; i < sh::hdh_batch; ++i) hdh = fmaf(x[i], y[i], hdh);
+      }
     }
 #pragma unroll
     for (int o = 16; o; o >>= 1) hdh += __shfl_xor_sync(0xffffffffu, hdh, o);
