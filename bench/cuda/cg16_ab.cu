@@ -52,16 +52,6 @@ __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind)
     p[i] = linea::cuda_detail::from_float<T>(x);
   }
 }
-__global__ void fill_float_kernel(float* p, std::int64_t n, std::uint32_t seed) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    p[i] = linea_bench::hash_normal(i, seed);
-}
-float* random_floats(std::size_t n, std::uint32_t seed) {
-  float* p = dalloc<float>(n);
-  fill_float_kernel<<<1024, 256>>>(p, std::int64_t(n), seed);
-  return p;
-}
 T* random_tensor(std::size_t n, std::uint32_t seed, fill kind) {
   T* p = dalloc<T>(n);
   fill_kernel<<<1024, 256>>>(p, std::int64_t(n), seed, kind);
