@@ -109,8 +109,8 @@ __global__ void __launch_bounds__(ut_shape<Terms>::threads, ut_shape<Terms>::min
   float* x = dbv ? w.dU + cv * CL * w.V : w.dW_inter + cv * CL * w.K;
   float* out = dbv ? w.dBv_inter + cv * CL * w.V : x;
   const index_t ldx = dbv ? w.V : w.K;
-  // float4 loads only where the pointer allows them: the workspace's tensors are packed (plan.hpp), so T, U, W
-  // start 16-byte aligned only for some token counts (H200, grad13b: T = 130 misaligned T)
+  // float4 loads only where the pointer allows them (plan.hpp starts every workspace slot 16-byte aligned since cl18;
+  // before, T, U, W were packed end to end and 16-byte aligned only for some token counts — grad13b: T = 130)
   const bool wide = cols % 4 == 0 && reinterpret_cast<std::uintptr_t>(x) % 16 == 0,
              wide_t = reinterpret_cast<std::uintptr_t>(Tc) % 16 == 0;
 
@@ -176,7 +176,7 @@ __global__ void __launch_bounds__(inter_shape<Terms>::threads, inter_shape<Terms
   const float *dBv = w.dBv_inter + cv * CL * w.V, *Uc = w.U + cv * CL * w.V;
   const float *dBk = w.dW_inter + cv * CL * w.K, *Wc = w.W + cv * CL * w.K;
   const auto aligned = [](const float* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; };
-  // (U and W lie in the packed workspace: aligned only for some token counts, see ut_adjoint_kernel)
+  // (U and W: workspace slots, 16-byte aligned since cl18; the test stays, see ut_adjoint_kernel)
   const bool wide_v = V % 4 == 0 && aligned(dBv) && aligned(Uc), wide_k = K % 4 == 0 && aligned(dBk) && aligned(Wc);
   const int sv = (V + sh::tk - 1) / sh::tk, slabs = sv + (K + sh::tk - 1) / sh::tk;
   const auto load = [&](float4(&xa)[sh::quads], float4(&xb)[sh::quads], int s) {  // (selects, one copy of the loads)
