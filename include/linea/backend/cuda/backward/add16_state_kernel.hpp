@@ -165,15 +165,8 @@ __device__ __forceinline__ void chunk_scan_pair(float a, float b, float* G) {
 template <class X>
 __device__ __forceinline__ void chunk_scan(const X* la, index_t stride, int L, float* G) {
   const int lane = threadIdx.x & 31;
-  const float a = 2 * lane < L ? to_float(la[2 * lane * stride]) : 0.f,
-              b = 2 * lane + 1 < L ? to_float(la[(2 * lane + 1) * stride]) : 0.f;
-  float s = a + b;
-#pragma unroll
-  for (int o = 1; o < 32; o <<= 1) {
-    const float y = __shfl_up_sync(0xffffffffu, s, o);
-    if (lane >= o) s += y;
-  }
-  G[2 * lane] = s - b, G[2 * lane + 1] = s;
+  chunk_scan_pair(2 * lane < L ? to_float(la[2 * lane * stride]) : 0.f,
+                  2 * lane + 1 < L ? to_float(la[(2 * lane + 1) * stride]) : 0.f, G);
 }
 
 }  // namespace add16_detail
