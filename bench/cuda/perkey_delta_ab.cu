@@ -16,6 +16,9 @@
 // the extern instances (one unit instantiating the three rules' forward), as
 //   nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude \
 //        -I/usr/include/eigen3 bench/cuda/perkey_delta_ab.cu -o perkey_delta_ab
+// pk18 (2026-12-04): "old" is now main 5386113's kernel (perkey_delta_ab_v0.hpp, pkf14 + pkf14-next); `--check` adds
+// features_ab — in-kernel gates (with and without the lower bound) and gates cp.async cannot read (misaligned gk / b:
+// the staging's element-by-element copy), new against old and both against float64. (1 min 20 s here, -lineinfo.)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>

@@ -5,13 +5,18 @@
 // with the erase key e = b ⊙ k and the write target x = w ⊙ v (kda: b = w = β; gdn2: b, w per channel; gla: e = 0,
 // x = v, so T = I and U = v: the additive mode below skips A, T, E⁺ and Z).
 //
-// Which rules the library sends here (launch.hpp), from the H200 (bench/cuda/README.md, pkf14 2026-12-03, 8×4096,
-// H = 16, K = V = 128, bf16, the same process): gla — 0.996 ms against 1.133 for main e98ccba's version of this kernel
-// and 1.506 for its 64-token kernel (perkey_chunk_kernel.hpp). kda and gdn2 computed here are within SPEC §5 of the
-// float64 recurrence (2 × 150, 1 × 333, ordinary and extreme gates; racecheck and memcheck clean) and faster than
-// e98ccba's version (1.95 against 2.28 ms, 2.20 against 4.06), but still slower than the general kernel (1.59, 1.64):
-// they stay there. The producers remain the bottleneck (4 warps, element-wise operand work a chunk, T's inversion on
-// one warp).
+// Which rules the library sends here (launch.hpp), from the H200 (bench/cuda/README.md, pk18 2026-12-04, 8×4096,
+// H = 16, K = V = 128, bf16, the same process, against main 5386113's version of this kernel): gla — 0.526 ms (1.048
+// before pk18; 1.490 for its 64-token kernel, perkey_chunk_kernel.hpp). kda and gdn2 computed here are bit-identical
+// to main 5386113's version, within SPEC §5 of the float64 recurrence (2 × 150, 1 × 333, ordinary and extreme gates,
+// in-kernel gates, gates cp.async cannot read; racecheck and memcheck clean) and now faster than the general kernel
+// under ordinary gates (kda 0.912 against 1.601 ms, gdn2 0.955 against 1.640), slower under SPEC's extreme gates
+// (1.737 against 1.602, 1.774 against 1.651). They still stay on the general kernel: the CUDA suite has not run them
+// here, and a non-finite k, e or gk is not yet flagged for T (see the consumers). Where the time went before pk18
+// (ncu): the producers waited on instruction fetch half of their time (the in-kernel gate's code inlined into the G
+// loop's 32 rows, the gates' per-element loads and their address arithmetic), and on the gates' loads, which the
+// packing waited on at once; now they are issue- and latency-bound (exponentials, shared loads), and remain the
+// bottleneck (the consumers wait on `full` a third of their time).
 //
 // UT form, per chunk of CL = 32 tokens, G_r·d = Σ_{s ≤ r} log₂ α_s·d inside the chunk, C its last row (SPEC §4):
 //   P_rs = Σ_d q_rd k_sd 2^(G_rd − G_sd), s ≤ r;   A_rs = Σ_d e_rd k_sd 2^(G_rd − G_sd), s < r;   T = (I + A)⁻¹
@@ -30,10 +35,10 @@
 //     channels: gla 2.06 against e98ccba's 1.14 ms at 8×4096 under extreme gates, kda 3.23 against 2.24.)
 //
 // Why 32 tokens: a slot of the per-key operands (Q⁺, E⁺, K_d, v, P, T) for 64 tokens is 88 KB, and two of them with
-// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 175 KB
-// (with the middle-row operands, the fallback's Q8 / E8 / K8, the exact sums and the wide marks: sh::bytes).
-// producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates (gk and gdn2's b read into
-//           registers a chunk ahead); e; the wide channels' exact sums; the decayed operands in place; P, A; T — for
+// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 214 KB (sh::bytes:
+// with the middle-row operands, the fallback's Q8 / E8 / K8, the exact sums, the wide marks and the staged gates).
+// producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates (gk and gdn2's b staged by
+//           cp.async a chunk ahead); e; the wide channels' exact sums; the decayed operands in place; P, A; T — for
 //           chunk c + 1 while the consumers work on chunk c.
 // consumers (8 warps; the state in registers, warp w key rows 16w .. + 15, all 128 value columns): v copied a chunk
 //           ahead (gdn2's w into registers); Z in place of v; U in place of E⁺; O; the state update; Sᵀ for the next
