@@ -202,7 +202,8 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
     tiles::fetch_rows<sh::KP / 8, sh::producers, sh::CL>(Ks, LDK, cta.k0, a.k.str[1], c0, L, cta.Kw, ptid);
 
     // ---- G: this channel's cumulative log₂ α over the chunk (clamped: a gate of 0 stays finite); its wide marks --
-    // (two loops, so that the in-kernel gate's code lies outside the ordinary path; rows past L add a selected 0)
+    // (two loops, so that the in-kernel gate's code lies outside the ordinary path; rows past L and channels past K
+    // add a selected 0)
     float g[CL];
     {
       auto log2_decay = [&](float x) {
@@ -211,7 +212,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
         return tiles::clamped_log2_decay(Rule::decay::log_alpha(t, d) * tiles::log2e);
       };
       float run = 0;
-      if (a.gate_active) {
+      if (a.gate_active && has_d) {  // (not past K: dt_bias has K entries a head)
 #pragma unroll
         for (int i = 0; i < CL; ++i) {
           const float x = gate_from_logit(to_float(GKs[i * LDK + d]), a.A_log, a.dt_bias, a.has_lower_bound,
