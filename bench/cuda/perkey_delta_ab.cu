@@ -16,16 +16,20 @@
 // the extern instances (one unit instantiating the three rules' forward), as
 //   nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr -Iinclude \
 //        -I/usr/include/eigen3 bench/cuda/perkey_delta_ab.cu -o perkey_delta_ab
+// pk18 (2026-12-04): "old" is now main 5386113's kernel (perkey_delta_ab_v0.hpp, pkf14 + pkf14-next); `--check` adds
+// features_ab — in-kernel gates (with and without the lower bound) and gates cp.async cannot read (misaligned gk / b:
+// the staging's element-by-element copy), new against old and both against float64. (1 min 20 s here, -lineinfo.)
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 #include <vector>
 
 #include <linea/cuda.hpp>
 
 #include "ab_common.hpp"
-#include "perkey_delta_ab_v0.hpp"  // main e98ccba's perkey_delta_kernel (before pkf14), namespace pkf_v0
+#include "perkey_delta_ab_v0.hpp"  // main 5386113's perkey_delta_kernel (before pk18), namespace pkf_v0
 
 using namespace linea;
 using T = bf16;
@@ -265,7 +269,8 @@ double rel_distance(const std::vector<float>& x, const std::vector<float>& y) {
 // The float64 recurrence (linea::reference) on the inputs of x, copied to the host as float (16-bit values exactly):
 // o and the final state, to measure SPEC §5's relative distances on small shapes.
 template <class Rule>
-std::pair<std::vector<float>, std::vector<float>> reference_outputs(const inputs& x, bool initial_state) {
+std::pair<std::vector<float>, std::vector<float>> reference_outputs(const inputs& x, bool initial_state,
+                                                                    const gate_activation& gate = {}) {
   const index_t B = x.B, T_ = x.T_;
   const std::size_t nk = B * T_ * H * K, ns = B * T_ * H, nst = B * H * K * V;
   auto q = to_host(x.q, nk), k = to_host(x.k, nk), v = to_host(x.v, nk), gk = to_host(x.gk, nk);
@@ -283,6 +288,7 @@ std::pair<std::vector<float>, std::vector<float>> reference_outputs(const inputs
   a.o = contiguous<4>(o.data(), {B, T_, H, V});
   if (initial_state) a.initial_state = contiguous<4>(static_cast<const float*>(s0.data()), {B, H, K, V});
   a.final_state = contiguous<4>(s1.data(), {B, H, K, V});
+  a.gate = gate;
   reference::recurrent<Rule, read::identity, double>(a);
   return {o, s1};
 }
@@ -343,14 +349,80 @@ void pipeline_ab(index_t B, index_t T_, bool initial_state, bool extreme, bool t
   free_inputs(x[0]), free_inputs(x[1]);
 }
 
+// pk18: what the gates' staging changed, new against old (main 5386113's kernel) and both against the float64
+// recurrence, untimed: in-kernel gates (gk raw logits, A_log, a dt_bias per key channel, with and without the lower
+// bound) and gates cp.async cannot read (gk, and gdn2's b, one element past a 16-byte boundary: the staging's
+// element-by-element copy). 2 × 150 with an initial state (a partial last chunk).
+template <class Rule>
+void features_ab(bool gated, bool misaligned, bool lower_bound) {
+  const index_t B = 2, T_ = 150;
+  inputs x = make_inputs(B, T_, 300, false, false);
+  fill_state<<<2048, 256>>>(x.s0, std::int64_t(B * H * K * V), 11);
+  arguments<T, float> a = make_args<Rule>(x, true);
+  const std::size_t nk = std::size_t(B) * T_ * H * K;
+  std::vector<float> A(H), dt(H * K);
+  for (index_t h = 0; h < H; ++h) A[h] = std::log(0.5f + 0.1f * float(h % 5));
+  for (index_t i = 0; i < H * K; ++i) dt[i] = 0.02f * float(i % 11) - 0.1f;
+  float *A_d = nullptr, *dt_d = nullptr;
+  T *gk_shift = nullptr, *b_shift = nullptr;
+  gate_activation host_gate;
+  if (gated) {
+    CK(cudaMalloc(&A_d, H * sizeof(float))), CK(cudaMalloc(&dt_d, H * K * sizeof(float)));
+    CK(cudaMemcpy(A_d, A.data(), H * sizeof(float), cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(dt_d, dt.data(), H * K * sizeof(float), cudaMemcpyHostToDevice));
+    fill_kernel<<<2048, 256>>>(x.gk, std::int64_t(nk), 55, fill::normal);  // raw logits
+    a.gate.A_log = contiguous<1>(static_cast<const float*>(A_d), {H});
+    a.gate.dt_bias = contiguous<1>(static_cast<const float*>(dt_d), {H * K});
+    host_gate.A_log = contiguous<1>(static_cast<const float*>(A.data()), {H});
+    host_gate.dt_bias = contiguous<1>(static_cast<const float*>(dt.data()), {H * K});
+    if (lower_bound) a.gate.lower_bound = host_gate.lower_bound = -5.f;
+  }
+  if (misaligned) {  // the same values one element further on: rows no longer 16-byte aligned
+    CK(cudaMalloc(&gk_shift, (nk + 8) * sizeof(T))), CK(cudaMalloc(&b_shift, (nk + 8) * sizeof(T)));
+    CK(cudaMemcpy(gk_shift + 1, x.gk, nk * sizeof(T), cudaMemcpyDeviceToDevice));
+    CK(cudaMemcpy(b_shift + 1, x.b, nk * sizeof(T), cudaMemcpyDeviceToDevice));
+    a.gk = contiguous<4>(static_cast<const T*>(gk_shift + 1), {B, T_, H, K});
+    if constexpr (reads(Rule::inputs, input::b)) a.b = contiguous<4>(static_cast<const T*>(b_shift + 1), {B, T_, H, K});
+  }
+  CK(cudaDeviceSynchronize());
+  const problem p = validate_chunkwise<Rule, read::identity>(a);
+  const cuda_detail::kernel_args<T> k = cuda_detail::make_kernel_args(a, p);
+  const std::size_t no = std::size_t(B) * T_ * H * V, ns = std::size_t(B) * H * K * V;
+  auto outputs = [&](bool fresh) {
+    CK(cudaMemset(x.o, 0xff, no * sizeof(T)));  // NaN: an output the kernel skipped shows
+    fresh ? launch_pipeline<Rule, true>(k, B) : launch_pipeline<Rule, false>(k, B);
+    CK(cudaDeviceSynchronize());
+    return std::pair{to_host(x.o, no), to_host(x.s1, ns)};
+  };
+  const auto [o_new, s_new] = outputs(true);
+  const auto [o_old, s_old] = outputs(false);
+  const auto [o_ref, s_ref] = reference_outputs<Rule>(x, true, host_gate);  // (x's gk: the same values as a.gk)
+  double max_o = 0;
+  bool finite = true;
+  for (std::size_t i = 0; i < o_new.size(); ++i) max_o = std::max(max_o, double(std::fabs(o_new[i] - o_old[i])));
+  for (float v : o_new) finite = finite && std::isfinite(v);
+  for (float v : s_new) finite = finite && std::isfinite(v);
+  std::printf("{\"kind\":\"features_ab\",\"rule\":\"%s\",\"gated\":%s,\"lower_bound\":%s,\"misaligned_gates\":%s,"
+              "\"new_finite\":%s,\"o_new_old\":%.2e,\"o_new_old_max_abs\":%.2e,\"state_new_old\":%.2e,"
+              "\"ref_o_new\":%.2e,\"ref_state_new\":%.2e,\"ref_o_old\":%.2e,\"ref_state_old\":%.2e}\n",
+              rule_name<Rule>::value, gated ? "true" : "false", lower_bound ? "true" : "false",
+              misaligned ? "true" : "false", finite ? "true" : "false", rel_distance(o_new, o_old), max_o,
+              rel_distance(s_new, s_old), rel_distance(o_new, o_ref), rel_distance(s_new, s_ref),
+              rel_distance(o_old, o_ref), rel_distance(s_old, s_ref));
+  std::fflush(stdout);
+  for (void* q : {(void*)A_d, (void*)dt_d, (void*)gk_shift, (void*)b_shift}) if (q) CK(cudaFree(q));
+  free_inputs(x);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool long_shapes = true, variants = false, check = false;
+  bool long_shapes = true, variants = false, check = false, gla_long = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--short")) long_shapes = false;
     if (!std::strcmp(argv[i], "--variants")) variants = true;
     if (!std::strcmp(argv[i], "--check")) check = true;  // small shapes only (for compute-sanitizer)
+    if (!std::strcmp(argv[i], "--gla-long")) gla_long = true;  // gla's library path at 2×16384 and 1×32768 only
   }
   try {
     cudaDeviceProp prop{};
@@ -359,6 +431,11 @@ int main(int argc, char** argv) {
     std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d,\"copy_tbps\":%.3f}\n", prop.name,
                 prop.multiProcessorCount, copy);
     std::fflush(stdout);
+    if (gla_long) {  // (pk18: the cost model's pieces on the faster kernel)
+      rows_at<gla>(2, 16384, copy);
+      rows_at<gla>(1, 32768, copy);
+      return 0;
+    }
     if (check) {  // small: a tail, an initial state, extreme gates
       for (const bool ex : {false, true}) {
         pipeline_ab<kda>(2, 150, true, ex, false);
@@ -369,6 +446,12 @@ int main(int argc, char** argv) {
         pipeline_ab<kda>(1, 333, false, ex, false);
         pipeline_ab<gdn2>(1, 333, false, ex, false);
         pipeline_ab<gla>(1, 333, false, ex, false);
+      }
+      for (const auto& [gated, misaligned, lb] : {std::tuple{true, false, false}, {true, false, true}, {false, true, false},
+                                                  {true, true, true}}) {
+        features_ab<kda>(gated, misaligned, lb);
+        features_ab<gdn2>(gated, misaligned, lb);
+        features_ab<gla>(gated, misaligned, lb);
       }
       return 0;
     }

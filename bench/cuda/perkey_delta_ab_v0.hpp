@@ -1,5 +1,5 @@
-// bench/cuda/perkey_delta_ab_v0.hpp — main e98ccba's perkey_delta_kernel.hpp (before pkf14), in namespace pkf_v0, so that
-// perkey_delta_ab.cu times and compares the old kernel against the new one in the same process. Generated:
+// bench/cuda/perkey_delta_ab_v0.hpp — main 5386113's perkey_delta_kernel.hpp (pkf14 + pkf14-next, before pk18), in namespace
+// pkf_v0, so that perkey_delta_ab.cu times and compares the old kernel against the new one in the same process. Generated:
 //   sed 's/^namespace linea::cuda_detail {/namespace linea::cuda_detail::pkf_v0 {/' of main's header (+ include paths); the kernel calls its two roles qualified (pkf_v0::)
 // linea/backend/cuda/perkey_delta_kernel.hpp — the chunkwise forward of the rules with a decay per key channel
 // (gla; kda, gdn2), warp-specialised as delta_pipeline_kernel.hpp: key-side producers run a chunk ahead of the
@@ -8,31 +8,43 @@
 // with the erase key e = b ⊙ k and the write target x = w ⊙ v (kda: b = w = β; gdn2: b, w per channel; gla: e = 0,
 // x = v, so T = I and U = v: the additive mode below skips A, T, E⁺ and Z).
 //
-// Which rules the library sends here (launch.hpp), from the H200 (bench/cuda/README.md, 2026-12-02, 8×4096, H = 16,
-// K = V = 128, bf16): gla — 1.13 ms against its 64-token kernel's 1.50 (perkey_chunk_kernel.hpp) in the same process.
-// kda and gdn2 computed here pass the CUDA suite's cases, the conformance runner, racecheck and memcheck, but take
-// 2.19 and 4.08 ms against the general kernel's 1.58 and 1.63: the four producer warps (one per scheduler) are the
-// bottleneck — the log-space diagonal blocks and the operands of P and A are element-wise work a chunk, and gdn2's
-// per-channel gates are read from global memory inside the phases. They stay on the general kernel until that is
-// fixed (more producer warps or fewer exponentials, gates read a chunk ahead).
+// Which rules the library sends here (launch.hpp), from the H200 (bench/cuda/README.md, pkf14 2026-12-03, 8×4096,
+// H = 16, K = V = 128, bf16, the same process): gla — 0.996 ms against 1.133 for main e98ccba's version of this kernel
+// and 1.506 for its 64-token kernel (perkey_chunk_kernel.hpp). kda and gdn2 computed here are within SPEC §5 of the
+// float64 recurrence (2 × 150, 1 × 333, ordinary and extreme gates; racecheck and memcheck clean) and faster than
+// e98ccba's version (1.95 against 2.28 ms, 2.20 against 4.06), but still slower than the general kernel (1.59, 1.64):
+// they stay there. The producers remain the bottleneck (4 warps, element-wise operand work a chunk, T's inversion on
+// one warp).
 //
 // UT form, per chunk of CL = 32 tokens, G_r·d = Σ_{s ≤ r} log₂ α_s·d inside the chunk, C its last row (SPEC §4):
 //   P_rs = Σ_d q_rd k_sd 2^(G_rd − G_sd), s ≤ r;   A_rs = Σ_d e_rd k_sd 2^(G_rd − G_sd), s < r;   T = (I + A)⁻¹
 //   Z = X − E⁺ S,  U = T Z  (the write residual u),  O = s [Q⁺ S + P U],  S ← Diag(2^(G_C)) S + K_dᵀ U
 //   Q⁺ = q ⊙ 2^G,  E⁺ = e ⊙ 2^G,  K_d = k ⊙ 2^(G_C − G)
-// P and A are formed as in perkey_chunk_kernel.hpp (only exponents ≤ 0): the 16×16 block below the diagonal through
-// row 15; rows 8..15 × columns 0..7 of each 16-row block through its row 7; the four 8×8 diagonal blocks in log space.
+// P and A on tensor cores, each block through a reference row:
+//   - the 16×16 block below the diagonal through row 15 (every exponent ≤ 0);
+//   - each diagonal 16-row block i through its middle row m = 16i + 8 (backward/per_key_blocks.hpp's form, pk13):
+//     2^(G_r − G_s) = 2^(G_r − G_m) 2^(G_m − G_s), exponents of either sign, in bf16 operands (fp16 inputs too: the
+//     factors need its range), masked to s ≤ r (P) and s < r (A) when stored. A (block, channel) whose halves decay
+//     by more than 40 nats ("wide", or a G that is not finite) takes zeros there and e98ccba's form instead: rows
+//     8..15 × columns 0..7 of the block through its row 7 on tensor cores (Q8, E8, K8: that channel's only), its two
+//     8×8 diagonal blocks exactly in log space (phase D, perkey_exact_rows8) — only in a chunk where some channel is
+//     wide (an OR over the producers' barrier). Under ordinary gates no chunk is; under SPEC's extreme gates (log α
+//     in [−20, 0]) every one is. (pkf14's first version summed the whole 16-row block in log space for wide
+//     channels: gla 2.06 against e98ccba's 1.14 ms at 8×4096 under extreme gates, kda 3.23 against 2.24.)
 //
 // Why 32 tokens: a slot of the per-key operands (Q⁺, E⁺, K_d, v, P, T) for 64 tokens is 88 KB, and two of them with
-// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in ~170 KB.
-// producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates; e; P, A (tensor cores and
-//           log space); T; the decayed operands in place — for chunk c + 1 while the consumers work on chunk c.
+// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 175 KB
+// (with the middle-row operands, the fallback's Q8 / E8 / K8, the exact sums and the wide marks: sh::bytes).
+// producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates (gk and gdn2's b read into
+//           registers a chunk ahead); e; the wide channels' exact sums; the decayed operands in place; P, A; T — for
+//           chunk c + 1 while the consumers work on chunk c.
 // consumers (8 warps; the state in registers, warp w key rows 16w .. + 15, all 128 value columns): v copied a chunk
-//           ahead; Z in place of v; U in place of E⁺; O; the state update; Sᵀ for the next chunk.
+//           ahead (gdn2's w into registers); Z in place of v; U in place of E⁺; O; the state update; Sᵀ for the next
+//           chunk.
 // Slots, named barriers (full / empty) and their ids as in delta_pipeline_kernel.hpp.
 #pragma once
 #include <linea/backend/cuda/delta_pipeline_kernel.hpp>  // pipeline_barrier
-#include <linea/backend/cuda/perkey_chunk_kernel.hpp>    // perkey_diagonal_rows
+#include <linea/backend/cuda/perkey_chunk_kernel.hpp>    // perkey_chunk_rule (launch.hpp)
 #include <linea/backend/cuda/perkey_delta_blocks.hpp>
 
 namespace linea::cuda_detail::pkf_v0 {
@@ -68,21 +80,30 @@ struct perkey_delta_shape {
       qr_at = s_at + BVW * LDK,          // rows 16..31: q ⊙ 2^(G − G_15)          [16][LDK]
       er_at = qr_at + 16 * LDK,          // rows 16..31: e ⊙ 2^(G − G_15)          [16][LDK]
       kr_at = er_at + 16 * LDK,          // rows 0..15:  k ⊙ 2^(G_15 − G)          [16][LDK]
-      q8_at = kr_at + 16 * LDK,          // block i rows 8..15 at 8i: q ⊙ 2^(G − G_{16i+7})   [24][LDK] (8 spare)
+      qm_at = kr_at + 16 * LDK,          // block i's rows: q ⊙ 2^(G − G_{16i+8}), bf16 (0: wide)   [CL][LDK]
+      em_at = qm_at + CL * LDK,          // the same for e                                           [CL][LDK]
+      km_at = em_at + CL * LDK,          // block i's rows: k ⊙ 2^(G_{16i+8} − G), bf16 (0: wide)   [CL][LDK]
+      // the wide channels' fallback (0 elsewhere; written only in a chunk with a wide channel):
+      q8_at = km_at + CL * LDK,          // block i rows 8..15 at 8i: q ⊙ 2^(G − G_{16i+7})   [24][LDK] (8 spare)
       e8_at = q8_at + 24 * LDK,          // the same for e                                   [24][LDK] (8 spare)
       k8_at = e8_at + 24 * LDK,          // block i rows 0..7 at 8i: k ⊙ 2^(G_{16i+7} − G)   [16][LDK]
       a_at = k8_at + 16 * LDK,           // A_10: rows 16..31 × columns 0..15      [16][LDX]
       x_at = a_at + 16 * LDX,            // T_10's scratch                         [16][LDX]
       end = x_at + 16 * LDX;
-  // fp32 after them: G [CL][LDG] and A's diagonal blocks [2][16][17] (producers); per slot G_C [KP] and the write
-  // gates x [CL] (token gates); the erase gates [CL] (producers, token gates)
+  // fp32 after them: G [CL][LDG], A's diagonal blocks [2][16][17], P's exact diagonal sums [2][16][17] and the wide
+  // marks [2][KP] (producers); per slot G_C [KP] and the write gates x [CL] (token gates); the erase gates [CL]
+  // (producers, token gates)
   static constexpr std::size_t g_offset = 2 * std::size_t(end), ad_offset = g_offset + 4 * CL * LDG,
-                               sf_offset = ad_offset + 4 * 2 * 16 * 17, slot_floats = KP + CL,
+                               pd_offset = ad_offset + 4 * 2 * 16 * 17, wide_offset = pd_offset + 4 * 2 * 16 * 17,
+                               sf_offset = wide_offset + 4 * 2 * KP, slot_floats = KP + CL,
                                eg_offset = sf_offset + 4 * 2 * slot_floats, flag_offset = eg_offset + 4 * CL,
                                bytes = flag_offset + 4 * 2;  // flags: int [2], one a slot (v's, below)
-  static_assert(g_offset % 16 == 0 && sf_offset % 16 == 0, "16-byte aligned fp32 tiles");
+  // A diagonal block's channel is "wide" where either half of the block decays by more than this (log₂; 40 nats,
+  // backward/per_key_blocks.hpp's diag_span): its factors 2^(±(G − G_mid)) would pass e^±40.
+  static constexpr float diag_span = 40.f * 1.4426950408889634f;
+  static_assert(g_offset % 16 == 0 && pd_offset % 16 == 0 && wide_offset % 16 == 0 && sf_offset % 16 == 0,
+                "16-byte aligned fp32 tiles");
   static_assert(bytes <= 227 * 1024, "one CTA per SM");
-  static_assert(LDK == perkey_chunk_shape::LDK && LDG == perkey_chunk_shape::LDG, "perkey_diagonal_rows' strides");
 };
 
 // ================= producers: chunk c's operands into slot c mod 2, a chunk ahead of the consumers =================
@@ -92,6 +113,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
   using sh = perkey_delta_shape;
   namespace bar = pipeline_barrier;
   using tiles::ex2;
+  using DE = __nv_bfloat16;  // the diagonal blocks' factorised operands: factors up to e^±40 need bf16's range
   constexpr int CL = sh::CL, LDK = sh::LDK, LDC = sh::LDC, LDG = sh::LDG, LDX = sh::LDX;
   const seq_range& seq = cta.seq;
   const index_t hv = cta.hv;
@@ -103,27 +125,32 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
   float* slotf0 = reinterpret_cast<float*>(smem_raw + sh::sf_offset);
   float* G = reinterpret_cast<float*>(smem_raw + sh::g_offset);
   float* Ad = reinterpret_cast<float*>(smem_raw + sh::ad_offset);
+  float* Pd = reinterpret_cast<float*>(smem_raw + sh::pd_offset);
+  float* wide_mark = reinterpret_cast<float*>(smem_raw + sh::wide_offset);
   float* eg = reinterpret_cast<float*>(smem_raw + sh::eg_offset);
-  E *QR = base + sh::qr_at, *ER = base + sh::er_at, *KR = base + sh::kr_at, *Q8 = base + sh::q8_at;
-  E *E8 = base + sh::e8_at, *K8 = base + sh::k8_at, *A10 = base + sh::a_at, *X = base + sh::x_at;
+  E *QR = base + sh::qr_at, *ER = base + sh::er_at, *KR = base + sh::kr_at, *A10 = base + sh::a_at, *X = base + sh::x_at;
+  DE *QM = reinterpret_cast<DE*>(base + sh::qm_at), *EM = reinterpret_cast<DE*>(base + sh::em_at);
+  DE* KM = reinterpret_cast<DE*>(base + sh::km_at);
+  E *Q8 = base + sh::q8_at, *E8 = base + sh::e8_at, *K8 = base + sh::k8_at;
   const source<T> src{a};
   using U = typename Rule::update;
   constexpr bool erasing = erases<Rule>;
+  constexpr bool lane_gates = erasing && !token_gates<Rule>;  // gdn2: b per key channel, read a chunk ahead too
+  static_assert(!lane_gates || (!reads(U::inputs, input::beta) && !reads(U::inputs, input::g)),
+                "per-channel gates from their own lanes only (the staged b below)");
 
-  for (int x = ptid; x < 8 * LDK; x += sh::producers) Q8[16 * LDK + x] = E8[16 * LDK + x] = from_float<E>(0.f);  // spares
-
-  // Read a chunk ahead into registers: this channel's raw gk of the 32 rows (two 16-bit inputs a register) and,
-  // with token gates, lane r's erase and write gates of row r.
+  // Read a chunk ahead into registers: this channel's raw gk (and b) of the 32 rows (two 16-bit inputs a register)
+  // and, with token gates, lane r's erase and write gates of row r.
   const T* gk0 = a.gk.ptr + seq.bt * a.gk.str[0] + hv * a.gk.str[2] + d * a.gk.str[3];
-  std::uint32_t raw[CL / 2];
+  const T* b0p = lane_gates ? a.b.ptr + seq.bt * a.b.str[0] + hv * a.b.str[2] + d * a.b.str[3] : nullptr;
+  std::uint32_t raw[CL / 2], raw_b[lane_gates ? CL / 2 : 1];
   float next_b = 0, next_w = 0;
   auto read_ahead = [&](index_t c0, int L) {
-    const T* p = gk0 + c0 * a.gk.str[1];
     const T zero = from_float<T>(0.f);
 #pragma unroll
     for (int i = 0; i < CL / 2; ++i) {
-      const T lo = has_d && 2 * i < L ? p[2 * i * a.gk.str[1]] : zero;
-      const T hi = has_d && 2 * i + 1 < L ? p[(2 * i + 1) * a.gk.str[1]] : zero;
+      const T lo = has_d && 2 * i < L ? gk0[(c0 + 2 * i) * a.gk.str[1]] : zero;
+      const T hi = has_d && 2 * i + 1 < L ? gk0[(c0 + 2 * i + 1) * a.gk.str[1]] : zero;
       raw[i] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
     }
     if constexpr (erasing && token_gates<Rule>) {
@@ -135,7 +162,23 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       }
     }
   };
-  if (chunks > 0) read_ahead(seq.t0, cta.rows_in(seq.t0));
+  // gdn2's b: read after the chunk's e is formed (raw_b holds the current chunk's until then)
+  auto read_b_ahead = [&](index_t c0, int L) {
+    if constexpr (lane_gates) {
+      const T zero = from_float<T>(0.f);
+#pragma unroll
+      for (int i = 0; i < CL / 2; ++i) {
+        const T lo = has_d && 2 * i < L ? b0p[(c0 + 2 * i) * a.b.str[1]] : zero;
+        const T hi = has_d && 2 * i + 1 < L ? b0p[(c0 + 2 * i + 1) * a.b.str[1]] : zero;
+        raw_b[i] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
+      }
+    }
+  };
+  auto unpack = [](const std::uint32_t* r, int i) {
+    return to_float(T::from_bits(static_cast<std::uint16_t>(r[i / 2] >> (16 * (i % 2)))));
+  };
+  for (int x = ptid; x < 8 * LDK; x += sh::producers) Q8[16 * LDK + x] = E8[16 * LDK + x] = from_float<E>(0.f);  // spares
+  if (chunks > 0) read_ahead(seq.t0, cta.rows_in(seq.t0)), read_b_ahead(seq.t0, cta.rows_in(seq.t0));
 
   for (int c = 0; c < chunks; ++c) {
     const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
@@ -147,7 +190,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
     tiles::fetch_rows<sh::KP / 8, sh::producers, sh::CL>(Qs, LDK, cta.q0, a.q.str[1], c0, L, cta.Kw, ptid);
     tiles::fetch_rows<sh::KP / 8, sh::producers, sh::CL>(Ks, LDK, cta.k0, a.k.str[1], c0, L, cta.Kw, ptid);
 
-    // ---- G: this channel's cumulative log₂ α over the chunk (clamped: a gate of 0 stays finite) ------------------
+    // ---- G: this channel's cumulative log₂ α over the chunk (clamped: a gate of 0 stays finite); its wide marks --
     float g[CL];
     {
       float run = 0;
@@ -155,7 +198,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       for (int i = 0; i < CL; ++i) {
         float l = 0;
         if (has_d && i < L) {
-          float x = to_float(T::from_bits(static_cast<std::uint16_t>(raw[i / 2] >> (16 * (i % 2)))));
+          float x = unpack(raw, i);
           if (a.gate_active) x = gate_from_logit(x, a.A_log, a.dt_bias, a.has_lower_bound, a.lower_bound, hv, hv * a.K + d);
           lane_token t;
           t.gk.value = x;
@@ -166,12 +209,21 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       }
       slotf[d] = g[CL - 1];
     }
+    // Block i's channel d is wide where a factor through its middle row would pass e^±40 (or G is not finite).
+    bool wide[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const float lo = g[16 * i], mid = g[16 * i + 8], hi = g[16 * i + 15];
+      wide[i] = !(lo - mid <= sh::diag_span && mid - hi <= sh::diag_span);
+      wide_mark[i * sh::KP + d] = wide[i] ? 1.f : 0.f;
+    }
     if constexpr (erasing && token_gates<Rule>) {
       if (ptid < CL) eg[ptid] = next_b, slotf[sh::KP + ptid] = next_w;
     }
     if (c + 1 < chunks) read_ahead(c0 + CL, cta.rows_in(c0 + CL));  // lands during the chunk
     tiles::cp_async_wait_all();
-    bar::sync(bar::producers, sh::producers);  // q, k, G, the gates in
+    // q, k, G, the gates, the marks in; whether any channel of this chunk is wide (the same in every producer)
+    const bool any_wide = barrier_or(bar::producers, sh::producers, wide[0] || wide[1]);
     if (a.l2q || a.l2k) {
       if (a.l2q) tiles::l2norm_rows<sh::producers, sh::CL>(Qs, LDK, ptid);
       if (a.l2k) tiles::l2norm_rows<sh::producers, sh::CL>(Ks, LDK, ptid);
@@ -180,100 +232,136 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
 
     // ---- the erase key e = b ⊙ k ------------------------------------------------------------------------------------
     if constexpr (erasing) {
-#pragma unroll 8
-    for (int r = 0; r < CL; ++r) {
-      float b;
-      if constexpr (token_gates<Rule>) {
-        b = eg[r];
-      } else {
-        b = has_d && r < L ? src.template erase_gate<Rule>(src.template scalars<U::inputs>(seq.bt, c0 + r, hv), seq.bt,
-                                                           c0 + r, hv, d)
-                           : 0.f;
-      }
-      Es[r * LDK + d] = from_float<E>(b * to_float(Ks[r * LDK + d]));
-    }
-    bar::sync(bar::producers, sh::producers);  // e in
-    }
-
-    // ---- D: the 8×8 diagonal blocks of P and A in log space (warp pw: block pw); zeros above them in P ------------
-    {
-      const int b0 = 8 * pw, o = 8 * (pw & 1);
-      float* Ab = Ad + (pw >> 1) * 16 * 17;
-      const int e = lane % 16, i = e / 8, j = e % 8;
-      const bool writes = lane < 16;
-      auto put = [&](int q2, float p, float x) {  // rows 2·Q + i of the block
-        if (!writes) return;
-        Ps[(b0 + q2 + i) * LDC + b0 + j] = from_float<E>(p);
-        if constexpr (erasing) Ab[(o + q2 + i) * 17 + o + j] = j < q2 + i ? x : 0.f;  // A: strictly below the diagonal
-      };
-      auto a_rows = [&]<int Q>() {
-        if constexpr (erasing) return perkey_diagonal_rows<Q>(Es, Ks, G, b0, lane);
-        else return 0.f;
-      };
-      put(0, perkey_diagonal_rows<0>(Qs, Ks, G, b0, lane), a_rows.template operator()<0>());
-      put(2, perkey_diagonal_rows<1>(Qs, Ks, G, b0, lane), a_rows.template operator()<1>());
-      put(4, perkey_diagonal_rows<2>(Qs, Ks, G, b0, lane), a_rows.template operator()<2>());
-      put(6, perkey_diagonal_rows<3>(Qs, Ks, G, b0, lane), a_rows.template operator()<3>());
-      if ((pw & 1) == 0)  // the first half of a 16-row block: the 8×8 block right of its diagonal is zero
-        for (int x = lane; x < 64; x += 32) Ps[(b0 + x / 8) * LDC + b0 + 8 + x % 8] = from_float<E>(0.f);
-    }
-    bar::sync(bar::producers, sh::producers);  // every read of the raw q, k, e done
-
-    // ---- E: the decayed operands, channel d of every row; Q⁺, E⁺, K_d in place ----------------------------------------
-    {
-      const float g15 = g[15], gC = g[CL - 1];
 #pragma unroll
       for (int r = 0; r < CL; ++r) {
-        const int ib = r / 16, rho = r % 16;
-        const float gv = g[r], gm = g[16 * ib + 7];
+        float b;
+        if constexpr (token_gates<Rule>) {
+          b = eg[r];
+        } else {  // (raw_b is 0 past the rows)
+          lane_token t;
+          t.b.value = unpack(raw_b, r);
+          b = U::erase_gate(t, d);
+        }
+        Es[r * LDK + d] = from_float<E>(b * to_float(Ks[r * LDK + d]));
+      }
+      if (c + 1 < chunks) read_b_ahead(c0 + CL, cta.rows_in(c0 + CL));
+      bar::sync(bar::producers, sh::producers);  // e in
+    }
+
+    // ---- D: only when a channel is wide, the wide channels' 8×8 diagonal blocks of P (and A) exactly in log space,
+    // into Pd (and Ad) at their places in the 16-row blocks (rows 8..15 × columns 0..7 of each go through row 7 on
+    // tensor cores, in F). Jobs (block 8j, P or A): erasing — warp pw: j = pw, then P and A; gla — warp pw: j = pw, P.
+    if (any_wide) {
+      const int j = pw, ib = j >> 1, o = 8 * (j & 1), b0 = 8 * j;
+#pragma unroll 1
+      for (int m = 0; m < (erasing ? 2 : 1); ++m) {
+        const bool is_a = m == 1;
+        const E* Xs = is_a ? Es : Qs;
+        float* out = (is_a ? Ad : Pd) + ib * 16 * 17;
+#pragma unroll 1
+        for (int Q = 0; Q < 4; ++Q) {
+          const float x = perkey_exact_rows8<E, LDK, LDG>(Xs, Ks, G, wide_mark + ib * sh::KP, b0, Q, lane);
+          if (lane < 16) out[(o + 2 * Q + lane / 8) * 17 + o + lane % 8] = x;
+        }
+      }
+      bar::sync(bar::producers, sh::producers);  // every read of the raw q, k, e done
+    }
+
+    // ---- E: the decayed operands, channel d of every row; Q⁺, E⁺, K_d in place --------------------------------------
+    // Each element takes two exponentials for its references (G_15 or the chunk's end, and its block's middle row)
+    // and shares a per-channel one for the rest: rows 0..15 form 2^(G_C − G) as 2^(G_15 − G) 2^(G_C − G_15), rows
+    // 16..31 form 2^G as 2^G_15 2^(G − G_15) — each a product of two factors ≤ 1, so nothing overflows.
+    {
+      const float g15 = g[15], gC = g[CL - 1];
+      const float to_end = ex2(gC - g15), to_15 = ex2(g15);
+#pragma unroll
+      for (int r = 0; r < CL; ++r) {
+        const int ib = r / 16;
+        const float gv = g[r], gm = g[16 * ib + 8];
         const float q = to_float(Qs[r * LDK + d]), k = to_float(Ks[r * LDK + d]);
         const float e = erasing ? to_float(Es[r * LDK + d]) : 0.f;
-        const float up = ex2(gv);
-        Qs[r * LDK + d] = from_float<E>(q * up);
-        if constexpr (erasing) Es[r * LDK + d] = from_float<E>(e * up);
-        Ks[r * LDK + d] = from_float<E>(k * ex2(gC - gv));
-        if (ib == 1) {
+        float up, down;  // 2^G, 2^(G_C − G)
+        if (ib == 0) {
+          const float f = ex2(g15 - gv);
+          up = ex2(gv), down = f * to_end;
+          KR[r * LDK + d] = from_float<E>(k * f);
+        } else {
           const float f = ex2(gv - g15);
+          up = to_15 * f, down = ex2(gC - gv);
           QR[(r - 16) * LDK + d] = from_float<E>(q * f);
           if constexpr (erasing) ER[(r - 16) * LDK + d] = from_float<E>(e * f);
-        } else {
-          KR[r * LDK + d] = from_float<E>(k * ex2(g15 - gv));
         }
-        if (rho < 8) {
-          K8[(8 * ib + rho) * LDK + d] = from_float<E>(k * ex2(gm - gv));
-        } else {
-          const float f = ex2(gv - gm);
-          Q8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(q * f);
-          if constexpr (erasing) E8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(e * f);
+        Qs[r * LDK + d] = from_float<E>(q * up);
+        if constexpr (erasing) Es[r * LDK + d] = from_float<E>(e * up);
+        Ks[r * LDK + d] = from_float<E>(k * down);
+        // through the block's middle row: exponents of either sign, bounded by diag_span unless the channel is wide
+        const bool w = wide[ib];
+        const float fr = ex2(gv - gm), fs = ex2(gm - gv);
+        QM[r * LDK + d] = from_float<DE>(w ? 0.f : q * fr);
+        if constexpr (erasing) EM[r * LDK + d] = from_float<DE>(w ? 0.f : e * fr);
+        KM[r * LDK + d] = from_float<DE>(w ? 0.f : k * fs);
+        if (any_wide) {  // the wide channels' rows 8..15 × 0..7 of the block, through its row 7 (exponents ≤ 0)
+          const int rho = r % 16;
+          const float g7 = g[16 * ib + 7];
+          if (rho < 8) {
+            K8[(8 * ib + rho) * LDK + d] = from_float<E>(w ? k * ex2(g7 - gv) : 0.f);
+          } else {
+            const float f = w ? ex2(gv - g7) : 0.f;
+            Q8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(w ? q * f : 0.f);
+            if constexpr (erasing) E8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(w ? e * f : 0.f);
+          }
         }
       }
     }
     bar::sync(bar::producers, sh::producers);  // operands in
 
-    // ---- F: the blocks of P and A below the diagonal, on tensor cores --------------------------------------------------
-    if (!erasing && (pw & 1)) {  // (no A without an erase)
-    } else if (pw < 2) {  // the 16×16 block (rows 16..31, columns 0..15): P (warp 0) into P, A (warp 1) into A_10
-      float x[2][4] = {};
-      mma_strip<E, 2>(x, pw == 0 ? QR : ER, LDK, KR, LDK, sh::KP / 16);
+    // ---- F: the blocks of P and A on tensor cores: below the diagonal (rows 16..31 × columns 0..15, through row 15)
+    // and the two diagonal 16-row blocks through their middle rows, masked to s ≤ r (P) and s < r (A), plus the
+    // wide channels' exact sums (D). Jobs: erasing — warp 0 P_10 and P_00, warp 1 A_10 and A_00, warp 2 P_11,
+    // warp 3 A_11; gla — warp 0 P_10, warp 1 P_00, warp 2 P_11.
+    {
+      auto below = [&](bool is_a) {
+        float x[2][4] = {};
+        mma_strip<E, 2>(x, is_a ? ER : QR, LDK, KR, LDK, sh::KP / 16);
 #pragma unroll
-      for (int t = 0; t < 2; ++t)
+        for (int t = 0; t < 2; ++t)
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          E* at = pw == 0 ? Ps + (16 + acc_row(2 * h)) * LDC + 8 * t + acc_col(0)
-                          : A10 + acc_row(2 * h) * LDX + 8 * t + acc_col(0);
-          *reinterpret_cast<std::uint32_t*>(at) = pack2<E>(x[t][2 * h], x[t][2 * h + 1]);
+          for (int h = 0; h < 2; ++h) {
+            E* at = is_a ? A10 + acc_row(2 * h) * LDX + 8 * t + acc_col(0) : Ps + (16 + acc_row(2 * h)) * LDC + 8 * t + acc_col(0);
+            *reinterpret_cast<std::uint32_t*>(at) = pack2<E>(x[t][2 * h], x[t][2 * h + 1]);
+          }
+      };
+      auto diagonal = [&](bool is_a, int ib) {
+        float x[2][4] = {};
+        mma_strip<DE, 2>(x, (is_a ? EM : QM) + 16 * ib * LDK, LDK, KM + 16 * ib * LDK, LDK, sh::KP / 16);
+        float* exact = (is_a ? Ad : Pd) + ib * 16 * 17;
+        if (any_wide) {  // the wide channels' rows 8..15 × columns 0..7: this lane's (8 + acc_row(0), acc_col(0..1))
+          float y[4] = {};
+          mma_tile<E>(y, (is_a ? E8 : Q8) + 8 * ib * LDK, LDK, K8 + 8 * ib * LDK, LDK, sh::KP / 16);
+          x[0][2] += y[0], x[0][3] += y[1];
         }
-    } else {  // rows 8..15 × columns 0..7 of each 16-row block: P (warp 2) into P, A (warp 3) into its diagonal blocks
 #pragma unroll
-      for (int ib = 0; ib < 2; ++ib) {
-        float x[4] = {};
-        mma_tile<E>(x, (pw == 2 ? Q8 : E8) + 8 * ib * LDK, LDK, K8 + 8 * ib * LDK, LDK, sh::KP / 16);
-        const int r = 8 + acc_row(0), s = acc_col(0);  // in the block
-        if (pw == 2) {
-          *reinterpret_cast<std::uint32_t*>(Ps + (16 * ib + r) * LDC + 16 * ib + s) = pack2<E>(x[0], x[1]);
-        } else {
-          Ad[ib * 16 * 17 + r * 17 + s] = x[0], Ad[ib * 16 * 17 + r * 17 + s + 1] = x[1];
-        }
+        for (int t = 0; t < 2; ++t)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            const int r = acc_row(2 * h), s = 8 * t + acc_col(0);
+            float v[2];
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+              const bool in = is_a ? s + u < r : s + u <= r;
+              const bool sub = (r >> 3) == ((s + u) >> 3);  // an 8×8 diagonal block: D's exact sums
+              v[u] = in ? x[t][2 * h + u] + (any_wide && sub ? exact[r * 17 + s + u] : 0.f) : 0.f;
+            }
+            if (is_a) exact[r * 17 + s] = v[0], exact[r * 17 + s + 1] = v[1];
+            else *reinterpret_cast<std::uint32_t*>(Ps + (16 * ib + r) * LDC + 16 * ib + s) = pack2<E>(v[0], v[1]);
+          }
+      };
+      if constexpr (erasing) {
+        if (pw < 2) below(pw == 1), diagonal(pw == 1, 0);
+        else diagonal(pw == 3, 1);
+      } else {
+        if (pw == 0) below(false);
+        else if (pw < 3) diagonal(false, pw - 1);
       }
     }
     bar::sync(bar::producers, sh::producers);  // P, A_10 and A's diagonal blocks in
@@ -302,7 +390,7 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
   const float* slotf0 = reinterpret_cast<const float*>(smem_raw + sh::sf_offset);
   int* flags = reinterpret_cast<int*>(smem_raw + sh::flag_offset);  // set to −1 by the kernel
   E* ST = base + sh::s_at;
-  const source<T> src{a};
+  [[maybe_unused]] const source<T> src{a};
   using U = typename Rule::update;
   constexpr bool erasing = erases<Rule>;
 
@@ -331,7 +419,29 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
   // non-finite q, k or gk reaches rows ≥ s and the state only); the erasing mode (not sent here by the library)
   // would also need k, e and gk flagged for T (fill_t10) — not done.
   auto tiles_nonfinite_v = [&](const E* Vs) { return fetched_rows_nonfinite<sh::BVW / 8, sh::consumers, CL>(Vs, LDV, tid); };
-  if (chunks > 0) fetch_v(0);
+  // gdn2's write gates w (one a value column) for this thread's 2 rows × 8 columns of Z, read a chunk ahead into
+  // registers (raw 16-bit pairs) rather than inside phase X.
+  constexpr bool lane_gates = erasing && !token_gates<Rule>;
+  std::uint32_t wn[2][4] = {};
+  auto read_w = [&](int c) {
+    if constexpr (lane_gates) {
+      const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
+      const int L = cta.rows_in(c0);
+      const T zero = from_float<T>(0.f);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = r0 + acc_row(2 * h);
+#pragma unroll
+        for (int t = 0; t < 4; ++t) {
+          const int j = c0w + 8 * t + acc_col(0);
+          const T lo = r < L && j < cta.Vw ? a.w(seq.bt, c0 + r, cta.hv, cta.jt + j) : zero;
+          const T hi = r < L && j + 1 < cta.Vw ? a.w(seq.bt, c0 + r, cta.hv, cta.jt + j + 1) : zero;
+          wn[h][t] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
+        }
+      }
+    }
+  };
+  if (chunks > 0) fetch_v(0), read_w(0);
   for (int c = 0; c < chunks; ++c) {
     const int s = c & 1;
     const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
@@ -382,19 +492,17 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = r0 + acc_row(2 * h);
-        [[maybe_unused]] token_scalars ts{};
-        if constexpr (!token_gates<Rule>) {
-          if (r < L) ts = src.template scalars<U::inputs>(seq.bt, c0 + r, cta.hv);
-        }
 #pragma unroll
         for (int t = 0; t < 4; ++t) {
           const int j = c0w + 8 * t + acc_col(0);
           float w0, w1;
           if constexpr (token_gates<Rule>) {
             w0 = w1 = slotf[KP + r];
-          } else {
-            w0 = r < L && j < cta.Vw ? src.template write_gate<Rule>(ts, seq.bt, c0 + r, cta.hv, cta.jt + j) : 0.f;
-            w1 = r < L && j + 1 < cta.Vw ? src.template write_gate<Rule>(ts, seq.bt, c0 + r, cta.hv, cta.jt + j + 1) : 0.f;
+          } else {  // (0 past the rows and columns: read so)
+            lane_token x0, x1;
+            x0.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wn[h][t])));
+            x1.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wn[h][t] >> 16)));
+            w0 = U::write_gate(x0, cta.jt + j), w1 = U::write_gate(x1, cta.jt + j + 1);
           }
           E* at = Zs + r * LDV + j;  // this lane's own two values: in place is safe
           const float v0 = to_float(at[0]), v1 = to_float(at[1]);
@@ -402,6 +510,7 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
         }
       }
     }
+    if (c + 1 < chunks) read_w(c + 1);          // lands during the rest of the chunk
     bar::sync(bar::consumers, sh::consumers);  // Z in; every read of Sᵀ and E⁺ done
 
     // ---- U = T Z (T is zero past the diagonal block) in place of E⁺; the residual ------------------------------------
@@ -449,4 +558,4 @@ __global__ void __launch_bounds__(perkey_delta_shape::threads, 1) perkey_delta_k
   else pkf_v0::perkey_delta_consumers<Rule, T, E>(a, cta, smem_raw, chunks);
 }
 
-}  // namespace linea::cuda_detail::pkf_v0
+}  // namespace linea::cuda_detail

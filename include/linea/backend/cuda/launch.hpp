@@ -97,13 +97,14 @@ void launch_step(const kernel_args<T>& k, index_t rows, const exec& x) {
 // ---- chunk kernels: the 64-token ones when their inputs allow, else the general one ------------------------------
 // additive / simple_gla: one CTA per (head, sequence, 64 value columns); delta / gated_delta: one warp-specialised
 // CTA per (head, sequence) holding all value columns (V <= 128 here); gla: one warp-specialised CTA per (head,
-// sequence) on 32-token chunks (perkey_delta_kernel.hpp; kda and gdn2 stay on the general kernel: on that kernel
-// they were slower, see its header — still so after pkf14, 1.95 / 2.20 ms against 1.59 / 1.64 at 8×4096).
+// sequence) on 32-token chunks (perkey_delta_kernel.hpp; kda and gdn2 stay on the general kernel: since pk18 they
+// are faster there under ordinary gates — 0.91 / 0.95 ms against 1.60 / 1.64 at 8×4096 — but slower under extreme
+// gates, not yet run through the CUDA suite there, and a non-finite k or gk is not yet flagged for T; see its header).
 template <class Rule, class T, class E>
 void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
   if constexpr (perkey_chunk_rule<Rule, pass::main>) {
-    // gla: the warp-specialised per-key kernel (0.996 ms at 8×4096 on the H200 against perkey_chunk_kernel.hpp's
-    // 1.506 and main e98ccba's version of this kernel 1.133 in the same process, bench/cuda/README.md pkf14)
+    // gla: the warp-specialised per-key kernel (0.526 ms at 8×4096 on the H200 against perkey_chunk_kernel.hpp's
+    // 1.490 and main 5386113's version of this kernel 1.048 in the same process, bench/cuda/README.md pk18)
     using sh = perkey_delta_shape;
     constexpr auto kernel = perkey_delta_kernel<Rule, T, E>;
     allow_dynamic_shared<kernel>(sh::bytes, x.device);
