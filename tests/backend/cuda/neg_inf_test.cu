@@ -81,7 +81,7 @@ TEST_CASE("cuda: a log decay of -inf (simple_gla, gla, gated_delta, kda, gdn2) e
   check_rule<simple_gla>();
   check_rule<gla>();          // bf16: the per-key pipeline (perkey_delta_kernel.hpp)
   check_rule<gated_delta>();  // bf16: the delta pipeline
-  check_rule<kda>();          // kda, gdn2: the general kernel in both types
+  check_rule<kda>();          // kda, gdn2: bf16 the per-key pipeline (pk18-next), float the general kernel
   check_rule<gdn2>();
 }
 
@@ -89,9 +89,9 @@ TEST_CASE("cuda: a log decay of -inf (simple_gla, gla, gated_delta, kda, gdn2) e
 // before t as the float64 reference has it, and is non-finite exactly where the reference is (the CPU's test:
 // tests/chunk/non_finite_test.cpp). t sits inside a 16-row diagonal block of the chunk, where a masked entry of
 // P or T times the poisoned row would reach the earlier rows on tensor cores (causal_strip.hpp). Every chunk kernel:
-// the 64-token scalar kernel (additive, simple_gla; bf16), the general kernel (float; kda and gdn2 in bf16 too),
-// the delta pipeline (delta, gated_delta; bf16: a chunk is flagged as its k, v, g, β land) and the per-key
-// pipeline (gla; bf16: flagged as its v lands).
+// the 64-token scalar kernel (additive, simple_gla; bf16), the general kernel (float), the delta pipeline (delta,
+// gated_delta; bf16: a chunk is flagged as its k, v, g, β land) and the per-key pipeline (gla, kda, gdn2; bf16:
+// flagged as its v lands, and for kda / gdn2 as its k, gates and log decays do — pk18-next).
 namespace {
 
 enum class poison_site { q, k, v, g, beta };
@@ -171,7 +171,7 @@ TEST_CASE("cuda: a NaN or inf input poisons only what the recurrence poisons (sc
   check_poisons<gated_delta, float>(32, 16);  // the general kernel
   check_poisons<simple_gla, float>(32, 16);
   check_poisons<kda, float>(32, 16);
-  check_poisons<kda, bf16>(64, 64);  // kda and gdn2 take the general kernel in bf16 too (launch.hpp)
+  check_poisons<kda, bf16>(64, 64);  // kda and gdn2 in bf16: the per-key pipeline since pk18-next (launch.hpp)
   check_poisons<gdn2, bf16>(64, 64);
 }
 
@@ -182,4 +182,6 @@ TEST_CASE("cuda: a NaN or inf input poisons only what the recurrence poisons (de
   check_poisons<gated_delta, bf16>(128, 128);  // the library's shape: every column of the 128-wide tiles
   check_poisons<gla, bf16>(64, 64);  // the per-key pipeline
   check_poisons<gla, bf16>(128, 128);
+  check_poisons<kda, bf16>(128, 128);  // the erasing mode (pk18-next)
+  check_poisons<gdn2, bf16>(128, 128);
 }

@@ -398,7 +398,7 @@ void check_states_only(const case_shape& shape, bool inf_key = false) {
   CHECK(same_bytes(c.ht, full_state));
   using cuda_detail::pass;
   constexpr bool honours = !std::is_same_v<T, bf16> || cuda_detail::delta_chunk_rule<Rule, pass::main> ||
-                           !(cuda_detail::scalar_chunk_rule<Rule, pass::main> || cuda_detail::perkey_chunk_rule<Rule, pass::main>);
+                           !(cuda_detail::scalar_chunk_rule<Rule, pass::main> || cuda_detail::perkey_pipeline_rule<Rule, pass::main>);
   if (honours) CHECK(same_bytes(c.o, poison));  // the kernels that know the flag leave o alone
   else CHECK(!same_bytes(c.o, poison));
 }

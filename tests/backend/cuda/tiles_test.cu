@@ -76,8 +76,8 @@ TEST_CASE("cuda: the inputs the 64-token chunk kernels take") {
 namespace linea::testing {
 TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), gla") { partial_tiles_aligned<gla>(); }
 
-// kda and gdn2 with the same partial tiles (the general kernel; perkey_delta_kernel.hpp passed them on the H200 when
-// it computed them, 2026-12-02).
+// kda and gdn2 with the same partial tiles (on perkey_delta_kernel.hpp too since pk18-next; it passed them on the
+// H200 when it computed them, 2026-12-02).
 TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), kda") { partial_tiles_aligned<kda>(); }
 TEST_CASE("cuda: partial tiles, aligned rows (V = 104, K = 72), gdn2") { partial_tiles_aligned<gdn2>(); }
 

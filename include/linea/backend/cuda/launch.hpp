@@ -97,14 +97,14 @@ void launch_step(const kernel_args<T>& k, index_t rows, const exec& x) {
 // ---- chunk kernels: the 64-token ones when their inputs allow, else the general one ------------------------------
 // additive / simple_gla: one CTA per (head, sequence, 64 value columns); delta / gated_delta: one warp-specialised
 // CTA per (head, sequence) holding all value columns (V <= 128 here); gla: one warp-specialised CTA per (head,
-// sequence) on 32-token chunks (perkey_delta_kernel.hpp; kda and gdn2 stay on the general kernel: since pk18 they
-// are faster there under ordinary gates — 0.91 / 0.95 ms against 1.60 / 1.64 at 8×4096 — but slower under extreme
-// gates, not yet run through the CUDA suite there, and a non-finite k or gk is not yet flagged for T; see its header).
+// sequence) on 32-token chunks (perkey_delta_kernel.hpp), and since pk18-next kda and gdn2 too (0.91 / 0.95 ms
+// against the general kernel's 1.60 / 1.64 at 8×4096 under ordinary gates; 1.74 / 1.77 against 1.60 / 1.65 under
+// SPEC's extreme gates; bench/cuda/README.md pk18).
 template <class Rule, class T, class E>
 void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
-  if constexpr (perkey_chunk_rule<Rule, pass::main>) {
-    // gla: the warp-specialised per-key kernel (0.526 ms at 8×4096 on the H200 against perkey_chunk_kernel.hpp's
-    // 1.490 and main 5386113's version of this kernel 1.048 in the same process, bench/cuda/README.md pk18)
+  if constexpr (perkey_pipeline_rule<Rule, pass::main>) {
+    // gla, kda, gdn2: the warp-specialised per-key kernel (gla 0.526 ms at 8×4096 on the H200 against
+    // perkey_chunk_kernel.hpp's 1.490 and main 5386113's version of this kernel 1.048 in the same process)
     using sh = perkey_delta_shape;
     constexpr auto kernel = perkey_delta_kernel<Rule, T, E>;
     allow_dynamic_shared<kernel>(sh::bytes, x.device);
@@ -143,7 +143,7 @@ void launch_chunk(const kernel_args<T>& k, index_t rows, const exec& x) {
     throw error("the CUDA chunkwise form supports K, V <= 128, but K = " + std::to_string(k.K) +
                 ", V = " + std::to_string(k.V) + " (use the recurrent form)");
   using E = typename operand_type<T>::type;  // bf16 / fp16 on tensor cores, float in fp32 FMAs
-  if constexpr ((scalar_chunk_rule<Rule, P> || delta_chunk_rule<Rule, P> || perkey_chunk_rule<Rule, P>) && sizeof(T) == 2) {
+  if constexpr ((scalar_chunk_rule<Rule, P> || delta_chunk_rule<Rule, P> || perkey_pipeline_rule<Rule, P>) && sizeof(T) == 2) {
     if (tiles::inputs_fit(k)) return launch_chunk64<Rule, T, E>(k, rows, x);  // the 64-token kernels
   }
   constexpr int BV = chunk_bv<Rule, T, E, P>;

@@ -14,15 +14,21 @@ namespace linea::cuda_detail::tiles {
 
 // One warp: T_10 = −T_11 (A_10 T_00) for a 32-token chunk, T [32][ld] with its two diagonal blocks in place
 // (invert_diagonal_blocks, warp 0), A10 the [16][ldx] block of A below the diagonal, X a [16][ldx] scratch.
+// `nonfinite` (the chunk's k, e or gates may hold an inf or NaN; the same in every lane): X is stored with its
+// non-finite entries as 0, as ut_blocks.hpp's fill_block_column does — T_11's zeros above its diagonal would carry a
+// poisoned row of X to T's earlier rows (0 · NaN); rows at or after the first poisoned token are poisoned anyway.
 template <class E>
-__device__ __forceinline__ void fill_t10(const E* A10, int ldx, E* Ts, int ld, E* X) {
+__device__ __forceinline__ void fill_t10(const E* A10, int ldx, E* Ts, int ld, E* X, bool nonfinite = false) {
   float x[2][4] = {}, y[2][4] = {};
   mma_strip<E, 2, false, true>(x, A10, ldx, Ts, ld, 1);
 #pragma unroll
   for (int t = 0; t < 2; ++t)
 #pragma unroll
-    for (int h = 0; h < 2; ++h)
-      *reinterpret_cast<std::uint32_t*>(X + acc_row(2 * h) * ldx + 8 * t + acc_col(0)) = pack2<E>(x[t][2 * h], x[t][2 * h + 1]);
+    for (int h = 0; h < 2; ++h) {
+      float x0 = x[t][2 * h], x1 = x[t][2 * h + 1];
+      if (nonfinite) x0 = isfinite(x0) ? x0 : 0.f, x1 = isfinite(x1) ? x1 : 0.f;
+      *reinterpret_cast<std::uint32_t*>(X + acc_row(2 * h) * ldx + 8 * t + acc_col(0)) = pack2<E>(x0, x1);
+    }
   __syncwarp();
   mma_strip<E, 2, false, true>(y, Ts + 16 * ld + 16, ld, X, ldx, 1);
 #pragma unroll

@@ -11,8 +11,8 @@
 // to main 5386113's version, within SPEC §5 of the float64 recurrence (2 × 150, 1 × 333, ordinary and extreme gates,
 // in-kernel gates, gates cp.async cannot read; racecheck and memcheck clean) and now faster than the general kernel
 // under ordinary gates (kda 0.912 against 1.601 ms, gdn2 0.955 against 1.640), slower under SPEC's extreme gates
-// (1.737 against 1.602, 1.774 against 1.651). They still stay on the general kernel: the CUDA suite has not run them
-// here, and a non-finite k, e or gk is not yet flagged for T (see the consumers). Where the time went before pk18
+// (1.737 against 1.602, 1.774 against 1.651). pk18-next sends them here (launch.hpp) with the erasing mode's
+// non-finite inputs flagged (see the consumers) — not yet run on the H200 (the CUDA suite). Where the time went before pk18
 // (ncu): the producers waited on instruction fetch half of their time (the in-kernel gate's code inlined into the G
 // loop's 32 rows, the gates' per-element loads and their address arithmetic), and on the gates' loads, which the
 // packing waited on at once; now they are issue- and latency-bound (exponentials, shared loads), and remain the
@@ -103,7 +103,8 @@ struct perkey_delta_shape {
                                pd_offset = ad_offset + 4 * 2 * 16 * 17, wide_offset = pd_offset + 4 * 2 * 16 * 17,
                                sf_offset = wide_offset + 4 * 2 * KP, slot_floats = KP + CL,
                                eg_offset = sf_offset + 4 * 2 * slot_floats, flag_offset = eg_offset + 4 * CL,
-                               bytes = flag_offset + 4 * 2;  // flags: int [2], one a slot (v's, below)
+                               bytes = flag_offset + 4 * 6;  // flags: int [2][3], per slot the producers' (k,
+                                                             // e, gates: erasing mode), v's and gdn2's w's
   // A diagonal block's channel is "wide" where either half of the block decays by more than this (log₂; 40 nats,
   // backward/per_key_blocks.hpp's diag_span): its factors 2^(±(G − G_mid)) would pass e^±40.
   static constexpr float diag_span = 40.f * 1.4426950408889634f;
@@ -134,6 +135,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
   float* Pd = reinterpret_cast<float*>(smem_raw + sh::pd_offset);
   float* wide_mark = reinterpret_cast<float*>(smem_raw + sh::wide_offset);
   float* eg = reinterpret_cast<float*>(smem_raw + sh::eg_offset);
+  int* flags = reinterpret_cast<int*>(smem_raw + sh::flag_offset);  // [slot][0: producers, 1: v, 2: gdn2's w]
   E *QR = base + sh::qr_at, *ER = base + sh::er_at, *KR = base + sh::kr_at, *A10 = base + sh::a_at, *X = base + sh::x_at;
   DE *QM = reinterpret_cast<DE*>(base + sh::qm_at), *EM = reinterpret_cast<DE*>(base + sh::em_at);
   DE* KM = reinterpret_cast<DE*>(base + sh::km_at);
@@ -239,11 +241,25 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       wide[i] = !(lo - mid <= sh::diag_span && mid - hi <= sh::diag_span);
       wide_mark[i * sh::KP + d] = wide[i] ? 1.f : 0.f;
     }
+    // Erasing mode: a chunk whose k, gates or G hold an inf or NaN is flagged (the consumers' T Z and P U, and
+    // fill_t10 below, then keep a poisoned row from reaching earlier rows; G is a running sum, so its last row
+    // carries any non-finite gate — a gate of 0 is clamped, finite). gla needs none: P is formed with exact zeros
+    // above its diagonal, and U is v (flagged by the consumers).
+    int* pflag = flags + 3 * (c & 1);
     if constexpr (erasing && token_gates<Rule>) {
-      if (ptid < CL) eg[ptid] = next_b, slotf[sh::KP + ptid] = next_w;
+      if (ptid < CL) {
+        eg[ptid] = next_b, slotf[sh::KP + ptid] = next_w;
+        if (!(isfinite(next_b) && isfinite(next_w))) raise_chunk_flag(pflag, c);
+      }
+    }
+    if constexpr (erasing) {
+      if (!isfinite(g[CL - 1])) raise_chunk_flag(pflag, c);
     }
     if (more) read_token_gates(c0 + CL, Ln);  // lands during the chunk
     tiles::cp_async_wait_all();
+    if constexpr (erasing) {
+      if (fetched_rows_nonfinite<sh::KP / 8, sh::producers, CL>(Ks, LDK, ptid)) raise_chunk_flag(pflag, c);
+    }
     // q, k, G, the gates, the marks in; whether any channel of this chunk is wide (the same in every producer)
     const bool any_wide = barrier_or(bar::producers, sh::producers, wide[0] || wide[1]);
     if (more) stage(GKs, gk_head, a.gk.str, gk_async, c0 + CL, Ln);  // every read of this chunk's gk was before
@@ -255,6 +271,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
 
     // ---- the erase key e = b ⊙ k ------------------------------------------------------------------------------------
     if constexpr (erasing) {
+      bool b_bad = false;  // gdn2: a non-finite b of this channel
 #pragma unroll
       for (int r = 0; r < CL; ++r) {
         float b;
@@ -266,7 +283,9 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
           b = U::erase_gate(t, d);
         }
         Es[r * LDK + d] = from_float<E>(b * to_float(Ks[r * LDK + d]));
+        if constexpr (!token_gates<Rule>) b_bad = b_bad || !isfinite(b);
       }
+      if (b_bad) raise_chunk_flag(pflag, c);
       bar::sync(bar::producers, sh::producers);  // e in
       if constexpr (lane_gates) {
         if (more) stage(Bs, b_head, a.b.str, b_async, c0 + CL, Ln);  // every read of this chunk's b was before
@@ -399,7 +418,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
     if constexpr (erasing) {
       if (pw == 0) tiles::invert_diagonal_blocks(Ad, Ts, LDC, 0);
       bar::sync(bar::producers, sh::producers);
-      if (pw == 0) tiles::fill_t10(A10, LDX, Ts, LDC, X);
+      if (pw == 0) tiles::fill_t10(A10, LDX, Ts, LDC, X, pflag[0] == c);  // (raised before the barriers above)
       bar::sync(bar::producers, sh::producers);  // (racecheck: see delta_pipeline_kernel.hpp)
     }
     bar::arrive(bar::full + (c & 1), sh::threads);  // chunk c is ready
@@ -447,8 +466,9 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
   // A chunk whose v holds an inf or NaN is flagged as v lands; only a flagged chunk sums the diagonal blocks of its
   // masked products (T Z, P U) over s ≤ r alone (causal_strip.hpp), so that a NaN or inf v at token s reaches no
   // output before s. For gla that is every input that could (P is formed with exact zeros above its diagonal, so a
-  // non-finite q, k or gk reaches rows ≥ s and the state only); the erasing mode (not sent here by the library)
-  // would also need k, e and gk flagged for T (fill_t10) — not done.
+  // non-finite q, k or gk reaches rows ≥ s and the state only). The erasing mode also flags a chunk whose k, gates
+  // or G hold one (the producers, before `full`; fill_t10 then stores T_11's operand without them) or whose w does
+  // (gdn2: these consumers, before the barrier after Z) — pk18-next, not yet run on the H200.
   auto tiles_nonfinite_v = [&](const E* Vs) { return fetched_rows_nonfinite<sh::BVW / 8, sh::consumers, CL>(Vs, LDV, tid); };
   // gdn2's write gates w (one a value column) for this thread's 2 rows × 8 columns of Z, read a chunk ahead into
   // registers (raw 16-bit pairs) rather than inside phase X.
@@ -483,9 +503,9 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     constexpr int LDU = erasing ? LDK : LDV;
     const float* slotf = slotf0 + s * sh::slot_floats;
     tiles::cp_async_wait_all();             // this thread's pieces of v
-    if (tiles_nonfinite_v(Zs)) raise_chunk_flag(flags + s, c);
+    if (tiles_nonfinite_v(Zs)) raise_chunk_flag(flags + 3 * s + 1, c);
     bar::sync(bar::full + s, sh::threads);  // chunk c ready, its v in; every consumer done with chunk c − 1
-    const bool nonfinite = flags[s] == c;   // chunk c's v holds an inf or NaN
+    bool nonfinite = flags[3 * s] == c || flags[3 * s + 1] == c;  // chunk c's v (or k, e, gates) hold an inf or NaN
     if (c + 1 < chunks) fetch_v(c + 1);     // into chunk c − 1's Z, last read before the barrier above
 
     // ---- X: Z = X − E⁺ S in place of v; O₁ = Q⁺ S ------------------------------------------------------------------
@@ -518,6 +538,7 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
       }
     } else {
       float z[4][4] = {};
+      bool w_bad = false;  // gdn2: a non-finite w in this thread's part of Z
       mma_strip<E, 4, false, false>(z, Es + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
       mma_strip<E, 4, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
 #pragma unroll
@@ -534,15 +555,18 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
             x0.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wn[h][t])));
             x1.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wn[h][t] >> 16)));
             w0 = U::write_gate(x0, cta.jt + j), w1 = U::write_gate(x1, cta.jt + j + 1);
+            w_bad = w_bad || !(isfinite(w0) && isfinite(w1));
           }
           E* at = Zs + r * LDV + j;  // this lane's own two values: in place is safe
           const float v0 = to_float(at[0]), v1 = to_float(at[1]);
           *reinterpret_cast<std::uint32_t*>(at) = pack2<E>(w0 * v0 - z[t][2 * h], w1 * v1 - z[t][2 * h + 1]);
         }
       }
+      if (w_bad) raise_chunk_flag(flags + 3 * s + 2, c);
     }
     if (c + 1 < chunks) read_w(c + 1);          // lands during the rest of the chunk
     bar::sync(bar::consumers, sh::consumers);  // Z in; every read of Sᵀ and E⁺ done
+    if constexpr (erasing && !token_gates<Rule>) nonfinite = nonfinite || flags[3 * s + 2] == c;  // (raised before it)
 
     // ---- U = T Z (T is zero past the diagonal block) in place of E⁺; the residual ------------------------------------
     if constexpr (erasing) {
@@ -583,7 +607,7 @@ __global__ void __launch_bounds__(perkey_delta_shape::threads, 1) perkey_delta_k
   const tiles::site<T, sh::BVW> cta{a};
   const int chunks = static_cast<int>((cta.seq.t1 - cta.seq.t0 + sh::CL - 1) / sh::CL);
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  if (threadIdx.x < 2) reinterpret_cast<int*>(smem_raw + sh::flag_offset)[threadIdx.x] = -1;  // no chunk flagged
+  if (threadIdx.x < 6) reinterpret_cast<int*>(smem_raw + sh::flag_offset)[threadIdx.x] = -1;  // no chunk flagged
   __syncthreads();
   if (threadIdx.x >= sh::consumers) perkey_delta_producers<Rule, T, E>(a, cta, smem_raw, chunks);
   else perkey_delta_consumers<Rule, T, E>(a, cta, smem_raw, chunks);

@@ -323,7 +323,10 @@ segments::cost_model calibrated_model(const arguments<T, float>& a, const proble
   const index_t KM = segments::transition_columns<Rule>(p.K);
   bool fast = false;
   constexpr bool per_key = perkey_chunk_rule<Rule, pass::main>;  // gla on the warp-specialised per-key kernel
-  if constexpr ((scalar_chunk_rule<Rule, pass::main> || delta_chunk_rule<Rule, pass::main> || per_key) && sizeof(T) == 2)
+  // (kda and gdn2 on it too since pk18-next: the erasing branch below, the delta kernel's model — one CTA per SM over
+  // 128 value columns; its constants were measured on the delta kernel, not re-measured for these)
+  if constexpr ((scalar_chunk_rule<Rule, pass::main> || delta_chunk_rule<Rule, pass::main> ||
+                 perkey_pipeline_rule<Rule, pass::main>) && sizeof(T) == 2)
     fast = tiles::inputs_fit(make_kernel_args(a, p));
   segments::cost_model m;
   // pass M of a diagonal transition (the decay sums), in pass A's launches; 0 for the additive rule (M = I) and
