@@ -232,21 +232,28 @@ constexpr double unit_roundoff16() {
 }
 
 // The estimates of a forward: the chunkwise form's 16-bit write residuals (32-token chunks, the kernels' shorter
-// length, so the smaller estimate) for the final state and, with the identity read, o.
+// length, so the smaller estimate) for the final state and, with the identity read, o; with the CCQ read, o from its
+// main pass's 16-bit q̃ and k̂ operands.
 template <class Rule, class Read, class T>
 std::vector<error_estimate> forward_estimates(const plan& p, fuzz_inputs<Rule, T>& in) {
   std::vector<error_estimate> out;
-  if constexpr (erases<Rule> && unit_roundoff16<T>() > 0) {
+  if constexpr (unit_roundoff16<T>() > 0) {
     if (p.form != form_kind::chunkwise) return out;
     auto ra = in.ref.args();
     in.apply(p, ra, in.sref, in.gamma_ref);
-    // The estimate runs the rule's writes under the identity read (its final state is the read's too): without the
-    // CCQ read's arguments, which the identity read rejects (seed 20261220 case 285: a harness exception).
-    ra.ccq = {};
-    const auto e = estimate_write_rounding<Rule>(ra, unit_roundoff16<T>(), 32, static_cast<const tensor<double, 4>*>(nullptr));
-    const std::string what = "16-bit write residuals";
-    out.push_back({"final_state", e.final_state, what});
-    if constexpr (Read::is_identity) out.push_back({"o", e.relative_to(e.o_error2, in.ref.o), what});
+    // The CCQ read's o: its main pass reads q̃ and k̂ as 16-bit operands (cuda_fuzz_conditioning.hpp,
+    // operand_rounding_o; seed 20261220 case 285)
+    if constexpr (!Read::is_identity)
+      out.push_back({"o", operand_rounding_o<Rule, T>(ra, in.sref.q_tilde, in.ref.o), "16-bit q~, k^ operands of the main pass"});
+    if constexpr (erases<Rule>) {
+      // The estimate runs the rule's writes under the identity read (its final state is the read's too): without the
+      // CCQ read's arguments, which the identity read rejects (seed 20261220 case 285: a harness exception).
+      ra.ccq = {};
+      const auto e = estimate_write_rounding<Rule>(ra, unit_roundoff16<T>(), 32, static_cast<const tensor<double, 4>*>(nullptr));
+      const std::string what = "16-bit write residuals";
+      out.push_back({"final_state", e.final_state, what});
+      if constexpr (Read::is_identity) out.push_back({"o", e.relative_to(e.o_error2, in.ref.o), what});
+    }
   }
   return out;
 }
