@@ -122,29 +122,13 @@ void forward(const plan& p) {
     std::printf("  ccq C:       ref-in-float32 %.3g   cpu %.3g\n", rel(in32.sref.C, in.sref.C), rel(in.s.C, in.sref.C));
     std::printf("  ccq m, z:    cpu %.3g, %.3g\n", rel(in.s.m, in.sref.m), rel(in.s.z, in.sref.z));
     // The CUDA kernels read q̃ (and, with the L2 norm, k̂) as 16-bit operands: the main pass as the identity read on
-    // the float64 q̃ and k̂, each rounded to bf16 or not, against the CCQ reference's o (seed 20261220 case 285).
-    if (in.sref.q_tilde.size() && ra.q.extent(2) == ra.v.extent(2)) {
+    // the float64 q̃ and k̂, each rounded to bf16 or not, against the CCQ reference's o (seed 20261220 case 285; both
+    // rounded is the fuzz driver's estimate).
+    if (in.sref.q_tilde.size())
       for (const bool round_q : {false, true})
-        for (const bool round_k : {false, true}) {
-          tensor<double, 4> qt(in.sref.q_tilde.extents()), kh(in.ref.k.extents()), o(in.ref.o.extents());
-          const index_t K = kh.extent(3), rows = index_t(kh.size()) / K;
-          for (std::size_t i = 0; i < qt.size(); ++i) qt.data()[i] = round_q ? round16(in.sref.q_tilde.data()[i]) : in.sref.q_tilde.data()[i];
-          for (index_t r = 0; r < rows; ++r) {
-            double ss = 0;
-            for (index_t i = 0; i < K; ++i) ss += ra.k.ptr[r * K + i] * ra.k.ptr[r * K + i];
-            const double n = ra.qk_l2norm ? 1 / std::sqrt(ss + 1e-6) : 1;
-            for (index_t i = 0; i < K; ++i) kh.data()[r * K + i] = round_k ? round16(ra.k.ptr[r * K + i] * n) : ra.k.ptr[r * K + i] * n;
-          }
-          auto ia = ra;
-          ia.ccq = {}, ia.qk_l2norm = false, ia.final_state = {}, ia.residual = {};
-          ia.q = contiguous<4>(static_cast<const double*>(qt.data()), qt.extents());
-          ia.k = contiguous<4>(static_cast<const double*>(kh.data()), kh.extents());
-          ia.o = contiguous<4>(o.data(), o.extents());
-          reference::recurrent<Rule, read::identity>(ia);
-          std::printf("  o from q~ %s, k^ %s (identity read): %.3g\n", round_q ? "bf16" : "exact", round_k ? "bf16" : "exact", rel(o, in.ref.o));
-        }
-      std::printf("  the fuzz driver's estimate (operand_rounding_o): %.3g\n", operand_rounding_o<Rule, bf16>(ra, in.sref.q_tilde, in.ref.o));
-    }
+        for (const bool round_k : {false, true})
+          std::printf("  o from q~ %s, k^ %s (identity read): %.3g\n", round_q ? "bf16" : "exact", round_k ? "bf16" : "exact",
+                      operand_rounding_o<Rule, bf16>(ra, in.sref.q_tilde, in.ref.o, round_q, round_k));
   }
   if constexpr (Read::is_identity) {
     std::printf("  final_state conditioning %.3g\n", final_state_conditioning<Rule>(ra));
