@@ -90,15 +90,15 @@ scratch_layout layout_scratch(const arguments<T, S>& a) {
   if constexpr (!Read::is_identity) s.ccq = plan_ccq(a, s.plan), s.bytes = s.ccq.bytes;
   if constexpr (channel_gated<Rule>) {
     const std::size_t rows = std::size_t(s.plan.tokens) * std::size_t(s.plan.HV);
-    s.gates_at = (s.bytes + 255) / 256 * 256;
+    s.gates_at = slot_align(s.bytes);
     if (rows) s.bytes = s.gates_at + sizeof(float) * (slot_round(rows * std::size_t(s.plan.K)) + rows * std::size_t(s.plan.V));
   }
   if (a.normalize)
-    s.norm_at = (s.bytes + 255) / 256 * 256, s.bytes = s.norm_at + sizeof(float) * normalizer_floats(s.plan);
+    s.norm_at = slot_align(s.bytes), s.bytes = s.norm_at + sizeof(float) * normalizer_floats(s.plan);
   if (a.gate.active()) {
     const std::size_t HV = std::size_t(s.plan.HV), K = std::size_t(s.plan.K);
     s.sums = HV + (s.plan.per_key ? HV * K : HV);
-    s.sums_at = (s.bytes + 255) / 256 * 256, s.bytes = s.sums_at + sizeof(double) * s.sums;
+    s.sums_at = slot_align(s.bytes), s.bytes = s.sums_at + sizeof(double) * s.sums;
   }
   return s;
 }

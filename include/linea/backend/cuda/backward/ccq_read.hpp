@@ -41,9 +41,8 @@ ccq_plan plan_ccq(const arguments<T, S>& a, const backward_plan& rule) {
   s.v = strided<4>(a.v.ptr, {a.v.extent(0), a.v.extent(1), a.v.extent(2), a.q.extent(3)}, {0, 0, 0, 0});
   p.stats = plan_backward(s, false, false);  // (additive: C_t = a_t C_{t-1} + k̂ k̂ᵀ)
   const std::size_t rows = std::size_t(rule.tokens) * std::size_t(rule.HV), K = std::size_t(rule.K);
-  const auto round = [](std::size_t n) { return (n + 255) / 256 * 256; };
-  p.stats_at = round(rule.bytes);
-  p.extra_at = p.stats_at + round(p.stats.bytes);
+  p.stats_at = slot_align(rule.bytes);
+  p.extra_at = p.stats_at + slot_align(p.stats.bytes);
   const std::size_t initial = std::size_t(rule.seqs.size()) * std::size_t(rule.HV) * K * K;  // M_0, dM_0
   const std::size_t floats = 8 * ccq_aligned(rows * K) + 5 * ccq_aligned(rows) + 2 * ccq_aligned(initial);
   p.bytes = rows || initial ? p.extra_at + sizeof(float) * floats : rule.bytes;

@@ -376,8 +376,8 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
   const auto col_of = [&](int nt) { return n0 + 8 * nt + 2 * t; };
   const auto inside = [&](int r, int dd) { return r < L && dd < K; };
   // Pairs: every row-major float32 operand read or written in the accumulator layout is 8-byte aligned at every
-  // column pair (K and the row strides even, the bases 8-byte aligned; the workspace's slots are only 4-byte aligned
-  // in general: plan.hpp's carve).
+  // column pair (K and the row strides even, the bases 8-byte aligned: plan.hpp starts every workspace slot 16-byte
+  // aligned, so the test fails only for odd K or strides; it stays as a guard).
   const auto aligned8 = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 8 == 0; };
   const bool pairs = Pairs && K % 2 == 0 && ldq % 2 == 0 && ldg % 2 == 0 && aligned8(q) && aligned8(k) &&
                      aligned8(dq) && aligned8(dk) && (!Erases || aligned8(dBk));

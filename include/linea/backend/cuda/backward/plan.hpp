@@ -24,6 +24,8 @@ namespace linea::cuda_detail::bwd {
 inline constexpr std::size_t slot_bytes = 256;
 inline constexpr std::size_t slot_floats = slot_bytes / sizeof(float);
 inline constexpr std::size_t slot_round(std::size_t floats) { return (floats + slot_floats - 1) / slot_floats * slot_floats; }
+// A byte offset or size rounded up to the next slot boundary (parts of the plan and of backward.hpp's scratch).
+inline constexpr std::size_t slot_align(std::size_t bytes) { return (bytes + slot_bytes - 1) / slot_bytes * slot_bytes; }
 
 struct backward_plan {
   std::vector<chunk_info> chunks;
@@ -95,7 +97,7 @@ backward_plan plan_backward(const arguments<T, S>& a, bool per_key, bool erases)
   });
   const auto take = [&](std::size_t n) {
     const std::size_t at = p.bytes;
-    p.bytes += (n + slot_bytes - 1) / slot_bytes * slot_bytes;
+    p.bytes += slot_align(n);
     return at;
   };
   p.chunk_at = take(p.chunks.size() * sizeof(chunk_info));
