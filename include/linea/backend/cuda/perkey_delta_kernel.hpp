@@ -95,7 +95,10 @@ struct perkey_delta_shape {
       // waited on at once and their address arithmetic filled the instruction cache):
       gk_at = x_at + 16 * LDX,           // gk                                     [CL][LDK]
       bs_at = gk_at + CL * LDK,          // gdn2's b                               [CL][LDK]
-      end = bs_at + CL * LDK;
+      // gdn2's write gates w, staged a chunk ahead by the consumers (pk19; read into registers before, their
+      // address arithmetic took the issue slots the producers share)
+      ws_at = bs_at + CL * LDK,          // w                                      [CL][LDV]
+      end = ws_at + CL * LDV;
   // fp32 after them: G [CL][LDG], A's diagonal blocks [2][16][17], P's exact diagonal sums [2][16][17] and the wide
   // marks [2][KP] (producers); per slot G_C [KP] and the write gates x [CL] (token gates); the erase gates [CL]
   // (producers, token gates)
@@ -495,29 +498,33 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
   // or G hold one (the producers, before `full`; fill_t10 then stores T_11's operand without them) or whose w does
   // (gdn2: these consumers, before the barrier after Z) — pk18-next, not yet run on the H200.
   auto tiles_nonfinite_v = [&](const E* Vs) { return fetched_rows_nonfinite<sh::BVW / 8, sh::consumers, CL>(Vs, LDV, tid); };
-  // gdn2's write gates w (one a value column) for this thread's 2 rows × 8 columns of Z, read a chunk ahead into
-  // registers (raw 16-bit pairs) rather than inside phase X.
+  // gdn2's write gates w (one a value column), the next chunk's staged in shared memory (Ws) by cp.async after the
+  // barrier that ends phase X (every read of this chunk's there), waited for with v before `full` (pk19; until then
+  // read into registers, 16 loads a thread with their 64-bit address arithmetic: ~1700 instructions a warp a chunk
+  // on the issue slots the producers share — bench/cuda/README.md, pk18). A layout cp.async cannot read is copied
+  // element by element instead (same places). Zeros past the rows and the tile's columns.
   constexpr bool lane_gates = erasing && !token_gates<Rule>;
-  std::uint32_t wn[2][4] = {};
-  auto read_w = [&](int c) {
+  T* Ws = reinterpret_cast<T*>(base + sh::ws_at);
+  auto stage_w = [&](int c) {
     if constexpr (lane_gates) {
       const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
       const int L = cta.rows_in(c0);
-      const T zero = from_float<T>(0.f);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = r0 + acc_row(2 * h);
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-          const int j = c0w + 8 * t + acc_col(0);
-          const T lo = r < L && j < cta.Vw ? a.w(seq.bt, c0 + r, cta.hv, cta.jt + j) : zero;
-          const T hi = r < L && j + 1 < cta.Vw ? a.w(seq.bt, c0 + r, cta.hv, cta.jt + j + 1) : zero;
-          wn[h][t] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
+      const T* head = a.w.ptr + seq.bt * a.w.str[0] + cta.hv * a.w.str[2] + cta.jt * a.w.str[3];
+      const bool async = a.w.str[3] == 1 && a.w.str[2] % 8 == 0 && a.w.str[1] % 8 == 0 && a.w.str[0] % 8 == 0 &&
+                         reinterpret_cast<std::uintptr_t>(a.w.ptr) % 16 == 0;  // (tiles::rows_fit_cp_async)
+      if (async) {
+        tiles::fetch_rows<sh::BVW / 8, sh::consumers, sh::CL>(Ws, LDV, head, a.w.str[1], c0, L, cta.Vw, tid);
+      } else {
+        const T zero = from_float<T>(0.f);
+#pragma unroll 1
+        for (int x = tid; x < CL * sh::BVW; x += sh::consumers) {
+          const int r = x / sh::BVW, j = x % sh::BVW;
+          Ws[r * LDV + j] = r < L && j < cta.Vw ? head[(c0 + r) * a.w.str[1] + j * a.w.str[3]] : zero;
         }
       }
     }
   };
-  if (chunks > 0) fetch_v(0), read_w(0);
+  if (chunks > 0) fetch_v(0), stage_w(0);
   for (int c = 0; c < chunks; ++c) {
     const int s = c & 1;
     const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
@@ -577,8 +584,9 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
             w0 = w1 = slotf[KP + r];
           } else {  // (0 past the rows and columns: read so)
             lane_token x0, x1;
-            x0.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wn[h][t])));
-            x1.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wn[h][t] >> 16)));
+            const std::uint32_t wp = *reinterpret_cast<const std::uint32_t*>(Ws + r * LDV + j);  // (j even)
+            x0.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wp)));
+            x1.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wp >> 16)));
             w0 = U::write_gate(x0, cta.jt + j), w1 = U::write_gate(x1, cta.jt + j + 1);
             w_bad = w_bad || !(isfinite(w0) && isfinite(w1));
           }
@@ -589,8 +597,8 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
       }
       if (w_bad) raise_chunk_flag(flags + 3 * s + 2, c);
     }
-    if (c + 1 < chunks) read_w(c + 1);          // lands during the rest of the chunk
-    bar::sync(bar::consumers, sh::consumers);  // Z in; every read of Sᵀ and E⁺ done
+    bar::sync(bar::consumers, sh::consumers);  // Z in; every read of Sᵀ and E⁺ done (and of gdn2's w)
+    if (c + 1 < chunks) stage_w(c + 1);        // lands during the rest of the chunk
     if constexpr (erasing && !token_gates<Rule>) nonfinite = nonfinite || flags[3 * s + 2] == c;  // (raised before it)
 
     // ---- U = T Z (T is zero past the diagonal block) in place of E⁺; the residual ------------------------------------
