@@ -394,10 +394,11 @@ void pipeline_ab(index_t B, index_t T_, bool initial_state, int gates, bool time
   free_inputs(x[0]), free_inputs(x[1]);
 }
 
-// pk18: what the gates' staging changed, new against old (main 5386113's kernel) and both against the float64
-// recurrence, untimed: in-kernel gates (gk raw logits, A_log, a dt_bias per key channel, with and without the lower
-// bound) and gates cp.async cannot read (gk, and gdn2's b, one element past a 16-byte boundary: the staging's
-// element-by-element copy). 2 × 150 with an initial state (a partial last chunk).
+// pk18: what the gates' staging changed, new against old and both against the float64 recurrence, untimed:
+// in-kernel gates (gk raw logits, A_log, a dt_bias per key channel, with and without the lower bound) and gates
+// cp.async cannot read (gk, and gdn2's b and — pk19 — w, one element past a 16-byte boundary: the stagings'
+// element-by-element copies). 2 × 150 with an initial state (a partial last chunk). pk19: derived too, at K = 128
+// and 72 (old: main 6dca2f0's kernel).
 template <class Rule>
 void features_ab(bool gated, bool misaligned, bool lower_bound) {
   const index_t B = 2, T_ = 150;
@@ -409,7 +410,7 @@ void features_ab(bool gated, bool misaligned, bool lower_bound) {
   for (index_t h = 0; h < H; ++h) A[h] = std::log(0.5f + 0.1f * float(h % 5));
   for (index_t i = 0; i < H * K; ++i) dt[i] = 0.02f * float(i % 11) - 0.1f;
   float *A_d = nullptr, *dt_d = nullptr;
-  T *gk_shift = nullptr, *b_shift = nullptr;
+  T *gk_shift = nullptr, *b_shift = nullptr, *w_shift = nullptr;
   gate_activation host_gate;
   if (gated) {
     CK(cudaMalloc(&A_d, H * sizeof(float))), CK(cudaMalloc(&dt_d, H * K * sizeof(float)));
@@ -428,6 +429,12 @@ void features_ab(bool gated, bool misaligned, bool lower_bound) {
     CK(cudaMemcpy(b_shift + 1, x.b, nk * sizeof(T), cudaMemcpyDeviceToDevice));
     a.gk = contiguous<4>(static_cast<const T*>(gk_shift + 1), {B, T_, H, K});
     if constexpr (reads(Rule::inputs, input::b)) a.b = contiguous<4>(static_cast<const T*>(b_shift + 1), {B, T_, H, K});
+    if constexpr (reads(Rule::inputs, input::w)) {  // (pk19: gdn2's w staged by the consumers, element by element here)
+      const std::size_t nv = std::size_t(B) * T_ * H * V;
+      CK(cudaMalloc(&w_shift, (nv + 8) * sizeof(T)));
+      CK(cudaMemcpy(w_shift + 1, x.w, nv * sizeof(T), cudaMemcpyDeviceToDevice));
+      a.w = contiguous<4>(static_cast<const T*>(w_shift + 1), {B, T_, H, V});
+    }
   }
   CK(cudaDeviceSynchronize());
   const problem p = validate_chunkwise<Rule, read::identity>(a);
@@ -462,7 +469,7 @@ void features_ab(bool gated, bool misaligned, bool lower_bound) {
               rel_distance(o_new, o_old), max_o, rel_distance(s_new, s_old), rel_distance(o_der, o_old), ref_o_new,
               ref_s_new, ref_o_der, ref_s_der, rel_distance(o_old, o_ref), rel_distance(s_old, s_ref));
   std::fflush(stdout);
-  for (void* q : {(void*)A_d, (void*)dt_d, (void*)gk_shift, (void*)b_shift}) if (q) CK(cudaFree(q));
+  for (void* q : {(void*)A_d, (void*)dt_d, (void*)gk_shift, (void*)b_shift, (void*)w_shift}) if (q) CK(cudaFree(q));
   free_inputs(x);
 }
 

@@ -16,7 +16,11 @@
 // (ncu): the producers waited on instruction fetch half of their time (the in-kernel gate's code inlined into the G
 // loop's 32 rows, the gates' per-element loads and their address arithmetic), and on the gates' loads, which the
 // packing waited on at once; now they are issue- and latency-bound (exponentials, shared loads), and remain the
-// bottleneck (the consumers wait on `full` a third of their time).
+// bottleneck (the consumers wait on `full` a third of their time). pk19 (prepared, NOT YET RUN on the H200; meant to
+// be bit-identical to main 6dca2f0's version, bench/cuda/README.md): phase E of a chunk without a wide channel forms
+// e = b ⊙ k itself (the separate e phase, its stores, reloads and barrier gone; G goes to shared memory only for
+// phase D); gdn2's w is staged by the consumers' cp.async instead of read into registers; DerivedFactors (off):
+// two exponentials a row in phase E instead of four, a rounding apart.
 //
 // UT form, per chunk of CL = 32 tokens, G_r·d = Σ_{s ≤ r} log₂ α_s·d inside the chunk, C its last row (SPEC §4):
 //   P_rs = Σ_d q_rd k_sd 2^(G_rd − G_sd), s ≤ r;   A_rs = Σ_d e_rd k_sd 2^(G_rd − G_sd), s < r;   T = (I + A)⁻¹
@@ -35,13 +39,14 @@
 //     channels: gla 2.06 against e98ccba's 1.14 ms at 8×4096 under extreme gates, kda 3.23 against 2.24.)
 //
 // Why 32 tokens: a slot of the per-key operands (Q⁺, E⁺, K_d, v, P, T) for 64 tokens is 88 KB, and two of them with
-// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 214 KB (sh::bytes:
+// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 217 KB (sh::bytes:
 // with the middle-row operands, the fallback's Q8 / E8 / K8, the exact sums, the wide marks and the staged gates).
 // producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates (gk and gdn2's b staged by
-//           cp.async a chunk ahead); e; the wide channels' exact sums; the decayed operands in place; P, A; T — for
-//           chunk c + 1 while the consumers work on chunk c.
-// consumers (8 warps; the state in registers, warp w key rows 16w .. + 15, all 128 value columns): v copied a chunk
-//           ahead (gdn2's w into registers); Z in place of v; U in place of E⁺; O; the state update; Sᵀ for the next
+//           cp.async a chunk ahead); the wide channels' e and exact sums (only in a chunk with one); the decayed
+//           operands in place, e = b ⊙ k among them (pk19); P, A; T — for chunk c + 1 while the consumers work on
+//           chunk c.
+// consumers (8 warps; the state in registers, warp w key rows 16w .. + 15, all 128 value columns): v (and gdn2's w,
+//           pk19) copied a chunk ahead; Z in place of v; U in place of E⁺; O; the state update; Sᵀ for the next
 //           chunk.
 // Slots, named barriers (full / empty) and their ids as in delta_pipeline_kernel.hpp.
 #pragma once
