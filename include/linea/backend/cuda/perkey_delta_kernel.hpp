@@ -39,7 +39,7 @@
 //     channels: gla 2.06 against e98ccba's 1.14 ms at 8×4096 under extreme gates, kda 3.23 against 2.24.)
 //
 // Why 32 tokens: a slot of the per-key operands (Q⁺, E⁺, K_d, v, P, T) for 64 tokens is 88 KB, and two of them with
-// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 217 KB (sh::bytes:
+// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 217 KiB (sh::bytes:
 // with the middle-row operands, the fallback's Q8 / E8 / K8, the exact sums, the wide marks and the staged gates).
 // producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates (gk and gdn2's b staged by
 //           cp.async a chunk ahead); the wide channels' e and exact sums (only in a chunk with one); the decayed
