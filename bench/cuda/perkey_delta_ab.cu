@@ -19,9 +19,15 @@
 // pk18 (2026-12-04): "old" is now main 5386113's kernel (perkey_delta_ab_v0.hpp, pkf14 + pkf14-next); `--check` adds
 // features_ab — in-kernel gates (with and without the lower bound) and gates cp.async cannot read (misaligned gk / b:
 // the staging's element-by-element copy), new against old and both against float64. (1 min 20 s here, -lineinfo.)
+// pk19 (2026-12-04): "old" is main 6dca2f0's kernel (pk18 + pk18-next); "new" is this branch's with e = b ⊙ k formed in
+// phase E (DerivedFactors = false, the library's: must be bit-identical to old), "derived" the same with two
+// exponentials a row in ordinary chunks (DerivedFactors = true: a rounding apart, judged against float64). `--check`
+// adds K = 72 (channels past K: zeros, in-kernel gates' dt_bias of K entries a head) and mixed gates (chunks with
+// and without wide channels in one sequence), prints a verdict a case and exits 2 if any case fails.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <tuple>
 #include <vector>
@@ -29,7 +35,7 @@
 #include <linea/cuda.hpp>
 
 #include "ab_common.hpp"
-#include "perkey_delta_ab_v0.hpp"  // main 5386113's perkey_delta_kernel (before pk18), namespace pkf_v0
+#include "perkey_delta_ab_v0.hpp"  // main 6dca2f0's perkey_delta_kernel (before pk19), namespace pkf_v0
 
 using namespace linea;
 using T = bf16;
@@ -39,9 +45,10 @@ namespace {
 
 // The inputs of bench_cuda.cu (the same hash, the same distributions), so the rows compare with its own.
 using linea_bench::hash_uniform;
-enum class fill { normal, logsigmoid, sigmoid, uniform, logsigmoid4, extreme };  // uniform, logsigmoid4: perkey_ab.cu's;
-                                                                               // extreme: log α uniform in [−20, 0]
-__global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind) {
+enum class fill { normal, logsigmoid, sigmoid, uniform, logsigmoid4, extreme, mixed };  // uniform, logsigmoid4:
+// perkey_ab.cu's; extreme: log α uniform in [−20, 0]; mixed (pk19): extreme in every 16th key channel of the first
+// chunk of every three (32 tokens), log-sigmoid elsewhere — chunks with and without wide channels in one sequence
+__global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind, std::int64_t hk = 1, int kw = 1) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
     const float z = linea_bench::hash_normal(i, seed);  // N(0, 1)
@@ -51,6 +58,10 @@ __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind)
     if (kind == fill::uniform) x = 2.f * hash_uniform(i, seed) - 1.f;
     if (kind == fill::logsigmoid4) x = -logf(1.f + expf(-4.f * (2.f * hash_uniform(i, seed) - 1.f)));
     if (kind == fill::extreme) x = -20.f * hash_uniform(i, seed);
+    if (kind == fill::mixed) {  // [B, T, H, K] with hk = H·K, kw = K; i / hk: the row in the batch (period 96)
+      const bool wild = (i % kw) % 16 == 0 && (i / hk) % 96 < 32;
+      x = wild ? -20.f * hash_uniform(i, seed) : -log1pf(expf(-z));
+    }
     p[i] = linea::cuda_detail::from_float<T>(x);
   }
 }
@@ -69,10 +80,10 @@ __global__ void fill_state(float* p, std::int64_t n, std::uint32_t seed) {
        i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
     p[i] = hash_uniform(i, seed) - 0.5f;
 }
-T* random_tensor(std::size_t n, std::uint32_t seed, fill kind) {
+T* random_tensor(std::size_t n, std::uint32_t seed, fill kind, std::int64_t hk = 1, int kw = 1) {
   T* p = nullptr;
   CK(cudaMalloc(&p, n * sizeof(T)));
-  fill_kernel<<<2048, 256>>>(p, static_cast<std::int64_t>(n), seed, kind);
+  fill_kernel<<<2048, 256>>>(p, static_cast<std::int64_t>(n), seed, kind, hk, kw);
   CK(cudaGetLastError());
   return p;
 }
@@ -82,8 +93,10 @@ struct inputs {
   T *q, *k, *v, *gk, *beta, *b, *w, *o;
   float *s0, *s1;
 };
-constexpr index_t H = 16, K = 128, V = 128;
-inputs make_inputs(index_t B, index_t T_, std::uint32_t seed, bool perkey_ab_fills = false, bool extreme = false) {
+constexpr index_t H = 16, V = 128;
+index_t K = 128;  // 72 in --check's narrow cases (pk19)
+enum gates_kind : int { ordinary_gates = 0, extreme_gates = 1, mixed_gates = 2 };
+inputs make_inputs(index_t B, index_t T_, std::uint32_t seed, bool perkey_ab_fills = false, int gates = ordinary_gates) {
   const std::size_t nk = B * T_ * H * K, ns = B * T_ * H;
   const fill qkv = perkey_ab_fills ? fill::uniform : fill::normal;
   inputs x{B, T_};
@@ -91,7 +104,12 @@ inputs make_inputs(index_t B, index_t T_, std::uint32_t seed, bool perkey_ab_fil
   x.k = random_tensor(nk, seed + 2, qkv);
   if (!perkey_ab_fills) normalize_rows<<<static_cast<unsigned>((ns + 7) / 8), 256>>>(x.k, static_cast<std::int64_t>(ns), int(K));
   x.v = random_tensor(nk, seed + 3, qkv);
-  x.gk = random_tensor(nk, seed + 5, extreme ? fill::extreme : perkey_ab_fills ? fill::logsigmoid4 : fill::logsigmoid);
+  x.gk = random_tensor(nk, seed + 5,
+                       gates == extreme_gates ? fill::extreme
+                       : gates == mixed_gates ? fill::mixed
+                       : perkey_ab_fills      ? fill::logsigmoid4
+                                              : fill::logsigmoid,
+                       std::int64_t(H * K), int(K));
   x.beta = random_tensor(ns, seed + 6, fill::sigmoid);
   x.b = random_tensor(nk, seed + 7, fill::sigmoid);
   x.w = random_tensor(nk, seed + 8, fill::sigmoid);
@@ -172,13 +190,16 @@ void launch_general(const cuda_detail::kernel_args<T>& k, index_t rows) {
   kernel<<<dim3(unsigned(k.HV), unsigned(rows), unsigned((k.V + BV - 1) / BV)), chunk_threads, bytes>>>(k);
   check_launch("chunk_kernel");
 }
-// This branch's perkey_delta_kernel (new) and main e98ccba's (old), launched directly over whole sequences.
-template <class Rule, bool New>
+// main 6dca2f0's perkey_delta_kernel (Variant 0, old), this branch's (1, new: the library's) and this branch's with
+// DerivedFactors (2, derived), launched directly over whole sequences.
+template <class Rule, int Variant>
 void launch_pipeline(const cuda_detail::kernel_args<T>& k, index_t rows) {
   using namespace cuda_detail;
   using E = __nv_bfloat16;
-  using sh = std::conditional_t<New, perkey_delta_shape, pkf_v0::perkey_delta_shape>;
-  constexpr auto kernel = New ? perkey_delta_kernel<Rule, T, E> : pkf_v0::perkey_delta_kernel<Rule, T, E>;
+  using sh = std::conditional_t<Variant != 0, perkey_delta_shape, pkf_v0::perkey_delta_shape>;
+  constexpr auto kernel = Variant == 0   ? pkf_v0::perkey_delta_kernel<Rule, T, E>
+                          : Variant == 1 ? perkey_delta_kernel<Rule, T, E, false>
+                                         : perkey_delta_kernel<Rule, T, E, true>;
   allow_dynamic_shared<kernel>(sh::bytes, 0);
   kernel<<<dim3(unsigned(k.HV), unsigned(rows), 1u), sh::threads, sh::bytes>>>(k);
   check_launch("perkey_delta_kernel");
@@ -293,70 +314,95 @@ std::pair<std::vector<float>, std::vector<float>> reference_outputs(const inputs
   return {o, s1};
 }
 
-// New against old (main e98ccba's kernel) against the other kernel of the rule (kda, gdn2: the general kernel; gla:
-// perkey_chunk_kernel.hpp), whole sequences, launched directly: distances of o and the final state of new from
-// old and from other (the relative Frobenius distance), then the times, three rounds interleaved (best median).
+// --check's verdicts (pk19): new bit-identical to old (o and final state), every output of new and derived finite,
+// new and derived within SPEC §5 of the float64 recurrence (1e-2 relative, 16-bit inputs) where it is computed.
+int failures = 0;
+bool verdict(bool bit_identical, bool finite, double ref_o_new, double ref_s_new, double ref_o_der, double ref_s_der) {
+  const auto within = [](double x) { return x <= 1e-2; };  // (−1: not computed)
+  const bool pass = bit_identical && finite && within(ref_o_new) && within(ref_s_new) && within(ref_o_der) &&
+                    within(ref_s_der);
+  failures += !pass;
+  return pass;
+}
+bool all_finite(const std::vector<float>& x) {
+  for (float v : x)
+    if (!std::isfinite(v)) return false;
+  return true;
+}
+
+// New and derived against old (main 6dca2f0's kernel) against the other kernel of the rule (kda, gdn2: the general
+// kernel; gla: perkey_chunk_kernel.hpp), whole sequences, launched directly: distances of o and the final state (the
+// relative Frobenius distance), then the times, three rounds interleaved (best median).
 template <class Rule>
-void pipeline_ab(index_t B, index_t T_, bool initial_state, bool extreme, bool timed = true) {
-  inputs x[2] = {make_inputs(B, T_, 100, false, extreme), make_inputs(B, T_, 200, false, extreme)};
+void pipeline_ab(index_t B, index_t T_, bool initial_state, int gates, bool timed = true) {
+  inputs x[2] = {make_inputs(B, T_, 100, false, gates), make_inputs(B, T_, 200, false, gates)};
   if (initial_state) fill_state<<<2048, 256>>>(x[0].s0, std::int64_t(B * H * K * V), 9);
   CK(cudaMemset(x[1].s0, 0, B * H * K * V * sizeof(float)));
   arguments<T, float> a[2] = {make_args<Rule>(x[0], initial_state), make_args<Rule>(x[1], initial_state)};
   const problem p = validate_chunkwise<Rule, read::identity>(a[0]);
   const cuda_detail::kernel_args<T> k[2] = {cuda_detail::make_kernel_args(a[0], p), cuda_detail::make_kernel_args(a[1], p)};
-  auto fresh = [&](int i) { return launch_pipeline<Rule, true>(k[i & 1], B); };
-  auto old = [&](int i) { return launch_pipeline<Rule, false>(k[i & 1], B); };
+  auto fresh = [&](int i) { return launch_pipeline<Rule, 1>(k[i & 1], B); };
+  auto derived = [&](int i) { return launch_pipeline<Rule, 2>(k[i & 1], B); };
+  auto old = [&](int i) { return launch_pipeline<Rule, 0>(k[i & 1], B); };
   auto other = [&](int i) {
     if constexpr (erases<Rule>) launch_general<Rule>(k[i & 1], B);
     else launch_other<Rule>(k[i & 1], B);
   };
   const std::size_t no = std::size_t(B) * T_ * H * V, ns = std::size_t(B) * H * K * V;
   auto outputs = [&](auto&& f) {
+    CK(cudaMemset(x[0].o, 0xff, no * sizeof(T)));  // NaN: an output the kernel skipped shows
     f(0);
     CK(cudaDeviceSynchronize());
     return std::pair{to_host(x[0].o, no), to_host(x[0].s1, ns)};
   };
   const auto [o_new, s_new] = outputs(fresh);
+  const auto [o_der, s_der] = outputs(derived);
   const auto [o_old, s_old] = outputs(old);
   const auto [o_oth, s_oth] = outputs(other);
-  double ref_o_new = -1, ref_s_new = -1, ref_o_old = -1, ref_s_old = -1;
+  double ref_o_new = -1, ref_s_new = -1, ref_o_old = -1, ref_s_old = -1, ref_o_der = -1, ref_s_der = -1;
   if (B * T_ <= 1024) {  // small shapes: SPEC §5's distances from the float64 recurrence (bound 1e-2 for 16-bit inputs)
     const auto [o_ref, s_ref] = reference_outputs<Rule>(x[0], initial_state);
     ref_o_new = rel_distance(o_new, o_ref), ref_s_new = rel_distance(s_new, s_ref);
+    ref_o_der = rel_distance(o_der, o_ref), ref_s_der = rel_distance(s_der, s_ref);
     ref_o_old = rel_distance(o_old, o_ref), ref_s_old = rel_distance(s_old, s_ref);
   }
-  bool finite = true;
-  for (float v : o_new) finite = finite && std::isfinite(v);
-  for (float v : s_new) finite = finite && std::isfinite(v);
-  double t_new = 1e30, t_old = 1e30, t_oth = 1e30;
+  const bool finite = all_finite(o_new) && all_finite(s_new) && all_finite(o_der) && all_finite(s_der);
+  const bool same = o_new == o_old && s_new == s_old;  // bit for bit (every value finite or the check fails anyway)
+  const bool pass = verdict(same, finite, ref_o_new, ref_s_new, ref_o_der, ref_s_der);
+  double t_new = 1e30, t_der = 1e30, t_old = 1e30, t_oth = 1e30;
   const bool long_call = B * T_ > 8 * 4096;  // fewer calls: 10-30 ms each
   for (int round = 0; timed && round < (long_call ? 2 : 3); ++round) {
     t_new = std::min(t_new, long_call ? time_ms(fresh, 3, 5, 1) : time_ms(fresh));
+    t_der = std::min(t_der, long_call ? time_ms(derived, 3, 5, 1) : time_ms(derived));
     t_old = std::min(t_old, long_call ? time_ms(old, 3, 5, 1) : time_ms(old));
     t_oth = std::min(t_oth, long_call ? time_ms(other, 3, 5, 1) : time_ms(other));
   }
   const double tb = min_bytes<Rule>(B, T_) / (t_new * 1e-3) / 1e12;
-  std::printf("{\"kind\":\"pipeline_ab\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"initial_state\":%s,\"extreme\":%s,"
-              "\"new_ms\":%.4f,\"old_ms\":%.4f,\"other_ms\":%.4f,\"new_tbps\":%.3f,\"new_finite\":%s,"
-              "\"o_new_old\":%.2e,\"state_new_old\":%.2e,\"o_new_other\":%.2e,\"state_new_other\":%.2e,"
-              "\"o_old_other\":%.2e,\"state_old_other\":%.2e,\"ref_o_new\":%.2e,\"ref_state_new\":%.2e,"
+  std::printf("{\"kind\":\"pipeline_ab\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"K\":%ld,\"initial_state\":%s,"
+              "\"gates\":\"%s\",\"pass\":%s,\"new_ms\":%.4f,\"derived_ms\":%.4f,\"old_ms\":%.4f,\"other_ms\":%.4f,"
+              "\"new_tbps\":%.3f,\"finite\":%s,\"new_bit_identical_old\":%s,\"o_new_old\":%.2e,\"state_new_old\":%.2e,"
+              "\"o_derived_old\":%.2e,\"state_derived_old\":%.2e,\"o_new_other\":%.2e,\"state_new_other\":%.2e,"
+              "\"ref_o_new\":%.2e,\"ref_state_new\":%.2e,\"ref_o_derived\":%.2e,\"ref_state_derived\":%.2e,"
               "\"ref_o_old\":%.2e,\"ref_state_old\":%.2e}\n",
-              rule_name<Rule>::value, long(B), long(T_), initial_state ? "true" : "false", extreme ? "true" : "false",
-              t_new, t_old, t_oth, tb, finite ? "true" : "false", rel_distance(o_new, o_old), rel_distance(s_new, s_old),
-              rel_distance(o_new, o_oth), rel_distance(s_new, s_oth), rel_distance(o_old, o_oth),
-              rel_distance(s_old, s_oth), ref_o_new, ref_s_new, ref_o_old, ref_s_old);
+              rule_name<Rule>::value, long(B), long(T_), long(K), initial_state ? "true" : "false",
+              gates == extreme_gates ? "extreme" : gates == mixed_gates ? "mixed" : "ordinary", pass ? "true" : "false",
+              t_new, t_der, t_old, t_oth, tb, finite ? "true" : "false", same ? "true" : "false",
+              rel_distance(o_new, o_old), rel_distance(s_new, s_old), rel_distance(o_der, o_old),
+              rel_distance(s_der, s_old), rel_distance(o_new, o_oth), rel_distance(s_new, s_oth), ref_o_new, ref_s_new,
+              ref_o_der, ref_s_der, ref_o_old, ref_s_old);
   std::fflush(stdout);
   free_inputs(x[0]), free_inputs(x[1]);
 }
 
-// pk18: what the gates' staging changed, new against old (main 5386113's kernel) and both against the float64
-// recurrence, untimed: in-kernel gates (gk raw logits, A_log, a dt_bias per key channel, with and without the lower
-// bound) and gates cp.async cannot read (gk, and gdn2's b, one element past a 16-byte boundary: the staging's
-// element-by-element copy). 2 × 150 with an initial state (a partial last chunk).
+// pk18: what the gates' staging changed, new against old and both against the float64 recurrence, untimed:
+// in-kernel gates (gk raw logits, A_log, a dt_bias per key channel, with and without the lower bound) and gates
+// cp.async cannot read (gk, and gdn2's b and — pk19 — w, one element past a 16-byte boundary: the stagings'
+// element-by-element copies). 2 × 150 with an initial state (a partial last chunk). pk19: derived too, at K = 128
+// and 72 (old: main 6dca2f0's kernel).
 template <class Rule>
 void features_ab(bool gated, bool misaligned, bool lower_bound) {
   const index_t B = 2, T_ = 150;
-  inputs x = make_inputs(B, T_, 300, false, false);
+  inputs x = make_inputs(B, T_, 300, false, ordinary_gates);
   fill_state<<<2048, 256>>>(x.s0, std::int64_t(B * H * K * V), 11);
   arguments<T, float> a = make_args<Rule>(x, true);
   const std::size_t nk = std::size_t(B) * T_ * H * K;
@@ -364,7 +410,7 @@ void features_ab(bool gated, bool misaligned, bool lower_bound) {
   for (index_t h = 0; h < H; ++h) A[h] = std::log(0.5f + 0.1f * float(h % 5));
   for (index_t i = 0; i < H * K; ++i) dt[i] = 0.02f * float(i % 11) - 0.1f;
   float *A_d = nullptr, *dt_d = nullptr;
-  T *gk_shift = nullptr, *b_shift = nullptr;
+  T *gk_shift = nullptr, *b_shift = nullptr, *w_shift = nullptr;
   gate_activation host_gate;
   if (gated) {
     CK(cudaMalloc(&A_d, H * sizeof(float))), CK(cudaMalloc(&dt_d, H * K * sizeof(float)));
@@ -383,34 +429,47 @@ void features_ab(bool gated, bool misaligned, bool lower_bound) {
     CK(cudaMemcpy(b_shift + 1, x.b, nk * sizeof(T), cudaMemcpyDeviceToDevice));
     a.gk = contiguous<4>(static_cast<const T*>(gk_shift + 1), {B, T_, H, K});
     if constexpr (reads(Rule::inputs, input::b)) a.b = contiguous<4>(static_cast<const T*>(b_shift + 1), {B, T_, H, K});
+    if constexpr (reads(Rule::inputs, input::w)) {  // (pk19: gdn2's w staged by the consumers, element by element here)
+      const std::size_t nv = std::size_t(B) * T_ * H * V;
+      CK(cudaMalloc(&w_shift, (nv + 8) * sizeof(T)));
+      CK(cudaMemcpy(w_shift + 1, x.w, nv * sizeof(T), cudaMemcpyDeviceToDevice));
+      a.w = contiguous<4>(static_cast<const T*>(w_shift + 1), {B, T_, H, V});
+    }
   }
   CK(cudaDeviceSynchronize());
   const problem p = validate_chunkwise<Rule, read::identity>(a);
   const cuda_detail::kernel_args<T> k = cuda_detail::make_kernel_args(a, p);
   const std::size_t no = std::size_t(B) * T_ * H * V, ns = std::size_t(B) * H * K * V;
-  auto outputs = [&](bool fresh) {
+  auto outputs = [&](int variant) {
     CK(cudaMemset(x.o, 0xff, no * sizeof(T)));  // NaN: an output the kernel skipped shows
-    fresh ? launch_pipeline<Rule, true>(k, B) : launch_pipeline<Rule, false>(k, B);
+    if (variant == 0) launch_pipeline<Rule, 0>(k, B);
+    else if (variant == 1) launch_pipeline<Rule, 1>(k, B);
+    else launch_pipeline<Rule, 2>(k, B);
     CK(cudaDeviceSynchronize());
     return std::pair{to_host(x.o, no), to_host(x.s1, ns)};
   };
-  const auto [o_new, s_new] = outputs(true);
-  const auto [o_old, s_old] = outputs(false);
+  const auto [o_new, s_new] = outputs(1);
+  const auto [o_der, s_der] = outputs(2);
+  const auto [o_old, s_old] = outputs(0);
   const auto [o_ref, s_ref] = reference_outputs<Rule>(x, true, host_gate);  // (x's gk: the same values as a.gk)
   double max_o = 0;
-  bool finite = true;
   for (std::size_t i = 0; i < o_new.size(); ++i) max_o = std::max(max_o, double(std::fabs(o_new[i] - o_old[i])));
-  for (float v : o_new) finite = finite && std::isfinite(v);
-  for (float v : s_new) finite = finite && std::isfinite(v);
-  std::printf("{\"kind\":\"features_ab\",\"rule\":\"%s\",\"gated\":%s,\"lower_bound\":%s,\"misaligned_gates\":%s,"
-              "\"new_finite\":%s,\"o_new_old\":%.2e,\"o_new_old_max_abs\":%.2e,\"state_new_old\":%.2e,"
-              "\"ref_o_new\":%.2e,\"ref_state_new\":%.2e,\"ref_o_old\":%.2e,\"ref_state_old\":%.2e}\n",
-              rule_name<Rule>::value, gated ? "true" : "false", lower_bound ? "true" : "false",
-              misaligned ? "true" : "false", finite ? "true" : "false", rel_distance(o_new, o_old), max_o,
-              rel_distance(s_new, s_old), rel_distance(o_new, o_ref), rel_distance(s_new, s_ref),
-              rel_distance(o_old, o_ref), rel_distance(s_old, s_ref));
+  const bool finite = all_finite(o_new) && all_finite(s_new) && all_finite(o_der) && all_finite(s_der);
+  const bool same = o_new == o_old && s_new == s_old;
+  const double ref_o_new = rel_distance(o_new, o_ref), ref_s_new = rel_distance(s_new, s_ref);
+  const double ref_o_der = rel_distance(o_der, o_ref), ref_s_der = rel_distance(s_der, s_ref);
+  const bool pass = verdict(same, finite, ref_o_new, ref_s_new, ref_o_der, ref_s_der);
+  std::printf("{\"kind\":\"features_ab\",\"rule\":\"%s\",\"K\":%ld,\"gated\":%s,\"lower_bound\":%s,"
+              "\"misaligned_gates\":%s,\"pass\":%s,\"finite\":%s,\"new_bit_identical_old\":%s,\"o_new_old\":%.2e,"
+              "\"o_new_old_max_abs\":%.2e,\"state_new_old\":%.2e,\"o_derived_old\":%.2e,\"ref_o_new\":%.2e,"
+              "\"ref_state_new\":%.2e,\"ref_o_derived\":%.2e,\"ref_state_derived\":%.2e,\"ref_o_old\":%.2e,"
+              "\"ref_state_old\":%.2e}\n",
+              rule_name<Rule>::value, long(K), gated ? "true" : "false", lower_bound ? "true" : "false",
+              misaligned ? "true" : "false", pass ? "true" : "false", finite ? "true" : "false", same ? "true" : "false",
+              rel_distance(o_new, o_old), max_o, rel_distance(s_new, s_old), rel_distance(o_der, o_old), ref_o_new,
+              ref_s_new, ref_o_der, ref_s_der, rel_distance(o_old, o_ref), rel_distance(s_old, s_ref));
   std::fflush(stdout);
-  for (void* q : {(void*)A_d, (void*)dt_d, (void*)gk_shift, (void*)b_shift}) if (q) CK(cudaFree(q));
+  for (void* q : {(void*)A_d, (void*)dt_d, (void*)gk_shift, (void*)b_shift, (void*)w_shift}) if (q) CK(cudaFree(q));
   free_inputs(x);
 }
 
@@ -436,31 +495,44 @@ int main(int argc, char** argv) {
       rows_at<gla>(1, 32768, copy);
       return 0;
     }
-    if (check) {  // small: a tail, an initial state, extreme gates
-      for (const bool ex : {false, true}) {
-        pipeline_ab<kda>(2, 150, true, ex, false);
-        pipeline_ab<gdn2>(2, 150, true, ex, false);
-        pipeline_ab<gla>(2, 150, true, ex, false);
+    if (check) {  // small: a tail, an initial state, extreme and mixed gates; K = 128, then K = 72 (pk19)
+      // PERKEY_CHECK=sanitize: a quarter of the cases (compute-sanitizer's racecheck of all of them would pass
+      // device_call.sh's 150 s): every kernel path once — ordinary and mixed chunks, K = 72, in-kernel and
+      // misaligned gates
+      const char* subset = std::getenv("PERKEY_CHECK");
+      const bool all = !(subset && !std::strcmp(subset, "sanitize"));
+      for (const index_t k_width : {index_t(128), index_t(72)}) {
+        K = k_width;
+        for (const int gates : {ordinary_gates, extreme_gates, mixed_gates}) {
+          if (!all && (gates == extreme_gates || (K != 128 && gates == ordinary_gates))) continue;
+          pipeline_ab<kda>(2, 150, true, gates, false);
+          pipeline_ab<gdn2>(2, 150, true, gates, false);
+          pipeline_ab<gla>(2, 150, true, gates, false);
+        }
+        for (const int gates : {ordinary_gates, extreme_gates, mixed_gates}) {  // (no initial state)
+          if (!all && (K != 128 || gates != extreme_gates)) continue;
+          pipeline_ab<kda>(1, 333, false, gates, false);
+          pipeline_ab<gdn2>(1, 333, false, gates, false);
+          pipeline_ab<gla>(1, 333, false, gates, false);
+        }
+        for (const auto& [gated, misaligned, lb] : {std::tuple{true, false, false}, {true, false, true},
+                                                    {false, true, false}, {true, true, true}}) {
+          if (!all && (K == 128 || !(gated && misaligned))) continue;
+          features_ab<kda>(gated, misaligned, lb);
+          features_ab<gdn2>(gated, misaligned, lb);
+          features_ab<gla>(gated, misaligned, lb);
+        }
       }
-      for (const bool ex : {false, true}) {  // (no initial state)
-        pipeline_ab<kda>(1, 333, false, ex, false);
-        pipeline_ab<gdn2>(1, 333, false, ex, false);
-        pipeline_ab<gla>(1, 333, false, ex, false);
-      }
-      for (const auto& [gated, misaligned, lb] : {std::tuple{true, false, false}, {true, false, true}, {false, true, false},
-                                                  {true, true, true}}) {
-        features_ab<kda>(gated, misaligned, lb);
-        features_ab<gdn2>(gated, misaligned, lb);
-        features_ab<gla>(gated, misaligned, lb);
-      }
-      return 0;
+      K = 128;
+      std::printf("{\"kind\":\"check_summary\",\"failures\":%d}\n", failures);
+      return failures ? 2 : 0;
     }
     for (const auto& [B, T_] : {std::pair<index_t, index_t>{8, 4096}, {1, 32768}}) {
       if (B != 8 && !long_shapes) continue;
-      for (const bool ex : {false, true}) {
-        pipeline_ab<kda>(B, T_, false, ex);
-        pipeline_ab<gdn2>(B, T_, false, ex);
-        pipeline_ab<gla>(B, T_, false, ex);
+      for (const int gates : {ordinary_gates, extreme_gates}) {
+        pipeline_ab<kda>(B, T_, false, gates);
+        pipeline_ab<gdn2>(B, T_, false, gates);
+        pipeline_ab<gla>(B, T_, false, gates);
       }
     }
     for (const auto& [B, T_] : {std::pair<index_t, index_t>{8, 4096}, {2, 16384}, {1, 32768}}) {
@@ -469,10 +541,10 @@ int main(int argc, char** argv) {
       rows_at<gdn2>(B, T_, copy);
       rows_at<gla>(B, T_, copy);
     }
-    for (const bool s0 : {false, true}) {  // (2×333: a tail, an initial state)
-      pipeline_ab<gla>(2, 333, true, s0);
-      pipeline_ab<kda>(2, 333, true, s0);
-      pipeline_ab<gdn2>(2, 333, true, s0);
+    for (const int gates : {ordinary_gates, extreme_gates}) {  // (2×333: a tail, an initial state)
+      pipeline_ab<gla>(2, 333, true, gates);
+      pipeline_ab<kda>(2, 333, true, gates);
+      pipeline_ab<gdn2>(2, 333, true, gates);
     }
     if (variants) forward_variants<gla>(), forward_variants<kda>();
   } catch (const std::exception& e) {

@@ -1,6 +1,7 @@
-// bench/cuda/perkey_delta_ab_v0.hpp — main 5386113's perkey_delta_kernel.hpp (pkf14 + pkf14-next, before pk18), in namespace
+// bench/cuda/perkey_delta_ab_v0.hpp — main 6dca2f0's perkey_delta_kernel.hpp (pk18 + pk18-next, before pk19), in namespace
 // pkf_v0, so that perkey_delta_ab.cu times and compares the old kernel against the new one in the same process. Generated:
-//   sed 's/^namespace linea::cuda_detail {/namespace linea::cuda_detail::pkf_v0 {/' of main's header (+ include paths); the kernel calls its two roles qualified (pkf_v0::)
+//   git show 6dca2f0:include/linea/backend/cuda/perkey_delta_kernel.hpp | sed 's/^namespace linea::cuda_detail {/namespace
+//   linea::cuda_detail::pkf_v0 {/' (+ include paths); the kernel calls its two roles qualified (pkf_v0::)
 // linea/backend/cuda/perkey_delta_kernel.hpp — the chunkwise forward of the rules with a decay per key channel
 // (gla; kda, gdn2), warp-specialised as delta_pipeline_kernel.hpp: key-side producers run a chunk ahead of the
 // state-holding consumers.
@@ -8,13 +9,18 @@
 // with the erase key e = b ⊙ k and the write target x = w ⊙ v (kda: b = w = β; gdn2: b, w per channel; gla: e = 0,
 // x = v, so T = I and U = v: the additive mode below skips A, T, E⁺ and Z).
 //
-// Which rules the library sends here (launch.hpp), from the H200 (bench/cuda/README.md, pkf14 2026-12-03, 8×4096,
-// H = 16, K = V = 128, bf16, the same process): gla — 0.996 ms against 1.133 for main e98ccba's version of this kernel
-// and 1.506 for its 64-token kernel (perkey_chunk_kernel.hpp). kda and gdn2 computed here are within SPEC §5 of the
-// float64 recurrence (2 × 150, 1 × 333, ordinary and extreme gates; racecheck and memcheck clean) and faster than
-// e98ccba's version (1.95 against 2.28 ms, 2.20 against 4.06), but still slower than the general kernel (1.59, 1.64):
-// they stay there. The producers remain the bottleneck (4 warps, element-wise operand work a chunk, T's inversion on
-// one warp).
+// Which rules the library sends here (launch.hpp), from the H200 (bench/cuda/README.md, pk18 2026-12-04, 8×4096,
+// H = 16, K = V = 128, bf16, the same process, against main 5386113's version of this kernel): gla — 0.526 ms (1.048
+// before pk18; 1.490 for its 64-token kernel, perkey_chunk_kernel.hpp). kda and gdn2 computed here are bit-identical
+// to main 5386113's version, within SPEC §5 of the float64 recurrence (2 × 150, 1 × 333, ordinary and extreme gates,
+// in-kernel gates, gates cp.async cannot read; racecheck and memcheck clean) and now faster than the general kernel
+// under ordinary gates (kda 0.912 against 1.601 ms, gdn2 0.955 against 1.640), slower under SPEC's extreme gates
+// (1.737 against 1.602, 1.774 against 1.651). pk18-next sends them here (launch.hpp) with the erasing mode's
+// non-finite inputs flagged (see the consumers) — not yet run on the H200 (the CUDA suite). Where the time went before pk18
+// (ncu): the producers waited on instruction fetch half of their time (the in-kernel gate's code inlined into the G
+// loop's 32 rows, the gates' per-element loads and their address arithmetic), and on the gates' loads, which the
+// packing waited on at once; now they are issue- and latency-bound (exponentials, shared loads), and remain the
+// bottleneck (the consumers wait on `full` a third of their time).
 //
 // UT form, per chunk of CL = 32 tokens, G_r·d = Σ_{s ≤ r} log₂ α_s·d inside the chunk, C its last row (SPEC §4):
 //   P_rs = Σ_d q_rd k_sd 2^(G_rd − G_sd), s ≤ r;   A_rs = Σ_d e_rd k_sd 2^(G_rd − G_sd), s < r;   T = (I + A)⁻¹
@@ -33,10 +39,10 @@
 //     channels: gla 2.06 against e98ccba's 1.14 ms at 8×4096 under extreme gates, kda 3.23 against 2.24.)
 //
 // Why 32 tokens: a slot of the per-key operands (Q⁺, E⁺, K_d, v, P, T) for 64 tokens is 88 KB, and two of them with
-// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 175 KB
-// (with the middle-row operands, the fallback's Q8 / E8 / K8, the exact sums and the wide marks: sh::bytes).
-// producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates (gk and gdn2's b read into
-//           registers a chunk ahead); e; the wide channels' exact sums; the decayed operands in place; P, A; T — for
+// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 214 KB (sh::bytes:
+// with the middle-row operands, the fallback's Q8 / E8 / K8, the exact sums, the wide marks and the staged gates).
+// producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates (gk and gdn2's b staged by
+//           cp.async a chunk ahead); e; the wide channels' exact sums; the decayed operands in place; P, A; T — for
 //           chunk c + 1 while the consumers work on chunk c.
 // consumers (8 warps; the state in registers, warp w key rows 16w .. + 15, all 128 value columns): v copied a chunk
 //           ahead (gdn2's w into registers); Z in place of v; U in place of E⁺; O; the state update; Sᵀ for the next
@@ -44,7 +50,7 @@
 // Slots, named barriers (full / empty) and their ids as in delta_pipeline_kernel.hpp.
 #pragma once
 #include <linea/backend/cuda/delta_pipeline_kernel.hpp>  // pipeline_barrier
-#include <linea/backend/cuda/perkey_chunk_kernel.hpp>    // perkey_chunk_rule (launch.hpp)
+#include <linea/backend/cuda/perkey_chunk_kernel.hpp>  // perkey_chunk_rule (launch.hpp)
 #include <linea/backend/cuda/perkey_delta_blocks.hpp>
 
 namespace linea::cuda_detail::pkf_v0 {
@@ -89,7 +95,11 @@ struct perkey_delta_shape {
       k8_at = e8_at + 24 * LDK,          // block i rows 0..7 at 8i: k ⊙ 2^(G_{16i+7} − G)   [16][LDK]
       a_at = k8_at + 16 * LDK,           // A_10: rows 16..31 × columns 0..15      [16][LDX]
       x_at = a_at + 16 * LDX,            // T_10's scratch                         [16][LDX]
-      end = x_at + 16 * LDX;
+      // the next chunk's gates, staged a chunk ahead by cp.async (pk18: read into registers, their loads were
+      // waited on at once and their address arithmetic filled the instruction cache):
+      gk_at = x_at + 16 * LDX,           // gk                                     [CL][LDK]
+      bs_at = gk_at + CL * LDK,          // gdn2's b                               [CL][LDK]
+      end = bs_at + CL * LDK;
   // fp32 after them: G [CL][LDG], A's diagonal blocks [2][16][17], P's exact diagonal sums [2][16][17] and the wide
   // marks [2][KP] (producers); per slot G_C [KP] and the write gates x [CL] (token gates); the erase gates [CL]
   // (producers, token gates)
@@ -97,7 +107,8 @@ struct perkey_delta_shape {
                                pd_offset = ad_offset + 4 * 2 * 16 * 17, wide_offset = pd_offset + 4 * 2 * 16 * 17,
                                sf_offset = wide_offset + 4 * 2 * KP, slot_floats = KP + CL,
                                eg_offset = sf_offset + 4 * 2 * slot_floats, flag_offset = eg_offset + 4 * CL,
-                               bytes = flag_offset + 4 * 2;  // flags: int [2], one a slot (v's, below)
+                               bytes = flag_offset + 4 * 6;  // flags: int [2][3], per slot the producers' (k,
+                                                             // e, gates: erasing mode), v's and gdn2's w's
   // A diagonal block's channel is "wide" where either half of the block decays by more than this (log₂; 40 nats,
   // backward/per_key_blocks.hpp's diag_span): its factors 2^(±(G − G_mid)) would pass e^±40.
   static constexpr float diag_span = 40.f * 1.4426950408889634f;
@@ -128,6 +139,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
   float* Pd = reinterpret_cast<float*>(smem_raw + sh::pd_offset);
   float* wide_mark = reinterpret_cast<float*>(smem_raw + sh::wide_offset);
   float* eg = reinterpret_cast<float*>(smem_raw + sh::eg_offset);
+  int* flags = reinterpret_cast<int*>(smem_raw + sh::flag_offset);  // [slot][0: producers, 1: v, 2: gdn2's w]
   E *QR = base + sh::qr_at, *ER = base + sh::er_at, *KR = base + sh::kr_at, *A10 = base + sh::a_at, *X = base + sh::x_at;
   DE *QM = reinterpret_cast<DE*>(base + sh::qm_at), *EM = reinterpret_cast<DE*>(base + sh::em_at);
   DE* KM = reinterpret_cast<DE*>(base + sh::km_at);
@@ -139,20 +151,31 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
   static_assert(!lane_gates || (!reads(U::inputs, input::beta) && !reads(U::inputs, input::g)),
                 "per-channel gates from their own lanes only (the staged b below)");
 
-  // Read a chunk ahead into registers: this channel's raw gk (and b) of the 32 rows (two 16-bit inputs a register)
-  // and, with token gates, lane r's erase and write gates of row r.
-  const T* gk0 = a.gk.ptr + seq.bt * a.gk.str[0] + hv * a.gk.str[2] + d * a.gk.str[3];
-  const T* b0p = lane_gates ? a.b.ptr + seq.bt * a.b.str[0] + hv * a.b.str[2] + d * a.b.str[3] : nullptr;
-  std::uint32_t raw[CL / 2], raw_b[lane_gates ? CL / 2 : 1];
-  float next_b = 0, next_w = 0;
-  auto read_ahead = [&](index_t c0, int L) {
-    const T zero = from_float<T>(0.f);
-#pragma unroll
-    for (int i = 0; i < CL / 2; ++i) {
-      const T lo = has_d && 2 * i < L ? gk0[(c0 + 2 * i) * a.gk.str[1]] : zero;
-      const T hi = has_d && 2 * i + 1 < L ? gk0[(c0 + 2 * i + 1) * a.gk.str[1]] : zero;
-      raw[i] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
+  // The gates a chunk ahead: gk (and gdn2's b) of the next chunk's 32 rows staged in shared memory by cp.async
+  // (pk18; a layout cp.async cannot read is copied element by element instead, a thread per channel), waited for
+  // before this chunk's last producer barrier; with token gates, lane r's erase and write gates of row r in
+  // registers. (Until pk18 gk and b were read into registers: each load was waited on at once by the packing, and
+  // their 64-bit address arithmetic — ~1900 instructions a chunk — and the in-kernel gate's code inlined into the
+  // G loop's 32 rows made the producers wait on instruction fetch half of their time: bench/cuda/README.md, pk18.)
+  E *GKs = base + sh::gk_at, *Bs = base + sh::bs_at;
+  auto rows_async = [](const auto& v) {  // tiles::rows_fit_cp_async, on the device
+    return v.str[3] == 1 && v.str[2] % 8 == 0 && v.str[1] % 8 == 0 && v.str[0] % 8 == 0 &&
+           reinterpret_cast<std::uintptr_t>(v.ptr) % 16 == 0;
+  };
+  const T* gk_head = a.gk.ptr + seq.bt * a.gk.str[0] + hv * a.gk.str[2];
+  const T* b_head = lane_gates ? a.b.ptr + seq.bt * a.b.str[0] + hv * a.b.str[2] : nullptr;
+  const bool gk_async = rows_async(a.gk), b_async = lane_gates && rows_async(a.b);
+  auto stage = [&](E* dst, const T* head, const index_t (&str)[4], bool async, index_t c0, int L) {
+    if (async) {
+      tiles::fetch_rows<sh::KP / 8, sh::producers, sh::CL>(dst, LDK, head, str[1], c0, L, cta.Kw, ptid);
+    } else {
+#pragma unroll 1
+      for (int i = 0; i < CL; ++i)
+        dst[i * LDK + d] = from_float<E>(has_d && i < L ? to_float(head[(c0 + i) * str[1] + d * str[3]]) : 0.f);
     }
+  };
+  float next_b = 0, next_w = 0;
+  auto read_token_gates = [&](index_t c0, int L) {
     if constexpr (erasing && token_gates<Rule>) {
       if (ptid < CL) {
         const bool in = ptid < L;
@@ -162,27 +185,21 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       }
     }
   };
-  // gdn2's b: read after the chunk's e is formed (raw_b holds the current chunk's until then)
-  auto read_b_ahead = [&](index_t c0, int L) {
-    if constexpr (lane_gates) {
-      const T zero = from_float<T>(0.f);
-#pragma unroll
-      for (int i = 0; i < CL / 2; ++i) {
-        const T lo = has_d && 2 * i < L ? b0p[(c0 + 2 * i) * a.b.str[1]] : zero;
-        const T hi = has_d && 2 * i + 1 < L ? b0p[(c0 + 2 * i + 1) * a.b.str[1]] : zero;
-        raw_b[i] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
-      }
-    }
-  };
-  auto unpack = [](const std::uint32_t* r, int i) {
-    return to_float(T::from_bits(static_cast<std::uint16_t>(r[i / 2] >> (16 * (i % 2)))));
-  };
   for (int x = ptid; x < 8 * LDK; x += sh::producers) Q8[16 * LDK + x] = E8[16 * LDK + x] = from_float<E>(0.f);  // spares
-  if (chunks > 0) read_ahead(seq.t0, cta.rows_in(seq.t0)), read_b_ahead(seq.t0, cta.rows_in(seq.t0));
+  if (chunks > 0) {
+    const int L0 = cta.rows_in(seq.t0);
+    read_token_gates(seq.t0, L0);
+    stage(GKs, gk_head, a.gk.str, gk_async, seq.t0, L0);
+    if constexpr (lane_gates) stage(Bs, b_head, a.b.str, b_async, seq.t0, L0);
+    tiles::cp_async_wait_all();
+    bar::sync(bar::producers, sh::producers);  // the first chunk's gates in
+  }
 
   for (int c = 0; c < chunks; ++c) {
     const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
     const int L = cta.rows_in(c0);
+    const bool more = c + 1 < chunks;
+    const int Ln = more ? cta.rows_in(c0 + CL) : 0;
     if (c >= 2) bar::sync(bar::empty + (c & 1), sh::threads);  // the consumers are done with chunk c − 2
     E *Qs = tile(c, sh::q_at), *Ks = tile(c, sh::k_at), *Es = tile(c, sh::e_at), *Ps = tile(c, sh::p_at);
     E* Ts = tile(c, sh::t_at);
@@ -191,22 +208,33 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
     tiles::fetch_rows<sh::KP / 8, sh::producers, sh::CL>(Ks, LDK, cta.k0, a.k.str[1], c0, L, cta.Kw, ptid);
 
     // ---- G: this channel's cumulative log₂ α over the chunk (clamped: a gate of 0 stays finite); its wide marks --
+    // (two loops, so that the in-kernel gate's code lies outside the ordinary path; rows past L and channels past K
+    // add a selected 0)
     float g[CL];
     {
+      auto log2_decay = [&](float x) {
+        lane_token t;
+        t.gk.value = x;
+        return tiles::clamped_log2_decay(Rule::decay::log_alpha(t, d) * tiles::log2e);
+      };
       float run = 0;
+      if (a.gate_active && has_d) {  // (not past K: dt_bias has K entries a head)
 #pragma unroll
-      for (int i = 0; i < CL; ++i) {
-        float l = 0;
-        if (has_d && i < L) {
-          float x = unpack(raw, i);
-          if (a.gate_active) x = gate_from_logit(x, a.A_log, a.dt_bias, a.has_lower_bound, a.lower_bound, hv, hv * a.K + d);
-          lane_token t;
-          t.gk.value = x;
-          l = tiles::clamped_log2_decay(Rule::decay::log_alpha(t, d) * tiles::log2e);
+        for (int i = 0; i < CL; ++i) {
+          const float x = gate_from_logit(to_float(GKs[i * LDK + d]), a.A_log, a.dt_bias, a.has_lower_bound,
+                                          a.lower_bound, hv, hv * a.K + d);
+          const float l = log2_decay(x);
+          g[i] = run += has_d && i < L ? l : 0.f;
         }
-        g[i] = run += l;
-        G[i * LDG + d] = g[i];
+      } else {
+#pragma unroll
+        for (int i = 0; i < CL; ++i) {
+          const float l = log2_decay(to_float(GKs[i * LDK + d]));
+          g[i] = run += has_d && i < L ? l : 0.f;
+        }
       }
+#pragma unroll
+      for (int i = 0; i < CL; ++i) G[i * LDG + d] = g[i];
       slotf[d] = g[CL - 1];
     }
     // Block i's channel d is wide where a factor through its middle row would pass e^±40 (or G is not finite).
@@ -217,13 +245,28 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
       wide[i] = !(lo - mid <= sh::diag_span && mid - hi <= sh::diag_span);
       wide_mark[i * sh::KP + d] = wide[i] ? 1.f : 0.f;
     }
+    // Erasing mode: a chunk whose k, gates or G hold an inf or NaN is flagged (the consumers' T Z and P U, and
+    // fill_t10 below, then keep a poisoned row from reaching earlier rows; G is a running sum, so its last row
+    // carries any non-finite gate — a gate of 0 is clamped, finite). gla needs none: P is formed with exact zeros
+    // above its diagonal, and U is v (flagged by the consumers).
+    int* pflag = flags + 3 * (c & 1);
     if constexpr (erasing && token_gates<Rule>) {
-      if (ptid < CL) eg[ptid] = next_b, slotf[sh::KP + ptid] = next_w;
+      if (ptid < CL) {
+        eg[ptid] = next_b, slotf[sh::KP + ptid] = next_w;
+        if (!(isfinite(next_b) && isfinite(next_w))) raise_chunk_flag(pflag, c);
+      }
     }
-    if (c + 1 < chunks) read_ahead(c0 + CL, cta.rows_in(c0 + CL));  // lands during the chunk
+    if constexpr (erasing) {
+      if (!isfinite(g[CL - 1])) raise_chunk_flag(pflag, c);
+    }
+    if (more) read_token_gates(c0 + CL, Ln);  // lands during the chunk
     tiles::cp_async_wait_all();
+    if constexpr (erasing) {
+      if (fetched_rows_nonfinite<sh::KP / 8, sh::producers, CL>(Ks, LDK, ptid)) raise_chunk_flag(pflag, c);
+    }
     // q, k, G, the gates, the marks in; whether any channel of this chunk is wide (the same in every producer)
     const bool any_wide = barrier_or(bar::producers, sh::producers, wide[0] || wide[1]);
+    if (more) stage(GKs, gk_head, a.gk.str, gk_async, c0 + CL, Ln);  // every read of this chunk's gk was before
     if (a.l2q || a.l2k) {
       if (a.l2q) tiles::l2norm_rows<sh::producers, sh::CL>(Qs, LDK, ptid);
       if (a.l2k) tiles::l2norm_rows<sh::producers, sh::CL>(Ks, LDK, ptid);
@@ -232,26 +275,47 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
 
     // ---- the erase key e = b ⊙ k ------------------------------------------------------------------------------------
     if constexpr (erasing) {
+      bool b_bad = false;  // gdn2: a non-finite b of this channel
 #pragma unroll
       for (int r = 0; r < CL; ++r) {
         float b;
         if constexpr (token_gates<Rule>) {
           b = eg[r];
-        } else {  // (raw_b is 0 past the rows)
+        } else {  // (b is 0 past the rows)
           lane_token t;
-          t.b.value = unpack(raw_b, r);
+          t.b.value = to_float(Bs[r * LDK + d]);
           b = U::erase_gate(t, d);
         }
         Es[r * LDK + d] = from_float<E>(b * to_float(Ks[r * LDK + d]));
+        if constexpr (!token_gates<Rule>) b_bad = b_bad || !isfinite(b);
       }
-      if (c + 1 < chunks) read_b_ahead(c0 + CL, cta.rows_in(c0 + CL));
+      if (b_bad) raise_chunk_flag(pflag, c);
       bar::sync(bar::producers, sh::producers);  // e in
+      if constexpr (lane_gates) {
+        if (more) stage(Bs, b_head, a.b.str, b_async, c0 + CL, Ln);  // every read of this chunk's b was before
+      }
     }
 
     // ---- D: only when a channel is wide, the wide channels' 8×8 diagonal blocks of P (and A) exactly in log space,
     // into Pd (and Ad) at their places in the 16-row blocks (rows 8..15 × columns 0..7 of each go through row 7 on
     // tensor cores, in F). Jobs (block 8j, P or A): erasing — warp pw: j = pw, then P and A; gla — warp pw: j = pw, P.
     if (any_wide) {
+      // the wide channels' rows 8..15 × 0..7 of each block through its row 7 (exponents ≤ 0), this channel's raw
+      // q, k, e (its own column: E overwrites it after the barrier below); out of E's loop, so that ordinary gates
+      // run E without a branch a row (pk18)
+#pragma unroll
+      for (int r = 0; r < CL; ++r) {
+        const int ib = r / 16, rho = r % 16;
+        const bool w = wide[ib];
+        const float gv = g[r], g7 = g[16 * ib + 7];
+        if (rho < 8) {
+          K8[(8 * ib + rho) * LDK + d] = from_float<E>(w ? to_float(Ks[r * LDK + d]) * ex2(g7 - gv) : 0.f);
+        } else {
+          const float f = w ? ex2(gv - g7) : 0.f;
+          Q8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(w ? to_float(Qs[r * LDK + d]) * f : 0.f);
+          if constexpr (erasing) E8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(w ? to_float(Es[r * LDK + d]) * f : 0.f);
+        }
+      }
       const int j = pw, ib = j >> 1, o = 8 * (j & 1), b0 = 8 * j;
 #pragma unroll 1
       for (int m = 0; m < (erasing ? 2 : 1); ++m) {
@@ -300,17 +364,6 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
         QM[r * LDK + d] = from_float<DE>(w ? 0.f : q * fr);
         if constexpr (erasing) EM[r * LDK + d] = from_float<DE>(w ? 0.f : e * fr);
         KM[r * LDK + d] = from_float<DE>(w ? 0.f : k * fs);
-        if (any_wide) {  // the wide channels' rows 8..15 × 0..7 of the block, through its row 7 (exponents ≤ 0)
-          const int rho = r % 16;
-          const float g7 = g[16 * ib + 7];
-          if (rho < 8) {
-            K8[(8 * ib + rho) * LDK + d] = from_float<E>(w ? k * ex2(g7 - gv) : 0.f);
-          } else {
-            const float f = w ? ex2(gv - g7) : 0.f;
-            Q8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(w ? q * f : 0.f);
-            if constexpr (erasing) E8[(8 * ib + rho - 8) * LDK + d] = from_float<E>(w ? e * f : 0.f);
-          }
-        }
       }
     }
     bar::sync(bar::producers, sh::producers);  // operands in
@@ -364,11 +417,12 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
         else if (pw < 3) diagonal(false, pw - 1);
       }
     }
-    bar::sync(bar::producers, sh::producers);  // P, A_10 and A's diagonal blocks in
+    tiles::cp_async_wait_all();  // this thread's pieces of the next chunk's gates
+    bar::sync(bar::producers, sh::producers);  // P, A_10 and A's diagonal blocks in; the next chunk's gates in
     if constexpr (erasing) {
       if (pw == 0) tiles::invert_diagonal_blocks(Ad, Ts, LDC, 0);
       bar::sync(bar::producers, sh::producers);
-      if (pw == 0) tiles::fill_t10(A10, LDX, Ts, LDC, X);
+      if (pw == 0) tiles::fill_t10(A10, LDX, Ts, LDC, X, pflag[0] == c);  // (raised before the barriers above)
       bar::sync(bar::producers, sh::producers);  // (racecheck: see delta_pipeline_kernel.hpp)
     }
     bar::arrive(bar::full + (c & 1), sh::threads);  // chunk c is ready
@@ -416,8 +470,9 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
   // A chunk whose v holds an inf or NaN is flagged as v lands; only a flagged chunk sums the diagonal blocks of its
   // masked products (T Z, P U) over s ≤ r alone (causal_strip.hpp), so that a NaN or inf v at token s reaches no
   // output before s. For gla that is every input that could (P is formed with exact zeros above its diagonal, so a
-  // non-finite q, k or gk reaches rows ≥ s and the state only); the erasing mode (not sent here by the library)
-  // would also need k, e and gk flagged for T (fill_t10) — not done.
+  // non-finite q, k or gk reaches rows ≥ s and the state only). The erasing mode also flags a chunk whose k, gates
+  // or G hold one (the producers, before `full`; fill_t10 then stores T_11's operand without them) or whose w does
+  // (gdn2: these consumers, before the barrier after Z) — pk18-next, not yet run on the H200.
   auto tiles_nonfinite_v = [&](const E* Vs) { return fetched_rows_nonfinite<sh::BVW / 8, sh::consumers, CL>(Vs, LDV, tid); };
   // gdn2's write gates w (one a value column) for this thread's 2 rows × 8 columns of Z, read a chunk ahead into
   // registers (raw 16-bit pairs) rather than inside phase X.
@@ -452,9 +507,9 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
     constexpr int LDU = erasing ? LDK : LDV;
     const float* slotf = slotf0 + s * sh::slot_floats;
     tiles::cp_async_wait_all();             // this thread's pieces of v
-    if (tiles_nonfinite_v(Zs)) raise_chunk_flag(flags + s, c);
+    if (tiles_nonfinite_v(Zs)) raise_chunk_flag(flags + 3 * s + 1, c);
     bar::sync(bar::full + s, sh::threads);  // chunk c ready, its v in; every consumer done with chunk c − 1
-    const bool nonfinite = flags[s] == c;   // chunk c's v holds an inf or NaN
+    bool nonfinite = flags[3 * s] == c || flags[3 * s + 1] == c;  // chunk c's v (or k, e, gates) hold an inf or NaN
     if (c + 1 < chunks) fetch_v(c + 1);     // into chunk c − 1's Z, last read before the barrier above
 
     // ---- X: Z = X − E⁺ S in place of v; O₁ = Q⁺ S ------------------------------------------------------------------
@@ -487,6 +542,7 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
       }
     } else {
       float z[4][4] = {};
+      bool w_bad = false;  // gdn2: a non-finite w in this thread's part of Z
       mma_strip<E, 4, false, false>(z, Es + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
       mma_strip<E, 4, false, false>(o, Qs + r0 * LDK, LDK, ST + c0w * LDK, LDK, KP / 16);
 #pragma unroll
@@ -503,15 +559,18 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
             x0.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wn[h][t])));
             x1.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wn[h][t] >> 16)));
             w0 = U::write_gate(x0, cta.jt + j), w1 = U::write_gate(x1, cta.jt + j + 1);
+            w_bad = w_bad || !(isfinite(w0) && isfinite(w1));
           }
           E* at = Zs + r * LDV + j;  // this lane's own two values: in place is safe
           const float v0 = to_float(at[0]), v1 = to_float(at[1]);
           *reinterpret_cast<std::uint32_t*>(at) = pack2<E>(w0 * v0 - z[t][2 * h], w1 * v1 - z[t][2 * h + 1]);
         }
       }
+      if (w_bad) raise_chunk_flag(flags + 3 * s + 2, c);
     }
     if (c + 1 < chunks) read_w(c + 1);          // lands during the rest of the chunk
     bar::sync(bar::consumers, sh::consumers);  // Z in; every read of Sᵀ and E⁺ done
+    if constexpr (erasing && !token_gates<Rule>) nonfinite = nonfinite || flags[3 * s + 2] == c;  // (raised before it)
 
     // ---- U = T Z (T is zero past the diagonal block) in place of E⁺; the residual ------------------------------------
     if constexpr (erasing) {
@@ -552,10 +611,10 @@ __global__ void __launch_bounds__(perkey_delta_shape::threads, 1) perkey_delta_k
   const tiles::site<T, sh::BVW> cta{a};
   const int chunks = static_cast<int>((cta.seq.t1 - cta.seq.t0 + sh::CL - 1) / sh::CL);
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  if (threadIdx.x < 2) reinterpret_cast<int*>(smem_raw + sh::flag_offset)[threadIdx.x] = -1;  // no chunk flagged
+  if (threadIdx.x < 6) reinterpret_cast<int*>(smem_raw + sh::flag_offset)[threadIdx.x] = -1;  // no chunk flagged
   __syncthreads();
   if (threadIdx.x >= sh::consumers) pkf_v0::perkey_delta_producers<Rule, T, E>(a, cta, smem_raw, chunks);
   else pkf_v0::perkey_delta_consumers<Rule, T, E>(a, cta, smem_raw, chunks);
 }
 
-}  // namespace linea::cuda_detail
+}  // namespace linea::cuda_detail::pkf_v0

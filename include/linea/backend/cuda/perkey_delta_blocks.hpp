@@ -2,6 +2,7 @@
 // (perkey_delta_kernel.hpp) that the 64-token helpers of chunk_tiles.hpp / ut_blocks.hpp do not fit (fetch_rows and
 // l2norm_rows take a row count of 32):
 //   fill_t10         T's block below the diagonal, T_10 = −T_11 A_10 T_00, from the diagonal blocks already in T
+//   cp_async_commit, cp_async_wait_groups   cp.async groups (gk before gdn2's b)
 //   barrier_or       an OR over the threads of a named barrier (the producers: is any channel wide this chunk)
 //   perkey_exact_rows8   the log-space fallback of an 8×8 diagonal block for the channels whose span is too wide
 //                        (pkf14-next; pkf14's 16-row form, perkey_exact_rows16, measured slower and was removed)
@@ -11,6 +12,14 @@
 #include "reduce_scatter.hpp"
 
 namespace linea::cuda_detail::tiles {
+
+// cp.async groups (the per-key kernel's producers: the next chunk's gk waited for before gdn2's b, pk19): close this
+// thread's outstanding copies into a group; wait until at most N of its newest groups are still in flight.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait_groups() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
 
 // One warp: T_10 = −T_11 (A_10 T_00) for a 32-token chunk, T [32][ld] with its two diagonal blocks in place
 // (invert_diagonal_blocks, warp 0), A10 the [16][ldx] block of A below the diagonal, X a [16][ldx] scratch.

@@ -16,7 +16,11 @@
 // (ncu): the producers waited on instruction fetch half of their time (the in-kernel gate's code inlined into the G
 // loop's 32 rows, the gates' per-element loads and their address arithmetic), and on the gates' loads, which the
 // packing waited on at once; now they are issue- and latency-bound (exponentials, shared loads), and remain the
-// bottleneck (the consumers wait on `full` a third of their time).
+// bottleneck (the consumers wait on `full` a third of their time). pk19 (prepared, NOT YET RUN on the H200; meant to
+// be bit-identical to main 6dca2f0's version, bench/cuda/README.md): phase E of a chunk without a wide channel forms
+// e = b ⊙ k itself (the separate e phase, its stores, reloads and barrier gone; G goes to shared memory only for
+// phase D); gdn2's w is staged by the consumers' cp.async instead of read into registers; DerivedFactors (off):
+// two exponentials a row in phase E instead of four, a rounding apart.
 //
 // UT form, per chunk of CL = 32 tokens, G_r·d = Σ_{s ≤ r} log₂ α_s·d inside the chunk, C its last row (SPEC §4):
 //   P_rs = Σ_d q_rd k_sd 2^(G_rd − G_sd), s ≤ r;   A_rs = Σ_d e_rd k_sd 2^(G_rd − G_sd), s < r;   T = (I + A)⁻¹
@@ -35,13 +39,14 @@
 //     channels: gla 2.06 against e98ccba's 1.14 ms at 8×4096 under extreme gates, kda 3.23 against 2.24.)
 //
 // Why 32 tokens: a slot of the per-key operands (Q⁺, E⁺, K_d, v, P, T) for 64 tokens is 88 KB, and two of them with
-// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 214 KB (sh::bytes:
+// the state and the producers' scratch do not fit in 227 KB; for 32 tokens everything fits in 217 KiB (sh::bytes:
 // with the middle-row operands, the fallback's Q8 / E8 / K8, the exact sums, the wide marks and the staged gates).
 // producers (4 warps; thread d = key channel d, all 32 rows): q, k copied; G, the gates (gk and gdn2's b staged by
-//           cp.async a chunk ahead); e; the wide channels' exact sums; the decayed operands in place; P, A; T — for
-//           chunk c + 1 while the consumers work on chunk c.
-// consumers (8 warps; the state in registers, warp w key rows 16w .. + 15, all 128 value columns): v copied a chunk
-//           ahead (gdn2's w into registers); Z in place of v; U in place of E⁺; O; the state update; Sᵀ for the next
+//           cp.async a chunk ahead); the wide channels' e and exact sums (only in a chunk with one); the decayed
+//           operands in place, e = b ⊙ k among them (pk19); P, A; T — for chunk c + 1 while the consumers work on
+//           chunk c.
+// consumers (8 warps; the state in registers, warp w key rows 16w .. + 15, all 128 value columns): v (and gdn2's w,
+//           pk19) copied a chunk ahead; Z in place of v; U in place of E⁺; O; the state update; Sᵀ for the next
 //           chunk.
 // Slots, named barriers (full / empty) and their ids as in delta_pipeline_kernel.hpp.
 #pragma once
@@ -95,7 +100,10 @@ struct perkey_delta_shape {
       // waited on at once and their address arithmetic filled the instruction cache):
       gk_at = x_at + 16 * LDX,           // gk                                     [CL][LDK]
       bs_at = gk_at + CL * LDK,          // gdn2's b                               [CL][LDK]
-      end = bs_at + CL * LDK;
+      // gdn2's write gates w, staged a chunk ahead by the consumers (pk19; read into registers before, their
+      // address arithmetic took the issue slots the producers share)
+      ws_at = bs_at + CL * LDK,          // w                                      [CL][LDV]
+      end = ws_at + CL * LDV;
   // fp32 after them: G [CL][LDG], A's diagonal blocks [2][16][17], P's exact diagonal sums [2][16][17] and the wide
   // marks [2][KP] (producers); per slot G_C [KP] and the write gates x [CL] (token gates); the erase gates [CL]
   // (producers, token gates)
@@ -114,7 +122,7 @@ struct perkey_delta_shape {
 };
 
 // ================= producers: chunk c's operands into slot c mod 2, a chunk ahead of the consumers =================
-template <class Rule, class T, class E>
+template <class Rule, class T, class E, bool DerivedFactors>
 __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, const tiles::site<T, 128>& cta,
                                                        unsigned char* smem_raw, int chunks) {
   using sh = perkey_delta_shape;
@@ -229,9 +237,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
           g[i] = run += has_d && i < L ? l : 0.f;
         }
       }
-#pragma unroll
-      for (int i = 0; i < CL; ++i) G[i * LDG + d] = g[i];
-      slotf[d] = g[CL - 1];
+      slotf[d] = g[CL - 1];  // (G itself goes to shared memory only for phase D)
     }
     // Block i's channel d is wide where a factor through its middle row would pass e^±40 (or G is not finite).
     bool wide[2];
@@ -260,42 +266,46 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
     if constexpr (erasing) {
       if (fetched_rows_nonfinite<sh::KP / 8, sh::producers, CL>(Ks, LDK, ptid)) raise_chunk_flag(pflag, c);
     }
-    // q, k, G, the gates, the marks in; whether any channel of this chunk is wide (the same in every producer)
+    // q, k, the gates, the marks in; whether any channel of this chunk is wide (the same in every producer)
     const bool any_wide = barrier_or(bar::producers, sh::producers, wide[0] || wide[1]);
     if (more) stage(GKs, gk_head, a.gk.str, gk_async, c0 + CL, Ln);  // every read of this chunk's gk was before
+    tiles::cp_async_commit();  // (a group of its own: F's end waits for it, not for gdn2's b below)
     if (a.l2q || a.l2k) {
       if (a.l2q) tiles::l2norm_rows<sh::producers, sh::CL>(Qs, LDK, ptid);
       if (a.l2k) tiles::l2norm_rows<sh::producers, sh::CL>(Ks, LDK, ptid);
       bar::sync(bar::producers, sh::producers);
     }
 
-    // ---- the erase key e = b ⊙ k ------------------------------------------------------------------------------------
-    if constexpr (erasing) {
-      bool b_bad = false;  // gdn2: a non-finite b of this channel
-#pragma unroll
-      for (int r = 0; r < CL; ++r) {
-        float b;
-        if constexpr (token_gates<Rule>) {
-          b = eg[r];
-        } else {  // (b is 0 past the rows)
-          lane_token t;
-          t.b.value = to_float(Bs[r * LDK + d]);
-          b = U::erase_gate(t, d);
-        }
-        Es[r * LDK + d] = from_float<E>(b * to_float(Ks[r * LDK + d]));
-        if constexpr (!token_gates<Rule>) b_bad = b_bad || !isfinite(b);
+    // The erase key e = b ⊙ k of row r, this channel (kda: the token's β, staged in eg; gdn2: its own b, staged in
+    // Bs), rounded to E as when it went through the Es tile: phase E forms it from the k it has loaded unless a
+    // channel of this chunk is wide (pk19; until then a phase of its own stored e, and E reloaded it after a barrier).
+    auto erase_key = [&](int r, float k, bool& b_bad) {
+      float b;
+      if constexpr (token_gates<Rule>) {
+        b = eg[r];
+      } else {  // (b is 0 past the rows)
+        lane_token t;
+        t.b.value = to_float(Bs[r * LDK + d]);
+        b = U::erase_gate(t, d);
+        b_bad = b_bad || !isfinite(b);
       }
-      if (b_bad) raise_chunk_flag(pflag, c);
-      bar::sync(bar::producers, sh::producers);  // e in
-      if constexpr (lane_gates) {
-        if (more) stage(Bs, b_head, a.b.str, b_async, c0 + CL, Ln);  // every read of this chunk's b was before
-      }
-    }
+      return to_float(from_float<E>(b * k));
+    };
 
     // ---- D: only when a channel is wide, the wide channels' 8×8 diagonal blocks of P (and A) exactly in log space,
     // into Pd (and Ad) at their places in the 16-row blocks (rows 8..15 × columns 0..7 of each go through row 7 on
     // tensor cores, in F). Jobs (block 8j, P or A): erasing — warp pw: j = pw, then P and A; gla — warp pw: j = pw, P.
+    // Its lanes read G and e across channels: only here do they go to shared memory (pk19).
     if (any_wide) {
+#pragma unroll
+      for (int i = 0; i < CL; ++i) G[i * LDG + d] = g[i];
+      if constexpr (erasing) {
+        bool b_bad = false;  // gdn2: a non-finite b of this channel
+#pragma unroll 4
+        for (int r = 0; r < CL; ++r) Es[r * LDK + d] = from_float<E>(erase_key(r, to_float(Ks[r * LDK + d]), b_bad));
+        if (b_bad) raise_chunk_flag(pflag, c);
+      }
+      bar::sync(bar::producers, sh::producers);  // G, e in
       // the wide channels' rows 8..15 × 0..7 of each block through its row 7 (exponents ≤ 0), this channel's raw
       // q, k, e (its own column: E overwrites it after the barrier below); out of E's loop, so that ordinary gates
       // run E without a branch a row (pk18)
@@ -331,38 +341,59 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
     // Each element takes two exponentials for its references (G_15 or the chunk's end, and its block's middle row)
     // and shares a per-channel one for the rest: rows 0..15 form 2^(G_C − G) as 2^(G_15 − G) 2^(G_C − G_15), rows
     // 16..31 form 2^G as 2^G_15 2^(G − G_15) — each a product of two factors ≤ 1, so nothing overflows.
-    {
+    // An ordinary chunk (no channel wide) forms e here, and with DerivedFactors takes two exponentials a row, both
+    // through the block's middle row m (fr = 2^(G − G_m), fs = 2^(G_m − G)), the other factors from them and a
+    // per-channel one: rows 0..15 2^(G_15 − G) = fs 2^(G_15 − G_8), 2^G = fr 2^G_8; rows 16..31 2^(G − G_15) =
+    // fr 2^(G_24 − G_15), 2^(G_C − G) = fs 2^(G_C − G_24). No channel is wide, so fr, fs lie in [2^−58, 2^58], and
+    // each per-channel factor in [2^−122, 1] (a row's log₂ decay is clamped at −64; 2^G_8 ≥ 2^(−64 − 58)): every
+    // factor is a normal float, each product a rounding or two from the direct exponential (not bit-identical to
+    // the four-exponential form; pk19, not yet run on the H200).
+    auto phase_e = [&](auto ordinary_tag) {
+      constexpr bool ordinary = decltype(ordinary_tag)::value, derived = ordinary && DerivedFactors;
       const float g15 = g[15], gC = g[CL - 1];
       const float to_end = ex2(gC - g15), to_15 = ex2(g15);
+      [[maybe_unused]] float c0 = 0.f, u0 = 0.f, c1 = 0.f, d1 = 0.f;
+      if constexpr (derived) c0 = ex2(g15 - g[8]), u0 = ex2(g[8]), c1 = ex2(g[24] - g15), d1 = ex2(gC - g[24]);
+      [[maybe_unused]] bool b_bad = false;  // gdn2: a non-finite b of this channel (ordinary chunks: read here)
 #pragma unroll
       for (int r = 0; r < CL; ++r) {
         const int ib = r / 16;
         const float gv = g[r], gm = g[16 * ib + 8];
         const float q = to_float(Qs[r * LDK + d]), k = to_float(Ks[r * LDK + d]);
-        const float e = erasing ? to_float(Es[r * LDK + d]) : 0.f;
+        [[maybe_unused]] float e = 0.f;
+        if constexpr (erasing) e = ordinary ? erase_key(r, k, b_bad) : to_float(Es[r * LDK + d]);
+        // through the block's middle row: exponents of either sign, bounded by diag_span unless the channel is wide
+        const float fr = ex2(gv - gm), fs = ex2(gm - gv);
         float up, down;  // 2^G, 2^(G_C − G)
         if (ib == 0) {
-          const float f = ex2(g15 - gv);
-          up = ex2(gv), down = f * to_end;
+          const float f = derived ? fs * c0 : ex2(g15 - gv);
+          up = derived ? fr * u0 : ex2(gv), down = f * to_end;
           KR[r * LDK + d] = from_float<E>(k * f);
         } else {
-          const float f = ex2(gv - g15);
-          up = to_15 * f, down = ex2(gC - gv);
+          const float f = derived ? fr * c1 : ex2(gv - g15);
+          up = to_15 * f, down = derived ? fs * d1 : ex2(gC - gv);
           QR[(r - 16) * LDK + d] = from_float<E>(q * f);
           if constexpr (erasing) ER[(r - 16) * LDK + d] = from_float<E>(e * f);
         }
         Qs[r * LDK + d] = from_float<E>(q * up);
         if constexpr (erasing) Es[r * LDK + d] = from_float<E>(e * up);
         Ks[r * LDK + d] = from_float<E>(k * down);
-        // through the block's middle row: exponents of either sign, bounded by diag_span unless the channel is wide
-        const bool w = wide[ib];
-        const float fr = ex2(gv - gm), fs = ex2(gm - gv);
+        const bool w = !ordinary && wide[ib];
         QM[r * LDK + d] = from_float<DE>(w ? 0.f : q * fr);
         if constexpr (erasing) EM[r * LDK + d] = from_float<DE>(w ? 0.f : e * fr);
         KM[r * LDK + d] = from_float<DE>(w ? 0.f : k * fs);
       }
-    }
+      if constexpr (erasing && !token_gates<Rule>) {
+        if (ordinary && b_bad) raise_chunk_flag(pflag, c);
+      }
+    };
+    if (any_wide) phase_e(std::false_type{});
+    else phase_e(std::true_type{});
     bar::sync(bar::producers, sh::producers);  // operands in
+    if constexpr (lane_gates) {  // every read of this chunk's b was before (phase E, or D's e)
+      if (more) stage(Bs, b_head, a.b.str, b_async, c0 + CL, Ln);
+      tiles::cp_async_commit();  // waited for with the next chunk's q and k, before its barrier_or (read in its E)
+    }
 
     // ---- F: the blocks of P and A on tensor cores: below the diagonal (rows 16..31 × columns 0..15, through row 15)
     // and the two diagonal 16-row blocks through their middle rows, masked to s ≤ r (P) and s < r (A), plus the
@@ -413,7 +444,9 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
         else if (pw < 3) diagonal(false, pw - 1);
       }
     }
-    tiles::cp_async_wait_all();  // this thread's pieces of the next chunk's gates
+    // this thread's pieces of the next chunk's gk (gdn2's b, the newest group, may still be in flight)
+    if constexpr (lane_gates) tiles::cp_async_wait_groups<1>();
+    else tiles::cp_async_wait_all();
     bar::sync(bar::producers, sh::producers);  // P, A_10 and A's diagonal blocks in; the next chunk's gates in
     if constexpr (erasing) {
       if (pw == 0) tiles::invert_diagonal_blocks(Ad, Ts, LDC, 0);
@@ -470,29 +503,33 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
   // or G hold one (the producers, before `full`; fill_t10 then stores T_11's operand without them) or whose w does
   // (gdn2: these consumers, before the barrier after Z) — pk18-next, not yet run on the H200.
   auto tiles_nonfinite_v = [&](const E* Vs) { return fetched_rows_nonfinite<sh::BVW / 8, sh::consumers, CL>(Vs, LDV, tid); };
-  // gdn2's write gates w (one a value column) for this thread's 2 rows × 8 columns of Z, read a chunk ahead into
-  // registers (raw 16-bit pairs) rather than inside phase X.
+  // gdn2's write gates w (one a value column), the next chunk's staged in shared memory (Ws) by cp.async after the
+  // barrier that ends phase X (every read of this chunk's there), waited for with v before `full` (pk19; until then
+  // read into registers, 16 loads a thread with their 64-bit address arithmetic: ~1700 instructions a warp a chunk
+  // on the issue slots the producers share — bench/cuda/README.md, pk18). A layout cp.async cannot read is copied
+  // element by element instead (same places). Zeros past the rows and the tile's columns.
   constexpr bool lane_gates = erasing && !token_gates<Rule>;
-  std::uint32_t wn[2][4] = {};
-  auto read_w = [&](int c) {
+  T* Ws = reinterpret_cast<T*>(base + sh::ws_at);
+  auto stage_w = [&](int c) {
     if constexpr (lane_gates) {
       const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
       const int L = cta.rows_in(c0);
-      const T zero = from_float<T>(0.f);
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int r = r0 + acc_row(2 * h);
-#pragma unroll
-        for (int t = 0; t < 4; ++t) {
-          const int j = c0w + 8 * t + acc_col(0);
-          const T lo = r < L && j < cta.Vw ? a.w(seq.bt, c0 + r, cta.hv, cta.jt + j) : zero;
-          const T hi = r < L && j + 1 < cta.Vw ? a.w(seq.bt, c0 + r, cta.hv, cta.jt + j + 1) : zero;
-          wn[h][t] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
+      const T* head = a.w.ptr + seq.bt * a.w.str[0] + cta.hv * a.w.str[2] + cta.jt * a.w.str[3];
+      const bool async = a.w.str[3] == 1 && a.w.str[2] % 8 == 0 && a.w.str[1] % 8 == 0 && a.w.str[0] % 8 == 0 &&
+                         reinterpret_cast<std::uintptr_t>(a.w.ptr) % 16 == 0;  // (tiles::rows_fit_cp_async)
+      if (async) {
+        tiles::fetch_rows<sh::BVW / 8, sh::consumers, sh::CL>(Ws, LDV, head, a.w.str[1], c0, L, cta.Vw, tid);
+      } else {
+        const T zero = from_float<T>(0.f);
+#pragma unroll 1
+        for (int x = tid; x < CL * sh::BVW; x += sh::consumers) {
+          const int r = x / sh::BVW, j = x % sh::BVW;
+          Ws[r * LDV + j] = r < L && j < cta.Vw ? head[(c0 + r) * a.w.str[1] + j * a.w.str[3]] : zero;
         }
       }
     }
   };
-  if (chunks > 0) fetch_v(0), read_w(0);
+  if (chunks > 0) fetch_v(0), stage_w(0);
   for (int c = 0; c < chunks; ++c) {
     const int s = c & 1;
     const index_t c0 = seq.t0 + static_cast<index_t>(c) * CL;
@@ -552,8 +589,9 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
             w0 = w1 = slotf[KP + r];
           } else {  // (0 past the rows and columns: read so)
             lane_token x0, x1;
-            x0.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wn[h][t])));
-            x1.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wn[h][t] >> 16)));
+            const std::uint32_t wp = *reinterpret_cast<const std::uint32_t*>(Ws + r * LDV + j);  // (j even)
+            x0.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wp)));
+            x1.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wp >> 16)));
             w0 = U::write_gate(x0, cta.jt + j), w1 = U::write_gate(x1, cta.jt + j + 1);
             w_bad = w_bad || !(isfinite(w0) && isfinite(w1));
           }
@@ -564,8 +602,8 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
       }
       if (w_bad) raise_chunk_flag(flags + 3 * s + 2, c);
     }
-    if (c + 1 < chunks) read_w(c + 1);          // lands during the rest of the chunk
-    bar::sync(bar::consumers, sh::consumers);  // Z in; every read of Sᵀ and E⁺ done
+    bar::sync(bar::consumers, sh::consumers);  // Z in; every read of Sᵀ and E⁺ done (and of gdn2's w)
+    if (c + 1 < chunks) stage_w(c + 1);        // lands during the rest of the chunk
     if constexpr (erasing && !token_gates<Rule>) nonfinite = nonfinite || flags[3 * s + 2] == c;  // (raised before it)
 
     // ---- U = T Z (T is zero past the diagonal block) in place of E⁺; the residual ------------------------------------
@@ -599,7 +637,8 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
 }
 
 // One CTA per (value head, sequence, 128 value columns).
-template <class Rule, class T, class E>
+// DerivedFactors (pk19): phase E of an ordinary chunk takes two exponentials a row instead of four (see there).
+template <class Rule, class T, class E, bool DerivedFactors = false>
 __global__ void __launch_bounds__(perkey_delta_shape::threads, 1) perkey_delta_kernel(const kernel_args<T> a) {
   using sh = perkey_delta_shape;
   static_assert(sh::producers == sh::KP, "producers: a thread per key channel");
@@ -609,7 +648,7 @@ __global__ void __launch_bounds__(perkey_delta_shape::threads, 1) perkey_delta_k
   extern __shared__ __align__(16) unsigned char smem_raw[];
   if (threadIdx.x < 6) reinterpret_cast<int*>(smem_raw + sh::flag_offset)[threadIdx.x] = -1;  // no chunk flagged
   __syncthreads();
-  if (threadIdx.x >= sh::consumers) perkey_delta_producers<Rule, T, E>(a, cta, smem_raw, chunks);
+  if (threadIdx.x >= sh::consumers) perkey_delta_producers<Rule, T, E, DerivedFactors>(a, cta, smem_raw, chunks);
   else perkey_delta_consumers<Rule, T, E>(a, cta, smem_raw, chunks);
 }
 
