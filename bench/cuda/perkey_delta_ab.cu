@@ -97,13 +97,13 @@ constexpr index_t H = 16, V = 128;
 index_t K = 128;  // 72 in --check's narrow cases (pk19)
 enum gates_kind : int { ordinary_gates = 0, extreme_gates = 1, mixed_gates = 2 };
 inputs make_inputs(index_t B, index_t T_, std::uint32_t seed, bool perkey_ab_fills = false, int gates = ordinary_gates) {
-  const std::size_t nk = B * T_ * H * K, ns = B * T_ * H;
+  const std::size_t nk = B * T_ * H * K, nv = B * T_ * H * V, ns = B * T_ * H;  // (v, w, o are V wide: K = 72 in --check)
   const fill qkv = perkey_ab_fills ? fill::uniform : fill::normal;
   inputs x{B, T_};
   x.q = random_tensor(nk, seed + 1, qkv);
   x.k = random_tensor(nk, seed + 2, qkv);
   if (!perkey_ab_fills) normalize_rows<<<static_cast<unsigned>((ns + 7) / 8), 256>>>(x.k, static_cast<std::int64_t>(ns), int(K));
-  x.v = random_tensor(nk, seed + 3, qkv);
+  x.v = random_tensor(nv, seed + 3, qkv);
   x.gk = random_tensor(nk, seed + 5,
                        gates == extreme_gates ? fill::extreme
                        : gates == mixed_gates ? fill::mixed
@@ -112,8 +112,8 @@ inputs make_inputs(index_t B, index_t T_, std::uint32_t seed, bool perkey_ab_fil
                        std::int64_t(H * K), int(K));
   x.beta = random_tensor(ns, seed + 6, fill::sigmoid);
   x.b = random_tensor(nk, seed + 7, fill::sigmoid);
-  x.w = random_tensor(nk, seed + 8, fill::sigmoid);
-  CK(cudaMalloc(&x.o, nk * sizeof(T)));
+  x.w = random_tensor(nv, seed + 8, fill::sigmoid);
+  CK(cudaMalloc(&x.o, nv * sizeof(T)));
   CK(cudaMalloc(&x.s0, B * H * K * V * sizeof(float)));
   CK(cudaMalloc(&x.s1, B * H * K * V * sizeof(float)));
   CK(cudaMemset(x.s0, 0, B * H * K * V * sizeof(float)));
@@ -293,11 +293,11 @@ template <class Rule>
 std::pair<std::vector<float>, std::vector<float>> reference_outputs(const inputs& x, bool initial_state,
                                                                     const gate_activation& gate = {}) {
   const index_t B = x.B, T_ = x.T_;
-  const std::size_t nk = B * T_ * H * K, ns = B * T_ * H, nst = B * H * K * V;
-  auto q = to_host(x.q, nk), k = to_host(x.k, nk), v = to_host(x.v, nk), gk = to_host(x.gk, nk);
-  auto beta = to_host(x.beta, ns), b = to_host(x.b, nk), w = to_host(x.w, nk);
+  const std::size_t nk = B * T_ * H * K, nv = B * T_ * H * V, ns = B * T_ * H, nst = B * H * K * V;
+  auto q = to_host(x.q, nk), k = to_host(x.k, nk), v = to_host(x.v, nv), gk = to_host(x.gk, nk);
+  auto beta = to_host(x.beta, ns), b = to_host(x.b, nk), w = to_host(x.w, nv);
   auto s0 = to_host(x.s0, nst);
-  std::vector<float> o(nk), s1(nst);
+  std::vector<float> o(nv), s1(nst);
   arguments<float, float> a;
   a.q = contiguous<4>(static_cast<const float*>(q.data()), {B, T_, H, K});
   a.k = contiguous<4>(static_cast<const float*>(k.data()), {B, T_, H, K});
