@@ -12,6 +12,7 @@
 // (the rank's summaries, the gathered ones, the pieces' states) the same way, counted by
 // cuda::context_parallel_workspace_size: nothing is allocated per call.
 #pragma once
+#include "alignment.hpp"
 #include "call.hpp"
 #include "decay_product_kernel.hpp"
 #include "piece_state_kernel.hpp"
@@ -68,7 +69,7 @@ class device_ops {
       return static_cast<X*>(p);
     }
     const std::size_t at = used_;
-    used_ += (bytes + 255) / 256 * 256;  // every part 256-byte aligned, as in workspace_layout
+    used_ += part_align(bytes);  // every part part_bytes aligned, as in workspace_layout
     if (source_ == scratch_source::count) return nullptr;
     if (used_ > capacity_)  // segment_scratch_bytes sized it by this same code: a bug if reached
       throw error("linea: the segmented forward's scratch outgrew its workspace (" + std::to_string(used_) + " > " +

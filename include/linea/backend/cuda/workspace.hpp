@@ -9,6 +9,7 @@
 // device or absent) uses no workspace at all — unless the chunkwise form cuts its long sequences into pieces,
 // whose states and transitions are carved from the workspace instead (segments.hpp).
 #pragma once
+#include "alignment.hpp"
 #include "check.hpp"
 #include "launch_options.hpp"
 
@@ -36,7 +37,7 @@ workspace_layout plan_workspace(const arguments<T, S>& a, const cuda::launch& l)
   workspace_layout w;
   auto take = [&](std::size_t n) {
     const std::size_t at = w.bytes;
-    w.bytes += (n + 255) / 256 * 256;  // every part 256-byte aligned past the (16-byte aligned) base
+    w.bytes += part_align(n);  // every part part_bytes aligned past the (16-byte aligned) base
     return at;
   };
   if (l.check_indices && (!l.cu_seqlens.empty() || !l.state_indices.empty())) w.error_word = take(sizeof(int));

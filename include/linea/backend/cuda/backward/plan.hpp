@@ -16,16 +16,17 @@
 
 #include "../../../core/arguments.hpp"
 #include "../../../core/error.hpp"
+#include "../alignment.hpp"
 #include "work.hpp"
 
 namespace linea::cuda_detail::bwd {
 
-// Where every part and every float32 slot starts: a multiple of slot_bytes past the workspace's base.
-inline constexpr std::size_t slot_bytes = 256;
+// Where every part and every float32 slot starts: a multiple of slot_bytes past the workspace's base (alignment.hpp).
+inline constexpr std::size_t slot_bytes = part_bytes;
 inline constexpr std::size_t slot_floats = slot_bytes / sizeof(float);
 inline constexpr std::size_t slot_round(std::size_t floats) { return (floats + slot_floats - 1) / slot_floats * slot_floats; }
 // A byte offset or size rounded up to the next slot boundary (parts of the plan and of backward.hpp's scratch).
-inline constexpr std::size_t slot_align(std::size_t bytes) { return (bytes + slot_bytes - 1) / slot_bytes * slot_bytes; }
+inline constexpr std::size_t slot_align(std::size_t bytes) { return part_align(bytes); }
 
 struct backward_plan {
   std::vector<chunk_info> chunks;
