@@ -49,7 +49,7 @@ for r in ab:
     n, d, o = r["new_ms"], r["derived_ms"], r["old_ms"]
     print(f"{r['rule']:6s} {r['gates']:9s} {str(r['B']) + '×' + str(r['T']):>9s} {n:8.4f} {d:8.4f} {o:8.4f} "
           f"{r['other_ms']:8.4f} {o / n:8.3f} {o / d:8.3f}  {r['o_derived_old']:.2e}  {r['new_bit_identical_old']}")
-print("\n== the library's path (linea::chunkwise; kda, gdn2, gla on perkey_delta_kernel, DerivedFactors off)")
+print("\n== the library's path (linea::chunkwise; kda, gdn2, gla on perkey_delta_kernel, DerivedFactors as launch.hpp takes it)")
 for r in ab:
     if r.get("kind") == "perkey_chunkwise":
         print(f"{r['rule']:6s} {r['B']}×{r['T']}: {r['ms']:.4f} ms (whole {r['whole_ms']:.4f}), "

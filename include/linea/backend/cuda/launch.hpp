@@ -104,9 +104,12 @@ template <class Rule, class T, class E>
 void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
   if constexpr (perkey_pipeline_rule<Rule, pass::main>) {
     // gla, kda, gdn2: the warp-specialised per-key kernel (gla 0.526 ms at 8×4096 on the H200 against
-    // perkey_chunk_kernel.hpp's 1.490 and main 5386113's version of this kernel 1.048 in the same process)
+    // perkey_chunk_kernel.hpp's 1.490 and main 5386113's version of this kernel 1.048 in the same process), with
+    // DerivedFactors (two exponentials a row in ordinary chunks; pk19's call, the kernel alone at 8×4096: kda 0.812 →
+    // 0.791 ms, gdn2 0.873 → 0.861, gla 0.525 → 0.513; o within 2.8e-5 of the four-exponential form, both within
+    // SPEC §5 of float64 on every case of perkey_delta_ab --check)
     using sh = perkey_delta_shape;
-    constexpr auto kernel = perkey_delta_kernel<Rule, T, E>;
+    constexpr auto kernel = perkey_delta_kernel<Rule, T, E, true>;
     allow_dynamic_shared<kernel>(sh::bytes, x.device);
     const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BVW - 1) / sh::BVW));
     kernel<<<grid, sh::threads, sh::bytes, x.stream>>>(k);

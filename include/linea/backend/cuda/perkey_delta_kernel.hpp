@@ -12,15 +12,16 @@
 // in-kernel gates, gates cp.async cannot read; racecheck and memcheck clean) and now faster than the general kernel
 // under ordinary gates (kda 0.912 against 1.601 ms, gdn2 0.955 against 1.640), slower under SPEC's extreme gates
 // (1.737 against 1.602, 1.774 against 1.651). pk18-next sends them here (launch.hpp) with the erasing mode's
-// non-finite inputs flagged (see the consumers) — not yet run on the H200 (the CUDA suite). Where the time went before pk18
+// non-finite inputs flagged (see the consumers; the CUDA suite on the H200, fin18). Where the time went before pk18
 // (ncu): the producers waited on instruction fetch half of their time (the in-kernel gate's code inlined into the G
 // loop's 32 rows, the gates' per-element loads and their address arithmetic), and on the gates' loads, which the
 // packing waited on at once; now they are issue- and latency-bound (exponentials, shared loads), and remain the
-// bottleneck (the consumers wait on `full` a third of their time). pk19 (prepared, NOT YET RUN on the H200; meant to
-// be bit-identical to main 6dca2f0's version, bench/cuda/README.md): phase E of a chunk without a wide channel forms
-// e = b ⊙ k itself (the separate e phase, its stores, reloads and barrier gone; G goes to shared memory only for
-// phase D); gdn2's w is staged by the consumers' cp.async instead of read into registers; DerivedFactors (off):
-// two exponentials a row in phase E instead of four, a rounding apart.
+// bottleneck (the consumers wait on `full` a third of their time). pk19 (run on the H200: bit-identical to main
+// 6dca2f0's version, kda 0.925 → 0.812 ms, gdn2 0.969 → 0.873 at 8×4096; bench/cuda/README.md): phase E of a chunk
+// without a wide channel forms e = b ⊙ k itself (the separate e phase, its stores, reloads and barrier gone; G goes
+// to shared memory only for phase D); gdn2's w is staged by the consumers' cp.async instead of read into registers;
+// DerivedFactors (the library's choice since 2026-12-04's fourth session: launch.hpp): two exponentials a row in
+// phase E instead of four, a rounding apart.
 //
 // UT form, per chunk of CL = 32 tokens, G_r·d = Σ_{s ≤ r} log₂ α_s·d inside the chunk, C its last row (SPEC §4):
 //   P_rs = Σ_d q_rd k_sd 2^(G_rd − G_sd), s ≤ r;   A_rs = Σ_d e_rd k_sd 2^(G_rd − G_sd), s < r;   T = (I + A)⁻¹
@@ -347,7 +348,7 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
     // fr 2^(G_24 − G_15), 2^(G_C − G) = fs 2^(G_C − G_24). No channel is wide, so fr, fs lie in [2^−58, 2^58], and
     // each per-channel factor in [2^−122, 1] (a row's log₂ decay is clamped at −64; 2^G_8 ≥ 2^(−64 − 58)): every
     // factor is a normal float, each product a rounding or two from the direct exponential (not bit-identical to
-    // the four-exponential form; pk19, not yet run on the H200).
+    // the four-exponential form; pk19: within 2.8e-5 of it on the H200, the library's choice: launch.hpp).
     auto phase_e = [&](auto ordinary_tag) {
       constexpr bool ordinary = decltype(ordinary_tag)::value, derived = ordinary && DerivedFactors;
       const float g15 = g[15], gC = g[CL - 1];
