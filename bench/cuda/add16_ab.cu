@@ -140,8 +140,8 @@ void ab(index_t B, index_t T_, index_t H, index_t K, index_t V, bool timed, bool
   const auto new_states = [&](int bv, bool reverse) {
     const auto go = [&](auto bvc) {
       constexpr int BV = decltype(bvc)::value;
-      reverse ? bwd::add16_state_launch<BV, true, decays>(wk, io_new, none, none_w, st, 0)
-              : bwd::add16_state_launch<BV, false, decays>(wk, io_new, none, none_w, st, 0);
+      reverse ? bwd::add16_state_launch<BV, true, decays>(wk, io_new, none, none_w, st, {}, 0)
+              : bwd::add16_state_launch<BV, false, decays>(wk, io_new, none, none_w, st, {}, 0);
     };
     if (bv == 128) go(std::integral_constant<int, 128>{});
     else if (bv == 64) go(std::integral_constant<int, 64>{});

@@ -740,6 +740,65 @@ TEST_CASE("CUDA backward: the additive fast path at each state-tile width, and 4
   }
 }
 
+// seg19 (issue #14): the fast path's state passes over pieces of long sequences (backward/add16_pieces.hpp: an end
+// pass, the combine, the full pass). Forced at small shapes by add16_piece_chunks — pieces of 1, 2 and 3 chunks (a
+// piece of one chunk, unequal lengths, a tail chunk), packed sequences of which some fit one piece and one is empty,
+// h0 and dL/dS_T, SPEC's extreme gates (Γ of a piece underflows to 0), each direct and through phases 0/5 — and the
+// automatic choice on one long sequence; the host plan's cuts at the shapes of bench/cuda/README.md.
+TEST_CASE("CUDA backward: the additive fast path over pieces of long sequences") {
+  namespace b = cuda_detail::bwd;
+  struct pieces_guard {
+    int& c = cuda_detail::bwd::add16_piece_chunks;
+    const int was = c;
+    ~pieces_guard() { c = was; }
+  } pieces;
+  pieces.c = 0;  // (the automatic choice, whatever LINEA_BWD_ADD16_PIECES_OFF says)
+  SUBCASE("the plan: where sequences are cut (132 SMs, HV = 16, V = 128)") {
+    const auto seqs = [](std::vector<index_t> counts) {
+      std::vector<b::seq_chunks> s;
+      index_t first = 0;
+      for (const index_t c : counts) s.push_back({first, c}), first += c;
+      return s;
+    };
+    CHECK(b::add16_plan_pieces(seqs(std::vector<index_t>(8, 64)), 16, 128, 132).empty());  // 8×4096
+    const auto one = b::add16_plan_pieces(seqs({512}), 16, 128, 132);                   // 1×32768: 8 × 64 chunks
+    REQUIRE(one.size() == 8);
+    for (int i = 0; i < 8; ++i) CHECK((one[i].first == 64 * i && one[i].count == 64 && one[i].index == i && one[i].of == 8));
+    CHECK(b::add16_plan_pieces(seqs({256, 256}), 16, 128, 132).size() == 8);            // 2×16384: 4 pieces each
+    std::vector<index_t> varlen(64, 8);                                                  // one 32768 and 63 × 512
+    varlen[0] = 512;
+    const auto mixed = b::add16_plan_pieces(seqs(varlen), 16, 128, 132);
+    REQUIRE(mixed.size() == 5 + 63);
+    index_t covered = 0;
+    for (int i = 0; i < 5; ++i) {
+      CHECK((mixed[i].seq == 0 && mixed[i].first == covered && mixed[i].head == 0 && mixed[i].of == 5));
+      covered += mixed[i].count;
+    }
+    CHECK(covered == 512);
+    CHECK((mixed[5].seq == 1 && mixed[5].of == 1 && mixed[5].first == 512 && mixed[5].count == 8 && mixed[5].head == 5));
+  }
+  SUBCASE("pieces of 1, 2 and 3 chunks") {
+    for (const int c : {1, 2, 3}) {
+      CAPTURE(c);
+      pieces.c = c;
+      direct_and_through_phases([] {
+        check_backward<simple_gla, bf16>({.B = 1, .T = 450, .H = 2, .HV = 2, .K = 64, .V = 96, .initial_state = true,
+                                          .gates = gate_range::extreme, .seed = 120});
+        check_backward<additive, bf16>({.B = 2, .T = 300, .H = 1, .HV = 2, .K = 48, .V = 40, .initial_state = true, .seed = 121});
+        check_backward<simple_gla, fp16>({.H = 2, .HV = 2, .K = 64, .V = 64, .seqlens = {400, 1, 0, 129, 64},
+                                          .initial_state = true, .seed = 122});
+      });
+    }
+  }
+  SUBCASE("the automatic choice: one sequence of 256 chunks") {
+    direct_and_through_phases([] {
+      check_backward<simple_gla, bf16>({.B = 1, .T = 16384, .H = 2, .HV = 2, .K = 64, .V = 64, .initial_state = true,
+                                        .seed = 123});
+      check_backward<additive, bf16>({.B = 1, .T = 16384, .H = 1, .HV = 1, .K = 32, .V = 64, .seed = 124});
+    });
+  }
+}
+
 TEST_CASE("CUDA backward: in-kernel options (L2 norm, gates, beta activation)") {
   const case_shape s{.B = 2, .T = 90, .H = 2, .HV = 4, .K = 32, .V = 16, .initial_state = true, .seed = 5};
   check_backward<gated_delta, float>(s, {.qk_l2norm = true, .gate = true, .beta_act = beta_activation::sigmoid});

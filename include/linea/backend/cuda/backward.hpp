@@ -80,6 +80,9 @@ struct scratch_layout {
   backward_plan plan;
   ccq_plan ccq;
   std::size_t gates_at = 0, norm_at = 0, sums_at = 0, sums = 0, bytes = 0;
+  // the additive fast path's pieces of long sequences (add16_pieces.hpp): the table, then E, S_in, Σ log α
+  std::vector<add16_piece> pieces;
+  std::size_t pieces_at = 0, piece_floats_at = 0;
 };
 
 template <class Rule, class Read, class T, class S>
@@ -99,6 +102,17 @@ scratch_layout layout_scratch(const arguments<T, S>& a) {
     const std::size_t HV = std::size_t(s.plan.HV), K = std::size_t(s.plan.K);
     s.sums = HV + (s.plan.per_key ? HV * K : HV);
     s.sums_at = slot_align(s.bytes), s.bytes = s.sums_at + sizeof(double) * s.sums;
+  }
+  if constexpr (Read::is_identity && add16_rule<Rule, T>) {
+    int device = 0;
+    LINEA_CUDA_CHECK(cudaGetDevice(&device));
+    s.pieces = add16_plan_pieces(s.plan.seqs, s.plan.HV, s.plan.V, std::size_t(multiprocessor_count(device)));
+    if (!s.pieces.empty()) {
+      const std::size_t n = s.pieces.size() * std::size_t(s.plan.HV);
+      s.pieces_at = slot_align(s.bytes), s.bytes = s.pieces_at + sizeof(add16_piece) * s.pieces.size();
+      s.piece_floats_at = slot_align(s.bytes);
+      s.bytes = s.piece_floats_at + sizeof(float) * (2 * slot_round(n * std::size_t(s.plan.K) * std::size_t(s.plan.V)) + n);
+    }
   }
   return s;
 }
@@ -164,11 +178,22 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
                                                       cg, cd);
     };
     if constexpr (add16_rule<Rule, T>) {  // linear_attn, simple_gla with 16-bit inputs (add16_phases.hpp)
+      add16_pieces pc;  // the pieces of long sequences: their table copied, E and S_in carved (add16_pieces.hpp)
+      if (!layout.pieces.empty()) {
+        const std::size_t n = layout.pieces.size() * std::size_t(p.HV), kv = n * std::size_t(p.K) * std::size_t(p.V);
+        LINEA_CUDA_CHECK(cudaMemcpyAsync(scratch.base + layout.pieces_at, layout.pieces.data(),
+                                         layout.pieces.size() * sizeof(add16_piece), cudaMemcpyHostToDevice, st));
+        pc.piece = reinterpret_cast<const add16_piece*>(scratch.base + layout.pieces_at);
+        pc.count = index_t(layout.pieces.size());
+        pc.end = reinterpret_cast<float*>(scratch.base + layout.piece_floats_at);
+        pc.in = pc.end + slot_round(kv), pc.log_decay = pc.in + slot_round(kv);
+      }
       if (direct)
         add16_phases<decays>(w, add16_direct_io<decays>(a, g), a.initial_state, g.d_final_state, g.d_initial_state,
-                             g.dv, st);
+                             g.dv, pc, st);
       else if (add16_enabled)
-        add16_phases<decays>(w, add16_workspace_io(w), a.initial_state, g.d_final_state, g.d_initial_state, g.dv, st);
+        add16_phases<decays>(w, add16_workspace_io(w), a.initial_state, g.d_final_state, g.d_initial_state, g.dv, pc,
+                             st);
       else general();
     } else {
       general();

@@ -8,15 +8,19 @@
 //                   (BV = 64, 32 or 16 columns; 128 before add18: 64 runs two CTAs an SM)
 //   reverse_states  add16_state_kernel<BV, true>   the same, reversed: dH_c as bf16, dS_0
 //   grads           add16_grad_kernel              per (chunk, value head): dq̂, dk̂ (per value head), dv, d log α
+// On long sequences each state pass runs as three launches over pieces of the sequences (add16_pieces.hpp: an end
+// pass, the combine, the full pass), so that the chain of chunk steps a CTA walks is short enough to fill the GPU.
 // Without the UT transform, the additive rules need no phase 1 (G, P are formed where they are used) and no fp32
 // states: bf16 h, dH are the products' operands anyway (docs/math/backward.md §6, "the additive fast path").
 // Selected at compile time in backward.hpp's run (add16_rule), at run time by add16_enabled (the bench's A/B switch).
 #pragma once
+#include <algorithm>
 #include <cstdlib>
 
 #include "../kernel_attributes.hpp"
 #include "../check.hpp"
 #include "add16_grad_kernel.hpp"
+#include "add16_pieces.hpp"
 
 namespace linea::cuda_detail::bwd {
 
@@ -37,41 +41,55 @@ inline bool add16_direct_enabled = std::getenv("LINEA_BWD_ADD16_DIRECT_OFF") == 
 // suite runs each width on the same shapes).
 inline int add16_state_columns = 0;
 
+// One state pass: a CTA row per sequence, or over the pieces (end pass, combine, full pass).
 template <int BV, bool Reverse, bool Decays, class X>
 void add16_state_launch(const work& w, const add16_io<X>& io, const view<const float, 4>& init,
-                        const view<float, 4>& dS0, const add16_states& st, cudaStream_t s) {
-  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(w.N)};
+                        const view<float, 4>& dS0, const add16_states& st, const add16_pieces& pc, cudaStream_t s) {
+  const dim3 grid{unsigned((w.V + BV - 1) / BV), unsigned(w.HV), unsigned(pc.piece ? pc.count : w.N)};
   constexpr std::size_t bytes = add16_state_shape<BV>::bytes;
   constexpr auto kernel = add16_state_kernel<BV, Reverse, Decays, X>;
   allow_dynamic_shared<kernel, bytes>();
-  kernel<<<grid, threads, bytes, s>>>(w, io, init, dS0, st);
+  if (pc.piece) {
+    add16_pieces end = pc;
+    end.end_only = true;
+    kernel<<<grid, threads, bytes, s>>>(w, io, init, dS0, st, end);
+    check_launch(Reverse ? "backward add16_state_kernel (reverse, the pieces' ends)"
+                         : "backward add16_state_kernel (forward, the pieces' ends)");
+    const unsigned blocks = unsigned(std::min<index_t>((w.K * w.V + threads - 1) / threads, 64));
+    add16_combine_kernel<Reverse, Decays><<<dim3{blocks, unsigned(w.HV), unsigned(pc.count)}, threads, 0, s>>>(w, pc, init);
+    check_launch("backward add16_combine_kernel");
+  }
+  kernel<<<grid, threads, bytes, s>>>(w, io, init, dS0, st, pc);
   check_launch(Reverse ? "backward add16_state_kernel (reverse)" : "backward add16_state_kernel (forward)");
 }
 
 // Phases 1–4 of linear_attn and simple_gla for 16-bit inputs: io where the inputs are read and dq, dk, d log α
 // written (add16_io.hpp: the workspace, or the caller's tensors directly); S0, dST, dS0 the initial state,
 // dL/d(final state), dL/d(initial state); dv the caller's.
+// pc: the pieces of long sequences (add16_pieces.hpp; add16_plan_pieces made them, backward.hpp's scratch holds
+// them), or none.
 template <bool Decays, class T, class X>
 void add16_phases(const work& w, const add16_io<X>& io, const view<const float, 4>& S0, const view<const float, 4>& dST,
-                  const view<float, 4>& dS0, const view<T, 4>& dv, cudaStream_t s) {
+                  const view<float, 4>& dS0, const view<T, 4>& dv, const add16_pieces& pc, cudaStream_t s) {
   if (!w.N) return;
   const add16_states st = add16_states_of(w);
   int device = 0;
   LINEA_CUDA_CHECK(cudaGetDevice(&device));
   // value tiles: 64 columns (two CTAs an SM) where those tiles keep three quarters of the SMs busy, else 32 or 16
-  // columns (add16_state_columns, when set, instead)
-  const std::size_t sms = std::size_t(multiprocessor_count(device)), heads = std::size_t(w.N) * std::size_t(w.HV);
+  // columns (add16_state_columns, when set, instead); a piece counts as a sequence
+  const std::size_t sms = std::size_t(multiprocessor_count(device)),
+                    heads = std::size_t(pc.piece ? pc.count : w.N) * std::size_t(w.HV);
   const auto busy = [&](index_t bv) { return 4 * heads * std::size_t((w.V + bv - 1) / bv) >= 3 * sms; };
   const int bv = add16_state_columns ? add16_state_columns : busy(64) ? 64 : busy(32) ? 32 : 16;
   if (bv == 64) {
-    add16_state_launch<64, false, Decays>(w, io, S0, {}, st, s);
-    add16_state_launch<64, true, Decays>(w, io, dST, dS0, st, s);
+    add16_state_launch<64, false, Decays>(w, io, S0, {}, st, pc, s);
+    add16_state_launch<64, true, Decays>(w, io, dST, dS0, st, pc, s);
   } else if (bv == 32) {
-    add16_state_launch<32, false, Decays>(w, io, S0, {}, st, s);
-    add16_state_launch<32, true, Decays>(w, io, dST, dS0, st, s);
+    add16_state_launch<32, false, Decays>(w, io, S0, {}, st, pc, s);
+    add16_state_launch<32, true, Decays>(w, io, dST, dS0, st, pc, s);
   } else {
-    add16_state_launch<16, false, Decays>(w, io, S0, {}, st, s);
-    add16_state_launch<16, true, Decays>(w, io, dST, dS0, st, s);
+    add16_state_launch<16, false, Decays>(w, io, S0, {}, st, pc, s);
+    add16_state_launch<16, true, Decays>(w, io, dST, dS0, st, pc, s);
   }
   if (!w.chunks) return;
   constexpr auto grad = add16_grad_kernel<Decays, T, X>;

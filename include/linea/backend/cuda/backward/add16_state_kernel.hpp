@@ -8,7 +8,8 @@
 //
 // Preconditions: K, V ≤ max_kv; w.seqs, w.chunk the plan's; q, k, v, d_o, log α where add16_io says (phase 0's
 // float32 workspace, or the caller's 16-bit tensors: add16_io.hpp).
-// One CTA per (value tile of BV columns, value head, sequence), 256 threads: warp i holds state rows (keys)
+// One CTA per (value tile of BV columns, value head, sequence — or piece of a long sequence: add16_pieces.hpp),
+// 256 threads: warp i holds state rows (keys)
 // 16i .. 16i + 15 × BV columns in fp32 registers (mma.sync accumulators) across all chunks; per chunk the operands
 // go to shared memory as bf16 (the product is one m16n8k16 chain over the chunk's tokens), the next chunk's input
 // rows — and its log α, for the scan — are loaded into registers while this chunk's product runs. BV ≤ 64 with
@@ -24,6 +25,7 @@
 
 #include "../mma.hpp"
 #include "add16_io.hpp"
+#include "add16_pieces.hpp"
 #include "work.hpp"
 
 namespace linea::cuda_detail::bwd {
@@ -184,34 +186,47 @@ struct add16_state_shape {
 };
 
 // Reverse = false: the forward pass (init = S0, out = h); true: the reverse pass (init = dL/dS_T, out = dh, dS0).
+// pc: the pieces (add16_pieces.hpp; none: a CTA row per sequence) — a piece starts from init where the pass
+// starts its sequence, else from pc.in; with pc.end_only it starts from zero, stores no state and puts its end
+// (and its Σ log α) into pc.end.
 // X: where q, k, v, dO, log α come from (add16_io.hpp: float, phase 0's workspace; or the caller's 16-bit tensors).
 // 64 columns and fewer: two CTAs an SM (≤ 128 registers: the accumulators ≤ 32 a thread) where the prefetched rows
 // are 16-bit; float32 rows (phase 0's workspace) take twice the registers and would spill.
 template <int BV, bool Reverse, bool Decays, class X>
 __global__ void __launch_bounds__(threads, (BV <= 64 && sizeof(X) == 2) ? 2 : 1)
     add16_state_kernel(const work w, const add16_io<X> io, const view<const float, 4> init, const view<float, 4> dS0,
-                       const add16_states st) {
+                       const add16_states st, const add16_pieces pc) {
   namespace d = add16_detail;
   using sh = add16_state_shape<BV>;
   constexpr int NT = sh::NT;
-  const index_t j0 = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
+  // this CTA's run of chunks: a whole sequence, or a piece of one
+  add16_piece piece;
+  if (pc.piece) piece = pc.piece[blockIdx.z];
+  else piece.first = w.seqs[blockIdx.z].first, piece.count = w.seqs[blockIdx.z].count, piece.seq = int(blockIdx.z);
+  const bool starts = Reverse ? piece.index == piece.of - 1 : piece.index == 0;  // where the pass starts its sequence
+  if (pc.end_only && (Reverse ? piece.index == 0 : piece.index == piece.of - 1)) return;  // (its end feeds nothing)
+  const index_t j0 = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = piece.seq, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - j0 < BV ? w.V - j0 : BV), warp = threadIdx.x >> 5, lane = threadIdx.x & 31,
             g = lane >> 2, q = lane & 3, m0 = 16 * warp;
   extern __shared__ __align__(16) unsigned char smem[];
   d::e16 *sA = reinterpret_cast<d::e16*>(smem) + sh::a_at, *sB = reinterpret_cast<d::e16*>(smem) + sh::b_at;
   float* sG = reinterpret_cast<float*>(smem + sh::g_at);
-  const seq_chunks sc = w.seqs[n];
+  const seq_chunks sc{piece.first, piece.count};
   const float scale = Reverse ? w.scale : 1.f;
 
-  // ---- the state (rows m0 + g, + 8; columns 8i + 2q, + 1 of the tile) from S0 / dL/dS_T, zeros past K, bv ----
+  // ---- the state (rows m0 + g, + 8; columns 8i + 2q, + 1 of the tile) from S0 / dL/dS_T, or the state entering
+  // the piece, or zeros (end pass); zeros past K, bv ----
+  const float* in = pc.end_only || starts ? nullptr : pc.in + pc.at(blockIdx.z, hv, w.HV, w.K, w.V);
   float acc[NT][4];
 #pragma unroll
   for (int i = 0; i < NT; ++i)
 #pragma unroll
     for (int x = 0; x < 4; ++x) {
       const int r = m0 + g + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
-      acc[i][x] = init.ptr && r < K && j < bv ? init(n, hv, r, j0 + j) : 0.f;
+      const bool on = r < K && j < bv && !pc.end_only;
+      acc[i][x] = !on ? 0.f : in ? in[index_t(r) * w.V + j0 + j] : init.ptr ? init(n, hv, r, j0 + j) : 0.f;
     }
+  float log_decay = 0.f;  // Σ log α over the chunks passed (end pass, scalar decays)
 
   // ---- per chunk (forward: first to last; reverse: last to first) ----
   d::chunk_rows<max_kv, X> ra;  // forward k, reverse q (key head h)
@@ -243,6 +258,7 @@ __global__ void __launch_bounds__(threads, (BV <= 64 && sizeof(X) == 2) ? 2 : 1)
     if (Decays && warp == 0) d::chunk_scan_pair(la0, la1, G);
     __syncthreads();  // G; and every warp past the previous chunk's product (its reads of sA, sB)
     const float GL = Decays ? G[L - 1] : 0.f;
+    log_decay += GL;
     if constexpr (Reverse)
       ra.put(sA, sh::lda, [&](int r) { return Decays ? scale * __expf(G[r]) : scale; });
     else
@@ -253,7 +269,9 @@ __global__ void __launch_bounds__(threads, (BV <= 64 && sizeof(X) == 2) ? 2 : 1)
 
     // ---- the state at this chunk out (bf16 pairs), then state ← γ_L state + Aᵀ B ----
     __nv_bfloat16* out = out_base + st.at(w, c, hv) + j0;
-    if (rows16) {  // (the columns past bv are zeros and the pieces end by Vp: 8-column pieces that start below bv)
+    if (pc.end_only) {
+      // (no chunk state: the full pass stores them)
+    } else if (rows16) {  // (the columns past bv are zeros and the pieces end by Vp: 8-column pieces that start below bv)
       constexpr int P = BV / 8, R = 32 / P;  // 16-byte pieces a row, rows a warp store
 #pragma unroll
       for (int t = 0; t < NT; ++t)
@@ -288,7 +306,17 @@ __global__ void __launch_bounds__(threads, (BV <= 64 && sizeof(X) == 2) ? 2 : 1)
     }
     if (m0 < K) mma_strip<d::e16, NT, true, true>(acc, sA + m0, sh::lda, sB, sh::ldb, (L + 15) / 16);
   }
-  if (Reverse && dS0.ptr) {
+  if (pc.end_only) {
+    float* end = pc.end + pc.at(blockIdx.z, hv, w.HV, w.K, w.V);
+#pragma unroll
+    for (int i = 0; i < NT; ++i)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int r = m0 + g + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
+        if (r < K && j < bv) end[index_t(r) * w.V + j0 + j] = acc[i][x];
+      }
+    if (Decays && blockIdx.x == 0 && threadIdx.x == 0) pc.log_decay[blockIdx.z * w.HV + hv] = log_decay;
+  } else if (Reverse && dS0.ptr && piece.index == 0) {  // (the sequence's first piece: its end is dL/dS_0)
 #pragma unroll
     for (int i = 0; i < NT; ++i)
 #pragma unroll
