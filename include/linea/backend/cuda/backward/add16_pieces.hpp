@@ -68,6 +68,9 @@ inline std::vector<add16_piece> add16_plan_pieces(const std::vector<seq_chunks>&
   } else if (longest <= length) {
     return pieces;
   }
+  index_t count = 0;  // the pieces' CTA rows go on the grid's z extent (≤ 65535), as the sequences' do without them
+  for (const seq_chunks& s : seqs) count += std::max<index_t>(1, (s.count + length - 1) / length);
+  if (count > 65535) return pieces;
   for (std::size_t n = 0; n < seqs.size(); ++n) {
     const seq_chunks s = seqs[n];
     const index_t of = std::max<index_t>(1, (s.count + length - 1) / length), head = index_t(pieces.size());
