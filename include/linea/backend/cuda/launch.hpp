@@ -97,9 +97,9 @@ void launch_step(const kernel_args<T>& k, index_t rows, const exec& x) {
 // ---- chunk kernels: the 64-token ones when their inputs allow, else the general one ------------------------------
 // additive / simple_gla: one CTA per (head, sequence, 64 value columns); delta / gated_delta: one warp-specialised
 // CTA per (head, sequence) holding all value columns (V <= 128 here); gla: one warp-specialised CTA per (head,
-// sequence) on 32-token chunks (perkey_delta_kernel.hpp), and since pk18-next kda and gdn2 too (0.91 / 0.95 ms
-// against the general kernel's 1.60 / 1.64 at 8×4096 under ordinary gates; 1.74 / 1.77 against 1.60 / 1.65 under
-// SPEC's extreme gates; bench/cuda/README.md pk18).
+// sequence) on 32-token chunks (perkey_delta_kernel.hpp), and since pk18-next kda and gdn2 too (after pk19 0.79 /
+// 0.86 ms against the general kernel's 1.60 / 1.65 at 8×4096 under ordinary gates; 1.80 / 1.85 against 1.60 / 1.65
+// under SPEC's extreme gates; bench/cuda/README.md pk18, pk19 measured).
 template <class Rule, class T, class E>
 void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
   if constexpr (perkey_pipeline_rule<Rule, pass::main>) {
