@@ -797,6 +797,24 @@ TEST_CASE("CUDA backward: the additive fast path over pieces of long sequences")
       check_backward<additive, bf16>({.B = 1, .T = 16384, .H = 1, .HV = 1, .K = 32, .V = 64, .seed = 124});
     });
   }
+  SUBCASE("the automatic choice on a packed batch: one long sequence, short and empty ones, extreme gates") {
+    // the plan must cut the 9000-token sequence (141 chunks: 3 pieces) and none of the others, on this device
+    const std::vector<std::int64_t> lens{9000, 100, 64, 1, 0};
+    std::vector<b::seq_chunks> seqs;
+    index_t first = 0;
+    for (const std::int64_t t : lens) seqs.push_back({first, index_t((t + 63) / 64)}), first += index_t((t + 63) / 64);
+    int device = 0;
+    REQUIRE(cudaGetDevice(&device) == cudaSuccess);
+    const auto cut = b::add16_plan_pieces(seqs, 2, 64, std::size_t(cuda_detail::multiprocessor_count(device)));
+    REQUIRE(cut.size() == 3 + 4);
+    CHECK((cut[0].of == 3 && cut[2].index == 2 && cut[3].seq == 1 && cut[3].of == 1 && cut[6].count == 0));
+    direct_and_through_phases([&] {
+      check_backward<simple_gla, bf16>({.H = 2, .HV = 2, .K = 64, .V = 64, .seqlens = lens, .initial_state = true,
+                                        .gates = gate_range::extreme, .seed = 125});
+      check_backward<additive, bf16>({.H = 2, .HV = 2, .K = 48, .V = 64, .seqlens = lens, .initial_state = true,
+                                      .seed = 126});
+    });
+  }
 }
 
 TEST_CASE("CUDA backward: in-kernel options (L2 norm, gates, beta activation)") {
