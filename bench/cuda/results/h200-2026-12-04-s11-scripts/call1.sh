@@ -3,7 +3,7 @@
 # pieces subcase, conformance, memcheck/racecheck of the pieces case, fuzz), perkey_delta_ab timings, the backward
 # bench, then ncu of the gdn2 and kda forward (perkey_delta_kernel) on perkey_ab's library path.
 set -u
-LIMIT=${LIMIT:-420} FULL=1 PERKEY_AB=1 PERKEY_ARGS=--short FUZZ_SEED=${FUZZ_SEED:-20261230} \
+LIMIT=${LIMIT:-340} FULL=1 PERKEY_AB=1 PERKEY_ARGS=--short FUZZ_SEED=${FUZZ_SEED:-20261230} \
   FUZZ_CASES="1303 2431 212 2518 418" \
   MEMCHECK="CUDA backward: the additive fast path over pieces*" \
   RACECHECK="add16|CUDA backward: the additive fast path over pieces*" \
@@ -11,7 +11,7 @@ LIMIT=${LIMIT:-420} FULL=1 PERKEY_AB=1 PERKEY_ARGS=--short FUZZ_SEED=${FUZZ_SEED
 B=/tmp/b
 if [ -x $B/perkey_ab ]; then
   for r in "update::delta2" "update::delta>"; do
-    timeout 100 ncu --set full --kernel-name-base demangled -k "regex:linea::cuda_detail::perkey_delta_kernel<.*$r" -c 1 \
+    timeout 90 ncu --set full --kernel-name-base demangled -k "regex:linea::cuda_detail::perkey_delta_kernel<.*$r" -c 1 \
       $B/perkey_ab --short > /tmp/ncu_$$.txt 2>&1
     echo "== ncu $r rc $?" >> $OUT/ncu.txt
     grep -v -E '^==PROF==|^\{' /tmp/ncu_$$.txt | head -250 >> $OUT/ncu.txt
