@@ -145,8 +145,10 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
   if (opt.own_stream) {
     cudaStream_t stream = nullptr;
     cuda_ok(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    const std::size_t bytes = cuda::backward_workspace_size<Rule>(a);
+    // the exact size for these gradients, within the size for any gradients of these shapes
+    const std::size_t bytes = cuda::backward_workspace_size<Rule>(a, g);
     REQUIRE(bytes > 0);
+    CHECK(bytes <= cuda::backward_workspace_size<Rule>(a));
     void* ws = nullptr;
     cuda_ok(cudaMalloc(&ws, bytes));
     CHECK_THROWS_AS((linea::backward<Rule, read::identity, backend::cuda>(
@@ -971,15 +973,57 @@ TEST_CASE("CUDA backward: the UT transform's scratch is carved for erasing rules
   backward_case<gated_delta, read::identity, bf16> c({.B = 2, .T = 200, .H = 2, .HV = 2, .K = 64, .V = 48, .seed = 10},
                                                      {});
   const auto a = c.args();
-  // 200 tokens: 4 chunks a sequence, 2 sequences, 2 value heads; dBv [CL][V] and M [CL][CL] floats a (chunk, head)
+  // 200 tokens: 4 chunks a sequence, 2 sequences, 2 value heads; dBv [CL][V] and M [CL][CL] floats a (chunk, head).
+  // (simple_gla with 16-bit inputs takes the additive fast path's smaller plan: its general plan is compared here.)
   const std::size_t ut = std::size_t(4 * 2 * 2) * (64 * 48 + 64 * 64) * sizeof(float);
   const std::size_t erasing = cuda::backward_workspace_size<gated_delta>(a),
-                    additive_only = cuda::backward_workspace_size<simple_gla>(a);
+                    additive_only = cuda_detail::bwd::plan_backward(a, false, false).bytes;
   CHECK(erasing >= additive_only + ut);
   CHECK(erasing < additive_only + ut + 512);  // (256-byte alignment of the parts)
   backward_case<gated_delta, read::identity, float> f({.B = 2, .T = 200, .H = 2, .HV = 2, .K = 64, .V = 48, .seed = 10},
                                                       {});
   CHECK(cuda::backward_workspace_size<gated_delta>(f.args()) == cuda::backward_workspace_size<simple_gla>(f.args()));
+}
+
+// The additive fast path's workspace (backward/plan.hpp's slots): the bf16 chunk states and, through phases 0 and 5,
+// the float32 inputs and dq, dk — not the general plan's tensors. Exact for the call's gradients, an upper bound
+// without them; a workspace of exactly the exact size runs both forms (check_backward's own_stream cases) and one
+// byte less is refused; with add16_enabled off (the general phases) the general plan is counted again.
+TEST_CASE("CUDA backward: the additive fast path's workspace holds its own tensors only") {
+  const case_shape s{.B = 2, .T = 200, .H = 2, .HV = 2, .K = 64, .V = 48, .initial_state = true, .seed = 11};
+  backward_case<simple_gla, read::identity, bf16> c(s, {});
+  cuda::mirror<bf16, float> m(c.args());
+  cuda::gradient_mirror<bf16, float> gm(c.grads());
+  const std::size_t chunks = 2 * 4, pc = chunks * 2, tokens = 400;
+  const std::size_t states = 2 * pc * 64 * 48 * 2;                            // h, dH in bf16
+  const std::size_t io = sizeof(float) * tokens * (2 * 2 * 64 + 2 * 2 * 48 + 2 * 2 + 2 * 2 * 64);  // phases 0 / 5
+  const std::size_t direct = cuda::backward_workspace_size<simple_gla>(m.device, gm.device),
+                    any = cuda::backward_workspace_size<simple_gla>(m.device),
+                    general = cuda_detail::bwd::plan_backward(m.device, false, false).bytes;
+  CHECK(direct >= states);
+  CHECK(direct < states + 5 * 256);
+  CHECK(any >= states + io);
+  CHECK(any < states + io + 13 * 256);
+  CHECK(general > 2 * any);
+  auto strided = gm.device;  // dq with a row stride of its own: not direct, so phases 0 and 5 (the io slots)
+  strided.dq.str[3] = 2;
+  strided.dq.str[2] *= 2, strided.dq.str[1] *= 2, strided.dq.str[0] *= 2;
+  CHECK(cuda::backward_workspace_size<simple_gla>(m.device, strided) == any);
+  bool& on = cuda_detail::bwd::add16_enabled;
+  on = false;
+  CHECK(cuda::backward_workspace_size<simple_gla>(m.device) == general);
+  on = true;
+  void* ws = nullptr;
+  cuda_ok(cudaMalloc(&ws, direct));
+  CHECK_THROWS_WITH_AS((linea::backward<simple_gla, read::identity, backend::cuda>(
+                           m.device, gm.device, cuda::launch{.workspace = ws, .workspace_bytes = direct - 1})),
+                       doctest::Contains("workspace"), linea::error);
+  linea::backward<simple_gla, read::identity, backend::cuda>(m.device, gm.device,
+                                                             cuda::launch{.workspace = ws, .workspace_bytes = direct});
+  cuda_ok(cudaDeviceSynchronize());
+  cuda_ok(cudaFree(ws));
+  gm.copy_back();
+  c.check_against_reference();
 }
 
 }  // namespace linea::testing

@@ -119,6 +119,54 @@ TEST_CASE("CUDA backward plan: every workspace slot starts 256 bytes past the ba
   }
 }
 
+// The additive fast path's plans (slots::add16_io, add16_direct): only its slots are carved — bf16 states in h and
+// dh, and through phases 0 and 5 the float32 q, k, v, dO, log α, dq, dk, d log α — each 256 bytes past the base,
+// inside plan.bytes, disjoint; every other slot null (a kernel reading one would fault under memcheck, not read
+// another tensor), no hand-over scratch; and the plan's bytes are those slots and the tables, nothing more.
+TEST_CASE("CUDA backward plan: the additive fast path carves its own slots only") {
+  for (const auto& s : odd_shapes)
+    for (const slots use : {slots::add16_io, slots::add16_direct}) {
+      const auto a = extents_only<bf16>(s);
+      const backward_plan p = plan_backward(a, false, false, use);
+      const backward_plan all = plan_backward(a, false, false);
+      INFO("B " << s.B << " T " << s.T << " HV " << s.HV << " K " << s.K << " V " << s.V << " direct "
+                << (use == slots::add16_direct));
+      CHECK(!p.inter);
+      CHECK(p.bytes < all.bytes);
+      std::vector<unsigned char> buffer(p.bytes + 64);
+      unsigned char* base = buffer.data() + (16 - reinterpret_cast<std::uintptr_t>(buffer.data()) % 16) % 16;
+      work w;
+      carve(w, p, base);
+      const std::size_t tokens = std::size_t(p.tokens), HV = std::size_t(s.HV), K = std::size_t(s.K),
+                        Vp = std::size_t((s.V + 1) / 2 * 2), states16 = (p.per_chunk() * K * Vp + 1) / 2;
+      std::size_t expect = slot_align(p.chunks.size() * sizeof(chunk_info)) + slot_align(p.seqs.size() * sizeof(seq_chunks)) +
+                           2 * slot_round(states16) * sizeof(float);
+      const bool io = use == slots::add16_io;
+      if (io)
+        expect += sizeof(float) * (2 * slot_round(tokens * std::size_t(s.H) * K) + 2 * slot_round(tokens * HV * std::size_t(s.V)) +
+                                   2 * slot_round(tokens * HV) + 2 * slot_round(tokens * HV * K));
+      CHECK(p.bytes == expect);
+      std::vector<std::pair<std::size_t, std::size_t>> carved;
+      float_slots(p, [&](part, float* work::*slot, std::size_t n) {
+        const float* x = w.*slot;
+        REQUIRE(x != nullptr);
+        const std::size_t at = std::size_t(reinterpret_cast<const unsigned char*>(x) - base);
+        CHECK(at % slot_bytes == 0);
+        CHECK(at + n * sizeof(float) <= p.bytes);
+        carved.emplace_back(at, n);
+      });
+      CHECK(carved.size() == (io ? 10u : 2u));
+      std::sort(carved.begin(), carved.end());
+      for (std::size_t i = 1; i < carved.size(); ++i)
+        CHECK(carved[i - 1].first + carved[i - 1].second * sizeof(float) <= carved[i].first);
+      CHECK((w.h != nullptr && w.dh != nullptr));
+      CHECK((io == (w.q && w.k && w.v && w.d_o && w.log_alpha && w.dq && w.dk && w.dlog_alpha)));
+      CHECK((!io == (!w.q && !w.k && !w.v && !w.d_o && !w.log_alpha && !w.dq && !w.dk && !w.dlog_alpha)));
+      CHECK((!w.erase && !w.write && !w.derase && !w.Gc && !w.P && !w.Tinv && !w.W && !w.U && !w.U_new && !w.dU));
+      CHECK((!w.dW_inter && !w.dP_inter && !w.dBv_inter && !w.M_inter && !w.log_alpha_k && !w.Gk));
+    }
+}
+
 TEST_CASE("CUDA backward plan: carve rejects a workspace base that is not 16-byte aligned") {
   const backward_plan p = plan_backward(extents_only<bf16>(odd_shapes[0]), false, true);
   std::vector<unsigned char> buffer(p.bytes + 64);

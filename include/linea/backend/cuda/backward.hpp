@@ -78,6 +78,7 @@ void expect_backward_device(const gradients<T, S>& g) {
 // dA_log [HV] and ddt_bias [HV] or [HV·K] (input_adjoint_kernel.hpp).
 struct scratch_layout {
   backward_plan plan;
+  bool direct = false;  // the additive fast path on the caller's tensors (add16_io.hpp): no phase 0 or 5
   ccq_plan ccq;
   std::size_t gates_at = 0, norm_at = 0, sums_at = 0, sums = 0, bytes = 0;
   // the additive fast path's pieces of long sequences (add16_pieces.hpp): the table, then E, S_in, Σ log α
@@ -85,10 +86,20 @@ struct scratch_layout {
   std::size_t pieces_at = 0, piece_floats_at = 0;
 };
 
+// g: the call's gradients, or null (cuda::backward_workspace_size without them): then the additive fast path is
+// counted through phases 0 and 5, the larger of its two forms.
 template <class Rule, class Read, class T, class S>
-scratch_layout layout_scratch(const arguments<T, S>& a) {
+scratch_layout layout_scratch(const arguments<T, S>& a, const gradients<T, S>* g = nullptr) {
   scratch_layout s;
-  s.plan = plan_backward(a, Rule::decay::kind == decay_kind::per_key, Rule::update::kind == update_kind::erase);
+  slots use = slots::all;
+  if constexpr (Read::is_identity && add16_rule<Rule, T> && std::is_same_v<S, float>)
+    if (add16_enabled) {
+      const index_t H = a.q.extent(2), group = H > 0 ? a.v.extent(2) / H : 1;
+      s.direct = g && add16_direct_enabled &&
+                 add16_direct_ok<Rule::decay::kind == decay_kind::scalar>(a, *g, group);
+      use = s.direct ? slots::add16_direct : slots::add16_io;
+    }
+  s.plan = plan_backward(a, Rule::decay::kind == decay_kind::per_key, Rule::update::kind == update_kind::erase, use);
   s.bytes = s.plan.bytes;
   if constexpr (!Read::is_identity) s.ccq = plan_ccq(a, s.plan), s.bytes = s.ccq.bytes;
   if constexpr (channel_gated<Rule>) {
@@ -133,7 +144,7 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   expect_backward_device(g);
   const cudaStream_t st = l.stream;
 
-  const scratch_layout layout = layout_scratch<Rule, Read>(a);
+  const scratch_layout layout = layout_scratch<Rule, Read>(a, &g);
   const backward_plan& plan = layout.plan;
   // the caller's workspace (checked: size, 16-byte alignment) or the cached one of (device, stream), whose lock it
   // holds until the launches are enqueued
@@ -152,9 +163,7 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
 
   // The additive fast path reads the caller's q, k, v, dO, g and writes its dq, dk, dg itself where nothing needs
   // phases 0 and 5 (add16_io.hpp): neither is launched then.
-  bool direct = false;
-  if constexpr (Read::is_identity && add16_rule<Rule, T>)
-    direct = add16_enabled && add16_direct_enabled && add16_direct_ok<decays>(a, g, p.group);
+  const bool direct = layout.direct;
   if (tokens && !direct) {
     inputs_kernel<Rule, T><<<unsigned(tokens), threads, 0, st>>>(k, g.d_o, w);
     check_launch("backward inputs_kernel");
@@ -275,12 +284,19 @@ void backward(const arguments<T, S>& a, const gradients<T, S>& g, const cuda::la
 }
 
 namespace cuda {
-// Bytes of workspace linea::backward<Rule, Read, backend::cuda>(a, g, l) needs with these arguments: the chunk
-// table and the float32 tensors of backward/work.hpp (for the CCQ read also backward/ccq_read.hpp's). Reads only
-// extents and host cu_seqlens.
+// Bytes of workspace linea::backward<Rule, Read, backend::cuda>(a, g, l) needs: the chunk table and the float32
+// tensors of backward/work.hpp (for the CCQ read also backward/ccq_read.hpp's; for linear_attn and simple_gla with
+// 16-bit inputs only the bf16 chunk states and, unless the call reads and writes the caller's tensors directly, the
+// float32 inputs and dq, dk: backward/plan.hpp). With the call's gradients g the size is exact; without them it is
+// enough for any gradients of these shapes (the additive fast path counted through phases 0 and 5). Reads only
+// extents, strides and host cu_seqlens.
 template <class Rule, class Read = read::identity, class T, class S>
 std::size_t backward_workspace_size(const arguments<T, S>& a, const launch& = {}) {
   return cuda_detail::bwd::layout_scratch<Rule, Read>(a).bytes;
+}
+template <class Rule, class Read = read::identity, class T, class S>
+std::size_t backward_workspace_size(const arguments<T, S>& a, const gradients<T, S>& g, const launch& = {}) {
+  return cuda_detail::bwd::layout_scratch<Rule, Read>(a, &g).bytes;
 }
 }  // namespace cuda
 }  // namespace linea

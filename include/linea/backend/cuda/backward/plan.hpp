@@ -9,6 +9,11 @@
 // 16-byte cp.async (the st17 ring's state slabs faulted with cudaErrorMisalignedAddress when slots were laid end to
 // end: an odd tokens · HV left every later slot 4-byte aligned, fuzz seed 20261220 case 40, seed 20261207 case 1303).
 // The one list of slots (float_slots) sizes the plan and carves the workspace, so the two cannot disagree.
+//
+// Which slots: every one (phases 0–5 of every rule), or only what the additive fast path (add16_phases.hpp: linear_attn
+// and simple_gla with 16-bit inputs) uses — its bf16 states h, dH in the h and dh slots, and, where it goes through
+// phases 0 and 5 (add16_io.hpp), their float32 inputs and dq, dk, d log α. At 8×4096, H = 16, K = V = 128 that is
+// 0.54 GB (direct) or 2.2 GB (through phases 0 and 5) instead of the 4.4 GB every slot takes.
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -28,12 +33,19 @@ inline constexpr std::size_t slot_round(std::size_t floats) { return (floats + s
 // A byte offset or size rounded up to the next slot boundary (parts of the plan and of backward.hpp's scratch).
 inline constexpr std::size_t slot_align(std::size_t bytes) { return part_align(bytes); }
 
+enum class slots {
+  all,           // phases 0–5 (chunk_phases, the CCQ read's passes)
+  add16_io,      // the additive fast path through phases 0 and 5: q, k, v, dO, log α, dq, dk, d log α; h, dh in bf16
+  add16_direct,  // the additive fast path on the caller's tensors: h, dh in bf16 only
+};
+
 struct backward_plan {
   std::vector<chunk_info> chunks;
   std::vector<seq_chunks> seqs;
   index_t tokens = 0, H = 0, HV = 0, K = 0, V = 0;
   bool per_key = false, erases = false;
   bool inter = false;  // phase 4's hand-over scratch (16-bit inputs, scalar decays: phases.hpp's grad_phase)
+  slots use = slots::all;
   std::size_t chunk_at = 0, seq_at = 0, float_at = 0, key_at = 0, inter_at = 0;  // byte offsets
   std::size_t floats = 0, key_floats = 0, inter_floats = 0, bytes = 0;  // each part's floats, its slots rounded
 
@@ -51,6 +63,16 @@ void float_slots(const backward_plan& p, F&& f) {
   const std::size_t tokens = std::size_t(p.tokens), H = std::size_t(p.H), HV = std::size_t(p.HV),
                     K = std::size_t(p.K), V = std::size_t(p.V), pc = p.per_chunk();
   constexpr part R = part::rule;
+  if (p.use != slots::all) {  // the additive fast path (the header's note)
+    if (p.use == slots::add16_io) {
+      f(R, &work::q, tokens * H * K), f(R, &work::k, tokens * H * K);
+      f(R, &work::v, tokens * HV * V), f(R, &work::d_o, tokens * HV * V), f(R, &work::log_alpha, tokens * HV);
+      f(R, &work::dq, tokens * HV * K), f(R, &work::dk, tokens * HV * K), f(R, &work::dlog_alpha, tokens * HV);
+    }
+    const std::size_t states16 = (pc * K * ((V + 1) / 2 * 2) + 1) / 2;  // bf16 [chunks, HV, K, Vp] in floats
+    f(R, &work::h, states16), f(R, &work::dh, states16);
+    return;
+  }
   f(R, &work::q, tokens * H * K), f(R, &work::k, tokens * H * K);
   f(R, &work::v, tokens * HV * V), f(R, &work::d_o, tokens * HV * V);
   f(R, &work::log_alpha, tokens * HV), f(R, &work::erase, tokens * HV), f(R, &work::write, tokens * HV);
@@ -75,13 +97,14 @@ void float_slots(const backward_plan& p, F&& f) {
 
 // Reads only extents and host cu_seqlens (clamped, so it is safe before validation; the call validates first).
 // per_key: the rule's decay is per key channel (its tensors below); erases: its update erases (the UT-transform
-// adjoints' scratch of 16-bit inputs).
+// adjoints' scratch of 16-bit inputs); use: which slots (slots above).
 template <class T, class S>
-backward_plan plan_backward(const arguments<T, S>& a, bool per_key, bool erases) {
+backward_plan plan_backward(const arguments<T, S>& a, bool per_key, bool erases, slots use = slots::all) {
   backward_plan p;
+  p.use = use;
   const index_t B = a.q.extent(0), T_ = a.q.extent(1);
   p.H = a.q.extent(2), p.K = a.q.extent(3), p.HV = a.v.extent(2), p.V = a.v.extent(3), p.tokens = B * T_;
-  p.per_key = per_key, p.erases = erases, p.inter = !per_key && sizeof(T) == 2;
+  p.per_key = per_key, p.erases = erases, p.inter = !per_key && sizeof(T) == 2 && use == slots::all;
   const auto add = [&](index_t bt, index_t t0, index_t t1) {
     const index_t n = index_t(p.seqs.size());
     p.seqs.push_back({index_t(p.chunks.size()), std::max<index_t>(0, (t1 - t0 + CL - 1) / CL)});

@@ -46,9 +46,12 @@ struct work {
   float scale = 1;
   const chunk_info* chunk = nullptr;  // [chunks]
   const seq_chunks* seqs = nullptr;   // [N]
-  float *q, *k, *v, *d_o, *log_alpha, *erase, *write;
-  float *Gc, *P, *Tinv, *W, *U, *U_new, *dU, *h, *dh;
-  float *dq, *dk, *dlog_alpha, *derase;
+  // (null where the plan carves no slot: plan.hpp's slots)
+  float *q = nullptr, *k = nullptr, *v = nullptr, *d_o = nullptr, *log_alpha = nullptr, *erase = nullptr,
+        *write = nullptr;
+  float *Gc = nullptr, *P = nullptr, *Tinv = nullptr, *W = nullptr, *U = nullptr, *U_new = nullptr, *dU = nullptr,
+        *h = nullptr, *dh = nullptr;
+  float *dq = nullptr, *dk = nullptr, *dlog_alpha = nullptr, *derase = nullptr;
   float *log_alpha_k = nullptr, *dlog_alpha_k = nullptr, *Gk = nullptr, *Kd = nullptr, *Qg = nullptr, *gL = nullptr;
   float *dW_inter = nullptr, *dP_inter = nullptr, *dBv_inter = nullptr, *M_inter = nullptr;
 
