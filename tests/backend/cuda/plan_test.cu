@@ -43,7 +43,7 @@ std::size_t layout_floats(const backward_plan& p, bool in16) {
                     K = std::size_t(p.K), V = std::size_t(p.V), pc = p.per_chunk();
   std::size_t n = tokens * (2 * H * K + 2 * HV * V + 3 * HV + 2 * HV * K + 2 * HV) +
                   pc * (CL + 2 * CL * CL + CL * K + 3 * CL * V + 2 * K * V);
-  if (p.per_key) n += tokens * 2 * HV * K + pc * (3 * CL * K + K);
+  if (p.per_key) n += tokens * 2 * HV * K + pc * (2 * CL * K + K);
   if (!p.per_key && in16) n += pc * (CL * K + CL * CL + (p.erases ? CL * V + CL * CL : 0));
   return n;
 }
@@ -89,6 +89,7 @@ void check_plan(const plan_shape& s, bool per_key, bool erases) {
   for (std::size_t i = 1; i < slots.size(); ++i) CHECK(slots[i - 1].first + slots[i - 1].second * sizeof(float) <= slots[i].first);
   // what the plan does not carve stays null (phases.hpp and the kernels test these)
   if (!per_key) CHECK((w.log_alpha_k == nullptr && w.Gk == nullptr && w.Kd == nullptr && w.gL == nullptr));
+  CHECK(w.Qg == nullptr);  // never written nor read: no slot
   if (!p.inter) CHECK((w.dW_inter == nullptr && w.dP_inter == nullptr));
   if (!p.inter || !erases) CHECK((w.dBv_inter == nullptr && w.M_inter == nullptr));
   // the ring's state slabs (float2): every (chunk, head) slab of h and dh 8-byte aligned where V is even

@@ -84,7 +84,7 @@ void float_slots(const backward_plan& p, F&& f) {
   if (p.per_key) {
     constexpr part P = part::per_key;
     f(P, &work::log_alpha_k, tokens * HV * K), f(P, &work::dlog_alpha_k, tokens * HV * K);
-    f(P, &work::Gk, pc * CL * K), f(P, &work::Kd, pc * CL * K), f(P, &work::Qg, pc * CL * K);
+    f(P, &work::Gk, pc * CL * K), f(P, &work::Kd, pc * CL * K);  // (no Qg: nothing writes or reads it, work.hpp)
     f(P, &work::gL, pc * K);
   }
   if (p.inter) {

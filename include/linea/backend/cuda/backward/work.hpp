@@ -15,9 +15,9 @@
 //   dlog_alpha, derase [tokens, HV]   d L / d log α_t and d L / d(e_t = w_t) (the activated β)
 // Per-key decays (gla, kda) instead keep G per key channel, and phase 1 also writes the decayed operands that the
 // state passes read (so they need no exponentials):
-//   log_alpha_k, dlog_alpha_k [tokens, HV, K];   Gk, Kd, Qg [chunks, HV, CL, K];   gL [chunks, HV, K]
-//   Kd_s = k_s ⊙ exp(G_L − G_s),   gL = exp(G_L)   (Qg is no longer written: phase 1 folds Qg = q ⊙ exp(G) into
-//   s Qgᵀ dO, the reverse pass's Y; its space is kept so that the layout phase 4 reads is unchanged)
+//   log_alpha_k, dlog_alpha_k [tokens, HV, K];   Gk, Kd [chunks, HV, CL, K];   gL [chunks, HV, K]
+//   Kd_s = k_s ⊙ exp(G_L − G_s),   gL = exp(G_L)   (Qg = q ⊙ exp(G) is not stored: phase 1 folds it into s Qgᵀ dO,
+//   the reverse pass's Y; the member stays null — its [chunks, HV, CL, K] slot was carved, unused, until 2026-12-04)
 // Scalar decays with 16-bit inputs (inter_grad_kernel.hpp: phase 4's inter-chunk products, a kernel of their own)
 // also keep what that kernel hands chunk_grad_kernel besides its dq and dk terms:
 //   dW_inter [chunks, HV, CL, K]  −dU hᵀ;   dP_inter [chunks, HV, CL, CL]  s dO U_newᵀ (zeros above the diagonal)
