@@ -232,6 +232,30 @@ TEST_CASE("aliasing: two gradient views of the reference backward must not overl
   CHECK(pool == before);
 }
 
+// A caller's scratch buffer (the CUDA backend's cuda::launch::workspace) is overwritten while a call still reads its
+// inputs and before it writes its outputs: detail::expect_scratch_apart rejects one that shares a byte with any
+// argument — an input, an output, and with the gradients given, d_o and a gradient — naming both; a disjoint, null
+// or empty one passes.
+TEST_CASE("aliasing: a caller's scratch buffer may share memory with no argument") {
+  auto c = random_case<Rule, float>::make(base);
+  const arguments<float> a = c.args();
+  std::vector<unsigned char> apart(256);
+  CHECK_NOTHROW(detail::expect_scratch_apart(apart.data(), apart.size(), "'scratch'", a));
+  CHECK_NOTHROW(detail::expect_scratch_apart(nullptr, 64, "'scratch'", a));
+  CHECK_NOTHROW(detail::expect_scratch_apart(a.q.ptr, 0, "'scratch'", a));
+  expect_error([&] { detail::expect_scratch_apart(a.k.ptr + 3, 64, "'scratch'", a); }, {"'scratch'", "'k'", "overlaps"});
+  expect_error([&] { detail::expect_scratch_apart(a.beta.ptr, 4, "'scratch'", a); }, {"'scratch'", "'beta'"});
+  expect_error([&] { detail::expect_scratch_apart(a.o.ptr + a.o.size() - 1, 64, "'scratch'", a); }, {"'o'"});
+  expect_error([&] { detail::expect_scratch_apart(a.final_state.ptr, 1, "'scratch'", a); }, {"'final_state'"});
+  // one byte before q ends just where q begins: apart
+  CHECK_NOTHROW(detail::expect_scratch_apart(reinterpret_cast<const unsigned char*>(a.q.ptr) - 64, 64, "'scratch'", a));
+  tensor<float, 4> d_o({2, 10, 4, 8}, 1.0f), dq({2, 10, 2, 16});
+  gradients<float> g{.d_o = d_o, .dq = dq};
+  CHECK_NOTHROW(detail::expect_scratch_apart(dq.data() + 5, 16, "'scratch'", a));  // without the gradients
+  expect_error([&] { detail::expect_scratch_apart(dq.data() + 5, 16, "'scratch'", a, &g); }, {"'scratch'", "'dq'"});
+  expect_error([&] { detail::expect_scratch_apart(d_o.data(), 16, "'scratch'", a, &g); }, {"'d_o'"});
+}
+
 // An exact in-place pair is the same elements in the same order whatever stride an axis of extent 1 carries (a
 // framework's view at B = 1 may report any); a different stride over a longer axis is another layout.
 TEST_CASE("aliasing: an axis of extent 1 does not tell two views apart") {

@@ -12,6 +12,8 @@
 // anything is written: a gradient may share memory with an input only exactly in place over its own input (dq
 // over q), never with d_o or d_final_state; two gradient views must not overlap (checked on their byte ranges).
 #pragma once
+#include <cstdint>
+#include <sstream>
 #include <string>
 #include <string_view>
 
@@ -131,6 +133,40 @@ template <class V>
 void expect_no_gradient(const V& v, const char* name, const std::string& why) {
   if (!v.empty())
     throw error(std::string("gradient '") + name + "' (shape " + shape_string(v) + ") is given, but " + why);
+}
+
+// A caller's scratch buffer [scratch, scratch + bytes) (the CUDA backend's cuda::launch::workspace): the call writes
+// it while it still reads its inputs and before it writes its outputs, so it may share memory with no argument of
+// the call — the forward's inputs and outputs, and with g the backward's d_o, d_final_state and gradients
+// (core/aliasing.hpp's byte ranges). `name` names the buffer in the error. Null or empty: nothing to check.
+template <class T, class S>
+void expect_scratch_apart(const void* scratch, std::size_t bytes, const char* name, const arguments<T, S>& a,
+                          const gradients<T, S>* g = nullptr) {
+  if (scratch == nullptr || bytes == 0) return;
+  const auto lo = reinterpret_cast<std::uintptr_t>(scratch);
+  const byte_range s{lo, lo + bytes};
+  auto apart = [&](const auto& x, const char* x_name) {
+    if (!s.overlaps(bytes_of(x))) return;
+    std::ostringstream m;
+    m << "argument " << name << " (bytes [0x" << std::hex << s.lo << ", 0x" << s.hi << ")) overlaps argument "
+      << describe_memory(x, x_name) << "; the call's scratch is overwritten while it runs and may share memory with "
+      << "no argument";
+    throw error(m.str());
+  };
+  const auto& c = a.ccq;
+  apart(a.q, "q"), apart(a.k, "k"), apart(a.v, "v"), apart(a.g, "g"), apart(a.gk, "gk"), apart(a.beta, "beta");
+  apart(a.b, "b"), apart(a.w, "w"), apart(a.initial_state, "initial_state"), apart(a.gate.A_log, "gate.A_log");
+  apart(a.gate.dt_bias, "gate.dt_bias"), apart(c.lambda, "ccq.lambda"), apart(c.log_decay, "ccq.log_decay");
+  apart(c.C0, "ccq.C0"), apart(c.m0, "ccq.m0"), apart(c.z0, "ccq.z0"), apart(a.cu_seqlens.bytes(), "cu_seqlens");
+  apart(a.state_indices, "state_indices"), apart(a.o, "o"), apart(a.final_state, "final_state");
+  apart(a.residual, "residual"), apart(a.checkpoints, "checkpoints"), apart(c.C, "ccq.C"), apart(c.m, "ccq.m");
+  apart(c.z, "ccq.z"), apart(c.q_tilde, "ccq.q_tilde");
+  if (g == nullptr) return;
+  apart(g->d_o, "d_o"), apart(g->d_final_state, "d_final_state"), apart(g->dq, "dq"), apart(g->dk, "dk");
+  apart(g->dv, "dv"), apart(g->dg, "dg"), apart(g->dgk, "dgk"), apart(g->dbeta, "dbeta"), apart(g->db, "db");
+  apart(g->dw, "dw"), apart(g->d_initial_state, "d_initial_state"), apart(g->dA_log, "dA_log");
+  apart(g->ddt_bias, "ddt_bias"), apart(g->dlambda, "dlambda"), apart(g->dccq_log_decay, "dccq_log_decay");
+  apart(g->dC0, "dC0"), apart(g->dm0, "dm0"), apart(g->dz0, "dz0");
 }
 
 }  // namespace detail

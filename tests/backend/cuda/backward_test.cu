@@ -958,6 +958,33 @@ TEST_CASE("CUDA backward: stride-0 summed gradients and in-place gate parameters
   CHECK(written == 0);
 }
 
+// A caller's workspace that shares memory with an argument of the backward — a gradient, d_o, an input — is rejected
+// before anything is written, naming both: the call overwrites its scratch while it still reads its inputs.
+TEST_CASE("CUDA backward: a caller's workspace overlapping an argument is an error") {
+  backward_case<gated_delta, read::identity, float> c({.B = 2, .T = 70, .H = 1, .HV = 2, .K = 32, .V = 32, .seed = 34},
+                                                     {});
+  cuda::mirror<float, float> m(c.args());
+  cuda::gradient_mirror<float, float> gm(c.grads());
+  const auto g = gm.device;
+  const std::size_t bytes = cuda::backward_workspace_size<gated_delta>(m.device, g);
+  REQUIRE(bytes > 0);
+  const auto call = [&](const void* p) {
+    linea::backward<gated_delta, read::identity, backend::cuda>(
+        m.device, g, cuda::launch{.workspace = const_cast<void*>(p), .workspace_bytes = bytes});
+  };
+  CHECK_THROWS_WITH_AS(call(g.dk.ptr), doctest::Contains("'workspace' of cuda::launch"), linea::error);
+  CHECK_THROWS_WITH_AS(call(g.dk.ptr), doctest::Contains("overlaps argument 'dk'"), linea::error);
+  CHECK_THROWS_WITH_AS(call(g.d_o.ptr), doctest::Contains("overlaps argument 'd_o'"), linea::error);
+  CHECK_THROWS_WITH_AS(call(m.device.v.ptr + 5), doctest::Contains("overlaps argument 'v'"), linea::error);
+  gm.copy_back();  // untouched: every output still its NaN fill
+  int written = 0;
+  auto& out = const_cast<std::remove_cvref_t<decltype(c.out())>&>(c.out());
+  out.for_each(out, [&](const char*, const auto& x, const auto&) {
+    for (std::size_t i = 0; i < x.size(); ++i) written += !std::isnan(double(x.data()[i]));
+  });
+  CHECK(written == 0);
+}
+
 TEST_CASE("CUDA backward: cuda::launch with a stream and a caller workspace") {
   check_backward<gated_delta, float>({.B = 2, .T = 100, .H = 2, .HV = 4, .K = 32, .V = 48, .initial_state = true, .seed = 6},
                                      {.own_stream = true});

@@ -106,6 +106,55 @@ TEST_CASE("cuda: bad arguments are rejected before any launch (bf16 inputs)") {
 
 // Memory of another GPU than the call's (the current device) is rejected like host memory: a linea::error naming the
 // argument and both devices, nothing launched. Needs two GPUs; on one it says so and checks nothing.
+// A caller's workspace is scratch the call overwrites while it still reads its inputs: one that shares memory with an
+// argument, or with the launch's device cu_seqlens, is rejected before any launch, naming both (the forward's
+// chunkwise and recurrent forms with host cu_seqlens, whose device copy goes into the workspace, and the segmented
+// forward); the outputs keep their poison.
+TEST_CASE("cuda: a caller's workspace overlapping an argument is rejected before any launch") {
+  const case_shape packed{.H = 1, .HV = 1, .K = 16, .V = 16, .seqlens = {5, 3}, .initial_state = true};
+  auto c = random_case<gated_delta, float>::make(packed);
+  device_case<gated_delta, float> d{c};
+  const arguments<float, float> host = c.args();
+  const auto a = d.args(host);
+  const std::size_t bytes = cuda::workspace_size<gated_delta, read::identity>(a);
+  REQUIRE(bytes > 0);  // the host cu_seqlens' device copy
+  const auto over = [&](const void* p) { return cuda::launch{.workspace = const_cast<void*>(p), .workspace_bytes = bytes}; };
+  expect_error([&] { linea::chunkwise<gated_delta, read::identity, backend::cuda>(a, over(a.o.ptr)); },
+               {"'workspace' of cuda::launch", "overlaps argument 'o'"});
+  expect_error([&] { linea::chunkwise<gated_delta, read::identity, backend::cuda>(a, over(a.k.ptr)); },
+               {"'workspace' of cuda::launch", "overlaps argument 'k'"});
+  expect_error([&] { linea::recurrent<gated_delta, read::identity, backend::cuda>(a, over(a.final_state.ptr)); },
+               {"overlaps argument 'final_state'"});
+  expect_error([&] { linea::recurrent<gated_delta, read::identity, backend::cuda>(a, over(a.initial_state.ptr)); },
+               {"overlaps argument 'initial_state'"});
+  // the segmented forward (one long sequence cut into pieces of 64 tokens: its scratch in the workspace)
+  auto lc = random_case<gated_delta, float>::make({.B = 1, .T = 300, .H = 1, .HV = 1, .K = 16, .V = 16});
+  device_case<gated_delta, float> ld{lc};
+  const auto la = ld.args(lc.args());
+  const cuda::launch cut{.segment_tokens = 64};
+  const std::size_t cut_bytes = cuda::workspace_size<gated_delta, read::identity>(la, cut);
+  REQUIRE(cut_bytes > 0);
+  expect_error([&] {
+    linea::chunkwise<gated_delta, read::identity, backend::cuda>(
+        la, cuda::launch{.workspace = ld.o, .workspace_bytes = cut_bytes, .segment_tokens = 64});
+  }, {"'workspace' of cuda::launch", "overlaps argument 'o'"});
+  // the launch's device cu_seqlens inside the workspace
+  void* ws = nullptr;
+  cuda_ok(cudaMalloc(&ws, bytes + 64));
+  auto plain = a;
+  plain.cu_seqlens = {};
+  const cuda::launch dev{.workspace = ws, .workspace_bytes = bytes + 64,
+                         .cu_seqlens = cuda::device_seqlens(static_cast<const std::int64_t*>(ws), 3),
+                         .check_indices = true};  // (the device check's error word: scratch in the workspace)
+  expect_error([&] { linea::chunkwise<gated_delta, read::identity, backend::cuda>(plain, dev); },
+               {"'workspace' of cuda::launch", "cu_seqlens"});
+  cuda_ok(cudaFree(ws));
+  d.back(), ld.back();
+  CHECK(poisoned(c.o));
+  CHECK(poisoned(c.ht));
+  CHECK(poisoned(lc.o));
+}
+
 TEST_CASE("cuda: an argument in another GPU's memory is rejected (two GPUs)") {
   int gpus = 0;
   REQUIRE(cudaGetDeviceCount(&gpus) == cudaSuccess);

@@ -150,6 +150,7 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   // holds until the launches are enqueued
   int device = 0;
   LINEA_CUDA_CHECK(cudaGetDevice(&device));
+  expect_workspace_apart(l, layout.bytes, a, &g);
   const call_workspace scratch(layout.bytes, l, device, "linea::cuda::backward_workspace_size");
   const std::size_t tokens = std::size_t(plan.tokens), NC = plan.chunks.size();
   const work w = plan_work(p, plan, scratch.base);

@@ -57,6 +57,7 @@ void run(const arguments<T, float>& a, const problem& p, const cuda::launch& l, 
   expect_device(l.cu_seqlens.data, "cuda::launch::cu_seqlens", x.device);
   expect_device(l.state_indices.data, "cuda::launch::state_indices", x.device);
   const workspace_layout w = plan_workspace<Read>(a, l);
+  expect_workspace_apart(l, w.bytes, a);
   const call_workspace ws(w, l, x.device);  // throws when the caller's is too small
   attach_indices(k, a, l, w, ws);
   if (w.error_word != workspace_layout::npos)

@@ -446,6 +446,7 @@ bool run_segmented(const arguments<T, float>& a, const problem& p, const cuda::l
   if (!plan) return false;
   workspace_layout w;
   w.bytes = segment_scratch_bytes<Rule>(a, p, *plan);
+  expect_workspace_apart(l, w.bytes, a);
   const call_workspace ws(w, l, device);  // throws when the caller's is too small
   device_ops ops(l.stream, scratch_source::carve, ws.base, w.bytes);
   segments::forward<Rule>(ops, a, p, *plan);
@@ -471,6 +472,7 @@ void context_parallel(const arguments<T, float>& a, cp::transport& t, const cuda
   const int device = cuda_detail::current_device();
   cuda_detail::workspace_layout w;
   w.bytes = cuda_detail::context_parallel_scratch_bytes<Rule>(a, p, t, l);
+  cuda_detail::expect_workspace_apart(l, w.bytes, a);
   // Too small a caller's workspace throws; so does the cached one of (device, stream) while another call holds it
   // (two ranks as threads on one stream would otherwise wait on each other: this one for the lock, that one for
   // this rank's transport steps).

@@ -19,8 +19,10 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "../../core/arguments.hpp"
+#include "../../core/gradients.hpp"
 #include "../../core/error.hpp"
 
 namespace linea::cuda_detail {
@@ -165,6 +167,31 @@ struct call_workspace {
     return offset == workspace_layout::npos ? nullptr : reinterpret_cast<X*>(base + offset);
   }
 };
+
+// The caller's workspace (l.workspace, the `bytes` this call uses of it) shares memory with no argument of the call
+// (core/gradients.hpp's expect_scratch_apart: the forward's inputs and outputs, and with g the backward's) and with
+// neither of the launch's device index arrays — checked on the host before anything is launched. linea's own cached
+// workspace needs no check.
+template <class T, class S>
+void expect_workspace_apart(const cuda::launch& l, std::size_t bytes, const arguments<T, S>& a,
+                            const gradients<T, S>* g = nullptr) {
+  if (l.workspace == nullptr || bytes == 0) return;
+  constexpr const char* name = "'workspace' of cuda::launch";
+  linea::detail::expect_scratch_apart(l.workspace, bytes, name, a, g);
+  const auto lo = reinterpret_cast<std::uintptr_t>(l.workspace);
+  const linea::detail::byte_range scratch{lo, lo + bytes};
+  const auto array = [](const void* p, std::size_t n) {
+    const auto at = reinterpret_cast<std::uintptr_t>(p);
+    return p ? linea::detail::byte_range{at, at + n} : linea::detail::byte_range{};
+  };
+  const std::pair<linea::detail::byte_range, const char*> arrays[] = {
+      {array(l.cu_seqlens.data, l.cu_seqlens.size * (l.cu_seqlens.wide ? 8 : 4)), "cu_seqlens"},
+      {array(l.state_indices.data, l.state_indices.size * sizeof(std::int32_t)), "state_indices"}};
+  for (const auto& [range, what] : arrays)
+    if (scratch.overlaps(range))
+      throw error(std::string("argument 'workspace' of cuda::launch overlaps cuda::launch::") + what +
+                  "; the call's scratch is overwritten while it runs and may share memory with no argument");
+}
 
 }  // namespace linea::cuda_detail
 
