@@ -106,6 +106,8 @@ def _rank(x, name: str, rank: int, what: str):
 
 def output_shapes(x, opts: Options):
     """The shapes of o, the states [N, HV, K, V] and the CCQ statistics, from q and v (linea checks the rest)."""
+    if x.get("v") is None:  # (q and k: checked by prepare and by linea; v is read here first)
+        raise ValueError("linea: argument 'v' is missing: values [B, T, HV, V] are required")
     sq, sv = x["q"].shape, x["v"].shape
     if len(sq) != 4:
         _rank(x["q"], "q", 4, "[B, T, H, K]")
