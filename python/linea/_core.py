@@ -175,6 +175,12 @@ def prepare(x: dict, storage: str, backend: str, read: str = "identity") -> tupl
         kind = _KIND[name]
         if kind == _INPUT:
             if widen:
+                # Widened here, so linea's own dtype check would see float32 everywhere: a k or v in another dtype
+                # than q (or a gate in neither q's nor float32) is refused as it is without widening.
+                got = A.dtype_name(v)
+                if got != storage and not (got == "float32" and name in GATES):
+                    raise TypeError(f"linea: argument '{name}' has dtype {got}; expected {storage}"
+                                    + (" or float32" if name in GATES else "") + " (the dtype of q)")
                 v = A.cast(v, compute)
         elif kind == _STATE:
             if not step:

@@ -47,6 +47,24 @@ def test_mixed_dtypes_are_a_type_error():
         linea.chunk_gated_delta_rule(**call)
 
 
+def test_mixed_dtypes_with_16_bit_q_are_a_type_error():
+    # 16-bit inputs are widened to float32 on the CPU before linea sees them: a float32 k next to a float16 q was
+    # accepted there (and refused on the GPU). Gates may be float32 next to 16-bit q, k, v (fla's mix).
+    call = gdr()
+    for name in ("q", "k", "v"):
+        call[name] = call[name].astype(np.float16)
+    call["k"] = call["k"].astype(np.float32)
+    with pytest.raises(TypeError, match="argument 'k' has dtype float32; expected float16"):
+        linea.chunk_gated_delta_rule(**call)
+    call["k"] = call["k"].astype(np.float16)
+    call["g"] = call["g"].astype(np.float64)
+    with pytest.raises(TypeError, match="argument 'g' has dtype float64; expected float16 or float32"):
+        linea.chunk_gated_delta_rule(**call)
+    call["g"] = call["g"].astype(np.float32)  # float32 gates with float16 q, k, v: fla's mix, accepted
+    o, _ = linea.chunk_gated_delta_rule(**call)
+    assert o.dtype == np.float16
+
+
 def test_unsupported_dtype():
     call = gdr()
     call["q"] = call["q"].astype(np.int32)
