@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "fuzz/fuzz_backward.hpp"
 #include "fuzz/fuzz_run.hpp"
 
 using namespace linea;
@@ -61,6 +62,34 @@ void run_category(const std::vector<twist>& twists, long cases) {
   }
 }
 
+// The backward category (fuzz_backward.hpp): `cases` random plans, every rule, through the CPU backward.
+void run_backward_category(long cases) {
+  const long seed = env_or("LINEA_FUZZ_SEED", 1), only = env_or("LINEA_FUZZ_CASE", -1);
+  std::vector<std::string> failures;
+  long ran = 0;
+  for (long i = 0; i < cases; ++i) {
+    if (only >= 0 && i != only) continue;
+    rng_t rng(static_cast<std::uint64_t>(seed) * 1000003u + 104729u + static_cast<std::uint64_t>(i));
+    const case_plan plan = random_plan(rng, twist::none);
+    const int rule = std::uniform_int_distribution<int>(0, int(all_rules::size) - 1)(rng);
+    std::string verdict, rule_name_of;
+    int r = 0;
+    all_rules::for_each([&]<class Rule>() {
+      if (r++ != rule) return;
+      rule_name_of = linea::rule_name<Rule>::value;
+      verdict = run_backward_case<Rule>(rng, plan);
+    });
+    ++ran;
+    if (!verdict.empty())
+      failures.push_back("seed " + std::to_string(seed) + " case " + std::to_string(i) + ": " + rule_name_of + " backward " +
+                         plan.describe() + "\n      " + verdict);
+  }
+  MESSAGE(ran << " backward cases");
+  std::string shown;
+  for (std::size_t j = 0; j < failures.size() && j < std::size_t(env_or("LINEA_FUZZ_SHOW", 5)); ++j) shown += "\n  " + failures[j];
+  CHECK_MESSAGE(failures.empty(), "backward: " << failures.size() << " failing cases, the first:" << shown);
+}
+
 const long ci_cases = env_or("LINEA_FUZZ_CASES", 60);
 
 }  // namespace
@@ -87,6 +116,8 @@ TEST_CASE("fuzz: aliased outputs: exact in-place runs, partial overlaps and stri
                ci_cases);
 }
 
+TEST_CASE("fuzz: the CPU backward against the float64 reference backward") { run_backward_category(ci_cases); }
+
 // The long run (ctest fuzz_long): every category, many more cases.
 TEST_CASE("fuzz-long: every category" * doctest::test_suite("fuzz-long")) {
   const long cases = env_or("LINEA_FUZZ_LONG_CASES", 5000);
@@ -96,4 +127,5 @@ TEST_CASE("fuzz-long: every category" * doctest::test_suite("fuzz-long")) {
   run_category({twist::alias_o_is_v, twist::alias_ht_is_h0, twist::alias_o_over_k, twist::alias_ht_shifted,
                 twist::alias_residual_o, twist::alias_o_stride0},
                cases);
+  run_backward_category(cases);
 }

@@ -1,0 +1,134 @@
+// tests/fuzz/fuzz_backward.hpp — the fuzz harness's backward category: a random case of fuzz_case.hpp's plans (rule,
+// shape, GVA, packed sequences, initial state, dL/dS_T, L2 norm, chunk size, threads; strided input layouts) through
+// linea::backward on the CPU backend in float32, every gradient against reference::backward in float64 at SPEC §6's
+// float32 bound (1e-4 relative per gradient tensor, finite exactly where the reference is). No twist: the backward's
+// bad inputs and aliasing have their own tests (tests/forms/backward_test.cpp, tests/core/aliasing_test.cpp).
+#pragma once
+#include <string>
+#include <vector>
+
+#include <linea/reference/backward.hpp>
+
+#include "fuzz/fuzz_run.hpp"  // to_double, the inputs' conventions
+#include "support/tolerance.hpp"
+
+namespace linea::fuzz {
+
+template <class Rule>
+std::string run_backward_case(rng_t& rng, const case_plan& p) {
+  const index_t B = p.B, T = p.T, H = p.H, HV = p.G * p.H, K = p.K, V = p.V;
+  const index_t N = p.cu.empty() ? B : static_cast<index_t>(p.cu.size()) - 1;
+  std::normal_distribution<double> normal(0.0, 1.0);
+  auto sig = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
+  const float c = canary();
+  constexpr auto inputs = Rule::inputs;
+
+  // inputs in random layouts, as the forward's category draws them (unit key rows; gates as fla's layers make them)
+  auto q = random_layout<float, 4>(rng, {B, T, H, K}, c), k = random_layout<float, 4>(rng, {B, T, H, K}, c);
+  auto v = random_layout<float, 4>(rng, {B, T, HV, V}, c), d_o = random_layout<float, 4>(rng, {B, T, HV, V}, c);
+  for (index_t i = 0; i < q.size(); ++i) q.at(i) = float(normal(rng));
+  for (index_t r = 0; r < k.size() / std::max<index_t>(K, 1); ++r) {
+    std::vector<double> row(static_cast<std::size_t>(K));
+    double ss = 0;
+    for (auto& x : row) x = normal(rng), ss += x * x;
+    for (index_t i = 0; i < K; ++i) k.at(r * K + i) = float(row[static_cast<std::size_t>(i)] / std::sqrt(ss));
+  }
+  for (index_t i = 0; i < v.size(); ++i) v.at(i) = float(normal(rng));
+  for (index_t i = 0; i < d_o.size(); ++i) d_o.at(i) = float(normal(rng));
+  fuzz_tensor<float, 3> g, beta;
+  fuzz_tensor<float, 4> gk, b, w, h0, dht;
+  if constexpr (reads(inputs, input::g)) {
+    g = random_layout<float, 3>(rng, {B, T, HV}, c);
+    for (index_t i = 0; i < g.size(); ++i) g.at(i) = float(std::log(sig(normal(rng))));
+  }
+  if constexpr (reads(inputs, input::gk)) {
+    gk = random_layout<float, 4>(rng, {B, T, HV, K}, c);
+    for (index_t i = 0; i < gk.size(); ++i) gk.at(i) = float(std::log(sig(normal(rng))));
+  }
+  if constexpr (reads(inputs, input::beta)) {
+    beta = random_layout<float, 3>(rng, {B, T, HV}, c);
+    for (index_t i = 0; i < beta.size(); ++i) beta.at(i) = float(sig(normal(rng)));
+  }
+  if constexpr (reads(inputs, input::b | input::w)) {
+    b = random_layout<float, 4>(rng, {B, T, HV, K}, c), w = random_layout<float, 4>(rng, {B, T, HV, V}, c);
+    for (index_t i = 0; i < b.size(); ++i) b.at(i) = float(sig(normal(rng)));
+    for (index_t i = 0; i < w.size(); ++i) w.at(i) = float(sig(normal(rng)));
+  }
+  if (p.h0) {
+    h0 = random_layout<float, 4>(rng, {N, HV, K, V}, c);
+    for (index_t i = 0; i < h0.size(); ++i) h0.at(i) = float(normal(rng));
+  }
+  if (p.ht) {  // dL/dS_T given
+    dht = random_layout<float, 4>(rng, {N, HV, K, V}, c);
+    for (index_t i = 0; i < dht.size(); ++i) dht.at(i) = float(normal(rng));
+  }
+
+  // the float64 reference on the same values
+  tensor<double, 4> rq = to_double(q), rk = to_double(k), rv = to_double(v), rdo = to_double(d_o), rgk = to_double(gk);
+  tensor<double, 4> rb = to_double(b), rw = to_double(w), rh0 = to_double(h0), rdht = to_double(dht);
+  tensor<double, 3> rg = to_double(g), rbeta = to_double(beta);
+  arguments<double> ra;
+  ra.q = rq, ra.k = rk, ra.v = rv;
+  if (!g.mem.empty()) ra.g = rg;
+  if (!gk.mem.empty()) ra.gk = rgk;
+  if (!beta.mem.empty()) ra.beta = rbeta;
+  if (!b.mem.empty()) ra.b = rb, ra.w = rw;
+  if (p.h0) ra.initial_state = rh0;
+  ra.cu_seqlens = p.cu;
+  ra.qk_l2norm = p.l2;
+  tensor<double, 4> Rdq({B, T, H, K}), Rdk({B, T, H, K}), Rdv({B, T, HV, V}), Rdgk({B, T, HV, K}), Rdb({B, T, HV, K});
+  tensor<double, 4> Rdw({B, T, HV, V}), Rdh0({N, HV, K, V});
+  tensor<double, 3> Rdg({B, T, HV}), Rdbeta({B, T, HV});
+  gradients<double> rgr{.d_o = rdo, .dq = Rdq, .dk = Rdk, .dv = Rdv, .d_initial_state = Rdh0};
+  if (p.ht) rgr.d_final_state = rdht;
+  if (!g.mem.empty()) rgr.dg = Rdg;
+  if (!gk.mem.empty()) rgr.dgk = Rdgk;
+  if (!beta.mem.empty()) rgr.dbeta = Rdbeta;
+  if (!b.mem.empty()) rgr.db = Rdb, rgr.dw = Rdw;
+  reference::backward<Rule>(ra, rgr);
+
+  // the CPU backend in float32
+  arguments<float> a;
+  a.q = q.in(), a.k = k.in(), a.v = v.in();
+  if (!g.mem.empty()) a.g = g.in();
+  if (!gk.mem.empty()) a.gk = gk.in();
+  if (!beta.mem.empty()) a.beta = beta.in();
+  if (!b.mem.empty()) a.b = b.in(), a.w = w.in();
+  if (p.h0) a.initial_state = h0.in();
+  a.cu_seqlens = p.cu;
+  a.qk_l2norm = p.l2;
+  a.chunk_size = p.chunk;
+  a.threads = p.threads;
+  auto dq = random_layout<float, 4>(rng, {B, T, H, K}, c), dk = random_layout<float, 4>(rng, {B, T, H, K}, c);
+  auto dv = random_layout<float, 4>(rng, {B, T, HV, V}, c), dh0 = random_layout<float, 4>(rng, {N, HV, K, V}, c);
+  fuzz_tensor<float, 3> dg, dbeta;
+  fuzz_tensor<float, 4> dgk, db, dw;
+  gradients<float> gr{.d_o = d_o.in(), .dq = dq.out(), .dk = dk.out(), .dv = dv.out(), .d_initial_state = dh0.out()};
+  if (p.ht) gr.d_final_state = dht.in();
+  if (!g.mem.empty()) dg = random_layout<float, 3>(rng, {B, T, HV}, c), gr.dg = dg.out();
+  if (!gk.mem.empty()) dgk = random_layout<float, 4>(rng, {B, T, HV, K}, c), gr.dgk = dgk.out();
+  if (!beta.mem.empty()) dbeta = random_layout<float, 3>(rng, {B, T, HV}, c), gr.dbeta = dbeta.out();
+  if (!b.mem.empty()) {
+    db = random_layout<float, 4>(rng, {B, T, HV, K}, c), dw = random_layout<float, 4>(rng, {B, T, HV, V}, c);
+    gr.db = db.out(), gr.dw = dw.out();
+  }
+  try {
+    linea::backward<Rule, read::identity, backend::cpu>(a, gr);
+  } catch (const linea::error& e) {
+    return std::string("rejected a case the reference accepts: ") + e.what();
+  }
+
+  const double tol = linea::testing::gradient_tolerance_for<float>();
+  std::string diff = compare("dq", dq, Rdq, tol);
+  if (diff.empty()) diff = compare("dk", dk, Rdk, tol);
+  if (diff.empty()) diff = compare("dv", dv, Rdv, tol);
+  if (diff.empty()) diff = compare("d_initial_state", dh0, Rdh0, tol);
+  if (diff.empty() && !g.mem.empty()) diff = compare("dg", dg, Rdg, tol);
+  if (diff.empty() && !gk.mem.empty()) diff = compare("dgk", dgk, Rdgk, tol);
+  if (diff.empty() && !beta.mem.empty()) diff = compare("dbeta", dbeta, Rdbeta, tol);
+  if (diff.empty() && !b.mem.empty()) diff = compare("db", db, Rdb, tol);
+  if (diff.empty() && !b.mem.empty()) diff = compare("dw", dw, Rdw, tol);
+  return diff;
+}
+
+}  // namespace linea::fuzz
