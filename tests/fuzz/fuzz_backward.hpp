@@ -1,9 +1,12 @@
 // tests/fuzz/fuzz_backward.hpp — the fuzz harness's backward category: a random case of fuzz_case.hpp's plans (rule,
-// shape, GVA, packed sequences, initial state, dL/dS_T, L2 norm, chunk size, threads; strided input layouts) through
+// shape, GVA, packed sequences, initial state, dL/dS_T, L2 norm, chunk size, threads; strided input layouts; in-kernel
+// gates with dA_log and ddt_bias, β's activation, the scale) through
 // linea::backward on the CPU backend in float32, every gradient against reference::backward in float64 at SPEC §6's
 // float32 bound (1e-4 relative per gradient tensor, finite exactly where the reference is). No twist: the backward's
 // bad inputs and aliasing have their own tests (tests/forms/backward_test.cpp, tests/core/aliasing_test.cpp).
 #pragma once
+#include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -22,6 +25,21 @@ std::string run_backward_case(rng_t& rng, const case_plan& p) {
   auto sig = [](double x) { return 1.0 / (1.0 + std::exp(-x)); };
   const float c = canary();
   constexpr auto inputs = Rule::inputs;
+  // fla's in-kernel activations, each in about a third of the cases where the rule has the input: the decay from
+  // gate logits (A_log, dt_bias, sometimes a lower bound), β from logits (σ or 2σ), and a scale of its own
+  std::uniform_int_distribution<int> die(0, 2);
+  constexpr bool has_gate = reads(inputs, input::g) || reads(inputs, input::gk);
+  const bool gated = has_gate && die(rng) == 0, bounded = gated && die(rng) == 0;
+  const auto beta_act = reads(inputs, input::beta) ? static_cast<beta_activation>(die(rng)) : beta_activation::none;
+  const double scale = die(rng) == 0 ? 0.25 + std::uniform_real_distribution<double>(0, 1)(rng) : 0.0;
+  const index_t biases = reads(inputs, input::gk) ? HV * K : HV;
+  std::vector<float> A_log, dt_bias;
+  if (gated) {
+    for (index_t i = 0; i < HV; ++i) A_log.push_back(float(0.5 * normal(rng)));
+    for (index_t i = 0; i < biases; ++i) dt_bias.push_back(float(0.5 * normal(rng)));
+  }
+  const auto gate_value = [&](double z) { return gated ? z : std::log(sig(z)); };  // a logit, or logsigmoid of it
+  const auto beta_value = [&](double z) { return beta_act != beta_activation::none ? z : sig(z); };
 
   // inputs in random layouts, as the forward's category draws them (unit key rows; gates as fla's layers make them)
   auto q = random_layout<float, 4>(rng, {B, T, H, K}, c), k = random_layout<float, 4>(rng, {B, T, H, K}, c);
@@ -39,15 +57,15 @@ std::string run_backward_case(rng_t& rng, const case_plan& p) {
   fuzz_tensor<float, 4> gk, b, w, h0, dht;
   if constexpr (reads(inputs, input::g)) {
     g = random_layout<float, 3>(rng, {B, T, HV}, c);
-    for (index_t i = 0; i < g.size(); ++i) g.at(i) = float(std::log(sig(normal(rng))));
+    for (index_t i = 0; i < g.size(); ++i) g.at(i) = float(gate_value(normal(rng)));
   }
   if constexpr (reads(inputs, input::gk)) {
     gk = random_layout<float, 4>(rng, {B, T, HV, K}, c);
-    for (index_t i = 0; i < gk.size(); ++i) gk.at(i) = float(std::log(sig(normal(rng))));
+    for (index_t i = 0; i < gk.size(); ++i) gk.at(i) = float(gate_value(normal(rng)));
   }
   if constexpr (reads(inputs, input::beta)) {
     beta = random_layout<float, 3>(rng, {B, T, HV}, c);
-    for (index_t i = 0; i < beta.size(); ++i) beta.at(i) = float(sig(normal(rng)));
+    for (index_t i = 0; i < beta.size(); ++i) beta.at(i) = float(beta_value(normal(rng)));
   }
   if constexpr (reads(inputs, input::b | input::w)) {
     b = random_layout<float, 4>(rng, {B, T, HV, K}, c), w = random_layout<float, 4>(rng, {B, T, HV, V}, c);
@@ -76,6 +94,11 @@ std::string run_backward_case(rng_t& rng, const case_plan& p) {
   if (p.h0) ra.initial_state = rh0;
   ra.cu_seqlens = p.cu;
   ra.qk_l2norm = p.l2;
+  const gate_activation gate = gated ? gate_activation{.A_log = contiguous<1>(std::span<const float>(A_log), {HV}),
+                                                      .dt_bias = contiguous<1>(std::span<const float>(dt_bias), {biases}),
+                                                      .lower_bound = bounded ? std::optional<float>(-5.f) : std::nullopt}
+                                     : gate_activation{};
+  ra.gate = gate, ra.beta_act = beta_act, ra.scale = scale;
   tensor<double, 4> Rdq({B, T, H, K}), Rdk({B, T, H, K}), Rdv({B, T, HV, V}), Rdgk({B, T, HV, K}), Rdb({B, T, HV, K});
   tensor<double, 4> Rdw({B, T, HV, V}), Rdh0({N, HV, K, V});
   tensor<double, 3> Rdg({B, T, HV}), Rdbeta({B, T, HV});
@@ -85,6 +108,8 @@ std::string run_backward_case(rng_t& rng, const case_plan& p) {
   if (!gk.mem.empty()) rgr.dgk = Rdgk;
   if (!beta.mem.empty()) rgr.dbeta = Rdbeta;
   if (!b.mem.empty()) rgr.db = Rdb, rgr.dw = Rdw;
+  tensor<double, 1> RdA({HV}), Rddt({biases});
+  if (gated) rgr.dA_log = RdA, rgr.ddt_bias = Rddt;
   reference::backward<Rule>(ra, rgr);
 
   // the CPU backend in float32
@@ -99,6 +124,7 @@ std::string run_backward_case(rng_t& rng, const case_plan& p) {
   a.qk_l2norm = p.l2;
   a.chunk_size = p.chunk;
   a.threads = p.threads;
+  a.gate = gate, a.beta_act = beta_act, a.scale = scale;
   auto dq = random_layout<float, 4>(rng, {B, T, H, K}, c), dk = random_layout<float, 4>(rng, {B, T, H, K}, c);
   auto dv = random_layout<float, 4>(rng, {B, T, HV, V}, c), dh0 = random_layout<float, 4>(rng, {N, HV, K, V}, c);
   fuzz_tensor<float, 3> dg, dbeta;
@@ -112,6 +138,8 @@ std::string run_backward_case(rng_t& rng, const case_plan& p) {
     db = random_layout<float, 4>(rng, {B, T, HV, K}, c), dw = random_layout<float, 4>(rng, {B, T, HV, V}, c);
     gr.db = db.out(), gr.dw = dw.out();
   }
+  std::vector<float> dA(static_cast<std::size_t>(HV), c), ddt(static_cast<std::size_t>(biases), c);
+  if (gated) gr.dA_log = contiguous<1>(std::span(dA), {HV}), gr.ddt_bias = contiguous<1>(std::span(ddt), {biases});
   try {
     linea::backward<Rule, read::identity, backend::cpu>(a, gr);
   } catch (const linea::error& e) {
@@ -119,6 +147,24 @@ std::string run_backward_case(rng_t& rng, const case_plan& p) {
   }
 
   const double tol = linea::testing::gradient_tolerance_for<float>();
+  // Relative to max(‖ref‖, floor): under strong decays over many tokens (log α down to −5 a token with a lower bound)
+  // a gradient such as dL/dS_0 falls below float32's range (1.2e-38), where float32 keeps no relative accuracy; the
+  // floor (1e-30 of a tensor's norm) leaves every tensor within float32's normal range judged relatively.
+  constexpr double floor = 1e-30;
+  const auto compare = [&](const char* name, const auto& out, const auto& ref, double bound) -> std::string {
+    double num = 0, den = 0;
+    for (index_t i = 0; i < out.size(); ++i) {
+      const double x = out.at(i), r = ref.data()[i];
+      if (std::isfinite(r) != std::isfinite(x))
+        return std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(x) + ", reference " + std::to_string(r);
+      if (std::isfinite(r)) num += (x - r) * (x - r), den += r * r;
+    }
+    const double err = std::sqrt(num) / std::max(std::sqrt(den), floor);
+    if (err <= bound) return "";
+    char buf[160];
+    std::snprintf(buf, sizeof buf, ": relative error %.3g > %.3g (reference norm %.3g)", err, bound, std::sqrt(den));
+    return name + std::string(buf);
+  };
   std::string diff = compare("dq", dq, Rdq, tol);
   if (diff.empty()) diff = compare("dk", dk, Rdk, tol);
   if (diff.empty()) diff = compare("dv", dv, Rdv, tol);
@@ -128,6 +174,16 @@ std::string run_backward_case(rng_t& rng, const case_plan& p) {
   if (diff.empty() && !beta.mem.empty()) diff = compare("dbeta", dbeta, Rdbeta, tol);
   if (diff.empty() && !b.mem.empty()) diff = compare("db", db, Rdb, tol);
   if (diff.empty() && !b.mem.empty()) diff = compare("dw", dw, Rdw, tol);
+  struct flat {  // a std::vector as compare() reads it
+    const std::vector<float>& v;
+    index_t size() const { return index_t(v.size()); }
+    float at(index_t i) const { return v[std::size_t(i)]; }
+  };
+  if (diff.empty() && gated) diff = compare("dA_log", flat{dA}, RdA, tol);
+  if (diff.empty() && gated) diff = compare("ddt_bias", flat{ddt}, Rddt, tol);
+  if (!diff.empty() && (gated || beta_act != beta_activation::none || scale != 0))
+    diff += std::string(" [") + (gated ? bounded ? "gate with lower bound " : "gate " : "") +
+            (beta_act != beta_activation::none ? "beta activation " : "") + (scale != 0 ? "scale" : "") + "]";
   return diff;
 }
 
