@@ -8,7 +8,9 @@
 // written. A case the reference rejects must be rejected; a twist that issue #13 forbids (partial overlaps,
 // an output with stride 0 over B or T, bad cu_seqlens) must be rejected; anything else must be accepted.
 #pragma once
+#include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <limits>
 #include <optional>
@@ -129,21 +131,42 @@ inline bool must_reject(twist tw, index_t T) {
   return must_reject(tw) && !(through_o && T == 0);
 }
 
-// o (and the other outputs) against the reference, elementwise: finite exactly where the reference is finite
-// (NaN and ±Inf count alike: with an infinite input, Inf − Inf in one summation order is ±Inf in another), and
-// the finite entries within `tol` in relative L2 error. "" when they agree.
-template <int R>
-std::string compare(const char* name, const fuzz_tensor<float, R>& out, const tensor<double, R>& ref, double tol) {
+// The distance of an output from its reference: the first element finite on one side only (or −1), and the finite
+// entries' relative L2 error ‖x − ref‖ / max(‖ref‖, floor) (‖x − ref‖ itself when both are 0). `out` is anything
+// with size() and at(i) (a fuzz_tensor), `ref` anything with data() in the same order (a tensor).
+struct distance {
+  index_t mismatch = -1;
+  double x = 0, r = 0;  // the mismatching pair
+  double error = 0, ref_norm = 0;
+};
+template <class Out, class Ref>
+distance measure(const Out& out, const Ref& ref, double floor = 0) {
+  distance d;
   double num = 0, den = 0;
   for (index_t i = 0; i < out.size(); ++i) {
     const double x = out.at(i), r = ref.data()[i];
-    if (std::isfinite(r) != std::isfinite(x))
-      return std::string(name) + "[" + std::to_string(i) + "] = " + std::to_string(x) + ", reference " + std::to_string(r);
+    if (std::isfinite(r) != std::isfinite(x)) return {i, x, r};
     if (std::isfinite(r)) num += (x - r) * (x - r), den += r * r;
   }
-  const double err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
-  if (err > tol) return std::string(name) + ": relative error " + std::to_string(err) + " > " + std::to_string(tol);
-  return "";
+  d.ref_norm = std::sqrt(den);
+  const double scale = std::max(d.ref_norm, floor);
+  d.error = scale > 0 ? std::sqrt(num) / scale : std::sqrt(num);
+  return d;
+}
+
+// o (and the other outputs) against the reference, elementwise: finite exactly where the reference is finite
+// (NaN and ±Inf count alike: with an infinite input, Inf − Inf in one summation order is ±Inf in another), and
+// the finite entries within `tol` in relative L2 error (measure's, `floor` as there). "" when they agree.
+template <class Out, class Ref>
+std::string compare(const char* name, const Out& out, const Ref& ref, double tol, double floor = 0) {
+  const distance d = measure(out, ref, floor);
+  if (d.mismatch >= 0)
+    return std::string(name) + "[" + std::to_string(d.mismatch) + "] = " + std::to_string(d.x) + ", reference " +
+           std::to_string(d.r);
+  if (d.error <= tol) return "";
+  char buf[160];
+  std::snprintf(buf, sizeof buf, ": relative error %.3g > %.3g (reference norm %.3g)", d.error, tol, d.ref_norm);
+  return name + std::string(buf);
 }
 
 }  // namespace linea::fuzz

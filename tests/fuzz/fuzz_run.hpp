@@ -195,10 +195,7 @@ std::string run_case(rng_t& rng, const case_plan& p) {
   const double tol = linea::testing::tolerance_for<float>(T);
   std::string diff = compare("o", *o, ro, tol);
   if (diff.rfind("o: relative error", 0) == 0) {  // over the bound with every element finite where the reference is
-    double num = 0, den = 0;
-    for (index_t i = 0; i < o->size(); ++i)
-      if (const double x = o->at(i), r = ro.data()[i]; std::isfinite(r)) num += (x - r) * (x - r), den += r * r;
-    const double kappa = read_conditioning<Rule>(ra), err = den > 0 ? std::sqrt(num / den) : std::sqrt(num);
+    const double kappa = read_conditioning<Rule>(ra), err = measure(*o, ro).error;
     const std::string figures = "o: relative error " + std::to_string(err) + ", read conditioning " + std::to_string(kappa) +
                                 " (estimate " + std::to_string(float32_roundoff * kappa) + ")";
     if (read_explains(err, tol, kappa)) {

@@ -24,6 +24,19 @@ long env_or(const char* name, long fallback) {
   return s && *s ? std::strtol(s, nullptr, 10) : fallback;
 }
 
+// Runs `run.template operator()<Rule>()` for rule number `rule` of all_rules: its verdict, and the rule's name in `name`.
+template <class Run>
+std::string on_rule(int rule, std::string& name, Run&& run) {
+  std::string verdict;
+  int r = 0;
+  all_rules::for_each([&]<class Rule>() {
+    if (r++ != rule) return;
+    name = linea::rule_name<Rule>::value;
+    verdict = run.template operator()<Rule>();
+  });
+  return verdict;
+}
+
 // Runs `cases` cases whose twists are drawn from `twists`; reports the failures per twist (the first few in
 // full) and checks that there are none.
 void run_category(const std::vector<twist>& twists, long cases) {
@@ -37,13 +50,8 @@ void run_category(const std::vector<twist>& twists, long cases) {
     const twist tw = twists[std::uniform_int_distribution<std::size_t>(0, twists.size() - 1)(rng)];
     const case_plan plan = random_plan(rng, tw);
     const int rule = std::uniform_int_distribution<int>(0, int(all_rules::size) - 1)(rng);
-    std::string verdict, rule_name_of;
-    int r = 0;
-    all_rules::for_each([&]<class Rule>() {
-      if (r++ != rule) return;
-      rule_name_of = linea::rule_name<Rule>::value;
-      verdict = run_case<Rule>(rng, plan);
-    });
+    std::string rule_name_of;
+    const std::string verdict = on_rule(rule, rule_name_of, [&]<class Rule>() { return run_case<Rule>(rng, plan); });
     ++ran;
     if (ill_conditioned_cases().count > explained) {  // passed: o over the bound as far as the read's cancellation explains
       explained = ill_conditioned_cases().count;
@@ -72,13 +80,9 @@ void run_backward_category(long cases) {
     rng_t rng(static_cast<std::uint64_t>(seed) * 1000003u + 104729u + static_cast<std::uint64_t>(i));
     const case_plan plan = random_plan(rng, twist::none);
     const int rule = std::uniform_int_distribution<int>(0, int(all_rules::size) - 1)(rng);
-    std::string verdict, rule_name_of;
-    int r = 0;
-    all_rules::for_each([&]<class Rule>() {
-      if (r++ != rule) return;
-      rule_name_of = linea::rule_name<Rule>::value;
-      verdict = run_backward_case<Rule>(rng, plan);
-    });
+    std::string rule_name_of;
+    const std::string verdict =
+        on_rule(rule, rule_name_of, [&]<class Rule>() { return run_backward_case<Rule>(rng, plan); });
     ++ran;
     if (!verdict.empty())
       failures.push_back("seed " + std::to_string(seed) + " case " + std::to_string(i) + ": " + rule_name_of + " backward " +

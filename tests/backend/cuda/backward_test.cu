@@ -930,6 +930,17 @@ TEST_CASE("CUDA backward: normalize (additive)") {
   }
 }
 
+// How many elements of a backward case's gradient outputs are no longer the NaN they were filled with.
+template <class Case>
+int written_outputs(Case& c) {
+  int written = 0;
+  auto& out = const_cast<std::remove_cvref_t<decltype(c.out())>&>(c.out());
+  out.for_each(out, [&](const char*, const auto& x, const auto&) {
+    for (std::size_t i = 0; i < x.size(); ++i) written += !std::isnan(double(x.data()[i]));
+  });
+  return written;
+}
+
 // What the CUDA backward stores position by position is rejected where other backends sum or read in place: a
 // stride-0 summed gradient (dβ, dλ, ... broadcast over positions) and dA_log / ddt_bias in place over A_log /
 // dt_bias (the input-adjoint kernel reads them while adding into their gradients). Nothing is written.
@@ -949,13 +960,8 @@ TEST_CASE("CUDA backward: stride-0 summed gradients and in-place gate parameters
     g.dA_log.ptr = const_cast<float*>(m.device.gate.A_log.ptr);
     CHECK_THROWS_WITH_AS(call(), doctest::Contains("'dA_log' in place"), linea::error);
   }
-  gm.copy_back();  // untouched: every output still its NaN fill
-  int written = 0;
-  auto& out = const_cast<std::remove_cvref_t<decltype(c.out())>&>(c.out());
-  out.for_each(out, [&](const char*, const auto& x, const auto&) {
-    for (std::size_t i = 0; i < x.size(); ++i) written += !std::isnan(double(x.data()[i]));
-  });
-  CHECK(written == 0);
+  gm.copy_back();
+  CHECK(written_outputs(c) == 0);  // untouched: every output still its NaN fill
 }
 
 // A caller's workspace that shares memory with an argument of the backward — a gradient, d_o, an input — is rejected
@@ -976,13 +982,8 @@ TEST_CASE("CUDA backward: a caller's workspace overlapping an argument is an err
   CHECK_THROWS_WITH_AS(call(g.dk.ptr), doctest::Contains("overlaps argument 'dk'"), linea::error);
   CHECK_THROWS_WITH_AS(call(g.d_o.ptr), doctest::Contains("overlaps argument 'd_o'"), linea::error);
   CHECK_THROWS_WITH_AS(call(m.device.v.ptr + 5), doctest::Contains("overlaps argument 'v'"), linea::error);
-  gm.copy_back();  // untouched: every output still its NaN fill
-  int written = 0;
-  auto& out = const_cast<std::remove_cvref_t<decltype(c.out())>&>(c.out());
-  out.for_each(out, [&](const char*, const auto& x, const auto&) {
-    for (std::size_t i = 0; i < x.size(); ++i) written += !std::isnan(double(x.data()[i]));
-  });
-  CHECK(written == 0);
+  gm.copy_back();
+  CHECK(written_outputs(c) == 0);  // untouched: every output still its NaN fill
 }
 
 TEST_CASE("CUDA backward: cuda::launch with a stream and a caller workspace") {
