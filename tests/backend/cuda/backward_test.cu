@@ -31,6 +31,7 @@ struct bwd_options {
   double scale = 0;  // 0: the default 1/sqrt(K)
   bool own_stream = false;  // through cuda::launch: a stream of its own and a caller workspace of the queried size
   double gk_scale = 0;      // when set: every per-key log decay multiplied by it (gates between the two ranges)
+  double off_channel = 0;   // when set: q's and k's channels past the first multiplied by it (nearly one channel)
 };
 
 // Each gradient's error against the reference: checked, and printed when LINEA_BACKWARD_ERRORS is set (for the
@@ -70,6 +71,10 @@ void check_backward(const case_shape& shape, const bwd_options& opt = {}) {
     for (auto& x : c.beta.values()) x = T(normal(rng));
   if (opt.gk_scale)
     for (auto& x : c.gk.values()) x = T(double(x) * opt.gk_scale);
+  if (opt.off_channel)
+    for (auto* x : {&c.q, &c.k})
+      for (std::size_t i = 0; i < x->size(); ++i)
+        if (i % std::size_t(c.shape.K) != 0) x->data()[i] = T(double(x->data()[i]) * opt.off_channel);
   auto ref = c.template cast<double>();
 
   // dL/do, dL/dS_T: the same values in T / float and in double.
@@ -530,6 +535,28 @@ TEST_CASE("CUDA backward: nearly singular chunk transitions at small K (kone16),
     check_backward<delta, float>(s);
     check_backward<gated_delta, bf16>(s);
     check_backward<gated_delta, float>(s);
+  }
+}
+
+// The in-kernel L2 norm's adjoint where x is one channel (K = 1) or nearly (the other channels 1e-3 of the first):
+// dq, dk are ~1e-6 of the terms of dx̂ − x̂ (x̂·dx̂), so phase 5 must use the form that does not cancel
+// (input_adjoint_kernel.hpp's store_adjoint; before it, float32 and bf16 dq, dk were ~5 % off here). GVA: phase 5
+// sums the group's value heads first. Every path through phase 5: the erasing rules, per-key decays, the additive
+// fast path through phases 0/5.
+TEST_CASE("CUDA backward: the in-kernel L2 norm's adjoint where q, k are one channel or nearly") {
+  const case_shape one{.B = 2, .T = 100, .H = 1, .HV = 2, .K = 1, .V = 32, .initial_state = true, .seed = 1801};
+  const case_shape near{.B = 1, .T = 130, .H = 1, .HV = 2, .K = 8, .V = 16, .seed = 1802};
+  const bwd_options l2{.qk_l2norm = true}, l2_near{.qk_l2norm = true, .off_channel = 1e-3};
+  SUBCASE("delta, gated_delta") {
+    check_backward<delta, float>(one, l2), check_backward<delta, bf16>(one, l2);
+    check_backward<gated_delta, float>(near, l2_near), check_backward<gated_delta, bf16>(one, l2);
+  }
+  SUBCASE("gla, kda") {
+    check_backward<gla, float>(one, l2), check_backward<kda, bf16>(near, l2_near);
+  }
+  SUBCASE("additive, simple_gla") {
+    check_backward<additive, bf16>(one, l2), check_backward<simple_gla, bf16>(near, l2_near);
+    check_backward<simple_gla, float>(one, l2);
   }
 }
 

@@ -1,7 +1,7 @@
 // linea/backend/cuda/backward/input_adjoint_kernel.hpp — phase 5: from the gradients of the values the rule used
 // to the gradients of the raw stored inputs (docs/math/backward.md §3), one CTA per token:
 //   dq, dk: the value heads of a group added into their key head, then the in-kernel L2 norm's adjoint
-//           dx = (dx̂ − x̂ (x̂·dx̂)) / n (one warp per key head);
+//           dx = (dx̂ − x̂ (x̂·dx̂)) / n, in a form that does not cancel (one warp per key head);
 //   dg, dgk: d log α through the in-kernel gate (dA_log, ddt_bias added over tokens with float64 atomics into the
 //           workspace, then stored as float32 by sums_kernel: a sum over many tokens can cancel to a millionth of
 //           Σ|terms| (issue #14: gated_delta, T = 6000, 1.4e6), where float32 atomics lost 14 % of ddt_bias);
@@ -47,14 +47,30 @@ __device__ __forceinline__ void gather_adjoint(const view<const T, 4>& raw, bool
   }
   if (l2) load_quad(raw.row(bt, t, h), raw.stride(3), K, lane, r.x);
 }
-// dx = (dx̂ − x̂ (x̂·dx̂)) / n with n = sqrt(Σ x² + 1e-6), or dx̂ without the norm
+// The in-kernel L2 norm's adjoint dx = (dx̂ − x̂ (x̂·dx̂)) / ν, ν = sqrt(P + ε), in the reference's form that does not
+// cancel (reference/input_adjoints.hpp, docs/math/backward.md §3):
+//   dx_i = (ε dx̂_i + (P − x_i²) dx̂_i − x_i (D − x_i dx̂_i)) / ν³,  P = Σ x², D = Σ x dx̂,
+// with P, D and the bracket in double (x_i², x_i dx̂_i exact). The first form lost 5 % of dq, dk in float32 where x is
+// one channel or nearly (K = 1: dx = ε dx̂ / ν³, a millionth of its terms). Without the norm: dx̂.
+__device__ __forceinline__ double warp_sum(double x) {
+  for (int o = 16; o > 0; o >>= 1) x += __shfl_xor_sync(0xffffffffu, x, o);
+  return x;
+}
 template <class T>
 __device__ __forceinline__ void store_adjoint(adjoint_row& r, bool l2, index_t K, index_t bt, index_t t, index_t h,
                                               const view<T, 4>& out) {
   if (l2) {
-    const float inv = rsqrtf(warp_sum(quad_dot(r.x, r.x)) + 1e-6f), dot = warp_sum(quad_dot(r.x, r.d)) * inv;
+    double P = 0, D = 0;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) r.d[j] = (r.d[j] - r.x[j] * inv * dot) * inv;
+    for (int j = 0; j < 4; ++j) P += double(r.x[j]) * double(r.x[j]), D += double(r.x[j]) * double(r.d[j]);
+    P = warp_sum(P), D = warp_sum(D);
+    constexpr double eps = 1e-6;
+    const double nu2 = P + eps, inv_nu3 = 1.0 / (nu2 * sqrt(nu2));
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const double x = r.x[j], d = r.d[j];
+      r.d[j] = float((eps * d + (P - x * x) * d - x * (D - x * d)) * inv_nu3);
+    }
   }
   store_quad(out.row(bt, t, h), out.stride(3), K, threadIdx.x & 31, r.d);
 }
