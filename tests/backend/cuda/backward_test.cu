@@ -1013,6 +1013,83 @@ TEST_CASE("CUDA backward: a caller's workspace overlapping an argument is an err
   CHECK(written_outputs(c) == 0);  // untouched: every output still its NaN fill
 }
 
+// The erasing rules' 16-bit phase 4 writes the caller's dq, dk, dg, dβ itself where phase 5 would only convert them
+// (backward.hpp's erase16_direct_ok; phase 5 is not launched then): the same bits as through phase 5, into contiguous
+// gradients and into strided ones (head-first rows; odd K: the pair stores' element path), within SPEC §6 of the
+// float64 reference; and not where phase 5 has work (GVA, L2 norm, in-kernel gate, β activation).
+template <class Rule>
+void check_direct_gradients(index_t K, std::uint32_t seed) {
+  backward_case<Rule, read::identity, bf16> c(
+      {.B = 2, .T = 150, .H = 2, .HV = 2, .K = K, .V = 48, .initial_state = true, .seed = seed}, {});
+  const auto a = c.args();
+  REQUIRE(cuda_detail::bwd::erase16_direct_ok<Rule, read::identity>(a));
+  cuda::mirror<bf16, float> m(a);
+  const auto run = [&](const gradients<bf16, float>& g, bool direct) {
+    cuda_detail::bwd::erase16_direct_enabled = direct;
+    cuda::gradient_mirror<bf16, float> gm(g);
+    linea::backward<Rule, read::identity, backend::cuda>(m.device, gm.device);
+    gm.copy_back();
+    cuda_detail::bwd::erase16_direct_enabled = true;
+  };
+  // a gradient view's elements in logical order, as bits (dq, dk [B, T, H, K]; dg, dβ [B, T, HV])
+  const auto bits = [](const auto& x) {
+    std::vector<std::uint16_t> out;
+    if (!x.ptr) return out;
+    for (index_t b = 0; b < x.extent(0); ++b)
+      for (index_t t = 0; t < x.extent(1); ++t)
+        for (index_t h = 0; h < x.extent(2); ++h) {
+          if constexpr (std::remove_cvref_t<decltype(x)>::rank == 4) {
+            for (index_t d = 0; d < x.extent(3); ++d) out.push_back(x(b, t, h, d).bits);
+          } else {
+            out.push_back(x(b, t, h).bits);
+          }
+        }
+    return out;
+  };
+  const auto snapshot = [&](const gradients<bf16, float>& g) {
+    return std::array{bits(g.dq), bits(g.dk), bits(g.dg), bits(g.dbeta)};
+  };
+  auto g = c.grads();
+  run(g, false);  // through phase 5
+  const auto through_phase5 = snapshot(g);
+  g = c.grads();
+  run(g, true);
+  CHECK(snapshot(g) == through_phase5);
+  c.check_against_reference();
+  // head-first gradients: every row strided
+  tensor<bf16, 4> dq({2, 2, 150, K}), dk({2, 2, 150, K});
+  tensor<bf16, 3> dg({2, 2, 150}), dbeta({2, 2, 150});
+  auto hf = c.grads();
+  hf.dq = logical4<bf16>(dq, true), hf.dk = logical4<bf16>(dk, true), hf.dbeta = logical3<bf16>(dbeta, true);
+  if (hf.dg.ptr) hf.dg = logical3<bf16>(dg, true);
+  run(hf, true);
+  CHECK(snapshot(hf) == through_phase5);
+}
+
+TEST_CASE("CUDA backward: the erasing rules' 16-bit phase 4 writes dq, dk, dg, dbeta where phase 5 would only convert") {
+  SUBCASE("gated_delta, K = 64") { check_direct_gradients<gated_delta>(64, 1901); }
+  SUBCASE("gated_delta, K = 37 (odd: no pair stores)") { check_direct_gradients<gated_delta>(37, 1902); }
+  SUBCASE("delta, K = 64") { check_direct_gradients<delta>(64, 1903); }
+  SUBCASE("not where phase 5 has work") {
+    using cuda_detail::bwd::erase16_direct_ok;
+    backward_case<gated_delta, read::identity, bf16> gva({.B = 1, .T = 10, .H = 1, .HV = 2, .K = 8, .V = 8}, {});
+    CHECK_FALSE(erase16_direct_ok<gated_delta, read::identity>(gva.args()));
+    const case_shape s{.B = 1, .T = 10, .H = 2, .HV = 2, .K = 8, .V = 8};
+    CHECK(erase16_direct_ok<gated_delta, read::identity>(backward_case<gated_delta, read::identity, bf16>(s, {}).args()));
+    CHECK_FALSE(erase16_direct_ok<gated_delta, read::identity>(
+        backward_case<gated_delta, read::identity, bf16>(s, {.qk_l2norm = true}).args()));
+    CHECK_FALSE(erase16_direct_ok<gated_delta, read::identity>(
+        backward_case<gated_delta, read::identity, bf16>(s, {.gate = true}).args()));
+    CHECK_FALSE(erase16_direct_ok<gated_delta, read::identity>(
+        backward_case<gated_delta, read::identity, bf16>(s, {.beta_act = beta_activation::sigmoid}).args()));
+    CHECK_FALSE(erase16_direct_ok<gated_delta, read::identity>(
+        backward_case<gated_delta, read::identity, float>(s, {}).args()));
+    CHECK_FALSE(erase16_direct_ok<gated_delta, read::ccq<read::decayed>>(
+        backward_case<gated_delta, read::identity, bf16>(s, {}).args()));
+    CHECK_FALSE(erase16_direct_ok<kda, read::identity>(backward_case<kda, read::identity, bf16>(s, {}).args()));
+  }
+}
+
 TEST_CASE("CUDA backward: cuda::launch with a stream and a caller workspace") {
   check_backward<gated_delta, float>({.B = 2, .T = 100, .H = 2, .HV = 4, .K = 32, .V = 48, .initial_state = true, .seed = 6},
                                      {.own_stream = true});

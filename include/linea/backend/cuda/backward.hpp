@@ -10,6 +10,8 @@
 //   4 chunk_grad      per chunk × head  dq̂, dk̂ (per value head), dv, d log α (reverse cumsum), dβ
 //                                       (per_key_grad for per-key decays)
 //   5 input_adjoint   per token         group sums, L2-norm / gate / β-activation adjoints; dA_log, ddt_bias
+//                                       (not launched where it would only convert: the erasing rules' 16-bit
+//                                       phase 4 then writes dq, dk, dg, dβ itself, erase16_direct_ok)
 //
 // Only phases 2 and 3 walk the chunks in order; everything else runs over all chunks of all sequences at once.
 // The rules that only add (linear_attn, simple_gla) with 16-bit inputs and the identity read replace phases 1–4 by
@@ -76,6 +78,25 @@ void expect_backward_device(const gradients<T, S>& g) {
 // The whole scratch: the rule's plan; for the CCQ read the statistics pass's and its own tensors; for channel
 // gates b, w as float32 ([tokens, HV, K] and [tokens, HV, V]); for in-kernel gates the float64 accumulators of
 // dA_log [HV] and ddt_bias [HV] or [HV·K] (input_adjoint_kernel.hpp).
+// Whether the erasing rules' 16-bit phase 4 (chunk_grad16_kernel) writes the caller's dq, dk, dg, dβ itself, so that
+// phase 5 is not launched: where phase 5 would only convert them — one value head a key head, no in-kernel L2 norm,
+// gate or β activation, no normalize, the identity read, scalar or no decay given as g. (The A/B switch:
+// LINEA_BWD_ERASE16_DIRECT_OFF.) Host only.
+inline bool erase16_direct_enabled = std::getenv("LINEA_BWD_ERASE16_DIRECT_OFF") == nullptr;
+template <class Rule, class Read, class T>
+bool erase16_direct_ok(const arguments<T, float>& a) {
+  constexpr bool scalar_erase = Rule::update::kind == update_kind::erase && Rule::update::inputs == input::beta &&
+                                (Rule::decay::kind == decay_kind::none || Rule::decay::kind == decay_kind::scalar);
+  if constexpr (!scalar_erase || !Read::is_identity || !inter_grad_for<T>) {
+    return false;
+  } else {
+    const index_t H = a.q.extent(2), HV = a.v.extent(2);
+    return erase16_direct_enabled && H == HV && !a.qk_l2norm && !a.gate.active() &&
+           a.beta_act == beta_activation::none && !a.normalize &&
+           (Rule::decay::kind == decay_kind::none || a.g.ptr);
+  }
+}
+
 struct scratch_layout {
   backward_plan plan;
   bool direct = false;  // the additive fast path on the caller's tensors (add16_io.hpp): no phase 0 or 5
@@ -182,10 +203,14 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
       check_launch("backward channel_gates_kernel");
       cg.b = b, cg.w = wv;
     }
+  // the erasing rules' 16-bit phase 4 writes dq, dk, dg, dβ where phase 5 would only convert them (no phase 5 then)
+  const bool erase_direct = erase16_direct_ok<Rule, Read>(a);
   if constexpr (Read::is_identity) {
     const auto general = [&] {
+      direct_grads<T> out;
+      if (erase_direct) out = {g.dq, g.dk, g.dg, g.dbeta, true};
       chunk_phases<erases, decays, per_key, channels>(w, a.initial_state, g.d_final_state, g.d_initial_state, g.dv, st,
-                                                      cg, cd);
+                                                      cg, cd, out);
     };
     if constexpr (add16_rule<Rule, T>) {  // linear_attn, simple_gla with 16-bit inputs (add16_phases.hpp)
       add16_pieces pc;  // the pieces of long sequences: their table copied, E and S_in carved (add16_pieces.hpp)
@@ -217,7 +242,7 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
     LINEA_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * layout.sums, st));
     o.sum_A_log = sums, o.sum_dt_bias = sums + p.HV;
   }
-  if (tokens && !direct) {
+  if (tokens && !direct && !erase_direct) {
     input_adjoint_kernel<T><<<unsigned(tokens), threads, 0, st>>>(k, w, o);
     check_launch("backward input_adjoint_kernel");
   }

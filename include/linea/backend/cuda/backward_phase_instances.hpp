@@ -30,7 +30,8 @@
   prefix template void linea::cuda_detail::bwd::grad_phase<E, D, PK, T, C,                                         \
                                                            linea::cuda_detail::bwd::precision::tf32x3>(           \
       const linea::cuda_detail::bwd::work&, const linea::view<T, 4>&, cudaStream_t,                                \
-      const linea::cuda_detail::bwd::channel_gates&, const linea::cuda_detail::bwd::channel_grads<T>&);
+      const linea::cuda_detail::bwd::channel_gates&, const linea::cuda_detail::bwd::channel_grads<T>&,            \
+      const linea::cuda_detail::bwd::direct_grads<T>&);
 
 // Scalar and no decay (additive, simple_gla, delta, gated_delta, and every rule's CCQ statistics pass).
 #define LINEA_CUDA_BWD_CHUNK_TYPE(prefix, T)                                                                       \

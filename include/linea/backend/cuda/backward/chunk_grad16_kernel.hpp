@@ -47,6 +47,38 @@
 
 namespace linea::cuda_detail::bwd {
 
+// The caller's dq, dk, dg, dβ written here, in the input type, instead of phase 5 reading them back from the
+// workspace (issue #14: phase 5 was ~0.6 ms of gated_delta's bf16 backward at 8×4096). `on` only where phase 5 would
+// copy them unchanged — one value head a key head, no in-kernel L2 norm, gate or β activation, the identity read
+// (backward.hpp's erase16_direct_ok); then phase 5 is not launched. Null views are skipped.
+template <class T>
+struct direct_grads {
+  view<T, 4> dq, dk;   // [B, T, H = HV, K]
+  view<T, 3> dg, dbeta;  // [B, T, HV]
+  bool on = false;
+};
+
+namespace grad16_detail {
+// x(bt, t, h, dd), x(bt, t, h, dd + 1) = x0, x1 (the columns < K only): one 4-byte store where the row is contiguous
+// and the pair aligned, else element by element through the strides.
+template <class T>
+__device__ __forceinline__ void store_grad_pair(const view<T, 4>& x, index_t bt, index_t t, index_t h, int dd, int K,
+                                                float x0, float x1) {
+  T* p = x.row(bt, t, h) + dd * x.stride(3);
+  if (x.stride(3) == 1 && dd + 1 < K && reinterpret_cast<std::uintptr_t>(p) % (2 * sizeof(T)) == 0) {
+    if constexpr (sizeof(T) == 4) {
+      *reinterpret_cast<float2*>(p) = make_float2(x0, x1);
+    } else {
+      const std::uint32_t lo = from_float<T>(x0).bits, hi = from_float<T>(x1).bits;
+      *reinterpret_cast<std::uint32_t*>(p) = lo | (hi << 16);
+    }
+    return;
+  }
+  p[0] = from_float<T>(x0);
+  if (dd + 1 < K) p[x.stride(3)] = from_float<T>(x1);
+}
+}  // namespace grad16_detail
+
 struct grad16_shape {
   static constexpr int ld = CL + 8;  // bf16 row stride (144 bytes ≡ 16 mod 128): conflict-free fragment loads
   static constexpr int key_part = max_kv * ld, cc_part = CL * ld;  // one hi or lo part: [key][token], [token][token]
@@ -245,7 +277,8 @@ __device__ __forceinline__ void quad_sum(float (&x)[2]) {
 template <bool Erases, bool Decays, class T, bool Pairs = true, bool TileKeys = true, bool EarlyDq = false,
           bool SkipZeroSteps = true, bool TransN = true, bool TransM = false>
 __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_kernel(const work w,
-                                                                                      const view<T, 4> dv_out) {
+                                                                                      const view<T, 4> dv_out,
+                                                                                      const direct_grads<T> out = {}) {
   using sh = grad16_shape;
   namespace d = grad16_detail;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
@@ -388,9 +421,15 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
     if (pairs) return *reinterpret_cast<const float2*>(x);
     return make_float2(x[0], dd + 1 < K ? x[1] : 0.f);
   };
-  const auto pair_out = [&](float* p, index_t ld, int r, int dd, float x0, float x1) {
+  // dq's or dk's pair out: into the workspace's row-major p (row stride ldg), or with out.on into the caller's tensor
+  // in the input type (no one reads the workspace's copy then)
+  const auto pair_out = [&](float* p, const view<T, 4>& caller, int r, int dd, float x0, float x1) {
     if (!inside(r, dd)) return;
-    float* x = p + r * ld + dd;
+    if (out.on) {
+      if (caller.ptr) d::store_grad_pair(caller, ci.bt, ci.t0 + r, h, dd, K, x0, x1);  // (h = hv: G = 1)
+      return;
+    }
+    float* x = p + r * ldg + dd;
     if (pairs) {
       *reinterpret_cast<float2*>(x) = make_float2(x0, x1);
     } else {
@@ -548,14 +587,14 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
   for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
     for (int half = 0; half < 2; ++half)
-      pair_out(dk, ldg, row_of(half), col_of(nt), dkr[nt][2 * half], dkr[nt][2 * half + 1]);
+      pair_out(dk, out.dk, row_of(half), col_of(nt), dkr[nt][2 * half], dkr[nt][2 * half + 1]);
   if constexpr (!EarlyDq) dq_term();
   if (active) d::product(acc, sA, sKt, m0, n0, 0, lower_steps, g, t);
 #pragma unroll
   for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
     for (int half = 0; half < 2; ++half)
-      pair_out(dq, ldg, row_of(half), col_of(nt), acc[nt][2 * half], acc[nt][2 * half + 1]);
+      pair_out(dq, out.dq, row_of(half), col_of(nt), acc[nt][2 * half], acc[nt][2 * half + 1]);
   // ---- the decay of the state across the chunk: dG_L += γ_L ⟨h, dh⟩ (or inter_grad_kernel's key tiles' sums) ----
   if constexpr (Decays && hdh_in_inter) {
     if (tid == 0) {
@@ -609,8 +648,14 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
   }
   __syncthreads();
   if (tid < L) {
-    w.dlog_alpha[(tok0 + tid) * w.HV + hv] = dg + (tid < 32 ? sScan[1] : 0.f);
-    if (Erases) w.derase[(tok0 + tid) * w.HV + hv] = sdE[tid] + sdW[tid];
+    const float dlog_alpha = dg + (tid < 32 ? sScan[1] : 0.f), derase = Erases ? sdE[tid] + sdW[tid] : 0.f;
+    if (out.on) {  // (dg = d log α, dβ = d(e = w = β): no activation between)
+      if (out.dg.ptr) out.dg(ci.bt, ci.t0 + tid, hv) = from_float<T>(dlog_alpha);
+      if (Erases && out.dbeta.ptr) out.dbeta(ci.bt, ci.t0 + tid, hv) = from_float<T>(derase);
+    } else {
+      w.dlog_alpha[(tok0 + tid) * w.HV + hv] = dlog_alpha;
+      if (Erases) w.derase[(tok0 + tid) * w.HV + hv] = derase;
+    }
   }
 }
 

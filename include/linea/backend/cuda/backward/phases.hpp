@@ -6,7 +6,7 @@
 //   grad_phase     phase 4, per chunk × head: dq̂, dk̂, dv, d log α, de (db, dw for GDN-2's channel gates); for
 //                  16-bit inputs and scalar decays two launches: inter_grad_kernel (its products over V),
 //                  chunk_grad16_kernel (erasing rules: ut_grad_kernel.hpp's two launches between them, the UT
-//                  transform's adjoints)
+//                  transform's adjoints), which can also write the caller's dq, dk, dg, dβ (direct_grads)
 // Channels: GDN-2's channel gates (channel_gates.hpp), per-key decays only. Prec: how every product multiplies
 // (block_gemm.hpp's precision): chunk_phases and grad_phase take it from the input type (3xTF32 for float32 inputs,
 // one TF32 mma for 16-bit ones), prep_phase and state_phases from their caller (3xTF32 unless told). prep_phase's In
@@ -189,8 +189,10 @@ inline constexpr bool inter_grad_for = sizeof(T) == 2;
 
 template <bool Erases, bool Decays, bool PerKey, class T, bool Channels = false, precision Prec = precision_for<T>>
 void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const channel_gates& cg = {},
-                const channel_grads<T>& cd = {}) {
+                const channel_grads<T>& cd = {}, const direct_grads<T>& out = {}) {
   if (!w.chunks) return;
+  if (out.on && (PerKey || !inter_grad_for<T>))
+    throw linea::error("cuda backward: internal: direct gradients are written by chunk_grad16_kernel only");
   const dim3 grid{unsigned(w.chunks), unsigned(w.HV)};
   if constexpr (PerKey) {
     constexpr auto grad = per_key_grad_kernel<Erases, T, Channels, false, Prec>;
@@ -213,7 +215,7 @@ void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const chan
     constexpr auto grad = chunk_grad16_kernel<Erases, Decays, T>;
     allow_dynamic_shared<grad, grad16_shape::bytes>();
     prefer_max_shared_carveout<grad>();
-    grad<<<grid, threads, grad16_shape::bytes, st>>>(w, dv);
+    grad<<<grid, threads, grad16_shape::bytes, st>>>(w, dv, out);
     check_launch("backward chunk_grad16_kernel");
   } else {
     constexpr auto grad = chunk_grad_kernel<Erases, Decays, T, false, Prec>;  // Wide is unused by the ring kernel
@@ -227,10 +229,10 @@ void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const chan
 template <bool Erases, bool Decays, bool PerKey, bool Channels = false, class T, precision Prec = precision_for<T>>
 void chunk_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
                   const view<float, 4>& dS0, const view<T, 4>& dv, cudaStream_t st, const channel_gates& cg = {},
-                  const channel_grads<T>& cd = {}) {
+                  const channel_grads<T>& cd = {}, const direct_grads<T>& out = {}) {
   prep_phase<Erases, PerKey, Channels, Prec, T>(w, st, cg);
   state_phases<Erases, PerKey, Prec, T>(w, S0, dST, dS0, true, true, st);
-  grad_phase<Erases, Decays, PerKey, T, Channels, Prec>(w, dv, st, cg, cd);
+  grad_phase<Erases, Decays, PerKey, T, Channels, Prec>(w, dv, st, cg, cd, out);
 }
 
 }  // namespace linea::cuda_detail::bwd
