@@ -4,7 +4,9 @@
 //   decode step, every rule: B=256 rows, H=HV=16, K=V=128, bf16 in, fp32 state pool updated in place; and
 //   gated_delta through a permuted pool, state_indices given as a host span and on the device (cuda::launch)
 //   --backward: forward (chunkwise) and backward of the rules with a CUDA backward, B=8 T=4096 and B=1 T=32768,
-//               H=HV=16, K=V=128, bf16 in (dq, dk, dv, dg, dβ written; fewer repeats: the backward is slow)
+//               H=HV=16, K=V=128, bf16 in (dq, dk, dv, dg, dβ written; fewer repeats: the backward is slow);
+//               LINEA_BENCH_DIRECT_AB=1 adds the backward through phase 5 against without it (backward.hpp's
+//               direct_grads_ok: delta, gated_delta, gla, kda)
 //
 // Each figure is the median over repeats of (the time of `calls` back-to-back calls) / calls, after warm-up;
 // two input sets alternate, and each call streams far more than the 60 MB L2. Prints one JSON object per line
@@ -340,6 +342,20 @@ void bench_backward(index_t B, index_t T_) {
               "\"fwd_bwd_ms\":%.4f,\"bwd_over_fwd\":%.1f}\n",
               rule_name<Rule>::value, long(B), long(T_), fwd, bwd, fwd + bwd, bwd / fwd);
   std::fflush(stdout);
+  // LINEA_BENCH_DIRECT_AB set: dq, dk, dg / dgk, dβ written by phase 4 (the library's default where direct_grads_ok)
+  // against through phase 5 (direct_grads_enabled off), the same process, three interleaved rounds
+  if (std::getenv("LINEA_BENCH_DIRECT_AB") && cuda_detail::bwd::direct_grads_ok<Rule, read::identity>(a)) {
+    for (int round = 0; round < 3; ++round)
+      for (const bool direct : {false, true}) {
+        cuda_detail::bwd::direct_grads_enabled = direct;
+        const double ms = time_ms([&](int) { linea::backward<Rule, read::identity, backend::cuda>(a, g); }, 2, 3, 1);
+        std::printf("{\"kind\":\"direct_ab\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"round\":%d,\"direct\":%d,"
+                    "\"bwd_ms\":%.4f}\n",
+                    rule_name<Rule>::value, long(B), long(T_), round, int(direct), ms);
+        std::fflush(stdout);
+      }
+    cuda_detail::bwd::direct_grads_enabled = true;
+  }
   if (dgk) CK(cudaFree(dgk));
   for (void* p : {static_cast<void*>(o), static_cast<void*>(state), static_cast<void*>(d_o), static_cast<void*>(dq),
                   static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(dg), static_cast<void*>(dbeta),

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 
+#include "argument_views.hpp"
 #include "arguments.hpp"
 #include "error.hpp"
 #include "validate.hpp"
@@ -54,34 +55,18 @@ namespace detail {
 
 template <class T, class S>
 void expect_gradient_data(const gradients<T, S>& g) {
-  expect_data(g.d_o, "d_o"), expect_data(g.d_final_state, "d_final_state"), expect_data(g.dq, "dq");
-  expect_data(g.dk, "dk"), expect_data(g.dv, "dv"), expect_data(g.dg, "dg"), expect_data(g.dgk, "dgk");
-  expect_data(g.dbeta, "dbeta"), expect_data(g.db, "db"), expect_data(g.dw, "dw");
-  expect_data(g.d_initial_state, "d_initial_state"), expect_data(g.dA_log, "dA_log");
-  expect_data(g.ddt_bias, "ddt_bias"), expect_data(g.dlambda, "dlambda");
-  expect_data(g.dccq_log_decay, "dccq_log_decay"), expect_data(g.dC0, "dC0"), expect_data(g.dm0, "dm0");
-  expect_data(g.dz0, "dz0");
+  for_each_upstream(g, [](const auto& x, const char* name) { expect_data(x, name); });
+  for_each_gradient(g, [](const auto& x, const char* name, const char*) { expect_data(x, name); });
 }
 
 // No two gradient outputs may share memory (core/aliasing.hpp): each is set, not added to. Stride 0 is allowed
 // here (a gradient over a broadcast input receives the sum over the positions it covers).
 template <class T, class S>
 void expect_disjoint_gradients(const gradients<T, S>& g) {
-  auto others = [&](const auto& out, const char* name, int index) {
-    int i = 0;
-    auto other = [&](const auto& x, const char* x_name) {
-      if (i++ > index) expect_disjoint(out, name, x, x_name, false, "two gradient outputs must not share memory");
-    };
-    other(g.dq, "dq"), other(g.dk, "dk"), other(g.dv, "dv"), other(g.dg, "dg"), other(g.dgk, "dgk");
-    other(g.dbeta, "dbeta"), other(g.db, "db"), other(g.dw, "dw"), other(g.d_initial_state, "d_initial_state");
-    other(g.dA_log, "dA_log"), other(g.ddt_bias, "ddt_bias"), other(g.dlambda, "dlambda");
-    other(g.dccq_log_decay, "dccq_log_decay"), other(g.dC0, "dC0"), other(g.dm0, "dm0"), other(g.dz0, "dz0");
-  };
-  others(g.dq, "dq", 0), others(g.dk, "dk", 1), others(g.dv, "dv", 2), others(g.dg, "dg", 3);
-  others(g.dgk, "dgk", 4), others(g.dbeta, "dbeta", 5), others(g.db, "db", 6), others(g.dw, "dw", 7);
-  others(g.d_initial_state, "d_initial_state", 8), others(g.dA_log, "dA_log", 9), others(g.ddt_bias, "ddt_bias", 10);
-  others(g.dlambda, "dlambda", 11), others(g.dccq_log_decay, "dccq_log_decay", 12), others(g.dC0, "dC0", 13);
-  others(g.dm0, "dm0", 14), others(g.dz0, "dz0", 15);
+  for_each_pair([&](auto f) { for_each_gradient(g, f); },
+                [](const auto& x, const char* x_name, const auto& y, const char* y_name) {
+                  expect_disjoint(x, x_name, y, y_name, false, "two gradient outputs must not share memory");
+                });
 }
 
 // A gradient output may share memory with an input of the backward only exactly in place over the input it is
@@ -96,24 +81,14 @@ inline constexpr const char* gradient_aliasing_rule =
 
 template <class T, class S>
 void expect_gradients_apart_from_inputs(const arguments<T, S>& a, const gradients<T, S>& g) {
-  const auto& c = a.ccq;
-  auto against_inputs = [&](const auto& out, const char* name, std::string_view own) {
-    auto in = [&](const auto& x, const char* x_name) {
+  for_each_gradient(g, [&](const auto& out, const char* name, std::string_view own) {
+    const auto against = [&](const auto& x, const char* x_name) {
       expect_disjoint(out, name, x, x_name, own == x_name, gradient_aliasing_rule);
     };
-    in(a.q, "q"), in(a.k, "k"), in(a.v, "v"), in(a.g, "g"), in(a.gk, "gk"), in(a.beta, "beta"), in(a.b, "b");
-    in(a.w, "w"), in(a.initial_state, "initial_state"), in(a.gate.A_log, "gate.A_log");
-    in(a.gate.dt_bias, "gate.dt_bias"), in(c.lambda, "ccq.lambda"), in(c.log_decay, "ccq.log_decay");
-    in(c.C0, "ccq.C0"), in(c.m0, "ccq.m0"), in(c.z0, "ccq.z0"), in(a.cu_seqlens.bytes(), "cu_seqlens");
-    in(g.d_o, "d_o"), in(g.d_final_state, "d_final_state");
-  };
-  against_inputs(g.dq, "dq", "q"), against_inputs(g.dk, "dk", "k"), against_inputs(g.dv, "dv", "v");
-  against_inputs(g.dg, "dg", "g"), against_inputs(g.dgk, "dgk", "gk"), against_inputs(g.dbeta, "dbeta", "beta");
-  against_inputs(g.db, "db", "b"), against_inputs(g.dw, "dw", "w");
-  against_inputs(g.d_initial_state, "d_initial_state", "initial_state");
-  against_inputs(g.dA_log, "dA_log", "gate.A_log"), against_inputs(g.ddt_bias, "ddt_bias", "gate.dt_bias");
-  against_inputs(g.dlambda, "dlambda", "ccq.lambda"), against_inputs(g.dccq_log_decay, "dccq_log_decay", "ccq.log_decay");
-  against_inputs(g.dC0, "dC0", "ccq.C0"), against_inputs(g.dm0, "dm0", "ccq.m0"), against_inputs(g.dz0, "dz0", "ccq.z0");
+    for_each_input(a, against);
+    for_each_index_span(a, against);
+    for_each_upstream(g, against);
+  });
 }
 
 // Gradients stored position by position need one element per position: a stride 0 over an extent > 1 would keep
@@ -153,20 +128,12 @@ void expect_scratch_apart(const void* scratch, std::size_t bytes, const char* na
       << "no argument";
     throw error(m.str());
   };
-  const auto& c = a.ccq;
-  apart(a.q, "q"), apart(a.k, "k"), apart(a.v, "v"), apart(a.g, "g"), apart(a.gk, "gk"), apart(a.beta, "beta");
-  apart(a.b, "b"), apart(a.w, "w"), apart(a.initial_state, "initial_state"), apart(a.gate.A_log, "gate.A_log");
-  apart(a.gate.dt_bias, "gate.dt_bias"), apart(c.lambda, "ccq.lambda"), apart(c.log_decay, "ccq.log_decay");
-  apart(c.C0, "ccq.C0"), apart(c.m0, "ccq.m0"), apart(c.z0, "ccq.z0"), apart(a.cu_seqlens.bytes(), "cu_seqlens");
-  apart(a.state_indices, "state_indices"), apart(a.o, "o"), apart(a.final_state, "final_state");
-  apart(a.residual, "residual"), apart(a.checkpoints, "checkpoints"), apart(c.C, "ccq.C"), apart(c.m, "ccq.m");
-  apart(c.z, "ccq.z"), apart(c.q_tilde, "ccq.q_tilde");
+  for_each_input(a, apart);
+  for_each_index_span(a, apart);
+  for_each_output(a, [&](const auto& x, const char* x_name, const char*) { apart(x, x_name); });
   if (g == nullptr) return;
-  apart(g->d_o, "d_o"), apart(g->d_final_state, "d_final_state"), apart(g->dq, "dq"), apart(g->dk, "dk");
-  apart(g->dv, "dv"), apart(g->dg, "dg"), apart(g->dgk, "dgk"), apart(g->dbeta, "dbeta"), apart(g->db, "db");
-  apart(g->dw, "dw"), apart(g->d_initial_state, "d_initial_state"), apart(g->dA_log, "dA_log");
-  apart(g->ddt_bias, "ddt_bias"), apart(g->dlambda, "dlambda"), apart(g->dccq_log_decay, "dccq_log_decay");
-  apart(g->dC0, "dC0"), apart(g->dm0, "dm0"), apart(g->dz0, "dz0");
+  for_each_upstream(*g, apart);
+  for_each_gradient(*g, [&](const auto& x, const char* x_name, const char*) { apart(x, x_name); });
 }
 
 }  // namespace detail

@@ -10,6 +10,7 @@
 
 #include "../rules/write_rule.hpp"
 #include "aliasing.hpp"
+#include "argument_views.hpp"
 #include "arguments.hpp"
 #include "error.hpp"
 
@@ -67,15 +68,8 @@ void expect_data(const V& v, const char* name) {
 
 template <class T, class S>
 void expect_data_everywhere(const arguments<T, S>& a) {
-  expect_data(a.q, "q"), expect_data(a.k, "k"), expect_data(a.v, "v"), expect_data(a.g, "g");
-  expect_data(a.gk, "gk"), expect_data(a.beta, "beta"), expect_data(a.b, "b"), expect_data(a.w, "w");
-  expect_data(a.initial_state, "initial_state"), expect_data(a.o, "o"), expect_data(a.final_state, "final_state");
-  expect_data(a.residual, "residual"), expect_data(a.checkpoints, "checkpoints");
-  expect_data(a.gate.A_log, "gate.A_log"), expect_data(a.gate.dt_bias, "gate.dt_bias");
-  expect_data(a.ccq.lambda, "ccq.lambda"), expect_data(a.ccq.log_decay, "ccq.log_decay");
-  expect_data(a.ccq.C0, "ccq.C0"), expect_data(a.ccq.m0, "ccq.m0"), expect_data(a.ccq.z0, "ccq.z0");
-  expect_data(a.ccq.C, "ccq.C"), expect_data(a.ccq.m, "ccq.m"), expect_data(a.ccq.z, "ccq.z");
-  expect_data(a.ccq.q_tilde, "ccq.q_tilde");
+  for_each_input(a, [](const auto& x, const char* name) { expect_data(x, name); });
+  for_each_output(a, [](const auto& x, const char* name, const char*) { expect_data(x, name); });
 }
 
 template <class V>
@@ -89,38 +83,19 @@ void expect_nonnegative_extents(const V& v, const char* name) {
 // no output has stride 0 over an extent > 1.
 template <class T, class S>
 void expect_no_aliasing(const arguments<T, S>& a) {
-  const auto& c = a.ccq;
-  auto against_inputs = [&](const auto& out, const char* name, const char* in_place_of = "") {
-    auto in = [&](const auto& x, const char* x_name) {
-      expect_disjoint(out, name, x, x_name, std::string_view(x_name) == in_place_of);
+  for_each_output(a, [&](const auto& out, const char* name, std::string_view in_place_of) {
+    const auto against = [&](const auto& x, const char* x_name) {
+      expect_disjoint(out, name, x, x_name, x_name == in_place_of);
     };
-    in(a.q, "q"), in(a.k, "k"), in(a.v, "v"), in(a.g, "g"), in(a.gk, "gk"), in(a.beta, "beta"), in(a.b, "b");
-    in(a.w, "w"), in(a.initial_state, "initial_state"), in(a.gate.A_log, "gate.A_log");
-    in(a.gate.dt_bias, "gate.dt_bias"), in(c.lambda, "ccq.lambda"), in(c.log_decay, "ccq.log_decay");
-    in(c.C0, "ccq.C0"), in(c.m0, "ccq.m0"), in(c.z0, "ccq.z0");
-    in(a.cu_seqlens.bytes(), "cu_seqlens"), in(a.state_indices, "state_indices");
-  };
-  against_inputs(a.o, "o", "v");
-  against_inputs(a.final_state, "final_state", "initial_state");
-  against_inputs(a.residual, "residual");
-  against_inputs(a.checkpoints, "checkpoints");
-  against_inputs(c.C, "ccq.C", "ccq.C0"), against_inputs(c.m, "ccq.m", "ccq.m0"), against_inputs(c.z, "ccq.z", "ccq.z0");
-  against_inputs(c.q_tilde, "ccq.q_tilde");
-
-  // Outputs pairwise, each also whole: one element per position.
-  auto others = [&](const auto& out, const char* name, int index) {
-    expect_distinct_elements(out, name);
-    int i = 0;
-    auto other = [&](const auto& x, const char* x_name) {
-      if (i++ > index) expect_disjoint(out, name, x, x_name);
-    };
-    other(a.o, "o"), other(a.final_state, "final_state"), other(a.residual, "residual");
-    other(a.checkpoints, "checkpoints"), other(c.C, "ccq.C"), other(c.m, "ccq.m"), other(c.z, "ccq.z");
-    other(c.q_tilde, "ccq.q_tilde");
-  };
-  others(a.o, "o", 0), others(a.final_state, "final_state", 1), others(a.residual, "residual", 2);
-  others(a.checkpoints, "checkpoints", 3), others(c.C, "ccq.C", 4), others(c.m, "ccq.m", 5);
-  others(c.z, "ccq.z", 6), others(c.q_tilde, "ccq.q_tilde", 7);
+    for_each_input(a, against);
+    for_each_index_span(a, against);
+    expect_distinct_elements(out, name);  // each output whole: one element per position
+  });
+  // outputs pairwise
+  for_each_pair([&](auto f) { for_each_output(a, f); },
+                [](const auto& x, const char* x_name, const auto& y, const char* y_name) {
+                  expect_disjoint(x, x_name, y, y_name);
+                });
 }
 
 }  // namespace detail

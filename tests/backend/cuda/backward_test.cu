@@ -7,6 +7,7 @@
 // the additive rule's `normalize`.
 #include <doctest/doctest.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -1013,41 +1014,46 @@ TEST_CASE("CUDA backward: a caller's workspace overlapping an argument is an err
   CHECK(written_outputs(c) == 0);  // untouched: every output still its NaN fill
 }
 
-// The erasing rules' 16-bit phase 4 writes the caller's dq, dk, dg, dβ itself where phase 5 would only convert them
-// (backward.hpp's erase16_direct_ok; phase 5 is not launched then): the same bits as through phase 5, into contiguous
-// gradients and into strided ones (head-first rows; odd K: the pair stores' element path), within SPEC §6 of the
-// float64 reference; and not where phase 5 has work (GVA, L2 norm, in-kernel gate, β activation).
-template <class Rule>
+// Phase 4 writes the caller's dq, dk, dg / dgk, dβ itself where phase 5 would only convert them (backward.hpp's
+// direct_grads_ok; phase 5 is not launched then): chunk_grad16_kernel (delta, gated_delta, 16-bit inputs) and
+// per_key_grad_kernel (gla, kda, any input type). The same bits as through phase 5, into contiguous gradients and
+// into strided ones (head-first rows; odd K: the pair stores' element path), within SPEC §6 of the float64
+// reference; and not where phase 5 has work (GVA, L2 norm, in-kernel gate, β activation, CCQ, float32 scalar decays).
+template <class Rule, class T>
 void check_direct_gradients(index_t K, std::uint32_t seed) {
-  backward_case<Rule, read::identity, bf16> c(
+  backward_case<Rule, read::identity, T> c(
       {.B = 2, .T = 150, .H = 2, .HV = 2, .K = K, .V = 48, .initial_state = true, .seed = seed}, {});
   const auto a = c.args();
-  REQUIRE(cuda_detail::bwd::erase16_direct_ok<Rule, read::identity>(a));
-  cuda::mirror<bf16, float> m(a);
-  const auto run = [&](const gradients<bf16, float>& g, bool direct) {
-    cuda_detail::bwd::erase16_direct_enabled = direct;
-    cuda::gradient_mirror<bf16, float> gm(g);
+  REQUIRE(cuda_detail::bwd::direct_grads_ok<Rule, read::identity>(a));
+  cuda::mirror<T, float> m(a);
+  const auto run = [&](const gradients<T, float>& g, bool direct) {
+    cuda_detail::bwd::direct_grads_enabled = direct;
+    cuda::gradient_mirror<T, float> gm(g);
     linea::backward<Rule, read::identity, backend::cuda>(m.device, gm.device);
     gm.copy_back();
-    cuda_detail::bwd::erase16_direct_enabled = true;
+    cuda_detail::bwd::direct_grads_enabled = true;
   };
-  // a gradient view's elements in logical order, as bits (dq, dk [B, T, H, K]; dg, dβ [B, T, HV])
+  // a gradient view's elements in logical order, as bits
   const auto bits = [](const auto& x) {
-    std::vector<std::uint16_t> out;
+    std::vector<std::uint32_t> out;
+    const auto as_bits = [](const auto& e) -> std::uint32_t {
+      if constexpr (std::is_same_v<std::remove_cvref_t<decltype(e)>, float>) return std::bit_cast<std::uint32_t>(e);
+      else return e.bits;
+    };
     if (!x.ptr) return out;
     for (index_t b = 0; b < x.extent(0); ++b)
       for (index_t t = 0; t < x.extent(1); ++t)
         for (index_t h = 0; h < x.extent(2); ++h) {
           if constexpr (std::remove_cvref_t<decltype(x)>::rank == 4) {
-            for (index_t d = 0; d < x.extent(3); ++d) out.push_back(x(b, t, h, d).bits);
+            for (index_t d = 0; d < x.extent(3); ++d) out.push_back(as_bits(x(b, t, h, d)));
           } else {
-            out.push_back(x(b, t, h).bits);
+            out.push_back(as_bits(x(b, t, h)));
           }
         }
     return out;
   };
-  const auto snapshot = [&](const gradients<bf16, float>& g) {
-    return std::array{bits(g.dq), bits(g.dk), bits(g.dg), bits(g.dbeta)};
+  const auto snapshot = [&](const gradients<T, float>& g) {
+    return std::array{bits(g.dq), bits(g.dk), bits(g.dg), bits(g.dgk), bits(g.dbeta)};
   };
   auto g = c.grads();
   run(g, false);  // through phase 5
@@ -1057,36 +1063,44 @@ void check_direct_gradients(index_t K, std::uint32_t seed) {
   CHECK(snapshot(g) == through_phase5);
   c.check_against_reference();
   // head-first gradients: every row strided
-  tensor<bf16, 4> dq({2, 2, 150, K}), dk({2, 2, 150, K});
-  tensor<bf16, 3> dg({2, 2, 150}), dbeta({2, 2, 150});
+  tensor<T, 4> dq({2, 2, 150, K}), dk({2, 2, 150, K}), dgk({2, 2, 150, K});
+  tensor<T, 3> dg({2, 2, 150}), dbeta({2, 2, 150});
   auto hf = c.grads();
-  hf.dq = logical4<bf16>(dq, true), hf.dk = logical4<bf16>(dk, true), hf.dbeta = logical3<bf16>(dbeta, true);
-  if (hf.dg.ptr) hf.dg = logical3<bf16>(dg, true);
+  hf.dq = logical4<T>(dq, true), hf.dk = logical4<T>(dk, true);
+  if (hf.dg.ptr) hf.dg = logical3<T>(dg, true);
+  if (hf.dgk.ptr) hf.dgk = logical4<T>(dgk, true);
+  if (hf.dbeta.ptr) hf.dbeta = logical3<T>(dbeta, true);
   run(hf, true);
   CHECK(snapshot(hf) == through_phase5);
 }
 
-TEST_CASE("CUDA backward: the erasing rules' 16-bit phase 4 writes dq, dk, dg, dbeta where phase 5 would only convert") {
-  SUBCASE("gated_delta, K = 64") { check_direct_gradients<gated_delta>(64, 1901); }
-  SUBCASE("gated_delta, K = 37 (odd: no pair stores)") { check_direct_gradients<gated_delta>(37, 1902); }
-  SUBCASE("delta, K = 64") { check_direct_gradients<delta>(64, 1903); }
+TEST_CASE("CUDA backward: phase 4 writes dq, dk, dg / dgk, dbeta where phase 5 would only convert them") {
+  SUBCASE("gated_delta bf16, K = 64") { check_direct_gradients<gated_delta, bf16>(64, 1901); }
+  SUBCASE("gated_delta bf16, K = 37 (odd: no pair stores)") { check_direct_gradients<gated_delta, bf16>(37, 1902); }
+  SUBCASE("delta bf16, K = 64") { check_direct_gradients<delta, bf16>(64, 1903); }
+  SUBCASE("kda bf16, K = 37") { check_direct_gradients<kda, bf16>(37, 1904); }
+  SUBCASE("gla float32, K = 64") { check_direct_gradients<gla, float>(64, 1905); }
   SUBCASE("not where phase 5 has work") {
-    using cuda_detail::bwd::erase16_direct_ok;
+    using cuda_detail::bwd::direct_grads_ok;
     backward_case<gated_delta, read::identity, bf16> gva({.B = 1, .T = 10, .H = 1, .HV = 2, .K = 8, .V = 8}, {});
-    CHECK_FALSE(erase16_direct_ok<gated_delta, read::identity>(gva.args()));
+    CHECK_FALSE(direct_grads_ok<gated_delta, read::identity>(gva.args()));
     const case_shape s{.B = 1, .T = 10, .H = 2, .HV = 2, .K = 8, .V = 8};
-    CHECK(erase16_direct_ok<gated_delta, read::identity>(backward_case<gated_delta, read::identity, bf16>(s, {}).args()));
-    CHECK_FALSE(erase16_direct_ok<gated_delta, read::identity>(
+    CHECK(direct_grads_ok<gated_delta, read::identity>(backward_case<gated_delta, read::identity, bf16>(s, {}).args()));
+    CHECK_FALSE(direct_grads_ok<gated_delta, read::identity>(
         backward_case<gated_delta, read::identity, bf16>(s, {.qk_l2norm = true}).args()));
-    CHECK_FALSE(erase16_direct_ok<gated_delta, read::identity>(
+    CHECK_FALSE(direct_grads_ok<gated_delta, read::identity>(
         backward_case<gated_delta, read::identity, bf16>(s, {.gate = true}).args()));
-    CHECK_FALSE(erase16_direct_ok<gated_delta, read::identity>(
+    CHECK_FALSE(direct_grads_ok<gated_delta, read::identity>(
         backward_case<gated_delta, read::identity, bf16>(s, {.beta_act = beta_activation::sigmoid}).args()));
-    CHECK_FALSE(erase16_direct_ok<gated_delta, read::identity>(
+    CHECK_FALSE(direct_grads_ok<gated_delta, read::identity>(
         backward_case<gated_delta, read::identity, float>(s, {}).args()));
-    CHECK_FALSE(erase16_direct_ok<gated_delta, read::ccq<read::decayed>>(
+    CHECK_FALSE(direct_grads_ok<gated_delta, read::ccq<read::decayed>>(
         backward_case<gated_delta, read::identity, bf16>(s, {}).args()));
-    CHECK_FALSE(erase16_direct_ok<kda, read::identity>(backward_case<kda, read::identity, bf16>(s, {}).args()));
+    CHECK(direct_grads_ok<kda, read::identity>(backward_case<kda, read::identity, bf16>(s, {}).args()));
+    CHECK_FALSE(direct_grads_ok<kda, read::identity>(backward_case<kda, read::identity, bf16>(s, {.gate = true}).args()));
+    CHECK_FALSE(direct_grads_ok<gdn2, read::identity>(backward_case<gdn2, read::identity, float>(s, {}).args()));
+    CHECK_FALSE(direct_grads_ok<simple_gla, read::identity>(
+        backward_case<simple_gla, read::identity, float>(s, {}).args()));
   }
 }
 

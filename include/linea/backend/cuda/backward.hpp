@@ -10,8 +10,8 @@
 //   4 chunk_grad      per chunk × head  dq̂, dk̂ (per value head), dv, d log α (reverse cumsum), dβ
 //                                       (per_key_grad for per-key decays)
 //   5 input_adjoint   per token         group sums, L2-norm / gate / β-activation adjoints; dA_log, ddt_bias
-//                                       (not launched where it would only convert: the erasing rules' 16-bit
-//                                       phase 4 then writes dq, dk, dg, dβ itself, erase16_direct_ok)
+//                                       (not launched where it would only convert: phase 4 then writes dq, dk,
+//                                       dg / dgk, dβ itself, direct_grads_ok)
 //
 // Only phases 2 and 3 walk the chunks in order; everything else runs over all chunks of all sequences at once.
 // The rules that only add (linear_attn, simple_gla) with 16-bit inputs and the identity read replace phases 1–4 by
@@ -66,34 +66,34 @@ inline constexpr bool supported_rule =
 
 template <class T, class S>
 void expect_backward_device(const gradients<T, S>& g) {
-  expect_device(g.dlambda.ptr, "dlambda"), expect_device(g.dccq_log_decay.ptr, "dccq_log_decay");
-  expect_device(g.dC0.ptr, "dC0"), expect_device(g.dm0.ptr, "dm0"), expect_device(g.dz0.ptr, "dz0");
-  expect_device(g.d_o.ptr, "d_o"), expect_device(g.d_final_state.ptr, "d_final_state");
-  expect_device(g.dq.ptr, "dq"), expect_device(g.dk.ptr, "dk"), expect_device(g.dv.ptr, "dv");
-  expect_device(g.dg.ptr, "dg"), expect_device(g.dgk.ptr, "dgk"), expect_device(g.dbeta.ptr, "dbeta");
-  expect_device(g.d_initial_state.ptr, "d_initial_state"), expect_device(g.dA_log.ptr, "dA_log");
-  expect_device(g.ddt_bias.ptr, "ddt_bias"), expect_device(g.db.ptr, "db"), expect_device(g.dw.ptr, "dw");
+  linea::detail::for_each_upstream(g, [](const auto& x, const char* name) { expect_device(x.ptr, name); });
+  linea::detail::for_each_gradient(g, [](const auto& x, const char* name, const char*) { expect_device(x.ptr, name); });
 }
 
 // The whole scratch: the rule's plan; for the CCQ read the statistics pass's and its own tensors; for channel
 // gates b, w as float32 ([tokens, HV, K] and [tokens, HV, V]); for in-kernel gates the float64 accumulators of
 // dA_log [HV] and ddt_bias [HV] or [HV·K] (input_adjoint_kernel.hpp).
-// Whether the erasing rules' 16-bit phase 4 (chunk_grad16_kernel) writes the caller's dq, dk, dg, dβ itself, so that
-// phase 5 is not launched: where phase 5 would only convert them — one value head a key head, no in-kernel L2 norm,
-// gate or β activation, no normalize, the identity read, scalar or no decay given as g. (The A/B switch:
-// LINEA_BWD_ERASE16_DIRECT_OFF.) Host only.
-inline bool erase16_direct_enabled = std::getenv("LINEA_BWD_ERASE16_DIRECT_OFF") == nullptr;
+// Whether phase 4 writes the caller's dq, dk, dg / dgk, dβ itself (backward/direct_grads.hpp), so that phase 5 is
+// not launched: where phase 5 would only convert them — one value head a key head, no in-kernel L2 norm, gate or β
+// activation, no normalize, the identity read, the decay given (g or gk) — and phase 4 is one of the two kernels that
+// can: chunk_grad16_kernel (delta, gated_delta with 16-bit inputs) and per_key_grad_kernel (gla, kda; not gdn2's
+// channel gates). (The A/B switch: LINEA_BWD_DIRECT_GRADS_OFF.) Host only.
+inline bool direct_grads_enabled = std::getenv("LINEA_BWD_DIRECT_GRADS_OFF") == nullptr;
 template <class Rule, class Read, class T>
-bool erase16_direct_ok(const arguments<T, float>& a) {
-  constexpr bool scalar_erase = Rule::update::kind == update_kind::erase && Rule::update::inputs == input::beta &&
-                                (Rule::decay::kind == decay_kind::none || Rule::decay::kind == decay_kind::scalar);
-  if constexpr (!scalar_erase || !Read::is_identity || !inter_grad_for<T>) {
+bool direct_grads_ok(const arguments<T, float>& a) {
+  using D = typename Rule::decay;
+  using U = typename Rule::update;
+  constexpr bool erases_with_beta = U::kind == update_kind::erase && U::inputs == input::beta;
+  constexpr bool scalar_erase16 = erases_with_beta && inter_grad_for<T> &&
+                                  (D::kind == decay_kind::none || D::kind == decay_kind::scalar);
+  constexpr bool per_key = D::kind == decay_kind::per_key &&
+                           (erases_with_beta || (U::kind == update_kind::additive && U::inputs == input::none));
+  if constexpr (!Read::is_identity || !(scalar_erase16 || per_key)) {
     return false;
   } else {
-    const index_t H = a.q.extent(2), HV = a.v.extent(2);
-    return erase16_direct_enabled && H == HV && !a.qk_l2norm && !a.gate.active() &&
-           a.beta_act == beta_activation::none && !a.normalize &&
-           (Rule::decay::kind == decay_kind::none || a.g.ptr);
+    const bool decay_given = D::kind == decay_kind::none || (D::kind == decay_kind::scalar ? bool(a.g.ptr) : bool(a.gk.ptr));
+    return direct_grads_enabled && a.q.extent(2) == a.v.extent(2) && !a.qk_l2norm && !a.gate.active() &&
+           a.beta_act == beta_activation::none && !a.normalize && decay_given;
   }
 }
 
@@ -203,12 +203,12 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
       check_launch("backward channel_gates_kernel");
       cg.b = b, cg.w = wv;
     }
-  // the erasing rules' 16-bit phase 4 writes dq, dk, dg, dβ where phase 5 would only convert them (no phase 5 then)
-  const bool erase_direct = erase16_direct_ok<Rule, Read>(a);
+  // phase 4 writes dq, dk, dg / dgk, dβ where phase 5 would only convert them (no phase 5 then)
+  const bool direct_out = direct_grads_ok<Rule, Read>(a);
   if constexpr (Read::is_identity) {
     const auto general = [&] {
       direct_grads<T> out;
-      if (erase_direct) out = {g.dq, g.dk, g.dg, g.dbeta, true};
+      if (direct_out) out = {g.dq, g.dk, g.dg, g.dbeta, g.dgk, true};
       chunk_phases<erases, decays, per_key, channels>(w, a.initial_state, g.d_final_state, g.d_initial_state, g.dv, st,
                                                       cg, cd, out);
     };
@@ -242,7 +242,7 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
     LINEA_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * layout.sums, st));
     o.sum_A_log = sums, o.sum_dt_bias = sums + p.HV;
   }
-  if (tokens && !direct && !erase_direct) {
+  if (tokens && !direct && !direct_out) {
     input_adjoint_kernel<T><<<unsigned(tokens), threads, 0, st>>>(k, w, o);
     check_launch("backward input_adjoint_kernel");
   }

@@ -42,42 +42,11 @@
 #include <cuda_bf16.h>
 
 #include "../mma.hpp"
+#include "direct_grads.hpp"
 #include "inter_grad_kernel.hpp"
 #include "../source.hpp"
 
 namespace linea::cuda_detail::bwd {
-
-// The caller's dq, dk, dg, dβ written here, in the input type, instead of phase 5 reading them back from the
-// workspace (issue #14: phase 5 was ~0.6 ms of gated_delta's bf16 backward at 8×4096). `on` only where phase 5 would
-// copy them unchanged — one value head a key head, no in-kernel L2 norm, gate or β activation, the identity read
-// (backward.hpp's erase16_direct_ok); then phase 5 is not launched. Null views are skipped.
-template <class T>
-struct direct_grads {
-  view<T, 4> dq, dk;   // [B, T, H = HV, K]
-  view<T, 3> dg, dbeta;  // [B, T, HV]
-  bool on = false;
-};
-
-namespace grad16_detail {
-// x(bt, t, h, dd), x(bt, t, h, dd + 1) = x0, x1 (the columns < K only): one 4-byte store where the row is contiguous
-// and the pair aligned, else element by element through the strides.
-template <class T>
-__device__ __forceinline__ void store_grad_pair(const view<T, 4>& x, index_t bt, index_t t, index_t h, int dd, int K,
-                                                float x0, float x1) {
-  T* p = x.row(bt, t, h) + dd * x.stride(3);
-  if (x.stride(3) == 1 && dd + 1 < K && reinterpret_cast<std::uintptr_t>(p) % (2 * sizeof(T)) == 0) {
-    if constexpr (sizeof(T) == 4) {
-      *reinterpret_cast<float2*>(p) = make_float2(x0, x1);
-    } else {
-      const std::uint32_t lo = from_float<T>(x0).bits, hi = from_float<T>(x1).bits;
-      *reinterpret_cast<std::uint32_t*>(p) = lo | (hi << 16);
-    }
-    return;
-  }
-  p[0] = from_float<T>(x0);
-  if (dd + 1 < K) p[x.stride(3)] = from_float<T>(x1);
-}
-}  // namespace grad16_detail
 
 struct grad16_shape {
   static constexpr int ld = CL + 8;  // bf16 row stride (144 bytes ≡ 16 mod 128): conflict-free fragment loads
@@ -426,7 +395,7 @@ __global__ void __launch_bounds__(threads, grad16_shape::min_ctas) chunk_grad16_
   const auto pair_out = [&](float* p, const view<T, 4>& caller, int r, int dd, float x0, float x1) {
     if (!inside(r, dd)) return;
     if (out.on) {
-      if (caller.ptr) d::store_grad_pair(caller, ci.bt, ci.t0 + r, h, dd, K, x0, x1);  // (h = hv: G = 1)
+      if (caller.ptr) store_grad_pair(caller, ci.bt, ci.t0 + r, h, dd, K, x0, x1);  // (h = hv: G = 1)
       return;
     }
     float* x = p + r * ldg + dd;

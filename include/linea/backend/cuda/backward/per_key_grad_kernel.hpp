@@ -30,6 +30,7 @@
 // dBv's tile, and the erase gates in a row of their own; the h·dh and Σ_s k dk reductions batch their loads.
 #pragma once
 #include "channel_gates.hpp"
+#include "direct_grads.hpp"
 #include "chunk_grad_kernel.hpp"
 #include "block_gemm.hpp"
 #include "inputs_kernel.hpp"
@@ -69,7 +70,8 @@ inline constexpr int pk_tk = Erases ? grad_tk : gemm_tk;
 template <bool Erases, class T, bool Channels = false, bool Wide = false, precision Prec = precision_for<T>>
 __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(const work w, const view<T, 4> dv_out,
                                                                                const channel_gates cg,
-                                                                               const channel_grads<T> cd) {
+                                                                               const channel_grads<T> cd,
+                                                                               const direct_grads<T> out = {}) {
   static_assert(Erases || !Channels, "channel gates belong to an erasing update");
   using sh = per_key_grad_shape<Erases>;
   const index_t c = blockIdx.x, hv = blockIdx.y, h = hv / w.G;
@@ -411,12 +413,17 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
     }
   }
   __syncthreads();
-  for (int d = tid; d < K; d += threads) {  // dgk_td = Σ_{r≥t} dG_rd
+  for (int d = tid; d < K; d += threads) {  // dgk_td = Σ_{r≥t} dG_rd (out.on: the caller's dgk, direct_grads.hpp)
     float acc = sdGL[d];
     for (int r = L - 1; r >= 0; --r) {
       acc += sdG[r * ld + d];
-      w.dlog_alpha_k[((tok0 + r) * w.HV + hv) * w.K + d] = acc;
+      if (!out.on) w.dlog_alpha_k[((tok0 + r) * w.HV + hv) * w.K + d] = acc;
+      else if (out.dgk.ptr) out.dgk(ci.bt, ci.t0 + r, hv, d) = from_float<T>(acc);
     }
+  }
+  if (out.on) {  // dq, dk: this CTA's rows of the workspace are final (the barrier above) — the caller's, h = hv
+    store_grad_rows(out.dq, dq, ldg, ci.bt, ci.t0, h, L, K);
+    store_grad_rows(out.dk, dk, ldg, ci.bt, ci.t0, h, L, K);
   }
   if constexpr (Channels) {  // db_rd: dBk's tile as the terms above left it
     if (cd.db.ptr)
@@ -428,7 +435,10 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
   if constexpr (Erases && !Channels)  // de_r + dw_r = Σ_d of dBk's tile (the terms left there above) + sdWr
     row_sums(
         L, K, [&](int r, int c) { return sdBk[r * ld + c]; },
-        [&](int r, float x) { w.derase[(tok0 + r) * w.HV + hv] = x + sdWr[r]; });
+        [&](int r, float x) {
+          if (!out.on) w.derase[(tok0 + r) * w.HV + hv] = x + sdWr[r];
+          else if (out.dbeta.ptr) out.dbeta(ci.bt, ci.t0 + r, hv) = from_float<T>(x + sdWr[r]);
+        });
 }
 
 }  // namespace linea::cuda_detail::bwd

@@ -6,7 +6,8 @@
 //   grad_phase     phase 4, per chunk × head: dq̂, dk̂, dv, d log α, de (db, dw for GDN-2's channel gates); for
 //                  16-bit inputs and scalar decays two launches: inter_grad_kernel (its products over V),
 //                  chunk_grad16_kernel (erasing rules: ut_grad_kernel.hpp's two launches between them, the UT
-//                  transform's adjoints), which can also write the caller's dq, dk, dg, dβ (direct_grads)
+//                  transform's adjoints); it and per_key_grad_kernel can also write the caller's dq, dk, dg / dgk,
+//                  dβ themselves (direct_grads.hpp)
 // Channels: GDN-2's channel gates (channel_gates.hpp), per-key decays only. Prec: how every product multiplies
 // (block_gemm.hpp's precision): chunk_phases and grad_phase take it from the input type (3xTF32 for float32 inputs,
 // one TF32 mma for 16-bit ones), prep_phase and state_phases from their caller (3xTF32 unless told). prep_phase's In
@@ -191,13 +192,14 @@ template <bool Erases, bool Decays, bool PerKey, class T, bool Channels = false,
 void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const channel_gates& cg = {},
                 const channel_grads<T>& cd = {}, const direct_grads<T>& out = {}) {
   if (!w.chunks) return;
-  if (out.on && (PerKey || !inter_grad_for<T>))
-    throw linea::error("cuda backward: internal: direct gradients are written by chunk_grad16_kernel only");
+  if (out.on && (Channels || (!PerKey && !inter_grad_for<T>)))
+    throw linea::error("cuda backward: internal: direct gradients are written by chunk_grad16_kernel and "
+                       "per_key_grad_kernel (without channel gates) only");
   const dim3 grid{unsigned(w.chunks), unsigned(w.HV)};
   if constexpr (PerKey) {
     constexpr auto grad = per_key_grad_kernel<Erases, T, Channels, false, Prec>;
     allow_dynamic_shared<grad, per_key_grad_shape<Erases>::bytes>();
-    grad<<<grid, threads, per_key_grad_shape<Erases>::bytes, st>>>(w, dv, cg, cd);
+    grad<<<grid, threads, per_key_grad_shape<Erases>::bytes, st>>>(w, dv, cg, cd, out);
     check_launch("backward per_key_grad_kernel");
   } else if constexpr (inter_grad_for<T>) {
     // 16-bit inputs (grad13): the products that contract over V in small CTAs of their own, several an SM
