@@ -5,7 +5,8 @@
 // 0.9 ms) that, where no in-kernel option sits between, only converts dq̂, dk̂, d log α, de to the caller's type.
 // `on` only there — one value head a key head (no group sums), no in-kernel L2 norm, gate or β activation, no
 // normalize, the identity read (backward.hpp's direct_grads_ok) — and then phase 5 is not launched. The values are
-// the same floats phase 5 would read, rounded once: the same bits. Null views are skipped.
+// the same floats phase 5 would read, rounded once: the same bits (dg, dgk, dβ up to the order of the kernels'
+// shared-memory atomics, which differs from run to run either way). Null views are skipped.
 // Writers: chunk_grad16_kernel (scalar or no decay, erasing update, 16-bit inputs), per_key_grad_kernel (gla, kda).
 #pragma once
 #include <cstdint>
