@@ -100,6 +100,14 @@ void launch_step(const kernel_args<T>& k, index_t rows, const exec& x) {
 // sequence) on 32-token chunks (perkey_delta_kernel.hpp), and since pk18-next kda and gdn2 too (after pk19 0.79 /
 // 0.86 ms against the general kernel's 1.60 / 1.65 at 8×4096 under ordinary gates; 1.80 / 1.85 against 1.60 / 1.65
 // under SPEC's extreme gates; bench/cuda/README.md pk18, pk19 measured).
+// How the per-key kernel stores its o and residual strips (pko, issue #15): in full 32-byte sectors (a quad's pairs
+// traded by shuffles, 16 bytes a lane) rather than the accumulators' 4-byte pairs, which filled half a sector a
+// store. Built with LINEA_PERKEY_PAIR_STORES, the library keeps the pairs (the A/B's library rows).
+#ifdef LINEA_PERKEY_PAIR_STORES
+inline constexpr auto perkey_strip_store = tiles::strip_store::pairs;
+#else
+inline constexpr auto perkey_strip_store = tiles::strip_store::sectors;
+#endif
 template <class Rule, class T, class E>
 void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
   if constexpr (perkey_pipeline_rule<Rule, pass::main>) {
@@ -109,7 +117,7 @@ void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
     // 0.791 ms, gdn2 0.873 → 0.861, gla 0.525 → 0.513; o within 2.8e-5 of the four-exponential form, both within
     // SPEC §5 of float64 on every case of perkey_delta_ab --check)
     using sh = perkey_delta_shape;
-    constexpr auto kernel = perkey_delta_kernel<Rule, T, E, true>;
+    constexpr auto kernel = perkey_delta_kernel<Rule, T, E, true, perkey_strip_store>;
     allow_dynamic_shared<kernel>(sh::bytes, x.device);
     const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BVW - 1) / sh::BVW));
     kernel<<<grid, sh::threads, sh::bytes, x.stream>>>(k);
