@@ -21,7 +21,9 @@
 // without a wide channel forms e = b ⊙ k itself (the separate e phase, its stores, reloads and barrier gone; G goes
 // to shared memory only for phase D); gdn2's w is staged by the consumers' cp.async instead of read into registers;
 // DerivedFactors (the library's choice since 2026-12-04's fourth session: launch.hpp): two exponentials a row in
-// phase E instead of four, a rounding apart.
+// phase E instead of four, a rounding apart. pko (2026-12-05, the library's choice: launch.hpp): the o and residual
+// strips stored in full sectors (tiles::strip_store; the template option Store), bit-identical: at 8×4096 kda
+// 0.798 → 0.782 ms, gdn2 0.870 → 0.855, gla 0.518 → 0.491 through linea::chunkwise.
 //
 // UT form, per chunk of CL = 32 tokens, G_r·d = Σ_{s ≤ r} log₂ α_s·d inside the chunk, C its last row (SPEC §4):
 //   P_rs = Σ_d q_rd k_sd 2^(G_rd − G_sd), s ≤ r;   A_rs = Σ_d e_rd k_sd 2^(G_rd − G_sd), s < r;   T = (I + A)⁻¹
