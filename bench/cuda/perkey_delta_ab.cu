@@ -24,6 +24,14 @@
 // exponentials a row in ordinary chunks (DerivedFactors = true: a rounding apart, judged against float64). `--check`
 // adds K = 72 (channels past K: zeros, in-kernel gates' dt_bias of K entries a head) and mixed gates (chunks with
 // and without wide channels in one sequence), prints a verdict a case and exits 2 if any case fails.
+// pko (2026-12-05, issue #15): "old" is the library's kernel as main 634174a launches it (DerivedFactors, the o and
+// residual strips stored as the accumulators' 4-byte pairs: tiles::strip_store::pairs), "new" the same with the
+// strips in full sectors (strip_store::sectors) — a store change only: must be bit-identical to old —, "exact" new
+// without DerivedFactors (judged against float64). perkey_delta_ab_v0.hpp is no longer used. `--check` adds
+// outputs_ab: o and the residual in other layouts (head-first, misaligned, column stride 2, V = 100 in padded rows,
+// residual), bit for bit against old over the whole buffers. `--lib`: the library's path alone at 8×4096 (the call
+// runs it from two builds, with and without LINEA_PERKEY_PAIR_STORES, in alternating processes); `--once`: one
+// launch of old and new a rule at 8×4096 (for ncu).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -35,7 +43,6 @@
 #include <linea/cuda.hpp>
 
 #include "ab_common.hpp"
-#include "perkey_delta_ab_v0.hpp"  // main 6dca2f0's perkey_delta_kernel (before pk19), namespace pkf_v0
 
 using namespace linea;
 using T = bf16;
@@ -93,7 +100,8 @@ struct inputs {
   T *q, *k, *v, *gk, *beta, *b, *w, *o;
   float *s0, *s1;
 };
-constexpr index_t H = 16, V = 128;
+constexpr index_t H = 16;
+index_t V = 128;  // (pko: 104 while outputs_ab allocates V = 100 in padded rows)
 index_t K = 128;  // 72 in --check's narrow cases (pk19)
 enum gates_kind : int { ordinary_gates = 0, extreme_gates = 1, mixed_gates = 2 };
 inputs make_inputs(index_t B, index_t T_, std::uint32_t seed, bool perkey_ab_fills = false, int gates = ordinary_gates) {
@@ -190,16 +198,18 @@ void launch_general(const cuda_detail::kernel_args<T>& k, index_t rows) {
   kernel<<<dim3(unsigned(k.HV), unsigned(rows), unsigned((k.V + BV - 1) / BV)), chunk_threads, bytes>>>(k);
   check_launch("chunk_kernel");
 }
-// main 6dca2f0's perkey_delta_kernel (Variant 0, old), this branch's (1, new: the library's) and this branch's with
-// DerivedFactors (2, derived), launched directly over whole sequences.
+// perkey_delta_kernel with DerivedFactors and the strips in pairs (Variant 0, old: main 634174a's library choice),
+// in full sectors (1, new) and in full sectors without DerivedFactors (2, exact), launched directly over whole
+// sequences.
 template <class Rule, int Variant>
 void launch_pipeline(const cuda_detail::kernel_args<T>& k, index_t rows) {
   using namespace cuda_detail;
   using E = __nv_bfloat16;
-  using sh = std::conditional_t<Variant != 0, perkey_delta_shape, pkf_v0::perkey_delta_shape>;
-  constexpr auto kernel = Variant == 0   ? pkf_v0::perkey_delta_kernel<Rule, T, E>
-                          : Variant == 1 ? perkey_delta_kernel<Rule, T, E, false>
-                                         : perkey_delta_kernel<Rule, T, E, true>;
+  using sh = perkey_delta_shape;
+  using tiles::strip_store;
+  constexpr auto kernel = Variant == 0   ? perkey_delta_kernel<Rule, T, E, true, strip_store::pairs>
+                          : Variant == 1 ? perkey_delta_kernel<Rule, T, E, true, strip_store::sectors>
+                                         : perkey_delta_kernel<Rule, T, E, false, strip_store::sectors>;
   allow_dynamic_shared<kernel>(sh::bytes, 0);
   kernel<<<dim3(unsigned(k.HV), unsigned(rows), 1u), sh::threads, sh::bytes>>>(k);
   check_launch("perkey_delta_kernel");
@@ -217,7 +227,7 @@ double min_bytes(index_t B, index_t T_) {
 }
 
 template <class Rule>
-void rows_at(index_t B, index_t T_, double copy) {
+void rows_at(index_t B, index_t T_, double copy, bool other_kernel = true) {
   inputs x[2] = {make_inputs(B, T_, 100), make_inputs(B, T_, 200)};
   arguments<T, float> a[2] = {make_args<Rule>(x[0], false), make_args<Rule>(x[1], false)};
   const problem p = validate_chunkwise<Rule, read::identity>(a[0]);
@@ -233,7 +243,7 @@ void rows_at(index_t B, index_t T_, double copy) {
   std::printf("{\"kind\":\"perkey_chunkwise\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"piece\":%ld,\"ms\":%.4f,"
               "\"whole_ms\":%.4f,\"tbps\":%.3f,\"copy_frac\":%.3f",
               rule_name<Rule>::value, long(B), long(T_), long(piece), ms, ms_whole, tb, tb / copy);
-  if (B == 8) {
+  if (B == 8 && other_kernel) {
     const auto k0 = cuda_detail::make_kernel_args(a[0], p), k1 = cuda_detail::make_kernel_args(a[1], p);
     const double other = time_ms([&](int i) {
       if constexpr (erases<Rule>) launch_general<Rule>(i & 1 ? k1 : k0, B);
@@ -314,8 +324,9 @@ std::pair<std::vector<float>, std::vector<float>> reference_outputs(const inputs
   return {o, s1};
 }
 
-// --check's verdicts (pk19): new bit-identical to old (o and final state), every output of new and derived finite,
-// new and derived within SPEC §5 of the float64 recurrence (1e-2 relative, 16-bit inputs) where it is computed.
+// --check's verdicts (pk19; pko: "derived" is now the exact variant): new bit-identical to old (o and final state),
+// every output of new and exact finite, new and exact within SPEC §5 of the float64 recurrence (1e-2 relative,
+// 16-bit inputs) where it is computed.
 int failures = 0;
 bool verdict(bool bit_identical, bool finite, double ref_o_new, double ref_s_new, double ref_o_der, double ref_s_der) {
   const auto within = [](double x) { return x <= 1e-2; };  // (−1: not computed)
@@ -330,8 +341,8 @@ bool all_finite(const std::vector<float>& x) {
   return true;
 }
 
-// New and derived against old (main 6dca2f0's kernel) against the other kernel of the rule (kda, gdn2: the general
-// kernel; gla: perkey_chunk_kernel.hpp), whole sequences, launched directly: distances of o and the final state (the
+// New and exact against old (pko: the library's kernel as main 634174a launches it) against the other kernel of
+// the rule (kda, gdn2: the general kernel; gla: perkey_chunk_kernel.hpp), whole sequences, launched directly: distances of o and the final state (the
 // relative Frobenius distance), then the times, three rounds interleaved (best median).
 template <class Rule>
 void pipeline_ab(index_t B, index_t T_, bool initial_state, int gates, bool timed = true) {
@@ -342,7 +353,7 @@ void pipeline_ab(index_t B, index_t T_, bool initial_state, int gates, bool time
   const problem p = validate_chunkwise<Rule, read::identity>(a[0]);
   const cuda_detail::kernel_args<T> k[2] = {cuda_detail::make_kernel_args(a[0], p), cuda_detail::make_kernel_args(a[1], p)};
   auto fresh = [&](int i) { return launch_pipeline<Rule, 1>(k[i & 1], B); };
-  auto derived = [&](int i) { return launch_pipeline<Rule, 2>(k[i & 1], B); };
+  auto exact = [&](int i) { return launch_pipeline<Rule, 2>(k[i & 1], B); };
   auto old = [&](int i) { return launch_pipeline<Rule, 0>(k[i & 1], B); };
   auto other = [&](int i) {
     if constexpr (erases<Rule>) launch_general<Rule>(k[i & 1], B);
@@ -356,40 +367,40 @@ void pipeline_ab(index_t B, index_t T_, bool initial_state, int gates, bool time
     return std::pair{to_host(x[0].o, no), to_host(x[0].s1, ns)};
   };
   const auto [o_new, s_new] = outputs(fresh);
-  const auto [o_der, s_der] = outputs(derived);
+  const auto [o_exa, s_exa] = outputs(exact);
   const auto [o_old, s_old] = outputs(old);
   const auto [o_oth, s_oth] = outputs(other);
-  double ref_o_new = -1, ref_s_new = -1, ref_o_old = -1, ref_s_old = -1, ref_o_der = -1, ref_s_der = -1;
+  double ref_o_new = -1, ref_s_new = -1, ref_o_old = -1, ref_s_old = -1, ref_o_exa = -1, ref_s_exa = -1;
   if (B * T_ <= 1024) {  // small shapes: SPEC §5's distances from the float64 recurrence (bound 1e-2 for 16-bit inputs)
     const auto [o_ref, s_ref] = reference_outputs<Rule>(x[0], initial_state);
     ref_o_new = rel_distance(o_new, o_ref), ref_s_new = rel_distance(s_new, s_ref);
-    ref_o_der = rel_distance(o_der, o_ref), ref_s_der = rel_distance(s_der, s_ref);
+    ref_o_exa = rel_distance(o_exa, o_ref), ref_s_exa = rel_distance(s_exa, s_ref);
     ref_o_old = rel_distance(o_old, o_ref), ref_s_old = rel_distance(s_old, s_ref);
   }
-  const bool finite = all_finite(o_new) && all_finite(s_new) && all_finite(o_der) && all_finite(s_der);
+  const bool finite = all_finite(o_new) && all_finite(s_new) && all_finite(o_exa) && all_finite(s_exa);
   const bool same = o_new == o_old && s_new == s_old;  // bit for bit (every value finite or the check fails anyway)
-  const bool pass = verdict(same, finite, ref_o_new, ref_s_new, ref_o_der, ref_s_der);
-  double t_new = 1e30, t_der = 1e30, t_old = 1e30, t_oth = 1e30;
+  const bool pass = verdict(same, finite, ref_o_new, ref_s_new, ref_o_exa, ref_s_exa);
+  double t_new = 1e30, t_exa = 1e30, t_old = 1e30, t_oth = 1e30;
   const bool long_call = B * T_ > 8 * 4096;  // fewer calls: 10-30 ms each
   for (int round = 0; timed && round < (long_call ? 2 : 3); ++round) {
     t_new = std::min(t_new, long_call ? time_ms(fresh, 3, 5, 1) : time_ms(fresh));
-    t_der = std::min(t_der, long_call ? time_ms(derived, 3, 5, 1) : time_ms(derived));
+    t_exa = std::min(t_exa, long_call ? time_ms(exact, 3, 5, 1) : time_ms(exact));
     t_old = std::min(t_old, long_call ? time_ms(old, 3, 5, 1) : time_ms(old));
     t_oth = std::min(t_oth, long_call ? time_ms(other, 3, 5, 1) : time_ms(other));
   }
   const double tb = min_bytes<Rule>(B, T_) / (t_new * 1e-3) / 1e12;
   std::printf("{\"kind\":\"pipeline_ab\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"K\":%ld,\"initial_state\":%s,"
-              "\"gates\":\"%s\",\"pass\":%s,\"new_ms\":%.4f,\"derived_ms\":%.4f,\"old_ms\":%.4f,\"other_ms\":%.4f,"
+              "\"gates\":\"%s\",\"pass\":%s,\"new_ms\":%.4f,\"exact_ms\":%.4f,\"old_ms\":%.4f,\"other_ms\":%.4f,"
               "\"new_tbps\":%.3f,\"finite\":%s,\"new_bit_identical_old\":%s,\"o_new_old\":%.2e,\"state_new_old\":%.2e,"
-              "\"o_derived_old\":%.2e,\"state_derived_old\":%.2e,\"o_new_other\":%.2e,\"state_new_other\":%.2e,"
-              "\"ref_o_new\":%.2e,\"ref_state_new\":%.2e,\"ref_o_derived\":%.2e,\"ref_state_derived\":%.2e,"
+              "\"o_exact_old\":%.2e,\"state_exact_old\":%.2e,\"o_new_other\":%.2e,\"state_new_other\":%.2e,"
+              "\"ref_o_new\":%.2e,\"ref_state_new\":%.2e,\"ref_o_exact\":%.2e,\"ref_state_exact\":%.2e,"
               "\"ref_o_old\":%.2e,\"ref_state_old\":%.2e}\n",
               rule_name<Rule>::value, long(B), long(T_), long(K), initial_state ? "true" : "false",
               gates == extreme_gates ? "extreme" : gates == mixed_gates ? "mixed" : "ordinary", pass ? "true" : "false",
-              t_new, t_der, t_old, t_oth, tb, finite ? "true" : "false", same ? "true" : "false",
-              rel_distance(o_new, o_old), rel_distance(s_new, s_old), rel_distance(o_der, o_old),
-              rel_distance(s_der, s_old), rel_distance(o_new, o_oth), rel_distance(s_new, s_oth), ref_o_new, ref_s_new,
-              ref_o_der, ref_s_der, ref_o_old, ref_s_old);
+              t_new, t_exa, t_old, t_oth, tb, finite ? "true" : "false", same ? "true" : "false",
+              rel_distance(o_new, o_old), rel_distance(s_new, s_old), rel_distance(o_exa, o_old),
+              rel_distance(s_exa, s_old), rel_distance(o_new, o_oth), rel_distance(s_new, s_oth), ref_o_new, ref_s_new,
+              ref_o_exa, ref_s_exa, ref_o_old, ref_s_old);
   std::fflush(stdout);
   free_inputs(x[0]), free_inputs(x[1]);
 }
@@ -397,8 +408,8 @@ void pipeline_ab(index_t B, index_t T_, bool initial_state, int gates, bool time
 // pk18: what the gates' staging changed, new against old and both against the float64 recurrence, untimed:
 // in-kernel gates (gk raw logits, A_log, a dt_bias per key channel, with and without the lower bound) and gates
 // cp.async cannot read (gk, and gdn2's b and — pk19 — w, one element past a 16-byte boundary: the stagings'
-// element-by-element copies). 2 × 150 with an initial state (a partial last chunk). pk19: derived too, at K = 128
-// and 72 (old: main 6dca2f0's kernel).
+// element-by-element copies). 2 × 150 with an initial state (a partial last chunk). pk19: derived (pko: exact) too,
+// at K = 128 and 72 (old: pko's, see launch_pipeline).
 template <class Rule>
 void features_ab(bool gated, bool misaligned, bool lower_bound) {
   const index_t B = 2, T_ = 150;
@@ -449,39 +460,122 @@ void features_ab(bool gated, bool misaligned, bool lower_bound) {
     return std::pair{to_host(x.o, no), to_host(x.s1, ns)};
   };
   const auto [o_new, s_new] = outputs(1);
-  const auto [o_der, s_der] = outputs(2);
+  const auto [o_exa, s_exa] = outputs(2);
   const auto [o_old, s_old] = outputs(0);
   const auto [o_ref, s_ref] = reference_outputs<Rule>(x, true, host_gate);  // (x's gk: the same values as a.gk)
   double max_o = 0;
   for (std::size_t i = 0; i < o_new.size(); ++i) max_o = std::max(max_o, double(std::fabs(o_new[i] - o_old[i])));
-  const bool finite = all_finite(o_new) && all_finite(s_new) && all_finite(o_der) && all_finite(s_der);
+  const bool finite = all_finite(o_new) && all_finite(s_new) && all_finite(o_exa) && all_finite(s_exa);
   const bool same = o_new == o_old && s_new == s_old;
   const double ref_o_new = rel_distance(o_new, o_ref), ref_s_new = rel_distance(s_new, s_ref);
-  const double ref_o_der = rel_distance(o_der, o_ref), ref_s_der = rel_distance(s_der, s_ref);
-  const bool pass = verdict(same, finite, ref_o_new, ref_s_new, ref_o_der, ref_s_der);
+  const double ref_o_exa = rel_distance(o_exa, o_ref), ref_s_exa = rel_distance(s_exa, s_ref);
+  const bool pass = verdict(same, finite, ref_o_new, ref_s_new, ref_o_exa, ref_s_exa);
   std::printf("{\"kind\":\"features_ab\",\"rule\":\"%s\",\"K\":%ld,\"gated\":%s,\"lower_bound\":%s,"
               "\"misaligned_gates\":%s,\"pass\":%s,\"finite\":%s,\"new_bit_identical_old\":%s,\"o_new_old\":%.2e,"
-              "\"o_new_old_max_abs\":%.2e,\"state_new_old\":%.2e,\"o_derived_old\":%.2e,\"ref_o_new\":%.2e,"
-              "\"ref_state_new\":%.2e,\"ref_o_derived\":%.2e,\"ref_state_derived\":%.2e,\"ref_o_old\":%.2e,"
+              "\"o_new_old_max_abs\":%.2e,\"state_new_old\":%.2e,\"o_exact_old\":%.2e,\"ref_o_new\":%.2e,"
+              "\"ref_state_new\":%.2e,\"ref_o_exact\":%.2e,\"ref_state_exact\":%.2e,\"ref_o_old\":%.2e,"
               "\"ref_state_old\":%.2e}\n",
               rule_name<Rule>::value, long(K), gated ? "true" : "false", lower_bound ? "true" : "false",
               misaligned ? "true" : "false", pass ? "true" : "false", finite ? "true" : "false", same ? "true" : "false",
-              rel_distance(o_new, o_old), max_o, rel_distance(s_new, s_old), rel_distance(o_der, o_old), ref_o_new,
-              ref_s_new, ref_o_der, ref_s_der, rel_distance(o_old, o_ref), rel_distance(s_old, s_ref));
+              rel_distance(o_new, o_old), max_o, rel_distance(s_new, s_old), rel_distance(o_exa, o_old), ref_o_new,
+              ref_s_new, ref_o_exa, ref_s_exa, rel_distance(o_old, o_ref), rel_distance(s_old, s_ref));
   std::fflush(stdout);
   for (void* q : {(void*)A_d, (void*)dt_d, (void*)gk_shift, (void*)b_shift, (void*)w_shift}) if (q) CK(cudaFree(q));
+  free_inputs(x);
+}
+
+// pko: the strips' layouts, old against new bit for bit over the whole output buffers (poisoned first, so that a
+// store past the view, or one missing, shows): 2 × 150 with an initial state (a partial last chunk), ordinary gates.
+//   0 contiguous o, and the residual (erasing rules: the strip of u; gla copies v itself)
+//   1 head-first o ([B, H, T, V] in memory: rows still contiguous and aligned, full sectors)
+//   2 o one element past a 16-byte boundary (the pairs' fallback, 2-byte stores where unaligned)
+//   3 o with column stride 2 (the pairs' element stores)
+//   4 V = 100 in rows of 104 (v, w, o, residual): the last 16-byte piece of a row partly past Vw, stored by elements
+enum output_layout : int { plain_with_residual, head_first, misaligned_o, column_stride_2, narrow_padded_v };
+template <class Rule>
+void outputs_ab(int layout) {
+  const index_t B = 2, T_ = 150, Vl = layout == narrow_padded_v ? 100 : 128, VS = layout == narrow_padded_v ? 104 : 128;
+  V = VS;
+  inputs x = make_inputs(B, T_, 400, false, ordinary_gates);
+  fill_state<<<2048, 256>>>(x.s0, std::int64_t(B * H * K * V), 13);
+  V = 128;
+  arguments<T, float> a = make_args<Rule>(x, true);
+  const std::size_t span = std::size_t(B) * T_ * H * VS * 2 + 8;  // room for column stride 2 and the shift
+  T *o_buf = nullptr, *r_buf = nullptr;
+  CK(cudaMalloc(&o_buf, span * sizeof(T))), CK(cudaMalloc(&r_buf, span * sizeof(T)));
+  const std::array<index_t, 4> ext{B, T_, H, Vl}, rows{T_ * H * VS, H * VS, VS, 1};
+  a.o = strided<4>(o_buf, ext, rows);
+  if (layout == head_first) a.o = strided<4>(o_buf, ext, {T_ * H * VS, VS, T_ * VS, 1});
+  if (layout == misaligned_o) a.o = strided<4>(o_buf + 1, ext, rows);
+  if (layout == column_stride_2) a.o = strided<4>(o_buf, ext, {2 * T_ * H * VS, 2 * H * VS, 2 * VS, 2});
+  if (layout == narrow_padded_v) {
+    a.v = strided<4>(static_cast<const T*>(x.v), ext, rows);
+    if constexpr (reads(Rule::inputs, input::w)) a.w = strided<4>(static_cast<const T*>(x.w), ext, rows);
+    a.initial_state = contiguous<4>(static_cast<const float*>(x.s0), {B, H, K, Vl});
+    a.final_state = contiguous<4>(x.s1, {B, H, K, Vl});
+  }
+  const bool residual = layout == plain_with_residual || layout == narrow_padded_v;
+  if (residual) a.residual = strided<4>(r_buf, ext, rows);
+  const problem p = validate_chunkwise<Rule, read::identity>(a);
+  const cuda_detail::kernel_args<T> k = cuda_detail::make_kernel_args(a, p);
+  const std::size_t ns = std::size_t(B) * H * K * Vl;
+  auto outputs = [&](int variant) {
+    CK(cudaMemset(o_buf, 0xff, span * sizeof(T))), CK(cudaMemset(r_buf, 0xff, span * sizeof(T)));  // NaN
+    if (variant == 0) launch_pipeline<Rule, 0>(k, B);
+    else launch_pipeline<Rule, 1>(k, B);
+    CK(cudaDeviceSynchronize());
+    std::vector<std::uint16_t> o(span), r(span);
+    CK(cudaMemcpy(o.data(), o_buf, span * sizeof(T), cudaMemcpyDeviceToHost));
+    CK(cudaMemcpy(r.data(), r_buf, span * sizeof(T), cudaMemcpyDeviceToHost));
+    return std::tuple{o, r, to_host(x.s1, ns)};
+  };
+  const auto [o_new, r_new, s_new] = outputs(1);
+  const auto [o_old, r_old, s_old] = outputs(0);
+  // every element of the views written (not the poison's NaN), by old and new alike
+  std::size_t unwritten = 0;
+  for (index_t b = 0; b < B; ++b)
+    for (index_t t = 0; t < T_; ++t)
+      for (index_t h = 0; h < H; ++h)
+        for (index_t j = 0; j < Vl; ++j) {
+          const std::size_t at = std::size_t(a.o.row(b, t, h) + j * a.o.str[3] - o_buf);  // (addresses only)
+          unwritten += o_new[at] == 0xffff;
+          if (residual) unwritten += r_new[std::size_t(a.residual.row(b, t, h) + j - r_buf)] == 0xffff;
+        }
+  const bool same = o_new == o_old && r_new == r_old && s_new == s_old;
+  const bool pass = same && unwritten == 0;
+  failures += !pass;
+  std::printf("{\"kind\":\"outputs_ab\",\"rule\":\"%s\",\"layout\":%d,\"V\":%ld,\"residual\":%s,\"pass\":%s,"
+              "\"new_bit_identical_old\":%s,\"unwritten\":%zu}\n",
+              rule_name<Rule>::value, layout, long(Vl), residual ? "true" : "false", pass ? "true" : "false",
+              same ? "true" : "false", unwritten);
+  std::fflush(stdout);
+  CK(cudaFree(o_buf)), CK(cudaFree(r_buf));
+  free_inputs(x);
+}
+
+// pko: one launch of old and of new at 8×4096 (ordinary gates, no initial state), for ncu's store sectors.
+template <class Rule>
+void once() {
+  inputs x = make_inputs(8, 4096, 100);
+  const arguments<T, float> a = make_args<Rule>(x, false);
+  const cuda_detail::kernel_args<T> k = cuda_detail::make_kernel_args(a, validate_chunkwise<Rule, read::identity>(a));
+  launch_pipeline<Rule, 0>(k, 8);
+  launch_pipeline<Rule, 1>(k, 8);
+  CK(cudaDeviceSynchronize());
   free_inputs(x);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool long_shapes = true, variants = false, check = false, gla_long = false;
+  bool long_shapes = true, variants = false, check = false, gla_long = false, lib = false, one = false;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--short")) long_shapes = false;
     if (!std::strcmp(argv[i], "--variants")) variants = true;
     if (!std::strcmp(argv[i], "--check")) check = true;  // small shapes only (for compute-sanitizer)
     if (!std::strcmp(argv[i], "--gla-long")) gla_long = true;  // gla's library path at 2×16384 and 1×32768 only
+    if (!std::strcmp(argv[i], "--lib")) lib = true;  // pko: the library's path at 8×4096 alone
+    if (!std::strcmp(argv[i], "--once")) one = true;  // pko: one launch of old and new a rule (ncu)
   }
   try {
     cudaDeviceProp prop{};
@@ -490,6 +584,12 @@ int main(int argc, char** argv) {
     std::printf("{\"kind\":\"device\",\"name\":\"%s\",\"sms\":%d,\"copy_tbps\":%.3f}\n", prop.name,
                 prop.multiProcessorCount, copy);
     std::fflush(stdout);
+    if (one) return once<kda>(), once<gdn2>(), once<gla>(), 0;
+    if (lib) {
+      for (int round = 0; round < 3; ++round) rows_at<kda>(8, 4096, copy, false), rows_at<gdn2>(8, 4096, copy, false),
+                                                rows_at<gla>(8, 4096, copy, false);
+      return 0;
+    }
     if (gla_long) {  // (pk18: the cost model's pieces on the faster kernel)
       rows_at<gla>(2, 16384, copy);
       rows_at<gla>(1, 32768, copy);
@@ -524,6 +624,12 @@ int main(int argc, char** argv) {
         }
       }
       K = 128;
+      for (const int layout : {plain_with_residual, head_first, misaligned_o, column_stride_2, narrow_padded_v}) {
+        if (!all && layout != narrow_padded_v && layout != plain_with_residual) continue;
+        outputs_ab<kda>(layout);
+        outputs_ab<gdn2>(layout);
+        outputs_ab<gla>(layout);
+      }
       std::printf("{\"kind\":\"check_summary\",\"failures\":%d}\n", failures);
       return failures ? 2 : 0;
     }

@@ -182,12 +182,25 @@ __device__ __forceinline__ void store_state_t(E* ST, int ld, const float (&acc)[
   }
 }
 
+// How a warp's output strip goes to global memory (pko, issue #15):
+//   pairs   — each lane stores its accumulators' column pairs as they lie (4 bytes): a quad's store covers 16 of
+//             a sector's 32 bytes, the other half comes with the next instruction (ncu on the per-key forward:
+//             37 % excess sectors);
+//   sectors — the quad first trades its pairs (two shuffle rounds) so that each lane holds 8 consecutive columns,
+//             stored as 16 bytes: a row's 32 columns are 64 contiguous bytes, two full sectors. Same values, same
+//             roundings; for rows that are contiguous and 16-byte aligned (else the pairs).
+// The per-key kernel takes sectors (pko's call on the H200: bit-identical; its global store instructions 1.11 M →
+// 0.33 M and L2 write sectors 13.1 M → 7.1 M at 8×4096; kda 0.798 → 0.782 ms, gla 0.518 → 0.491). The other
+// kernels (scalar_chunk_kernel.hpp, delta_pipeline_kernel.hpp, perkey_chunk_kernel.hpp) still store pairs: not
+// measured with sectors yet.
+enum class strip_store { pairs, sectors };
+
 // A warp's 16×8·NT strip c (mma accumulators: rows r0 + acc_row, columns c0w + 8t + acc_col) times `mul` into the
 // [B, T, HV, V] view x at tokens c0 + row (rows < L) and value columns jt + column (columns < Vw); pairs of
 // columns as one 4-byte store where the row allows it.
 template <class T, int NT>
-__device__ __forceinline__ void store_strip(const view<T, 4>& x, index_t bt, index_t c0, index_t hv, index_t jt,
-                                            int r0, int c0w, int L, int Vw, const float (&c)[NT][4], float mul) {
+__device__ __forceinline__ void store_strip_pairs(const view<T, 4>& x, index_t bt, index_t c0, index_t hv, index_t jt,
+                                                  int r0, int c0w, int L, int Vw, const float (&c)[NT][4], float mul) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int r = r0 + acc_row(2 * h);
@@ -209,6 +222,82 @@ __device__ __forceinline__ void store_strip(const view<T, 4>& x, index_t bt, ind
       }
     }
   }
+}
+
+// Two 16-bit values rounded as store_strip_pairs rounds them, packed low-first (the order they have in memory).
+template <class T>
+__device__ __forceinline__ std::uint32_t rounded_pair(float v0, float v1) {
+  const T pair[2] = {from_float<T>(v0), from_float<T>(v1)};
+  std::uint32_t w;
+  memcpy(&w, pair, sizeof w);
+  return w;
+}
+
+// A 4×4 transpose of 32-bit words across a quad: lane q holds w[t] = its pair of column tile t; after, it holds
+// tile q's four pairs in column order (w[p] = lane p's pair of tile q). Two butterfly rounds (lane distance 2, then
+// 1), each moving two words a lane. Every lane of the warp must take part.
+__device__ __forceinline__ void quad_transpose(std::uint32_t (&w)[4]) {
+  const int q = threadIdx.x & 3;
+  const bool hi = q & 2, odd = q & 1;
+  // round 1: the off-diagonal 2×2 blocks change places
+  std::uint32_t s0 = hi ? w[0] : w[2], s1 = hi ? w[1] : w[3];
+  s0 = __shfl_xor_sync(0xffffffffu, s0, 2), s1 = __shfl_xor_sync(0xffffffffu, s1, 2);
+  if (hi) w[0] = s0, w[1] = s1;
+  else w[2] = s0, w[3] = s1;
+  // round 2: each 2×2 block transposed
+  s0 = odd ? w[0] : w[1], s1 = odd ? w[2] : w[3];
+  s0 = __shfl_xor_sync(0xffffffffu, s0, 1), s1 = __shfl_xor_sync(0xffffffffu, s1, 1);
+  if (odd) w[0] = s0, w[2] = s1;
+  else w[1] = s0, w[3] = s1;
+}
+
+// Whether the strips of view x at value column jt can go out as 16-byte pieces: 16-bit, unit column stride, every
+// other stride a multiple of 8 elements, the base and jt 16-byte aligned. (The same for every thread of the CTA.)
+template <class T>
+__device__ __forceinline__ bool rows_fit_sector_stores(const view<T, 4>& x, index_t jt) {
+  return sizeof(T) == 2 && x.str[3] == 1 && x.str[2] % 8 == 0 && x.str[1] % 8 == 0 && x.str[0] % 8 == 0 &&
+         jt % 8 == 0 && reinterpret_cast<std::uintptr_t>(x.ptr) % 16 == 0;
+}
+
+// store_strip_pairs' strip as 16-byte pieces (strip_store::sectors): for each group of four column tiles, the quad
+// transposes its pairs, then lane q stores columns 8 (4g + q) .. + 7 of its row. A piece past Vw is stored
+// element by element up to Vw; rows past L store nothing (after the shuffles, which the whole warp takes part in).
+template <class T, int NT>
+__device__ __forceinline__ void store_strip_sectors(const view<T, 4>& x, index_t bt, index_t c0, index_t hv, index_t jt,
+                                                    int r0, int c0w, int L, int Vw, const float (&c)[NT][4], float mul) {
+  static_assert(sizeof(T) == 2 && NT % 4 == 0, "16-bit outputs, whole groups of four column tiles");
+  const int q = threadIdx.x & 3;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int r = r0 + acc_row(2 * h);
+    T* row = r < L ? x.row(bt, c0 + r, hv) + jt : nullptr;
+#pragma unroll
+    for (int g = 0; g < NT / 4; ++g) {
+      std::uint32_t w[4];
+#pragma unroll
+      for (int t = 0; t < 4; ++t) w[t] = rounded_pair<T>(c[4 * g + t][2 * h] * mul, c[4 * g + t][2 * h + 1] * mul);
+      quad_transpose(w);
+      const int j = c0w + 8 * (4 * g + q);
+      if (!row) continue;
+      if (j + 8 <= Vw) {
+        *reinterpret_cast<uint4*>(row + j) = make_uint4(w[0], w[1], w[2], w[3]);
+      } else {
+#pragma unroll
+        for (int i = 0; i < 8; ++i)
+          if (j + i < Vw) row[j + i] = T::from_bits(static_cast<std::uint16_t>(w[i / 2] >> (16 * (i % 2))));
+      }
+    }
+  }
+}
+
+// A warp's strip of accumulators out (see store_strip_pairs), in the form S asks for where the view allows it.
+template <strip_store S = strip_store::pairs, class T, int NT>
+__device__ __forceinline__ void store_strip(const view<T, 4>& x, index_t bt, index_t c0, index_t hv, index_t jt,
+                                            int r0, int c0w, int L, int Vw, const float (&c)[NT][4], float mul) {
+  if constexpr (S == strip_store::sectors && sizeof(T) == 2 && NT % 4 == 0) {
+    if (rows_fit_sector_stores(x, jt)) return store_strip_sectors(x, bt, c0, hv, jt, r0, c0w, L, Vw, c, mul);
+  }
+  store_strip_pairs(x, bt, c0, hv, jt, r0, c0w, L, Vw, c, mul);
 }
 
 // The state tile of this CTA from / to a [N, HV, K, V] fp32 view (absent: zeros / nothing).

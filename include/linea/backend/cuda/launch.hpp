@@ -97,19 +97,31 @@ void launch_step(const kernel_args<T>& k, index_t rows, const exec& x) {
 // ---- chunk kernels: the 64-token ones when their inputs allow, else the general one ------------------------------
 // additive / simple_gla: one CTA per (head, sequence, 64 value columns); delta / gated_delta: one warp-specialised
 // CTA per (head, sequence) holding all value columns (V <= 128 here); gla: one warp-specialised CTA per (head,
-// sequence) on 32-token chunks (perkey_delta_kernel.hpp), and since pk18-next kda and gdn2 too (after pk19 0.79 /
-// 0.86 ms against the general kernel's 1.60 / 1.65 at 8×4096 under ordinary gates; 1.80 / 1.85 against 1.60 / 1.65
-// under SPEC's extreme gates; bench/cuda/README.md pk18, pk19 measured).
+// sequence) on 32-token chunks (perkey_delta_kernel.hpp), and since pk18-next kda and gdn2 too (after pko 0.78 /
+// 0.85 ms against the general kernel's 1.61 / 1.66 at 8×4096 under ordinary gates; 1.79 / 1.84 against 1.61 / 1.66
+// under SPEC's extreme gates; bench/cuda/README.md pk18, pk19 measured, pko).
+// How the per-key kernel stores its o and residual strips (pko, issue #15): in full 32-byte sectors (a quad's pairs
+// traded by shuffles, 16 bytes a lane) rather than the accumulators' 4-byte pairs, which filled half a sector a
+// store. pko's call (H200, 8×4096 bf16, linea::chunkwise, medians of 9): kda 0.798 → 0.782 ms, gdn2 0.870 → 0.855,
+// gla 0.518 → 0.491, bit-identical; the kernel's global store instructions 1.11 M → 0.33 M, L2 write sectors
+// 13.1 M → 7.1 M, DRAM writes unchanged (L2 had merged the halves). Built with LINEA_PERKEY_PAIR_STORES, the
+// library keeps the pairs (the A/B's library rows).
+#ifdef LINEA_PERKEY_PAIR_STORES
+inline constexpr auto perkey_strip_store = tiles::strip_store::pairs;
+#else
+inline constexpr auto perkey_strip_store = tiles::strip_store::sectors;
+#endif
 template <class Rule, class T, class E>
 void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
   if constexpr (perkey_pipeline_rule<Rule, pass::main>) {
     // gla, kda, gdn2: the warp-specialised per-key kernel (gla 0.526 ms at 8×4096 on the H200 against
-    // perkey_chunk_kernel.hpp's 1.490 and main 5386113's version of this kernel 1.048 in the same process), with
+    // perkey_chunk_kernel.hpp's 1.490 and main 5386113's version of this kernel 1.048 in the same process; 0.491
+    // since pko's stores), with
     // DerivedFactors (two exponentials a row in ordinary chunks; pk19's call, the kernel alone at 8×4096: kda 0.812 →
     // 0.791 ms, gdn2 0.873 → 0.861, gla 0.525 → 0.513; o within 2.8e-5 of the four-exponential form, both within
     // SPEC §5 of float64 on every case of perkey_delta_ab --check)
     using sh = perkey_delta_shape;
-    constexpr auto kernel = perkey_delta_kernel<Rule, T, E, true>;
+    constexpr auto kernel = perkey_delta_kernel<Rule, T, E, true, perkey_strip_store>;
     allow_dynamic_shared<kernel>(sh::bytes, x.device);
     const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BVW - 1) / sh::BVW));
     kernel<<<grid, sh::threads, sh::bytes, x.stream>>>(k);

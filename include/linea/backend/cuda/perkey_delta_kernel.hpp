@@ -21,7 +21,9 @@
 // without a wide channel forms e = b ⊙ k itself (the separate e phase, its stores, reloads and barrier gone; G goes
 // to shared memory only for phase D); gdn2's w is staged by the consumers' cp.async instead of read into registers;
 // DerivedFactors (the library's choice since 2026-12-04's fourth session: launch.hpp): two exponentials a row in
-// phase E instead of four, a rounding apart.
+// phase E instead of four, a rounding apart. pko (2026-12-05, the library's choice: launch.hpp): the o and residual
+// strips stored in full sectors (tiles::strip_store; the template option Store), bit-identical: at 8×4096 kda
+// 0.798 → 0.782 ms, gdn2 0.870 → 0.855, gla 0.518 → 0.491 through linea::chunkwise.
 //
 // UT form, per chunk of CL = 32 tokens, G_r·d = Σ_{s ≤ r} log₂ α_s·d inside the chunk, C its last row (SPEC §4):
 //   P_rs = Σ_d q_rd k_sd 2^(G_rd − G_sd), s ≤ r;   A_rs = Σ_d e_rd k_sd 2^(G_rd − G_sd), s < r;   T = (I + A)⁻¹
@@ -460,7 +462,8 @@ __device__ __forceinline__ void perkey_delta_producers(const kernel_args<T>& a, 
 }
 
 // ================= consumers: the state, its products, the outputs =================
-template <class Rule, class T, class E>
+// Store: how the o and residual strips go to global memory (tiles::strip_store; pko).
+template <class Rule, class T, class E, tiles::strip_store Store>
 __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, const tiles::site<T, 128>& cta,
                                                        unsigned char* smem_raw, int chunks) {
   using sh = perkey_delta_shape;
@@ -617,7 +620,7 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
         for (int t = 0; t < 4; ++t)
           *reinterpret_cast<std::uint32_t*>(Us + (r0 + acc_row(2 * h)) * LDK + c0w + 8 * t + acc_col(0)) =
               pack2<E>(u[t][2 * h], u[t][2 * h + 1]);
-      if (a.residual.ptr) tiles::store_strip(a.residual, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, u, 1.f);
+      if (a.residual.ptr) tiles::store_strip<Store>(a.residual, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, u, 1.f);
       bar::sync(bar::consumers, sh::consumers);  // U in
     }
 
@@ -630,7 +633,7 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
       for (int nt = 0; nt < sh::BVW / 8; ++nt) acc[nt][2 * h] *= f, acc[nt][2 * h + 1] *= f;
     }
     mma_strip<E, sh::BVW / 8, true, true>(acc, Ks + 16 * warp, LDK, Us, LDU, CL / 16);
-    tiles::store_strip(a.o, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, o, a.scale);  // under the products
+    tiles::store_strip<Store>(a.o, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, o, a.scale);  // under the products
     tiles::store_state_t(ST, LDK, acc);  // every read of Sᵀ was before the first barrier of this chunk
     if (c + 2 < chunks) bar::arrive(bar::empty + s, sh::threads);  // slot s is free for chunk c + 2
   }
@@ -639,7 +642,8 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
 
 // One CTA per (value head, sequence, 128 value columns).
 // DerivedFactors (pk19): phase E of an ordinary chunk takes two exponentials a row instead of four (see there).
-template <class Rule, class T, class E, bool DerivedFactors = false>
+// Store (pko): the o and residual strips as the accumulators lie (pairs) or in full sectors (tiles::strip_store).
+template <class Rule, class T, class E, bool DerivedFactors = false, tiles::strip_store Store = tiles::strip_store::pairs>
 __global__ void __launch_bounds__(perkey_delta_shape::threads, 1) perkey_delta_kernel(const kernel_args<T> a) {
   using sh = perkey_delta_shape;
   static_assert(sh::producers == sh::KP, "producers: a thread per key channel");
@@ -650,7 +654,7 @@ __global__ void __launch_bounds__(perkey_delta_shape::threads, 1) perkey_delta_k
   if (threadIdx.x < 6) reinterpret_cast<int*>(smem_raw + sh::flag_offset)[threadIdx.x] = -1;  // no chunk flagged
   __syncthreads();
   if (threadIdx.x >= sh::consumers) perkey_delta_producers<Rule, T, E, DerivedFactors>(a, cta, smem_raw, chunks);
-  else perkey_delta_consumers<Rule, T, E>(a, cta, smem_raw, chunks);
+  else perkey_delta_consumers<Rule, T, E, Store>(a, cta, smem_raw, chunks);
 }
 
 }  // namespace linea::cuda_detail
