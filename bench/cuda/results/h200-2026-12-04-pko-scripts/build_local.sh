@@ -6,7 +6,7 @@
 #                  the library rows of the A/B
 #   tests          linea_cuda_tests as CMake groups it (light, consistency, backward_test, scalar_delta2_test),
 #                  extern instances, against every instance unit
-# Run in the worktree's root: J=2 bash bench/cuda/results/h200-2026-12-05-pko-scripts/build_local.sh
+# Run in the worktree's root: J=2 bash bench/cuda/results/h200-2026-12-04-pko-scripts/build_local.sh
 set -u
 R=$(pwd); W=${W:-/tmp/pko}; J=${J:-2}; mkdir -p $W/obj $W/bin
 export PATH=/usr/local/cuda/bin:$PATH
