@@ -190,9 +190,10 @@ __device__ __forceinline__ void store_state_t(E* ST, int ld, const float (&acc)[
 //             stored as 16 bytes: a row's 32 columns are 64 contiguous bytes, two full sectors. Same values, same
 //             roundings; for rows that are contiguous and 16-byte aligned (else the pairs).
 // The per-key kernel takes sectors (pko's call on the H200: bit-identical; its global store instructions 1.11 M →
-// 0.33 M and L2 write sectors 13.1 M → 7.1 M at 8×4096; kda 0.798 → 0.782 ms, gla 0.518 → 0.491). The other
-// kernels (scalar_chunk_kernel.hpp, delta_pipeline_kernel.hpp, perkey_chunk_kernel.hpp) still store pairs: not
-// measured with sectors yet.
+// 0.33 M and L2 write sectors 13.1 M → 7.1 M at 8×4096; kda 0.798 → 0.782 ms, gla 0.518 → 0.491), and since pko2
+// so do the other forward kernels (scalar_chunk_kernel.hpp, delta_pipeline_kernel.hpp, perkey_chunk_kernel.hpp:
+// bit-identical; through linea::chunkwise at 8×4096 linear_attn 0.318 → 0.300 ms, simple_gla 0.351 → 0.334, delta
+// 0.393 → 0.371, gated_delta 0.488 → 0.466; bench/cuda/README.md pko2).
 enum class strip_store { pairs, sectors };
 
 // A warp's 16×8·NT strip c (mma accumulators: rows r0 + acc_row, columns c0w + 8t + acc_col) times `mul` into the

@@ -72,7 +72,8 @@ __device__ __forceinline__ void arrive(int id, int count) {
 }
 }  // namespace pipeline_barrier
 
-template <class Rule, class T, class E, bool Outputs = true>
+// Store: how the o and residual strips go to global memory (tiles::strip_store; pko2, issue #15).
+template <class Rule, class T, class E, bool Outputs = true, tiles::strip_store Store = tiles::strip_store::sectors>
 __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeline_kernel(const kernel_args<T> a) {
   using sh = delta_pipeline_shape;
   namespace bar = pipeline_barrier;
@@ -256,7 +257,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
             *reinterpret_cast<std::uint32_t*>(Ud + r * LDV + j) = pack2<E>(f * u[t][2 * h], f * u[t][2 * h + 1]);
           }
         }
-        if (a.residual.ptr && outputs) tiles::store_strip(a.residual, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, u, 1.f);
+        if (a.residual.ptr && outputs) tiles::store_strip<Store>(a.residual, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, u, 1.f);
       }
       bar::sync(bar::consumers, sh::consumers);  // U, U_d in
 
@@ -291,7 +292,7 @@ __global__ void __launch_bounds__(delta_pipeline_shape::threads, 1) delta_pipeli
         causal_strip<E, 8, true, false>(o, Ps + r0 * LDT, LDT, Us + c0w, LDV, rb + 1, true);
         bar::sync(bar::consumers, sh::consumers);  // every warp's reads of Sᵀ done before any rewrites it (below)
       }
-      if (outputs) tiles::store_strip(a.o, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, o, a.scale);  // under the products
+      if (outputs) tiles::store_strip<Store>(a.o, seq.bt, c0, cta.hv, cta.jt, r0, c0w, L, cta.Vw, o, a.scale);  // under the products
       tiles::store_state_t(ST, LDK, acc);  // every read of Sᵀ was before the first barrier of this chunk
       if (c + 2 < chunks) bar::arrive(bar::empty + s, sh::threads);  // slot s is free for chunk c + 2
     }

@@ -111,8 +111,26 @@ inline constexpr auto perkey_strip_store = tiles::strip_store::pairs;
 #else
 inline constexpr auto perkey_strip_store = tiles::strip_store::sectors;
 #endif
-template <class Rule, class T, class E>
-void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
+// The scalar kernel's (linear_attn, simple_gla; pass C of their segmented forward) and the delta kernel's (delta,
+// gated_delta: o and the residual) strips (pko2, issue #15): in full sectors too. pko2's call (H200, bf16, H = 16,
+// K = V = 128, linea::chunkwise, old and new interleaved in one process, medians of 18 rounds over two processes):
+// 8×4096 linear_attn 0.318 → 0.300 ms, simple_gla 0.351 → 0.334, delta 0.393 → 0.371, gated_delta 0.488 → 0.466;
+// 1×32768 (pieces of 4096) 0.492 → 0.474, 0.563 → 0.549, 1.103 → 1.077, 1.388 → 1.365; bit-identical (46 / 46
+// cases of bench/cuda/sectors_ab.cu --check, whole poisoned buffers).
+inline constexpr auto scalar_strip_store = tiles::strip_store::sectors;
+inline constexpr auto delta_strip_store = tiles::strip_store::sectors;
+#ifdef LINEA_STRIP_STORE_AB
+#ifdef LINEA_CUDA_EXTERN_INSTANCES
+#error "LINEA_STRIP_STORE_AB switches the launches of this unit only: build it without the extern instances"
+#endif
+// A/B builds only (bench/cuda/sectors_ab.cu, one unit instantiating what it calls): true sends the scalar and the
+// delta kernels' strips back to pairs, at run time, so that old and new run in one process through the library's
+// own path. The per-key kernel keeps perkey_strip_store either way.
+inline bool strip_store_ab_pairs = false;
+#endif
+template <class Rule, class T, class E, tiles::strip_store Scalar = scalar_strip_store,
+          tiles::strip_store Delta = delta_strip_store>
+void launch_chunk64_stores(const kernel_args<T>& k, index_t rows, const exec& x) {
   if constexpr (perkey_pipeline_rule<Rule, pass::main>) {
     // gla, kda, gdn2: the warp-specialised per-key kernel (gla 0.526 ms at 8×4096 on the H200 against
     // perkey_chunk_kernel.hpp's 1.490 and main 5386113's version of this kernel 1.048 in the same process; 0.491
@@ -129,8 +147,8 @@ void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
   } else if constexpr (delta_chunk_rule<Rule, pass::main>) {
     // states only (the segmented forward's passes A and M): the instantiation without the query side
     using sh = delta_pipeline_shape;
-    constexpr auto kernel = delta_pipeline_kernel<Rule, T, E>;
-    constexpr auto states_kernel = delta_pipeline_kernel<Rule, T, E, false>;
+    constexpr auto kernel = delta_pipeline_kernel<Rule, T, E, true, Delta>;
+    constexpr auto states_kernel = delta_pipeline_kernel<Rule, T, E, false>;  // (no strips)
     const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BVW - 1) / sh::BVW));
     if (k.states_only) {
       allow_dynamic_shared<states_kernel>(sh::bytes, x.device);
@@ -142,12 +160,20 @@ void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
     check_launch("delta_pipeline_kernel");
   } else {
     using sh = scalar_chunk_shape;
-    constexpr auto kernel = scalar_chunk_kernel<Rule, T, E>;
+    constexpr auto kernel = scalar_chunk_kernel<Rule, T, E, Scalar>;
     allow_dynamic_shared<kernel>(sh::bytes, x.device);
     const dim3 grid(static_cast<unsigned>(k.HV), static_cast<unsigned>(rows), static_cast<unsigned>((k.V + sh::BV - 1) / sh::BV));
     kernel<<<grid, tiles::threads, sh::bytes, x.stream>>>(k);
     check_launch("scalar_chunk_kernel");
   }
+}
+template <class Rule, class T, class E>
+void launch_chunk64(const kernel_args<T>& k, index_t rows, const exec& x) {
+#ifdef LINEA_STRIP_STORE_AB
+  using tiles::strip_store;
+  if (strip_store_ab_pairs) return launch_chunk64_stores<Rule, T, E, strip_store::pairs, strip_store::pairs>(k, rows, x);
+#endif
+  launch_chunk64_stores<Rule, T, E>(k, rows, x);
 }
 
 // ---- chunk kernel -----------------------------------------------------------------------------------------------

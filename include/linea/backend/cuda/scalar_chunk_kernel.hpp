@@ -82,7 +82,8 @@ __device__ __forceinline__ void qs_and_qk(float (&o)[4][4], float (&p)[4][4], co
   }
 }
 
-template <class Rule, class T, class E>
+// Store: how the o strip goes to global memory (tiles::strip_store; pko2, issue #15).
+template <class Rule, class T, class E, tiles::strip_store Store = tiles::strip_store::sectors>
 __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const kernel_args<T> a) {
   using sh = scalar_chunk_shape;
   using tiles::ex2;
@@ -227,7 +228,7 @@ __global__ void __launch_bounds__(tiles::threads, 2) scalar_chunk_kernel(const k
         Zs[tid] += z;  // read again only after the next chunk's first barrier
       }
     }
-    tiles::store_strip(a.o, seq.bt, c0, hv, jt, r0, c0w, L, Vw, o, a.scale);
+    tiles::store_strip<Store>(a.o, seq.bt, c0, hv, jt, r0, c0w, L, Vw, o, a.scale);
     if constexpr (decays) {
       const float f = ex2(Gc[CL - 1]);
 #pragma unroll
