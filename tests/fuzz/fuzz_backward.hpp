@@ -192,7 +192,11 @@ std::string run_backward_case(rng_t& rng, const case_plan& p) {
       double at(index_t i) const { return t.data()[i]; }
     };
     const double delta = measure(flat_ref{m}, ref, norm_floor).error;
-    if (delta < tol / 2 || d.error > 4 * delta) return diff;
+    if (delta < tol / 2 || d.error > 4 * delta) {
+      char why[120];
+      std::snprintf(why, sizeof why, "; the reference moves %.3g under float32 input roundings", delta);
+      return diff + why;
+    }
     char buf[200];
     std::snprintf(buf, sizeof buf, "%s ill-conditioned: error %.3g, the reference moves %.3g under float32 input "
                   "roundings; ", name, d.error, delta);
