@@ -89,7 +89,9 @@ std::string run_backward_case(rng_t& rng, const case_plan& p) {
                                      : gate_activation{};
 
   // The float64 reference on the same values — or, for the conditioning estimate below, on every input, d_o and
-  // dL/dS_T multiplied by 1 ± eps (random signs, a generator of its own: the case's draws stay as they are).
+  // dL/dS_T multiplied by 1 ± eps (random signs, a generator of its own: the case's draws stay as they are). Not the
+  // in-kernel gate's A_log and dt_bias: the gate takes them as float, where 1 ± 2⁻²⁴ rounds back to the same value;
+  // the logits they shift are perturbed.
   struct reference_grads {
     tensor<double, 4> dq, dk, dv, dgk, db, dw, dh0;
     tensor<double, 3> dg, dbeta;

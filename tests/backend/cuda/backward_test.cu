@@ -1019,19 +1019,29 @@ TEST_CASE("CUDA backward: a caller's workspace overlapping an argument is an err
 // per_key_grad_kernel (gla, kda, any input type). The same values as through phase 5 (below), into contiguous
 // gradients and into strided ones (head-first rows; odd K: the pair stores' element path), within SPEC §6 of the float64
 // reference; and not where phase 5 has work (GVA, L2 norm, in-kernel gate, β activation, CCQ, float32 scalar decays).
+// Sets backward.hpp's direct_grads_enabled (the A/B switch, off under LINEA_BWD_DIRECT_GRADS_OFF) for a scope.
+struct direct_grads_switch {
+  bool saved = cuda_detail::bwd::direct_grads_enabled;
+  explicit direct_grads_switch(bool on) { cuda_detail::bwd::direct_grads_enabled = on; }
+  ~direct_grads_switch() { cuda_detail::bwd::direct_grads_enabled = saved; }
+};
+
 template <class Rule, class T>
 void check_direct_gradients(index_t K, std::uint32_t seed) {
   backward_case<Rule, read::identity, T> c(
       {.B = 2, .T = 150, .H = 2, .HV = 2, .K = K, .V = 48, .initial_state = true, .seed = seed}, {});
   const auto a = c.args();
-  REQUIRE(cuda_detail::bwd::direct_grads_ok<Rule, read::identity>(a));
+  REQUIRE(cuda_detail::bwd::direct_grads_ok<Rule, read::identity>(a) == cuda_detail::bwd::direct_grads_enabled);
+  {
+    const direct_grads_switch on(true);
+    REQUIRE(cuda_detail::bwd::direct_grads_ok<Rule, read::identity>(a));
+  }
   cuda::mirror<T, float> m(a);
   const auto run = [&](const gradients<T, float>& g, bool direct) {
-    cuda_detail::bwd::direct_grads_enabled = direct;
+    const direct_grads_switch use(direct);
     cuda::gradient_mirror<T, float> gm(g);
     linea::backward<Rule, read::identity, backend::cuda>(m.device, gm.device);
     gm.copy_back();
-    cuda_detail::bwd::direct_grads_enabled = true;
   };
   // a gradient view's elements in logical order, as doubles
   const auto values = [](const auto& x) {
@@ -1078,9 +1088,13 @@ void check_direct_gradients(index_t K, std::uint32_t seed) {
   run(g, true);
   expect_same(snapshot(g), through_phase5);
   c.check_against_reference();
-  // head-first gradients: every row strided
+  // head-first gradients: every row strided (NaN-filled: an element left unwritten fails)
   tensor<T, 4> dq({2, 2, 150, K}), dk({2, 2, 150, K}), dgk({2, 2, 150, K});
   tensor<T, 3> dg({2, 2, 150}), dbeta({2, 2, 150});
+  for (auto* x : {&dq, &dk, &dgk})
+    for (auto& y : x->values()) y = T(std::nan(""));
+  for (auto* x : {&dg, &dbeta})
+    for (auto& y : x->values()) y = T(std::nan(""));
   auto hf = c.grads();
   hf.dq = logical4<T>(dq, true), hf.dk = logical4<T>(dk, true);
   if (hf.dg.ptr) hf.dg = logical3<T>(dg, true);
@@ -1096,7 +1110,18 @@ TEST_CASE("CUDA backward: phase 4 writes dq, dk, dg / dgk, dbeta where phase 5 w
   SUBCASE("delta bf16, K = 64") { check_direct_gradients<delta, bf16>(64, 1903); }
   SUBCASE("kda bf16, K = 37") { check_direct_gradients<kda, bf16>(37, 1904); }
   SUBCASE("gla float32, K = 64") { check_direct_gradients<gla, float>(64, 1905); }
+  SUBCASE("packed sequences {70, 0, 5, 130} (a zero-length and a one-chunk sequence), gated_delta and kda bf16") {
+    // (check_case: NaN-filled gradients, so a token left unwritten fails; against the float64 reference)
+    const direct_grads_switch on(true);
+    const case_shape packed{.H = 2, .HV = 2, .K = 32, .V = 24, .seqlens = {70, 0, 5, 130}, .initial_state = true,
+                            .seed = 1906};
+    REQUIRE(cuda_detail::bwd::direct_grads_ok<gated_delta, read::identity>(
+        backward_case<gated_delta, read::identity, bf16>(packed, {}).args()));
+    check_case<gated_delta, read::identity, bf16>(packed, {});
+    check_case<kda, read::identity, bf16>(packed, {});
+  }
   SUBCASE("not where phase 5 has work") {
+    const direct_grads_switch on(true);
     using cuda_detail::bwd::direct_grads_ok;
     backward_case<gated_delta, read::identity, bf16> gva({.B = 1, .T = 10, .H = 1, .HV = 2, .K = 8, .V = 8}, {});
     CHECK_FALSE(direct_grads_ok<gated_delta, read::identity>(gva.args()));

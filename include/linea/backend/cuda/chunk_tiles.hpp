@@ -285,7 +285,7 @@ __device__ __forceinline__ void store_strip_sectors(const view<T, 4>& x, index_t
       } else {
 #pragma unroll
         for (int i = 0; i < 8; ++i)
-          if (j + i < Vw) row[j + i] = T::from_bits(static_cast<std::uint16_t>(w[i / 2] >> (16 * (i % 2))));
+          if (j + i < Vw) row[j + i] = half_from_bits<T>(static_cast<std::uint16_t>(w[i / 2] >> (16 * (i % 2))));
       }
     }
   }

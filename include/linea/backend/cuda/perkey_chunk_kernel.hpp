@@ -135,7 +135,7 @@ __global__ void __launch_bounds__(perkey_chunk_shape::threads, 1) perkey_chunk_k
     for (int i = 0; i < 16; ++i) {
       const T lo = has_d && 32 * half + 2 * i < L ? p[2 * i * a.gk.str[1]] : zero;
       const T hi = has_d && 32 * half + 2 * i + 1 < L ? p[(2 * i + 1) * a.gk.str[1]] : zero;
-      raw[i] = static_cast<std::uint32_t>(lo.bits) | static_cast<std::uint32_t>(hi.bits) << 16;
+      raw[i] = static_cast<std::uint32_t>(half_bits(lo)) | static_cast<std::uint32_t>(half_bits(hi)) << 16;
     }
   };
   float g[32];  // cumulative log₂ α over this thread's rows (before the first half's sum is added)
@@ -145,7 +145,7 @@ __global__ void __launch_bounds__(perkey_chunk_shape::threads, 1) perkey_chunk_k
     for (int i = 0; i < 32; ++i) {
       float l = 0;
       if (has_d && 32 * half + i < L) {  // (channels past K have no gate bias to read)
-        float x = to_float(T::from_bits(static_cast<std::uint16_t>(raw[i / 2] >> (16 * (i % 2)))));
+        float x = to_float(half_from_bits<T>(static_cast<std::uint16_t>(raw[i / 2] >> (16 * (i % 2)))));
         if (a.gate_active) x = gate_from_logit(x, a.A_log, a.dt_bias, a.has_lower_bound, a.lower_bound, hv, hv * a.K + d);
         lane_token t;
         t.gk.value = x;

@@ -565,15 +565,15 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
             const T* p = cta.v0 + (c0 + r) * a.v.str[1] + j;  // 4-byte aligned: v's rows are 16-byte aligned here
             w[i] = x >= L * pairs || j >= cta.Vw ? 0u
                    : j + 1 < cta.Vw           ? *reinterpret_cast<const std::uint32_t*>(p)
-                                              : static_cast<std::uint32_t>(p[0].bits);
+                                              : static_cast<std::uint32_t>(half_bits(p[0]));
           }
 #pragma unroll
           for (int i = 0; i < batch; ++i) {
             const int x = x0 + i * sh::consumers, r = x / pairs, j = 2 * (x % pairs);
             if (x >= L * pairs || j >= cta.Vw) continue;
             T* out = a.residual.row(seq.bt, c0 + r, cta.hv) + (cta.jt + j) * rs;
-            out[0] = T::from_bits(static_cast<std::uint16_t>(w[i]));
-            if (j + 1 < cta.Vw) out[rs] = T::from_bits(static_cast<std::uint16_t>(w[i] >> 16));
+            out[0] = half_from_bits<T>(static_cast<std::uint16_t>(w[i]));
+            if (j + 1 < cta.Vw) out[rs] = half_from_bits<T>(static_cast<std::uint16_t>(w[i] >> 16));
           }
         }
       }
@@ -594,8 +594,8 @@ __device__ __forceinline__ void perkey_delta_consumers(const kernel_args<T>& a, 
           } else {  // (0 past the rows and columns: read so)
             lane_token x0, x1;
             const std::uint32_t wp = *reinterpret_cast<const std::uint32_t*>(Ws + r * LDV + j);  // (j even)
-            x0.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wp)));
-            x1.w.value = to_float(T::from_bits(static_cast<std::uint16_t>(wp >> 16)));
+            x0.w.value = to_float(half_from_bits<T>(static_cast<std::uint16_t>(wp)));
+            x1.w.value = to_float(half_from_bits<T>(static_cast<std::uint16_t>(wp >> 16)));
             w0 = U::write_gate(x0, cta.jt + j), w1 = U::write_gate(x1, cta.jt + j + 1);
             w_bad = w_bad || !(isfinite(w0) && isfinite(w1));
           }

@@ -6,6 +6,9 @@
 #pragma once
 #include "params.hpp"
 
+#include <cstdint>
+#include <cstring>
+
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -40,6 +43,23 @@ __device__ __forceinline__ bf16 from_float<bf16>(float x) {
 template <>
 __device__ __forceinline__ fp16 from_float<fp16>(float x) {
   return fp16::from_bits(__half_as_ushort(__float2half_rn(x)));
+}
+
+// The 16 bits of a 16-bit value — linea's bf16 / fp16 or CUDA's __nv_bfloat16 / __half — and back. (memcpy: the
+// types share one layout, and only linea's have a `bits` member.)
+template <class T>
+__device__ __forceinline__ std::uint16_t half_bits(T x) {
+  static_assert(sizeof(T) == 2, "half_bits: a 16-bit type");
+  std::uint16_t b;
+  memcpy(&b, &x, sizeof b);
+  return b;
+}
+template <class T>
+__device__ __forceinline__ T half_from_bits(std::uint16_t b) {
+  static_assert(sizeof(T) == 2, "half_from_bits: a 16-bit type");
+  T x;
+  memcpy(&x, &b, sizeof x);
+  return x;
 }
 
 // What a pass computes, fixed at compile time from the rule's policy kinds (rules/policy.hpp). The values

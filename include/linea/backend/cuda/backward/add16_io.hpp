@@ -81,7 +81,7 @@ __device__ __forceinline__ float half_bits_to_float(std::uint32_t b) {
 }
 template <class X>
 __device__ __forceinline__ std::uint32_t float_to_half_bits(float x) {
-  return from_float<X>(x).bits;
+  return half_bits(from_float<X>(x));
 }
 
 // out[j], out[j + 1] = a, b as X, the columns < n only; one 4- or 8-byte store where both are in and aligned.

@@ -33,7 +33,7 @@ __device__ __forceinline__ void store_grad_pair(const view<T, 4>& x, index_t bt,
     if constexpr (sizeof(T) == 4) {
       *reinterpret_cast<float2*>(p) = make_float2(x0, x1);
     } else {
-      const std::uint32_t lo = from_float<T>(x0).bits, hi = from_float<T>(x1).bits;
+      const std::uint32_t lo = half_bits(from_float<T>(x0)), hi = half_bits(from_float<T>(x1));
       *reinterpret_cast<std::uint32_t*>(p) = lo | (hi << 16);
     }
     return;
