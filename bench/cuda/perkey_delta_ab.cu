@@ -27,7 +27,7 @@
 // pko (2026-12-05, issue #15): "old" is the library's kernel as main 634174a launches it (DerivedFactors, the o and
 // residual strips stored as the accumulators' 4-byte pairs: tiles::strip_store::pairs), "new" the same with the
 // strips in full sectors (strip_store::sectors) — a store change only: must be bit-identical to old —, "exact" new
-// without DerivedFactors (judged against float64). perkey_delta_ab_v0.hpp is no longer used. `--check` adds
+// without DerivedFactors (judged against float64); the v0 copy of the kernel is gone (session 12). `--check` adds
 // outputs_ab: o and the residual in other layouts (head-first, misaligned, column stride 2, V = 100 in padded rows,
 // residual), bit for bit against old over the whole buffers. `--lib`: the library's path alone at 8×4096 (the call
 // runs it from two builds, with and without LINEA_PERKEY_PAIR_STORES, in alternating processes); `--once`: one
