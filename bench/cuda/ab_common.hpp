@@ -1,5 +1,5 @@
 // bench/cuda/ab_common.hpp — what the CUDA benchmark drivers share: hashed random numbers for their device fills,
-// a zeroed device allocation, the relative distance of two device tensors, and CUDA-event timing. Each driver keeps its own fill kernels (their distributions and
+// the delta rules' unit key rows, a random float32 state, a zeroed device allocation, the relative distance of two device tensors, and CUDA-event timing. Each driver keeps its own fill kernels (their distributions and
 // element types differ) and builds them on hash_uniform / hash_normal, so that a fill is the same numbers in every
 // driver and needs no generator state.
 #pragma once
@@ -25,6 +25,30 @@ __device__ inline float hash_uniform(std::uint64_t i, std::uint32_t seed) {
 __device__ inline float hash_normal(std::uint64_t i, std::uint32_t seed) {
   const float u1 = fmaxf(hash_uniform(i, seed), 1e-7f), u2 = hash_uniform(i, seed + 77);
   return sqrtf(-2.f * logf(u1)) * cospif(2.f * u2);
+}
+
+// Rows of length D of a 16-bit or float tensor scaled to unit L2 norm (the keys of the delta rules), a warp a row.
+template <class X>
+__global__ void normalize_rows(X* p, std::int64_t rows, int D) {
+  const std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32;
+  if (r >= rows) return;
+  float ss = 0;
+  for (int i = threadIdx.x % 32; i < D; i += 32) {
+    const float x = static_cast<float>(p[r * D + i]);
+    ss += x * x;
+  }
+  for (int o = 16; o; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
+  const float inv = rsqrtf(ss + 1e-6f);
+  for (int i = threadIdx.x % 32; i < D; i += 32)
+    p[r * D + i] = linea::cuda_detail::from_float<X>(static_cast<float>(p[r * D + i]) * inv);
+}
+
+// A state of n elements (float32), U[−0.5, 0.5) from (index, seed). (A template: one definition in every driver.)
+template <class S>
+__global__ void fill_state(S* p, std::int64_t n, std::uint32_t seed) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
+    p[i] = hash_uniform(static_cast<std::uint64_t>(i), seed) - 0.5f;
 }
 
 // n elements of X on the device, zeroed (at least one, so that an empty tensor still has a distinct pointer).

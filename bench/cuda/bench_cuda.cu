@@ -45,20 +45,6 @@ __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind)
     p[i] = linea::cuda_detail::from_float<T>(x);
   }
 }
-// Rows of length D scaled to unit L2 norm (keys of the delta rules).
-__global__ void normalize_rows(T* p, std::int64_t rows, int D) {
-  const std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32;
-  if (r >= rows) return;
-  float ss = 0;
-  for (int i = threadIdx.x % 32; i < D; i += 32) {
-    const float x = static_cast<float>(p[r * D + i]);
-    ss += x * x;
-  }
-  for (int o = 16; o; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  const float inv = rsqrtf(ss);
-  for (int i = threadIdx.x % 32; i < D; i += 32)
-    p[r * D + i] = linea::cuda_detail::from_float<T>(static_cast<float>(p[r * D + i]) * inv);
-}
 
 template <class X>
 X* dalloc(std::size_t n) {
@@ -81,7 +67,7 @@ inputs make_inputs(index_t B, index_t T_, index_t H, index_t K, index_t V, std::
   inputs x;
   x.q = random_tensor(nk, seed + 1, fill::normal);
   x.k = random_tensor(nk, seed + 2, fill::normal);
-  normalize_rows<<<static_cast<unsigned>((B * T_ * H + 7) / 8), 256>>>(x.k, B * T_ * H, static_cast<int>(K));
+  linea_bench::normalize_rows<<<static_cast<unsigned>((B * T_ * H + 7) / 8), 256>>>(x.k, B * T_ * H, static_cast<int>(K));
   x.v = random_tensor(nv, seed + 3, fill::normal);
   x.g = random_tensor(ns, seed + 4, fill::logsigmoid);
   x.gk = random_tensor(nk, seed + 5, fill::logsigmoid);

@@ -51,7 +51,9 @@ using T = bf16;
 namespace {
 
 // The inputs of bench_cuda.cu (the same hash, the same distributions), so the rows compare with its own.
+using linea_bench::fill_state;
 using linea_bench::hash_uniform;
+using linea_bench::normalize_rows;
 enum class fill { normal, logsigmoid, sigmoid, uniform, logsigmoid4, extreme, mixed };  // uniform, logsigmoid4:
 // perkey_ab.cu's; extreme: log α uniform in [−20, 0]; mixed (pk19): extreme in every 16th key channel of the first
 // chunk of every three (32 tokens), log-sigmoid elsewhere — chunks with and without wide channels in one sequence
@@ -71,21 +73,6 @@ __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind,
     }
     p[i] = linea::cuda_detail::from_float<T>(x);
   }
-}
-__global__ void normalize_rows(T* p, std::int64_t rows, int D) {
-  const std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32;
-  if (r >= rows) return;
-  float ss = 0;
-  for (int i = threadIdx.x % 32; i < D; i += 32) ss += static_cast<float>(p[r * D + i]) * static_cast<float>(p[r * D + i]);
-  for (int o = 16; o; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  const float inv = rsqrtf(ss + 1e-6f);
-  for (int i = threadIdx.x % 32; i < D; i += 32)
-    p[r * D + i] = linea::cuda_detail::from_float<T>(static_cast<float>(p[r * D + i]) * inv);
-}
-__global__ void fill_state(float* p, std::int64_t n, std::uint32_t seed) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    p[i] = hash_uniform(i, seed) - 0.5f;
 }
 T* random_tensor(std::size_t n, std::uint32_t seed, fill kind, std::int64_t hk = 1, int kw = 1) {
   T* p = nullptr;

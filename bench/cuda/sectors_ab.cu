@@ -44,7 +44,9 @@ using Rule = SECTORS_AB_RULE;
 
 namespace {
 
+using linea_bench::fill_state;
 using linea_bench::hash_uniform;
+using linea_bench::normalize_rows;
 enum class fill { normal, logsigmoid, sigmoid };
 __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind) {
   for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
@@ -55,21 +57,6 @@ __global__ void fill_kernel(T* p, std::int64_t n, std::uint32_t seed, fill kind)
     if (kind == fill::sigmoid) x = 1.f / (1.f + expf(-z));
     p[i] = linea::cuda_detail::from_float<T>(x);
   }
-}
-__global__ void normalize_rows(T* p, std::int64_t rows, int D) {
-  const std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x / 32) + threadIdx.x / 32;
-  if (r >= rows) return;
-  float ss = 0;
-  for (int i = threadIdx.x % 32; i < D; i += 32) ss += static_cast<float>(p[r * D + i]) * static_cast<float>(p[r * D + i]);
-  for (int o = 16; o; o >>= 1) ss += __shfl_xor_sync(0xffffffffu, ss, o);
-  const float inv = rsqrtf(ss + 1e-6f);
-  for (int i = threadIdx.x % 32; i < D; i += 32)
-    p[r * D + i] = linea::cuda_detail::from_float<T>(static_cast<float>(p[r * D + i]) * inv);
-}
-__global__ void fill_state(float* p, std::int64_t n, std::uint32_t seed) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
-       i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
-    p[i] = hash_uniform(i, seed) - 0.5f;
 }
 T* random_tensor(std::size_t n, std::uint32_t seed, fill kind) {
   T* p = nullptr;
