@@ -182,18 +182,14 @@ std::string run_backward_case(rng_t& rng, const case_plan& p) {
   // is such a case; the estimate is computed only for a tensor that missed the bound.
   std::optional<reference_grads> moved;
   std::string ill;
-  const auto judge = [&](const char* name, const auto& out, const auto& ref, auto moved_of) -> std::string {
-    const std::string diff = compare(name, out, ref, tol, norm_floor);
+  // out against R.*grad (and, when it misses the bound, the moved reference's .*grad: the estimate)
+  const auto judge = [&](const char* name, const auto& out, auto reference_grads::*grad) -> std::string {
+    const auto& ref = R.*grad;
     const distance d = measure(out, ref, norm_floor);
+    const std::string diff = verdict(name, d, tol);
     if (diff.empty() || d.mismatch >= 0) return diff;
     if (!moved) moved = reference_backward(0x1p-24);
-    const auto& m = moved_of(*moved);
-    struct flat_ref {  // the moved reference as measure() reads an output
-      const std::remove_cvref_t<decltype(m)>& t;
-      index_t size() const { return index_t(t.size()); }
-      double at(index_t i) const { return t.data()[i]; }
-    };
-    const double delta = measure(flat_ref{m}, ref, norm_floor).error;
+    const double delta = measure(flat{(*moved).*grad}, ref, norm_floor).error;
     if (delta < tol / 2 || d.error > 4 * delta) {
       char why[120];
       std::snprintf(why, sizeof why, "; the reference moves %.3g under float32 input roundings", delta);
@@ -205,23 +201,18 @@ std::string run_backward_case(rng_t& rng, const case_plan& p) {
     ill += buf;
     return "";
   };
-  std::string diff = judge("dq", dq, R.dq, [](const reference_grads& r) -> const auto& { return r.dq; });
-  if (diff.empty()) diff = judge("dk", dk, R.dk, [](const reference_grads& r) -> const auto& { return r.dk; });
-  if (diff.empty()) diff = judge("dv", dv, R.dv, [](const reference_grads& r) -> const auto& { return r.dv; });
-  if (diff.empty()) diff = judge("d_initial_state", dh0, R.dh0, [](const reference_grads& r) -> const auto& { return r.dh0; });
-  if (diff.empty() && !g.mem.empty()) diff = judge("dg", dg, R.dg, [](const reference_grads& r) -> const auto& { return r.dg; });
-  if (diff.empty() && !gk.mem.empty()) diff = judge("dgk", dgk, R.dgk, [](const reference_grads& r) -> const auto& { return r.dgk; });
-  if (diff.empty() && !beta.mem.empty())
-    diff = judge("dbeta", dbeta, R.dbeta, [](const reference_grads& r) -> const auto& { return r.dbeta; });
-  if (diff.empty() && !b.mem.empty()) diff = judge("db", db, R.db, [](const reference_grads& r) -> const auto& { return r.db; });
-  if (diff.empty() && !b.mem.empty()) diff = judge("dw", dw, R.dw, [](const reference_grads& r) -> const auto& { return r.dw; });
-  struct flat {  // a std::vector as measure() reads it
-    const std::vector<float>& v;
-    index_t size() const { return index_t(v.size()); }
-    float at(index_t i) const { return v[std::size_t(i)]; }
-  };
-  if (diff.empty() && gated) diff = judge("dA_log", flat{dA}, R.dA, [](const reference_grads& r) -> const auto& { return r.dA; });
-  if (diff.empty() && gated) diff = judge("ddt_bias", flat{ddt}, R.ddt, [](const reference_grads& r) -> const auto& { return r.ddt; });
+  using G = reference_grads;
+  std::string diff = judge("dq", dq, &G::dq);
+  if (diff.empty()) diff = judge("dk", dk, &G::dk);
+  if (diff.empty()) diff = judge("dv", dv, &G::dv);
+  if (diff.empty()) diff = judge("d_initial_state", dh0, &G::dh0);
+  if (diff.empty() && !g.mem.empty()) diff = judge("dg", dg, &G::dg);
+  if (diff.empty() && !gk.mem.empty()) diff = judge("dgk", dgk, &G::dgk);
+  if (diff.empty() && !beta.mem.empty()) diff = judge("dbeta", dbeta, &G::dbeta);
+  if (diff.empty() && !b.mem.empty()) diff = judge("db", db, &G::db);
+  if (diff.empty() && !b.mem.empty()) diff = judge("dw", dw, &G::dw);
+  if (diff.empty() && gated) diff = judge("dA_log", flat{dA}, &G::dA);
+  if (diff.empty() && gated) diff = judge("ddt_bias", flat{ddt}, &G::ddt);
   if (!diff.empty() && (gated || beta_act != beta_activation::none || scale != 0))
     diff += std::string(" [") + (gated ? bounded ? "gate with lower bound " : "gate " : "") +
             (beta_act != beta_activation::none ? "beta activation " : "") + (scale != 0 ? "scale" : "") + "]";

@@ -157,9 +157,8 @@ distance measure(const Out& out, const Ref& ref, double floor = 0) {
 // o (and the other outputs) against the reference, elementwise: finite exactly where the reference is finite
 // (NaN and ±Inf count alike: with an infinite input, Inf − Inf in one summation order is ±Inf in another), and
 // the finite entries within `tol` in relative L2 error (measure's, `floor` as there). "" when they agree.
-template <class Out, class Ref>
-std::string compare(const char* name, const Out& out, const Ref& ref, double tol, double floor = 0) {
-  const distance d = measure(out, ref, floor);
+// measure()'s distance d of an output named `name` judged against `tol`: "" when it agrees, else why not.
+inline std::string verdict(const char* name, const distance& d, double tol) {
   if (d.mismatch >= 0)
     return std::string(name) + "[" + std::to_string(d.mismatch) + "] = " + std::to_string(d.x) + ", reference " +
            std::to_string(d.r);
@@ -168,5 +167,19 @@ std::string compare(const char* name, const Out& out, const Ref& ref, double tol
   std::snprintf(buf, sizeof buf, ": relative error %.3g > %.3g (reference norm %.3g)", d.error, tol, d.ref_norm);
   return name + std::string(buf);
 }
+template <class Out, class Ref>
+std::string compare(const char* name, const Out& out, const Ref& ref, double tol, double floor = 0) {
+  return verdict(name, measure(out, ref, floor), tol);
+}
+
+// Anything with data() and size() (a std::vector, a tensor) as measure() reads an output.
+template <class C>
+struct flat {
+  const C& c;
+  index_t size() const { return index_t(c.size()); }
+  double at(index_t i) const { return double(c.data()[i]); }
+};
+template <class C>
+flat(const C&) -> flat<C>;
 
 }  // namespace linea::fuzz
