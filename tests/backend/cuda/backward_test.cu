@@ -464,6 +464,35 @@ TEST_CASE("CUDA backward: st17 ring passes at 32 columns (more heads than 16-col
   check_backward<delta, bf16>(s);
 }
 
+// s13: per-key decays (kda, gdn2, gla) with 16-bit inputs take the 16-bit state passes too (state_passes16.hpp's
+// PerKey form: Kd for k, gL for γ_L) in every width state_phases picks: ≥ 99 (sequence, head) pairs (104 here) run the
+// 128-column single-stage forward and, erasing, the 32-column ring reverse (gla: 128 columns both); 18 pairs the
+// 32-column ring (gla: 16 / 32 single-stage); 2 pairs over 128 chunks the 16-column ring. SPEC §6's extreme gates,
+// β up to 2, h0, a partial last chunk.
+TEST_CASE("CUDA backward: per-key 16-bit state passes at each tile width") {
+  const case_shape many{.B = 13, .T = 130, .H = 4, .HV = 8, .K = 128, .V = 128, .initial_state = true,
+                        .gates = gate_range::extreme, .beta_max = 2, .seed = 1301};
+  const case_shape some{.B = 9, .T = 1000, .H = 1, .HV = 2, .K = 128, .V = 128, .initial_state = true,
+                        .gates = gate_range::extreme, .beta_max = 2, .seed = 1302};
+  const case_shape chain{.B = 1, .T = 8192, .H = 1, .HV = 2, .K = 128, .V = 128, .initial_state = true,
+                         .gates = gate_range::extreme, .beta_max = 2, .seed = 1303};
+  SUBCASE("kda") {
+    check_backward<kda, bf16>(many);
+    check_backward<kda, bf16>(some);
+    check_backward<kda, fp16>(some);
+    check_backward<kda, bf16>(chain);
+  }
+  SUBCASE("gla") {
+    check_backward<gla, bf16>(many);
+    check_backward<gla, bf16>(some);
+    check_backward<gla, bf16>(chain);
+  }
+  SUBCASE("gdn2") {
+    check_case<gdn2, read::identity, bf16>(many, {});
+    check_case<gdn2, read::identity, bf16>(some, {});
+  }
+}
+
 // The workspace once carved its float32 slots one after another: where tokens · HV is odd (the per-token slots)
 // every slot after them was only 4-byte aligned, and st17's ring passes, which store the state with float2, faulted
 // there (cudaErrorMisalignedAddress; fuzz seed 20261220 case 40: B = 3, T = 127, K = 16, V = 48; seed 20261207 case

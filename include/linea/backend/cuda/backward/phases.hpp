@@ -13,10 +13,10 @@
 // one TF32 mma for 16-bit ones), prep_phase and state_phases from their caller (3xTF32 unless told). prep_phase's In
 // (the input type; chunk_phases passes it): for 16-bit inputs and scalar decays phase 1 is chunk_prep16_kernel
 // (bf16 operands on tensor cores, same outputs; Prec unused), else chunk_prep_kernel at Prec. The state passes run
-// at Prec for float32 inputs and per-key decays (at one TF32 mma they measured slower than 3xTF32 on the H200, prep13:
-// gated_delta bf16 8×4096 forward 1.640 against 1.443 ms, reverse 1.860 against 1.613); for 16-bit inputs with
-// scalar decays state_phases (In) runs state_passes16.hpp's (bf16 operands on m16n8k16, split hi + lo: state14), for
-// the erasing rules' narrow tiles (and their reverse pass at every shape) in state_passes16_ring.hpp's two-stage form
+// at Prec for float32 inputs (at one TF32 mma they measured slower than 3xTF32 on the H200, prep13: gated_delta bf16
+// 8×4096 forward 1.640 against 1.443 ms, reverse 1.860 against 1.613); for 16-bit inputs state_phases (In) runs
+// state_passes16.hpp's (bf16 operands on m16n8k16, split hi + lo: state14; per-key decays too since s13), for the
+// erasing rules' narrow tiles (and their reverse pass at every shape) in state_passes16_ring.hpp's two-stage form
 // (st17).
 #pragma once
 #include "chunk_grad16_kernel.hpp"
@@ -83,22 +83,22 @@ struct staged_form {
   static constexpr const char* forward_name = "backward staged_forward_states_kernel";
   static constexpr const char* reverse_name = "backward staged_reverse_states_kernel";
 };
-// state_passes16.hpp: 16-bit inputs and scalar decays, bf16 operands on m16n8k16, Terms products a step (state14).
-template <int BV, bool Erases, int Terms = state16_terms>
+// state_passes16.hpp: 16-bit inputs, bf16 operands on m16n8k16, Terms products a step (state14; per-key decays s13).
+template <int BV, bool Erases, int Terms = state16_terms, bool PerKey = false>
 struct state16_form {
-  using shape = state16_shape<BV, Terms>;
-  static constexpr auto forward() { return state16_forward_kernel<BV, Erases, Terms>; }
-  static constexpr auto reverse() { return state16_reverse_kernel<BV, Erases, Terms>; }
+  using shape = state16_shape<BV, Terms, PerKey>;
+  static constexpr auto forward() { return state16_forward_kernel<BV, Erases, Terms, PerKey>; }
+  static constexpr auto reverse() { return state16_reverse_kernel<BV, Erases, Terms, PerKey>; }
   static constexpr const char* forward_name = "backward state16_forward_kernel";
   static constexpr const char* reverse_name = "backward state16_reverse_kernel";
 };
 // state_passes16_ring.hpp: the same for narrow tiles, a chunk's operands a whole chunk ahead in two stages; one CTA
 // an SM (st17).
-template <int BV, bool Erases, int Terms = state16_terms, bool Lean = true>
+template <int BV, bool Erases, int Terms = state16_terms, bool Lean = true, bool PerKey = false>
 struct state16_ring_form {
-  using shape = state16_ring_shape<BV, Terms>;
-  static constexpr auto forward() { return state16_ring_forward_kernel<BV, Erases, Terms, Lean>; }
-  static constexpr auto reverse() { return state16_ring_reverse_kernel<BV, Erases, Terms, Lean>; }
+  using shape = state16_ring_shape<BV, Terms, PerKey>;
+  static constexpr auto forward() { return state16_ring_forward_kernel<BV, Erases, Terms, Lean, PerKey>; }
+  static constexpr auto reverse() { return state16_ring_reverse_kernel<BV, Erases, Terms, Lean, PerKey>; }
   static constexpr const char* forward_name = "backward state16_ring_forward_kernel";
   static constexpr const char* reverse_name = "backward state16_ring_reverse_kernel";
 };
@@ -113,10 +113,11 @@ void reverse_pass(const work& w, const view<const float, 4>& dST, const view<flo
   launch_state_pass<Form::reverse(), typename Form::shape>(Form::reverse_name, w, st, dST, dS0);
 }
 
-// The state passes for 16-bit inputs and scalar decays (state14: state_passes16.hpp); per-key decays and float32
-// inputs keep the 3xTF32 passes (In = float: every caller that does not name its input type).
+// The state passes for 16-bit inputs (state14: state_passes16.hpp; per-key decays since s13, which measured the
+// 3xTF32 passes 2.3–2.5× slower at 1×32768); float32 inputs keep the 3xTF32 passes (In = float: every caller that
+// does not name its input type).
 template <class In, bool PerKey>
-inline constexpr bool state16_for = sizeof(In) == 2 && !PerKey;
+inline constexpr bool state16_for = sizeof(In) == 2;
 
 template <bool Erases, bool PerKey, precision Prec = precision::tf32x3, class In = float>
 void state_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
@@ -149,23 +150,25 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
       // 20261220 case 40, seed 20261207 case 1303), reported here rather than as cudaErrorMisalignedAddress.
       if ((reinterpret_cast<std::uintptr_t>(w.h) | reinterpret_cast<std::uintptr_t>(w.dh)) % 8 != 0)
         throw linea::error("cuda backward: internal: the workspace's h and dh slots are not 8-byte aligned (plan.hpp)");
+      constexpr int terms = state16_terms;
       if (forward) {
-        if (wide(128)) forward_pass<state16_form<128, Erases>>(w, S0, st);
-        else if (one_wave(16)) forward_pass<state16_ring_form<16, Erases>>(w, S0, st);
-        else forward_pass<state16_ring_form<32, Erases>>(w, S0, st);
+        if (wide(128)) forward_pass<state16_form<128, Erases, terms, PerKey>>(w, S0, st);
+        else if (one_wave(16)) forward_pass<state16_ring_form<16, Erases, terms, true, PerKey>>(w, S0, st);
+        else forward_pass<state16_ring_form<32, Erases, terms, true, PerKey>>(w, S0, st);
       }
       if (reverse) {
-        if (one_wave(16)) reverse_pass<state16_ring_form<16, Erases>>(w, dST, dS0, st);
-        else reverse_pass<state16_ring_form<32, Erases>>(w, dST, dS0, st);
+        if (one_wave(16)) reverse_pass<state16_ring_form<16, Erases, terms, true, PerKey>>(w, dST, dS0, st);
+        else reverse_pass<state16_ring_form<32, Erases, terms, true, PerKey>>(w, dST, dS0, st);
       }
-    } else {  // state14's single-stage passes
+    } else {  // state14's single-stage passes (gla too: its decays are per key, it does not erase)
+      constexpr int terms = state16_terms;
       if (forward) {
-        if (wide(128)) forward_pass<state16_form<128, Erases>>(w, S0, st);
-        else forward_pass<state16_form<16, Erases>>(w, S0, st);
+        if (wide(128)) forward_pass<state16_form<128, Erases, terms, PerKey>>(w, S0, st);
+        else forward_pass<state16_form<16, Erases, terms, PerKey>>(w, S0, st);
       }
       if (reverse) {
-        if (wide(128)) reverse_pass<state16_form<128, Erases>>(w, dST, dS0, st);
-        else reverse_pass<state16_form<32, Erases>>(w, dST, dS0, st);
+        if (wide(128)) reverse_pass<state16_form<128, Erases, terms, PerKey>>(w, dST, dS0, st);
+        else reverse_pass<state16_form<32, Erases, terms, PerKey>>(w, dST, dS0, st);
       }
     }
   } else {

@@ -25,6 +25,11 @@
 // are unnormalised sums (β up to 2, no decay for delta) and e^−20 gates make tiny ones; bf16 has float32's range,
 // and the split restores the mantissa fp16 would have added.
 //
+// Per-key decays (PerKey: kda, gdn2, gla): phase 1's Kd_s = k_s ⊙ exp(G_L − G_s) takes k's place as the A operand
+// (F is in it, so U_new's copy and product 1's epilogue take F = 1) and the state's rows d are carried by gL_d =
+// exp(G_L,d) instead of γ_L (staged_state_passes.hpp's per-key form, the same recurrences): `chunk_decays` and
+// `key_rows` below are the only places the two kinds differ.
+//
 // Pipelining (as staged_state_passes.hpp): a chunk's float32 operands are two cp.async groups, A (G, the product-1
 // operand, U / V / s Pᵀ dO) issued during product 2 of the chunk before, B (the product-2 operand: k forward, W
 // reverse) during product 1. Three barriers a chunk: A landed; product 1's output written (and B landed); product 2
@@ -47,7 +52,11 @@ inline constexpr int state16_terms = LINEA_BWD_STATE16_TERMS;  // bench/cuda/gra
 inline constexpr int state16_terms = 3;
 #endif
 
-template <int BV_, int Terms_>
+// A chunk's decay operand in shared memory: G_c (CL log decays) for scalar decays, gL_c (K factors) for per-key ones.
+template <bool PerKey>
+inline constexpr int decay_floats = PerKey ? max_kv : CL;
+
+template <int BV_, int Terms_, bool PerKey = false>
 struct state16_shape {
   static constexpr int BV = BV_, Terms = Terms_;
   static_assert(BV == 16 || BV == 32 || BV == 64 || BV == 128, "state16: 16, 32, 64 or 128 value columns");
@@ -57,7 +66,7 @@ struct state16_shape {
   static constexpr int lo = Terms >= 2 ? 1 : 0;  // (bf16 lo copies of the B operands)
   // float32, in floats: the [CL][K] tile read row-wise, the one read transposed, the [CL][BV] input, G twice
   static constexpr int row_at = 0, col_at = row_at + CL * ld_row, in_at = col_at + CL * ld_col,
-                       g_at = in_at + CL * ld_in, f32_end = g_at + 2 * CL;
+                       g_at = in_at + CL * ld_in, f32_end = g_at + 2 * decay_floats<PerKey>;
   // bf16, in elements from f32_end: the state's copy [K][ldb] (hi, lo), product 1's output [CL][ldb] (hi, lo)
   static constexpr int h_at = 0, hl_at = h_at + max_kv * ldb, u_at = hl_at + lo * max_kv * ldb, ul_at = u_at + CL * ldb,
                        b16_end = ul_at + lo * CL * ldb;
@@ -138,6 +147,46 @@ __device__ __forceinline__ void mma_terms(float (&c)[NT][4], const std::uint32_t
   }
 }
 
+// How a chunk's decays enter the passes, from its decay operand in shared memory (G: decay_floats<PerKey> floats):
+//   state(d)  the factor that carries the state's key row d across the chunk: γ_L = exp(G_L), or gL_d (per key)
+//   write(r)  the factor of the chunk's row r in the state update (F_r = exp(G_L − G_r); 1 per key, where phase 1
+//             folded it into Kd); 0 past the chunk's L rows
+template <bool PerKey>
+struct chunk_decays {
+  const float* G;
+  int L;
+  float GL = 0.f, gamma = 0.f;
+  __device__ __forceinline__ chunk_decays(const float* G_, int L_) : G(G_), L(L_) {
+    if constexpr (!PerKey) GL = G[L - 1], gamma = __expf(GL);
+  }
+  __device__ __forceinline__ float state(int d) const {
+    if constexpr (PerKey) return G[d];
+    else return gamma;
+  }
+  __device__ __forceinline__ float write(int r) const {
+    if constexpr (PerKey) return r < L ? 1.f : 0.f;
+    else return r < L ? __expf(GL - G[r]) : 0.f;
+  }
+};
+
+// The chunk's key operand of the passes' products, a [CL][K] float32 tile in global memory: k_c (the float32 keys,
+// token-major, row stride H·K) for scalar decays, phase 1's Kd_c (chunk-major, row stride K) for per-key ones.
+struct key_rows {
+  const float* p;
+  index_t stride;
+};
+template <bool PerKey>
+__device__ __forceinline__ key_rows chunk_keys(const work& w, index_t c, const chunk_info& ci, index_t hv, index_t h) {
+  if constexpr (PerKey) return {w.Kd + w.ch(c, hv) * CL * w.K, w.K};
+  else return {w.k + (w.token(ci.bt, ci.t0) * w.H + h) * w.K, w.H * w.K};
+}
+// The chunk's decay operand into dst (decay_floats<PerKey> floats): G_c, or gL_c.
+template <bool PerKey>
+__device__ __forceinline__ void fetch_decays(float* dst, const work& w, index_t c, index_t hv) {
+  if constexpr (PerKey) async_tile<1, max_kv>(dst, max_kv, w.gL + w.ch(c, hv) * w.K, 0, 1, int(w.K));
+  else async_tile<1, CL>(dst, CL, w.Gc + w.ch(c, hv) * CL, 0, 1, CL);
+}
+
 // c[NT] += A(m0 .., k) · B(k, n0 ..) for k < 16·ksteps: A a float32 tile (RowWise or transposed), B bf16 [k][n]
 // (hi, and lo where Terms ≥ 2). Narrow strips (NT ≤ 4: the 16- and 32-column tiles of long sequences, whose chain of
 // chunks is latency-bound) give the lo products accumulators of their own, added at the end, so that a k-step's
@@ -204,11 +253,11 @@ __device__ __forceinline__ void load_state(float (&c)[NT][4], const view<const f
 
 }  // namespace state16_detail
 
-template <int BV, bool Erases, int Terms>
-__global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm)
+template <int BV, bool Erases, int Terms, bool PerKey = false>
+__global__ void __launch_bounds__(threads, state16_shape<BV, Terms, PerKey>::ctas_per_sm)
     state16_forward_kernel(const work w, const view<const float, 4> S0) {
   namespace sd = state16_detail;
-  using sh = state16_shape<BV, Terms>;
+  using sh = state16_shape<BV, Terms, PerKey>;
   constexpr int NT1 = sh::NT1, NT2 = sh::NT2, LDB = sh::ldb;
   const index_t jt = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x, warp = tid >> 5,
@@ -219,9 +268,9 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm
   __nv_bfloat16 *sH = b16 + sh::h_at, *sHl = b16 + sh::hl_at, *sU = b16 + sh::u_at, *sUl = b16 + sh::ul_at;
   const seq_chunks sc = w.seqs[n];
   const index_t end = sc.first + sc.count;
-  const auto fetch_a = [&](index_t c, const chunk_info& ci) {  // G_c; W_c and U_c, or V_c
+  const auto fetch_a = [&](index_t c, const chunk_info& ci) {  // G_c (gL_c); W_c and U_c, or V_c
     if (c < end) {
-      async_tile<1, CL>(sG + (c & 1) * CL, CL, w.Gc + w.ch(c, hv) * CL, 0, 1, CL);
+      sd::fetch_decays<PerKey>(sG + (c & 1) * decay_floats<PerKey>, w, c, hv);
       if constexpr (Erases) {
         async_tile<CL, max_kv>(sW, sh::ld_row, w.W + w.ch(c, hv) * CL * w.K, w.K, ci.len, K);
         async_tile<CL, BV>(sIn, sh::ld_in, w.U + w.ch(c, hv) * CL * w.V + jt, w.V, ci.len, bv);
@@ -232,9 +281,11 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm
     }
     async_commit();
   };
-  const auto fetch_b = [&](index_t c, const chunk_info& ci) {  // k_c
-    if (c < end)
-      async_tile<CL, max_kv>(sK, sh::ld_col, w.k + (w.token(ci.bt, ci.t0) * w.H + h) * w.K, w.H * w.K, ci.len, K);
+  const auto fetch_b = [&](index_t c, const chunk_info& ci) {  // k_c (Kd_c)
+    if (c < end) {
+      const sd::key_rows kr = sd::chunk_keys<PerKey>(w, c, ci, hv, h);
+      async_tile<CL, max_kv>(sK, sh::ld_col, kr.p, kr.stride, ci.len, K);
+    }
     async_commit();
   };
   // (the copies never write columns past K or V: zeros, once)
@@ -255,16 +306,15 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm
     const int L = cur.len;
     async_wait<1>();  // A(c)
     __syncthreads();  // (and the state's copy)
-    const float* G = sG + (c & 1) * CL;
-    const float GL = G[L - 1], gamma = __expf(GL);
-    float* hc = w.h + w.ch(c, hv) * w.K * w.V + jt;  // h_c for phase 4, then γ_L h
+    const sd::chunk_decays<PerKey> dec(sG + (c & 1) * decay_floats<PerKey>, L);
+    float* hc = w.h + w.ch(c, hv) * w.K * w.V + jt;  // h_c for phase 4, then γ_L h (gL ⊙ h)
 #pragma unroll
     for (int i = 0; i < NT2; ++i)
 #pragma unroll
       for (int x = 0; x < 4; ++x) {
         const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
         if (d < K && j < bv) hc[d * w.V + j] = acc[i][x];
-        acc[i][x] *= gamma;
+        acc[i][x] *= dec.state(d);
       }
     if constexpr (Erases) {  // product 1: U_new = U − W h; U_new's copy F ⊙ U_new
       float p[NT1][4] = {};
@@ -273,7 +323,7 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = wm + g + 8 * half;
-        const float F = r < L ? __expf(GL - G[r]) : 0.f;
+        const float F = dec.write(r);
 #pragma unroll
         for (int i = 0; i < NT1; ++i) {
           const int j = wn + 8 * i + 2 * q;
@@ -290,7 +340,7 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm
     } else {  // U_new = V; its copy F ⊙ V
       for (int e = tid; e < CL * BV / 2; e += threads) {
         const int r = e / (BV / 2), j = 2 * (e % (BV / 2));
-        const float F = r < L ? __expf(GL - G[r]) : 0.f;
+        const float F = dec.write(r);
         std::uint32_t hi, lo;
         sd::split2<Terms >= 2>(F * sIn[r * sh::ld_in + j], F * sIn[r * sh::ld_in + j + 1], hi, lo);
         *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
@@ -300,7 +350,7 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm
     async_wait<0>();  // B(c)
     __syncthreads();  // (U_new's copy; W, U, V and the other G buffer are free)
     fetch_a(c + 1, next);
-    // product 2: h += Kᵀ (F ⊙ U_new)
+    // product 2: h += Kᵀ (F ⊙ U_new)   (per key: Kdᵀ U_new)
     if (16 * warp < K) sd::warp_product<Terms, NT2, false>(acc, sK, sh::ld_col, 16 * warp, sU, sUl, LDB, 0, (L + 15) / 16);
     __syncthreads();  // (k and U_new's copy read)
     sd::store_state<Terms>(acc, sH, sHl, LDB, d0);
@@ -310,11 +360,11 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm
   async_wait<0>();
 }
 
-template <int BV, bool Erases, int Terms>
-__global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm)
+template <int BV, bool Erases, int Terms, bool PerKey = false>
+__global__ void __launch_bounds__(threads, state16_shape<BV, Terms, PerKey>::ctas_per_sm)
     state16_reverse_kernel(const work w, const view<const float, 4> dST, const view<float, 4> dS0) {
   namespace sd = state16_detail;
-  using sh = state16_shape<BV, Terms>;
+  using sh = state16_shape<BV, Terms, PerKey>;
   constexpr int NT1 = sh::NT1, NT2 = sh::NT2, LDB = sh::ldb;
   const index_t jt = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x, warp = tid >> 5,
@@ -325,10 +375,11 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm
   __nv_bfloat16 *sH = b16 + sh::h_at, *sHl = b16 + sh::hl_at, *sU = b16 + sh::u_at, *sUl = b16 + sh::ul_at;
   const seq_chunks sc = w.seqs[n];
   const index_t first = sc.first;
-  const auto fetch_a = [&](index_t c, const chunk_info& ci) {  // G_c, k_c, and phase 1's s Pᵀ dO
+  const auto fetch_a = [&](index_t c, const chunk_info& ci) {  // G_c, k_c (gL_c, Kd_c), and phase 1's s Pᵀ dO
     if (c >= first) {
-      async_tile<1, CL>(sG + (c & 1) * CL, CL, w.Gc + w.ch(c, hv) * CL, 0, 1, CL);
-      async_tile<CL, max_kv>(sK, sh::ld_row, w.k + (w.token(ci.bt, ci.t0) * w.H + h) * w.K, w.H * w.K, ci.len, K);
+      sd::fetch_decays<PerKey>(sG + (c & 1) * decay_floats<PerKey>, w, c, hv);
+      const sd::key_rows kr = sd::chunk_keys<PerKey>(w, c, ci, hv, h);
+      async_tile<CL, max_kv>(sK, sh::ld_row, kr.p, kr.stride, ci.len, K);
       async_tile<CL, BV>(sIn, sh::ld_in, w.dU + w.ch(c, hv) * CL * w.V + jt, w.V, ci.len, bv);
     }
     async_commit();
@@ -364,24 +415,23 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms>::ctas_per_sm
       }
     async_wait<1>();  // A(c)
     __syncthreads();  // (and dh's copy)
-    const float* G = sG + (c & 1) * CL;
-    const float GL = G[L - 1], gamma = __expf(GL);
+    const sd::chunk_decays<PerKey> dec(sG + (c & 1) * decay_floats<PerKey>, L);
 #pragma unroll
     for (int i = 0; i < NT2; ++i)
 #pragma unroll
       for (int x = 0; x < 4; ++x) {  // dh at the chunk's end for phase 4, then γ_L dh + Y
         const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
         if (d < K && j < bv) dhc[d * w.V + j] = acc[i][x];
-        acc[i][x] = fmaf(gamma, acc[i][x], y[i][x]);
+        acc[i][x] = fmaf(dec.state(d), acc[i][x], y[i][x]);
       }
-    {  // product 1: dU = s Pᵀ dO + F ⊙ (K dh); −dU's copy
+    {  // product 1: dU = s Pᵀ dO + F ⊙ (K dh) (per key: Kd dh); −dU's copy
       float p[NT1][4] = {};
       if (wm < L) sd::warp_product<Terms, NT1, true>(p, sK, sh::ld_row, wm, sH, sHl, LDB, wn, ksK);
       float* dU = w.dU + w.ch(c, hv) * CL * w.V + jt;
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = wm + g + 8 * half;
-        const float F = r < L ? __expf(GL - G[r]) : 0.f;
+        const float F = dec.write(r);
 #pragma unroll
         for (int i = 0; i < NT1; ++i) {
           const int j = wn + 8 * i + 2 * q;

@@ -13,13 +13,14 @@
 //            product-1 output tile are free) → issue chunk c + 1's group into the other stage
 //   middle   product 1's output tile written, the state's copy read → product 2, then the state's new copy
 // Two float32 stages (75 KB at 16 columns, 79 KB at 32) take one CTA an SM: state_phases picks these kernels only
-// where their CTAs fit in one wave (phases.hpp).
+// where their CTAs fit in one wave (phases.hpp). Per-key decays (PerKey): state_passes16.hpp's chunk_decays and
+// chunk_keys (Kd for k, gL for γ_L).
 #pragma once
 #include "state_passes16.hpp"
 
 namespace linea::cuda_detail::bwd {
 
-template <int BV_, int Terms_>
+template <int BV_, int Terms_, bool PerKey = false>
 struct state16_ring_shape {
   static constexpr int BV = BV_, Terms = Terms_;
   static_assert(BV == 16 || BV == 32, "state16 ring: 16 or 32 value columns (two stages of 64 columns do not fit)");
@@ -28,9 +29,9 @@ struct state16_ring_shape {
   static constexpr int ld_row = max_kv + 8, ld_col = max_kv + 4, ld_in = BV + 8, ldb = BV + 8;
   static constexpr int lo = Terms >= 2 ? 1 : 0;
   // one stage of float32 operands, in floats: the [CL][K] tile read row-wise, the one read transposed, the [CL][BV]
-  // input, G; two stages
+  // input, G (gL); two stages
   static constexpr int row_at = 0, col_at = row_at + CL * ld_row, in_at = col_at + CL * ld_col, g_at = in_at + CL * ld_in,
-                       stage = g_at + CL, f32_end = 2 * stage;
+                       stage = g_at + decay_floats<PerKey>, f32_end = 2 * stage;
   // bf16, in elements from f32_end: the state's copy [K][ldb] (hi, lo), product 1's output [CL][ldb] (hi, lo)
   static constexpr int h_at = 0, hl_at = h_at + max_kv * ldb, u_at = hl_at + lo * max_kv * ldb, ul_at = u_at + CL * ldb,
                        b16_end = ul_at + lo * CL * ldb;
@@ -109,12 +110,12 @@ __device__ __forceinline__ void state_pairs(float (&c)[NT][4], float* p, index_t
 
 }  // namespace state16_ring_detail
 
-template <int BV, bool Erases, int Terms, bool Lean = true>
+template <int BV, bool Erases, int Terms, bool Lean = true, bool PerKey = false>
 __global__ void __launch_bounds__(threads, 1)
     state16_ring_forward_kernel(const work w, const view<const float, 4> S0) {
   namespace sd = state16_detail;
   namespace rd = state16_ring_detail;
-  using sh = state16_ring_shape<BV, Terms>;
+  using sh = state16_ring_shape<BV, Terms, PerKey>;
   constexpr int NT1 = sh::NT1, NT2 = sh::NT2, LDB = sh::ldb;
   const index_t jt = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x, warp = tid >> 5,
@@ -124,14 +125,14 @@ __global__ void __launch_bounds__(threads, 1)
   __nv_bfloat16 *sH = b16 + sh::h_at, *sHl = b16 + sh::hl_at, *sU = b16 + sh::u_at, *sUl = b16 + sh::ul_at;
   const seq_chunks sc = w.seqs[n];
   const index_t end = sc.first + sc.count;
-  const auto fetch = [&](index_t c, const chunk_info& ci, int s) {  // G_c; W_c and U_c, or V_c; k_c: one group
+  const auto fetch = [&](index_t c, const chunk_info& ci, int s) {  // G_c; W_c and U_c, or V_c; k_c (gL_c, Kd_c): one group
     if (c < end) {
       float* st = sm + s * sh::stage;
       const auto tile = [&]<int Rows, int Cols>(float* dst, int ld, const float* src, index_t stride, int rows, int cols) {
         if constexpr (Lean) rd::ring_tile<Rows, Cols>(dst, ld, src, stride, rows, cols);
         else async_tile<Rows, Cols>(dst, ld, src, stride, rows, cols);
       };
-      async_tile<1, CL>(st + sh::g_at, CL, w.Gc + w.ch(c, hv) * CL, 0, 1, CL);
+      sd::fetch_decays<PerKey>(st + sh::g_at, w, c, hv);
       if constexpr (Erases) {
         tile.template operator()<CL, max_kv>(st + sh::row_at, sh::ld_row, w.W + w.ch(c, hv) * CL * w.K, w.K, ci.len, K);
         tile.template operator()<CL, BV>(st + sh::in_at, sh::ld_in, w.U + w.ch(c, hv) * CL * w.V + jt, w.V, ci.len, bv);
@@ -139,8 +140,8 @@ __global__ void __launch_bounds__(threads, 1)
         tile.template operator()<CL, BV>(st + sh::in_at, sh::ld_in,
                                          w.v + (w.token(ci.bt, ci.t0) * w.HV + hv) * w.V + jt, w.HV * w.V, ci.len, bv);
       }
-      tile.template operator()<CL, max_kv>(st + sh::col_at, sh::ld_col,
-                                           w.k + (w.token(ci.bt, ci.t0) * w.H + h) * w.K, w.H * w.K, ci.len, K);
+      const sd::key_rows kr = sd::chunk_keys<PerKey>(w, c, ci, hv, h);
+      tile.template operator()<CL, max_kv>(st + sh::col_at, sh::ld_col, kr.p, kr.stride, ci.len, K);
     }
     async_commit();
   };
@@ -165,8 +166,8 @@ __global__ void __launch_bounds__(threads, 1)
     __syncthreads();  // (every thread's copies; the state's copy; chunk c − 1's product 2 done: its stage is free)
     fetch(c + 1, nxt, s ^ 1);
     const float* st = sm + s * sh::stage;
-    const float *sW = st + sh::row_at, *sK = st + sh::col_at, *sIn = st + sh::in_at, *G = st + sh::g_at;
-    const float GL = G[L - 1], gamma = __expf(GL);
+    const float *sW = st + sh::row_at, *sK = st + sh::col_at, *sIn = st + sh::in_at;
+    const sd::chunk_decays<PerKey> dec(st + sh::g_at, L);
     float* hc = w.h + w.ch(c, hv) * w.K * w.V + jt;  // h_c for phase 4, then γ_L h
     if constexpr (Lean) rd::state_pairs<true>(acc, hc, w.V, K, bv, d0);
 #pragma unroll
@@ -175,7 +176,7 @@ __global__ void __launch_bounds__(threads, 1)
       for (int x = 0; x < 4; ++x) {
         const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
         if (!Lean && d < K && j < bv) hc[d * w.V + j] = acc[i][x];
-        acc[i][x] *= gamma;
+        acc[i][x] *= dec.state(d);
       }
     if constexpr (Erases) {  // product 1: U_new = U − W h; U_new's copy F ⊙ U_new
       float p[NT1][4] = {};
@@ -184,7 +185,7 @@ __global__ void __launch_bounds__(threads, 1)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = wm + g + 8 * half;
-        const float F = r < L ? __expf(GL - G[r]) : 0.f;
+        const float F = dec.write(r);
 #pragma unroll
         for (int i = 0; i < NT1; ++i) {
           const int j = wn + 8 * i + 2 * q;
@@ -201,7 +202,7 @@ __global__ void __launch_bounds__(threads, 1)
     } else {  // U_new = V; its copy F ⊙ V
       for (int e = tid; e < CL * BV / 2; e += threads) {
         const int r = e / (BV / 2), j = 2 * (e % (BV / 2));
-        const float F = r < L ? __expf(GL - G[r]) : 0.f;
+        const float F = dec.write(r);
         std::uint32_t hi, lo;
         sd::split2<Terms >= 2>(F * sIn[r * sh::ld_in + j], F * sIn[r * sh::ld_in + j + 1], hi, lo);
         *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
@@ -218,12 +219,12 @@ __global__ void __launch_bounds__(threads, 1)
   async_wait<0>();
 }
 
-template <int BV, bool Erases, int Terms, bool Lean = true>
+template <int BV, bool Erases, int Terms, bool Lean = true, bool PerKey = false>
 __global__ void __launch_bounds__(threads, 1)
     state16_ring_reverse_kernel(const work w, const view<const float, 4> dST, const view<float, 4> dS0) {
   namespace sd = state16_detail;
   namespace rd = state16_ring_detail;
-  using sh = state16_ring_shape<BV, Terms>;
+  using sh = state16_ring_shape<BV, Terms, PerKey>;
   constexpr int NT1 = sh::NT1, NT2 = sh::NT2, LDB = sh::ldb;
   const index_t jt = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x, warp = tid >> 5,
@@ -233,16 +234,16 @@ __global__ void __launch_bounds__(threads, 1)
   __nv_bfloat16 *sH = b16 + sh::h_at, *sHl = b16 + sh::hl_at, *sU = b16 + sh::u_at, *sUl = b16 + sh::ul_at;
   const seq_chunks sc = w.seqs[n];
   const index_t first = sc.first, last = sc.first + sc.count - 1;
-  const auto fetch = [&](index_t c, const chunk_info& ci, int s) {  // G_c, k_c, phase 1's s Pᵀ dO, W_c: one group
+  const auto fetch = [&](index_t c, const chunk_info& ci, int s) {  // G_c, k_c (gL_c, Kd_c), s Pᵀ dO, W_c: one group
     if (c >= first) {
       float* st = sm + s * sh::stage;
       const auto tile = [&]<int Rows, int Cols>(float* dst, int ld, const float* src, index_t stride, int rows, int cols) {
         if constexpr (Lean) rd::ring_tile<Rows, Cols>(dst, ld, src, stride, rows, cols);
         else async_tile<Rows, Cols>(dst, ld, src, stride, rows, cols);
       };
-      async_tile<1, CL>(st + sh::g_at, CL, w.Gc + w.ch(c, hv) * CL, 0, 1, CL);
-      tile.template operator()<CL, max_kv>(st + sh::row_at, sh::ld_row,
-                                           w.k + (w.token(ci.bt, ci.t0) * w.H + h) * w.K, w.H * w.K, ci.len, K);
+      sd::fetch_decays<PerKey>(st + sh::g_at, w, c, hv);
+      const sd::key_rows kr = sd::chunk_keys<PerKey>(w, c, ci, hv, h);
+      tile.template operator()<CL, max_kv>(st + sh::row_at, sh::ld_row, kr.p, kr.stride, ci.len, K);
       tile.template operator()<CL, BV>(st + sh::in_at, sh::ld_in, w.dU + w.ch(c, hv) * CL * w.V + jt, w.V, ci.len, bv);
       if constexpr (Erases)
         tile.template operator()<CL, max_kv>(st + sh::col_at, sh::ld_col, w.W + w.ch(c, hv) * CL * w.K, w.K, ci.len, K);
@@ -289,8 +290,8 @@ __global__ void __launch_bounds__(threads, 1)
     __syncthreads();  // (every thread's copies; dh's copy; chunk c + 1's product 2 done: its stage is free)
     fetch(c - 1, prv, s ^ 1);
     const float* st = sm + s * sh::stage;
-    const float *sK = st + sh::row_at, *sW = st + sh::col_at, *sIn = st + sh::in_at, *G = st + sh::g_at;
-    const float GL = G[L - 1], gamma = __expf(GL);
+    const float *sK = st + sh::row_at, *sW = st + sh::col_at, *sIn = st + sh::in_at;
+    const sd::chunk_decays<PerKey> dec(st + sh::g_at, L);
     float* dhc = w.dh + w.ch(c, hv) * w.K * w.V + jt;
     if constexpr (Lean) rd::state_pairs<true>(acc, dhc, w.V, K, bv, d0);
 #pragma unroll
@@ -299,7 +300,7 @@ __global__ void __launch_bounds__(threads, 1)
       for (int x = 0; x < 4; ++x) {  // dh at the chunk's end for phase 4, then γ_L dh + Y
         const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
         if (!Lean && d < K && j < bv) dhc[d * w.V + j] = acc[i][x];
-        acc[i][x] = fmaf(gamma, acc[i][x], y[i][x]);
+        acc[i][x] = fmaf(dec.state(d), acc[i][x], y[i][x]);
       }
     {  // product 1: dU = s Pᵀ dO + F ⊙ (K dh); −dU's copy
       float p[NT1][4] = {};
@@ -308,7 +309,7 @@ __global__ void __launch_bounds__(threads, 1)
 #pragma unroll
       for (int half = 0; half < 2; ++half) {
         const int r = wm + g + 8 * half;
-        const float F = r < L ? __expf(GL - G[r]) : 0.f;
+        const float F = dec.write(r);
 #pragma unroll
         for (int i = 0; i < NT1; ++i) {
           const int j = wn + 8 * i + 2 * q;
