@@ -466,9 +466,9 @@ TEST_CASE("CUDA backward: st17 ring passes at 32 columns (more heads than 16-col
 
 // s13: per-key decays (kda, gdn2, gla) with 16-bit inputs take the 16-bit state passes too (state_passes16.hpp's
 // PerKey form: Kd for k, gL for γ_L) in every width state_phases picks: ≥ 99 (sequence, head) pairs (104 here) run the
-// 128-column single-stage forward and, erasing, the 32-column ring reverse (gla: 128 columns both); 18 pairs the
-// 32-column ring (gla: 16 / 32 single-stage); 2 pairs over 128 chunks the 16-column ring. SPEC §6's extreme gates,
-// β up to 2, h0, a partial last chunk.
+// 128-column single-stage forward and, erasing, the 32-column ring reverse (gla, which only adds: 128 columns both);
+// 18 pairs the 32-column ring; 2 pairs over 128 chunks the 16-column ring (gla's too: the rules that only add take
+// the ring at narrow widths since s13). SPEC §6's extreme gates, β up to 2, h0, a partial last chunk.
 TEST_CASE("CUDA backward: per-key 16-bit state passes at each tile width") {
   const case_shape many{.B = 13, .T = 130, .H = 4, .HV = 8, .K = 128, .V = 128, .initial_state = true,
                         .gates = gate_range::extreme, .beta_max = 2, .seed = 1301};

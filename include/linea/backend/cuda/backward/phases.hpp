@@ -140,36 +140,27 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
     // 1.43 ms, reverse 3.39 → 1.76; 8×4096, 32 columns: 1.08 → 0.97, 1.77 → 1.07), so: 16 columns where those CTAs
     // (one an SM) fit in one wave, else 32 — also for the reverse pass where one CTA per (head, sequence) fills the
     // GPU (8×4096: 1.07 against 128 columns' 1.19); the forward keeps its 128 columns there (0.92 against 0.97).
-    // The rules that only add keep state14's choice (their 16-bit backward is add16_phases.hpp's; this serves the
-    // CCQ read's rule pass and add16's fallback).
+    // The rules that only add (gla; and the CCQ read's rule pass and add16's fallback for linear_attn and
+    // simple_gla) take the same two-stage passes where their tiles are narrow (s13: gla 1×32768); where one CTA per
+    // (sequence, head) fills the GPU they keep state14's 128 columns in both passes (simple_gla 8×4096 reverse: 0.958
+    // against 64 columns' 1.133 ms).
     const auto one_wave = [&](index_t bv) { return heads * std::size_t((w.V + bv - 1) / bv) <= sms; };
-    if constexpr (Erases) {
-      // The ring's state slabs move as float2 (state_pairs): h and dh must be 8-byte aligned. plan.hpp starts every
-      // slot 256 bytes past a 16-byte aligned base, so they always are; a violation is a bug in the workspace's
-      // carving (before that invariant, odd tokens · HV left them 4-byte aligned and the ring faulted: fuzz seed
-      // 20261220 case 40, seed 20261207 case 1303), reported here rather than as cudaErrorMisalignedAddress.
-      if ((reinterpret_cast<std::uintptr_t>(w.h) | reinterpret_cast<std::uintptr_t>(w.dh)) % 8 != 0)
-        throw linea::error("cuda backward: internal: the workspace's h and dh slots are not 8-byte aligned (plan.hpp)");
-      constexpr int terms = state16_terms;
-      if (forward) {
-        if (wide(128)) forward_pass<state16_form<128, Erases, terms, PerKey>>(w, S0, st);
-        else if (one_wave(16)) forward_pass<state16_ring_form<16, Erases, terms, true, PerKey>>(w, S0, st);
-        else forward_pass<state16_ring_form<32, Erases, terms, true, PerKey>>(w, S0, st);
-      }
-      if (reverse) {
-        if (one_wave(16)) reverse_pass<state16_ring_form<16, Erases, terms, true, PerKey>>(w, dST, dS0, st);
-        else reverse_pass<state16_ring_form<32, Erases, terms, true, PerKey>>(w, dST, dS0, st);
-      }
-    } else {  // state14's single-stage passes (gla too: its decays are per key, it does not erase)
-      constexpr int terms = state16_terms;
-      if (forward) {
-        if (wide(128)) forward_pass<state16_form<128, Erases, terms, PerKey>>(w, S0, st);
-        else forward_pass<state16_form<16, Erases, terms, PerKey>>(w, S0, st);
-      }
-      if (reverse) {
-        if (wide(128)) reverse_pass<state16_form<128, Erases, terms, PerKey>>(w, dST, dS0, st);
-        else reverse_pass<state16_form<32, Erases, terms, PerKey>>(w, dST, dS0, st);
-      }
+    // The ring's state slabs move as float2 (state_pairs): h and dh must be 8-byte aligned. plan.hpp starts every
+    // slot 256 bytes past a 16-byte aligned base, so they always are; a violation is a bug in the workspace's
+    // carving (before that invariant, odd tokens · HV left them 4-byte aligned and the ring faulted: fuzz seed
+    // 20261220 case 40, seed 20261207 case 1303), reported here rather than as cudaErrorMisalignedAddress.
+    if ((reinterpret_cast<std::uintptr_t>(w.h) | reinterpret_cast<std::uintptr_t>(w.dh)) % 8 != 0)
+      throw linea::error("cuda backward: internal: the workspace's h and dh slots are not 8-byte aligned (plan.hpp)");
+    constexpr int terms = state16_terms;
+    if (forward) {
+      if (wide(128)) forward_pass<state16_form<128, Erases, terms, PerKey>>(w, S0, st);
+      else if (one_wave(16)) forward_pass<state16_ring_form<16, Erases, terms, true, PerKey>>(w, S0, st);
+      else forward_pass<state16_ring_form<32, Erases, terms, true, PerKey>>(w, S0, st);
+    }
+    if (reverse) {
+      if (!Erases && wide(128)) reverse_pass<state16_form<128, Erases, terms, PerKey>>(w, dST, dS0, st);
+      else if (one_wave(16)) reverse_pass<state16_ring_form<16, Erases, terms, true, PerKey>>(w, dST, dS0, st);
+      else reverse_pass<state16_ring_form<32, Erases, terms, true, PerKey>>(w, dST, dS0, st);
     }
   } else {
     if (forward) {
