@@ -464,12 +464,14 @@ TEST_CASE("CUDA backward: st17 ring passes at 32 columns (more heads than 16-col
   check_backward<delta, bf16>(s);
 }
 
-// s13: per-key decays (kda, gdn2, gla) with 16-bit inputs take the 16-bit state passes too (state_passes16.hpp's
-// PerKey form: Kd for k, gL for γ_L) in every width state_phases picks: ≥ 99 (sequence, head) pairs (104 here) run the
-// 128-column single-stage forward and, erasing, the 32-column ring reverse (gla, which only adds: 128 columns both);
-// 18 pairs the 32-column ring; 2 pairs over 128 chunks the 16-column ring (gla's too: the rules that only add take
-// the ring at narrow widths since s13). SPEC §6's extreme gates, β up to 2, h0, a partial last chunk.
-TEST_CASE("CUDA backward: per-key 16-bit state passes at each tile width") {
+// s13: per-key decays (kda, gdn2, gla) with 16-bit inputs at the shapes that pick each state-pass width: ≥ 99
+// (sequence, head) pairs (104 here: 128 columns forward; reverse 64 on the 3xTF32 passes, 32 on the 16-bit ring), 18
+// pairs (16 columns on the 3xTF32 passes; the 32-column ring), 2 pairs over 128 chunks (the 16-column ring); SPEC §6's
+// extreme gates, β up to 2, h0, a partial last chunk. By default per-key decays run the 3xTF32 passes
+// (staged_state_passes.hpp); built with LINEA_BWD_STATE16_PER_KEY=1 (and LINEA_BWD_STATE16_RING_ADDING=1 for gla's
+// narrow tiles) the same case runs the 16-bit passes' PerKey form (phases.hpp: written in session 13, not yet run on
+// the H200).
+TEST_CASE("CUDA backward: per-key decays with 16-bit inputs at each state-pass tile width") {
   const case_shape many{.B = 13, .T = 130, .H = 4, .HV = 8, .K = 128, .V = 128, .initial_state = true,
                         .gates = gate_range::extreme, .beta_max = 2, .seed = 1301};
   const case_shape some{.B = 9, .T = 1000, .H = 1, .HV = 2, .K = 128, .V = 128, .initial_state = true,

@@ -113,11 +113,29 @@ void reverse_pass(const work& w, const view<const float, 4>& dST, const view<flo
   launch_state_pass<Form::reverse(), typename Form::shape>(Form::reverse_name, w, st, dST, dS0);
 }
 
-// The state passes for 16-bit inputs (state14: state_passes16.hpp; per-key decays since s13, which measured the
-// 3xTF32 passes 2.3–2.5× slower at 1×32768); float32 inputs keep the 3xTF32 passes (In = float: every caller that
-// does not name its input type).
+// Session 13's two dispatch changes, written and compiled but NOT yet run on the H200 (no device was lent that
+// session), so off unless built with them (bench/cuda/README.md "s13"; its call script builds both ways):
+//   LINEA_BWD_STATE16_PER_KEY=1    per-key decays (kda, gdn2, gla) with 16-bit inputs on the 16-bit passes below
+//                                  (their PerKey form) instead of the 3xTF32 ones; the 3xTF32 passes measured 2.3–2.5×
+//                                  the 16-bit ones' time at 1×32768 for the scalar rules (state14, st17)
+//   LINEA_BWD_STATE16_RING_ADDING=1  the rules that only add (gla; the CCQ read's rule pass and add16's fallback of
+//                                  linear_attn and simple_gla) on the two-stage ring at narrow tiles, as the erasing rules
+#ifdef LINEA_BWD_STATE16_PER_KEY
+inline constexpr bool state16_per_key = LINEA_BWD_STATE16_PER_KEY;
+#else
+inline constexpr bool state16_per_key = false;
+#endif
+#ifdef LINEA_BWD_STATE16_RING_ADDING
+inline constexpr bool state16_ring_adding = LINEA_BWD_STATE16_RING_ADDING;
+#else
+inline constexpr bool state16_ring_adding = false;
+#endif
+
+// The state passes for 16-bit inputs (state14: state_passes16.hpp; per-key decays with state16_per_key); float32
+// inputs keep the 3xTF32 passes (In = float: every caller that does not name its input type), and so do per-key decays
+// by default.
 template <class In, bool PerKey>
-inline constexpr bool state16_for = sizeof(In) == 2;
+inline constexpr bool state16_for = sizeof(In) == 2 && (!PerKey || state16_per_key);
 
 template <bool Erases, bool PerKey, precision Prec = precision::tf32x3, class In = float>
 void state_phases(const work& w, const view<const float, 4>& S0, const view<const float, 4>& dST,
@@ -141,9 +159,10 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
     // (one an SM) fit in one wave, else 32 — also for the reverse pass where one CTA per (head, sequence) fills the
     // GPU (8×4096: 1.07 against 128 columns' 1.19); the forward keeps its 128 columns there (0.92 against 0.97).
     // The rules that only add (gla; and the CCQ read's rule pass and add16's fallback for linear_attn and
-    // simple_gla) take the same two-stage passes where their tiles are narrow (s13: gla 1×32768); where one CTA per
-    // (sequence, head) fills the GPU they keep state14's 128 columns in both passes (simple_gla 8×4096 reverse: 0.958
-    // against 64 columns' 1.133 ms).
+    // simple_gla) keep state14's choice, or with state16_ring_adding take the same two-stage passes where their tiles
+    // are narrow (s13: gla 1×32768); where one CTA per (sequence, head) fills the GPU they keep state14's 128 columns
+    // in both passes (simple_gla 8×4096 reverse: 0.958 against 64 columns' 1.133 ms).
+    constexpr bool ring = Erases || state16_ring_adding;
     const auto one_wave = [&](index_t bv) { return heads * std::size_t((w.V + bv - 1) / bv) <= sms; };
     // The ring's state slabs move as float2 (state_pairs): h and dh must be 8-byte aligned. plan.hpp starts every
     // slot 256 bytes past a 16-byte aligned base, so they always are; a violation is a bug in the workspace's
@@ -154,11 +173,13 @@ void state_phases(const work& w, const view<const float, 4>& S0, const view<cons
     constexpr int terms = state16_terms;
     if (forward) {
       if (wide(128)) forward_pass<state16_form<128, Erases, terms, PerKey>>(w, S0, st);
+      else if constexpr (!ring) forward_pass<state16_form<16, Erases, terms, PerKey>>(w, S0, st);
       else if (one_wave(16)) forward_pass<state16_ring_form<16, Erases, terms, true, PerKey>>(w, S0, st);
       else forward_pass<state16_ring_form<32, Erases, terms, true, PerKey>>(w, S0, st);
     }
     if (reverse) {
       if (!Erases && wide(128)) reverse_pass<state16_form<128, Erases, terms, PerKey>>(w, dST, dS0, st);
+      else if constexpr (!ring) reverse_pass<state16_form<32, Erases, terms, PerKey>>(w, dST, dS0, st);
       else if (one_wave(16)) reverse_pass<state16_ring_form<16, Erases, terms, true, PerKey>>(w, dST, dS0, st);
       else reverse_pass<state16_ring_form<32, Erases, terms, true, PerKey>>(w, dST, dS0, st);
     }
