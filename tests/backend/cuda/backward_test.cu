@@ -466,7 +466,7 @@ TEST_CASE("CUDA backward: st17 ring passes at 32 columns (more heads than 16-col
 
 // s13: per-key decays (kda, gdn2, gla) with 16-bit inputs at the shapes that pick each state-pass width: ≥ 99
 // (sequence, head) pairs (104 here: 128 columns forward; reverse 64 on the 3xTF32 passes, 32 on the 16-bit ring), 18
-// pairs (16 columns on the 3xTF32 passes; the 32-column ring), 2 pairs over 128 chunks (the 16-column ring); SPEC §6's
+// pairs (16 columns on the 3xTF32 passes; the 32-column ring), 2 pairs over 64 chunks (the 16-column ring); SPEC §6's
 // extreme gates, β up to 2, h0, a partial last chunk. By default per-key decays run the 3xTF32 passes
 // (staged_state_passes.hpp); built with LINEA_BWD_STATE16_PER_KEY=1 (and LINEA_BWD_STATE16_RING_ADDING=1 for gla's
 // narrow tiles) the same case runs the 16-bit passes' PerKey form (phases.hpp: written in session 13, not yet run on
@@ -476,17 +476,15 @@ TEST_CASE("CUDA backward: per-key decays with 16-bit inputs at each state-pass t
                         .gates = gate_range::extreme, .beta_max = 2, .seed = 1301};
   const case_shape some{.B = 9, .T = 1000, .H = 1, .HV = 2, .K = 128, .V = 128, .initial_state = true,
                         .gates = gate_range::extreme, .beta_max = 2, .seed = 1302};
-  const case_shape chain{.B = 1, .T = 8192, .H = 1, .HV = 2, .K = 128, .V = 128, .initial_state = true,
+  const case_shape chain{.B = 1, .T = 4096, .H = 1, .HV = 2, .K = 128, .V = 128, .initial_state = true,
                          .gates = gate_range::extreme, .beta_max = 2, .seed = 1303};
   SUBCASE("kda") {
     check_backward<kda, bf16>(many);
-    check_backward<kda, bf16>(some);
     check_backward<kda, fp16>(some);
     check_backward<kda, bf16>(chain);
   }
   SUBCASE("gla") {
     check_backward<gla, bf16>(many);
-    check_backward<gla, bf16>(some);
     check_backward<gla, bf16>(chain);
   }
   SUBCASE("gdn2") {
