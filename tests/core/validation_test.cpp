@@ -97,6 +97,8 @@ TEST_CASE("validate: the gates a rule needs are given, and only those") {
        .breaks = [&](auto& a) { a.w = w; }, .words = {"'w'", "must not be given", "kda"}},
       {.what = "beta_act set for a rule without beta", .check = recurrent_rejects<simple_gla>,
        .breaks = [](auto& a) { a.beta_act = beta_activation::sigmoid; }, .words = {"'beta_act'", "simple_gla"}},
+      {.what = "beta_act holding no activation (an integer cast to the enum)", .check = recurrent_rejects<gated_delta>,
+       .breaks = [](auto& a) { a.beta_act = static_cast<beta_activation>(7); }, .words = {"'beta_act'", "7"}},
       {.what = "normalize set for a rule other than additive", .check = recurrent_rejects<simple_gla>,
        .breaks = [](auto& a) { a.normalize = true; }, .words = {"'normalize'", "simple_gla"}},
   };

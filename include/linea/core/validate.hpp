@@ -170,6 +170,11 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
   } else {
     expect_absent(a.gk, "gk", "rule '" + rule + "' takes no per-key gate");
   }
+  // (an integer cast to the enum, e.g. through a binding, is not an activation: it would act as none)
+  if (a.beta_act != beta_activation::none && a.beta_act != beta_activation::sigmoid &&
+      a.beta_act != beta_activation::two_sigmoid)
+    throw error("argument 'beta_act' is " + std::to_string(static_cast<int>(a.beta_act)) +
+                ", not one of beta_activation's values (none, sigmoid, two_sigmoid)");
   if constexpr (reads(Rule::inputs, input::beta)) {
     expect_given(a.beta, "beta", "rule '" + rule + "' needs beta [B, T, HV]");
     expect_shape(a.beta, "beta", "[B, T, HV]", {p.B, p.T, p.HV});
