@@ -17,7 +17,11 @@
 // an SM at least; the shared memory allows 7 at Terms = 3): the SM's warps come from several CTAs, so a CTA's
 // global round trip (one per 32-wide slab, the next slab's loads in flight during this one's mma) is covered by the
 // others — phase 4's chunk_grad is one CTA an SM (prof11).
-// Preconditions: K, V ≤ max_kv (the caller's), w.dW_inter (erase) and w.dP_inter carved (plan.hpp: 16-bit inputs).
+// Per-key decays (PerKey; work.hpp's per_key_inter): the factors are per (row, key channel) — dq_rd = s exp(G_rd)
+// (dO hᵀ)_rd, dk_sd = exp(G_Ld − G_sd) (U_new dhᵀ)_sd from phase 1's Gk, per_key_grad_kernel.hpp's epilogues —
+// and dW, dP are the same products.
+// Preconditions: K, V ≤ max_kv (the caller's), w.dW_inter (erase) and w.dP_inter carved (plan.hpp: 16-bit inputs);
+// PerKey: w.Gk (phase 1's), and Hdh off (the per-key kernel sums ⟨h, dh⟩ itself).
 #pragma once
 #include <cstdint>
 
@@ -159,9 +163,10 @@ __device__ __forceinline__ void slab_products(float (&acc)[8][4], const __nv_bfl
 
 // One (chunk, value head, job) per CTA: blockIdx.x = (c·HV + hv)·jobs + job, the jobs (inter_job by key tile kt):
 // [0, kt) dq, [kt, 2kt) dk, (erase) [2kt, 3kt) dW, last dP. Hdh: the dk jobs' ⟨h, dh⟩ (hdh_in_inter, decaying rules).
-template <bool Erases, int Terms = inter_terms, bool Hdh = false>
+template <bool Erases, int Terms = inter_terms, bool Hdh = false, bool PerKey = false>
 __global__ void __launch_bounds__(inter_shape<Terms>::threads, inter_shape<Terms>::min_ctas)
     inter_grad_kernel(const work w) {
+  static_assert(!(Hdh && PerKey), "inter_grad_kernel: the per-key kernel sums <h, dh> itself");
   using sh = inter_shape<Terms>;
   namespace d = inter_detail;
   __shared__ __align__(16) __nv_bfloat16 sA[sh::parts * sh::slab], sB[sh::parts * sh::slab];
@@ -233,19 +238,34 @@ __global__ void __launch_bounds__(inter_shape<Terms>::threads, inter_shape<Terms
       w.dP_inter[cv * CL * CL + hdh_slot(kt)] = (part[0] + part[1]) + (part[2] + part[3]);
   }
 
-  // Epilogues (chunk_grad_kernel.hpp's, with its factors: the same float expressions).
-  const float* Gc = w.Gc + cv * CL;
+  // Epilogues (chunk_grad_kernel.hpp's, with its factors: the same float expressions; per_key_grad_kernel.hpp's
+  // per (row, channel) for PerKey).
+  const float* Gc = PerKey ? nullptr : w.Gc + cv * CL;
+  const float* Gk = PerKey ? w.Gk + cv * CL * w.K + d0 : nullptr;  // row r at r·K, this key tile's channels
   const float scale = w.scale;
   float* dq = w.dq + (tok0 * w.HV + hv) * w.K + d0;
   float* dk = w.dk + (tok0 * w.HV + hv) * w.K + d0;
   float* dW = w.dW_inter + cv * CL * w.K + d0;
   float* dP = w.dP_inter + cv * CL * CL;
-  const float GL = Gc[L - 1];
+  const float GL = PerKey ? 0.f : Gc[L - 1];
+  // the factor of row r, channel n of the tile (PerKey: per channel)
+  const auto factor = [&](int r, int n, float f_row) {
+    if constexpr (PerKey) {
+      if (kind == inter_job::dq) return scale * __expf(Gk[r * w.K + n]);
+      if (kind == inter_job::dk) return __expf(Gk[(L - 1) * w.K + n] - Gk[r * w.K + n]);
+      return 0.f;
+    } else {
+      return f_row;
+    }
+  };
 #pragma unroll
   for (int half = 0; half < 2; ++half) {
     const int r = m0 + g + 8 * half;
     if (r >= L) continue;
-    const float f = kind == inter_job::dq ? scale * __expf(Gc[r]) : kind == inter_job::dk ? __expf(GL - Gc[r]) : 0.f;
+    const float f = PerKey ? 0.f
+                    : kind == inter_job::dq ? scale * __expf(Gc[r])
+                    : kind == inter_job::dk ? __expf(GL - Gc[r])
+                                            : 0.f;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
@@ -256,8 +276,8 @@ __global__ void __launch_bounds__(inter_shape<Terms>::threads, inter_shape<Terms
           if (Hdh && r == 0 && n >= hdh_slot(1)) continue;  // (the dk jobs' ⟨h, dh⟩ partials)
           dP[r * CL + n] = n <= r ? scale * x : 0.f;
         } else if (n < brows) {
-          if (kind == inter_job::dq) dq[r * ldg + n] = f * x;
-          else if (kind == inter_job::dk) dk[r * ldg + n] = f * x;
+          if (kind == inter_job::dq) dq[r * ldg + n] = factor(r, n, f) * x;
+          else if (kind == inter_job::dk) dk[r * ldg + n] = factor(r, n, f) * x;
           else dW[r * w.K + n] = -x;
         }
       }

@@ -24,7 +24,10 @@
 // k-contiguous global operands (dW, M's two halves, dP, dq's and dk's inter-chunk terms) stream them through
 // block_gemm_ring (async_copy.hpp: three 32-deep cp.async slabs, two in flight), with A read in place where it is
 // in shared memory (dBv, dBk): the ring has a region of its own, and once dv, dw have read dBv (right after M),
-// dBv's tile joins it so that the products whose A is global too get their slabs of both operands. Tᵀ dU and
+// dBv's tile joins it so that the products whose A is global too get their slabs of both operands. (Inter: 16-bit
+// inputs with work.hpp's per_key_inter — dW, dP, dq's and dk's inter-chunk terms come from inter_grad_kernel.hpp and,
+// erasing, dBv, dBk, M from ut_grad_kernel.hpp, launched before this kernel: it stages them instead of forming
+// them, and takes dG's inter-chunk terms from dq, dk as those kernels left them.) Tᵀ dU and
 // Tᵀ dW (T, dU read down their columns) stay block_gemms through 32-deep slabs. gla's kernel (two CTAs per SM at
 // 128 registers) keeps 16-deep block_gemm tiles. The q rows the intra-chunk loops read (four times) are staged in
 // dBv's tile, and the erase gates in a row of their own; the h·dh and Σ_s k dk reductions batch their loads.
@@ -67,7 +70,8 @@ struct per_key_grad_shape {
 template <bool Erases>
 inline constexpr int pk_tk = Erases ? grad_tk : gemm_tk;
 
-template <bool Erases, class T, bool Channels = false, bool Wide = false, precision Prec = precision_for<T>>
+template <bool Erases, class T, bool Channels = false, bool Wide = false, precision Prec = precision_for<T>,
+          bool Inter = false>
 __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(const work w, const view<T, 4> dv_out,
                                                                                const channel_gates cg,
                                                                                const channel_grads<T> cd,
@@ -175,7 +179,14 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
     }
   };
 
-  if constexpr (Erases) {  // dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW, dA = −(dBv Uᵀ + dBk Wᵀ) (strictly lower)
+  if constexpr (Erases && Inter) {  // dBv, dBk (in dW's slot), M = dA from ut_grad_kernel.hpp
+    const float *dBv_g = w.dBv_inter + cv * CL * w.V, *dBk_g = w.dW_inter + cv * CL * w.K, *M_g = w.M_inter + cv * CL * CL;
+    stage_tile<CL, max_kv, grad_batch>(sdBv, ld, [&](int r, int j) { return r < L && j < V ? dBv_g[r * w.V + j] : 0.f; });
+    stage_tile<CL, max_kv, grad_batch>(sdBk, ld, [&](int r, int d) { return r < L && d < K ? dBk_g[r * w.K + d] : 0.f; });
+    stage_tile<CL, CL>(sM, ldn, [&](int r, int s) { return r < L && s < r ? M_g[r * CL + s] : 0.f; });
+    __syncthreads();
+    dv_dw();
+  } else if constexpr (Erases) {  // dW = −dU hᵀ, dBv = Tᵀ dU, dBk = Tᵀ dW, dA = −(dBv Uᵀ + dBk Wᵀ) (strictly lower)
     global_product(L, K, V, dU, w.V, hc, w.V, [&](int r, int d, float acc) { sdW[r * ld + d] = -acc; });
     gemm_128<Prec, Wide, pk_tk<Erases>, walk::mn, walk::mn>(
         L, V, L, [&](int r, int s) { return Tc[s * CL + r]; }, [&](int s, int j) { return dU[s * w.V + j]; },
@@ -190,21 +201,37 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
         scratch);
     dv_dw();  // (dBv's last reads: the next product's ring covers its tile, and starts with a barrier)
   }
-  // dP = s dO U_newᵀ (causal, undecayed)
-  global_product(L, L, V, dO, ldv, Un, ldu,
-                 [&](int r, int s, float acc) { sN[r * ldn + s] = s <= r ? scale * acc : 0.f; });
-  for (int e = tid; e < CL * max_kv; e += threads) sdG[(e / max_kv) * ld + e % max_kv] = 0;  // (dW's tile is free)
-  // inter-chunk read: dq = s Γ ⊙ (dO hᵀ);  state write: dk = Kd-decay ⊙ (U_new dhᵀ)
-  global_product(L, K, V, dO, ldv, hc, w.V, [&](int r, int d, float acc) {
-    const float x = scale * __expf(sG[r * LK + d]) * acc;
-    dq[r * ldg + d] = x;
-    sdG[r * ld + d] += q[r * ldq + d] * x;
-  });
-  global_product(L, K, V, Un, ldu, dhc, w.V, [&](int s, int d, float acc) {
-    const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc;
-    dk[s * ldg + d] = x;
-    if (s < L - 1) sdG[s * ld + d] -= ks(s, d) * x;  // (the last row's term: below)
-  });
+  if constexpr (Inter) {
+    // dP (causal, undecayed, s applied) from inter_grad_kernel.hpp; dG's inter-chunk terms from dq, dk as it left
+    // them (q ⊙ dq − k ⊙ dk, the last row's k term left out as below)
+    const float* dP_g = w.dP_inter + cv * CL * CL;
+    stage_tile<CL, CL>(sN, ldn, [&](int r, int s) { return r < L && s <= r ? dP_g[r * CL + s] : 0.f; });
+    for (int e = tid; e < CL * max_kv; e += threads) {
+      const int r = e / max_kv, d = e % max_kv;
+      float x = 0.f;
+      if (r < L && d < K) {
+        x = q[r * ldq + d] * dq[r * ldg + d];
+        if (r < L - 1) x -= ks(r, d) * dk[r * ldg + d];
+      }
+      sdG[r * ld + d] = x;
+    }
+  } else {
+    // dP = s dO U_newᵀ (causal, undecayed)
+    global_product(L, L, V, dO, ldv, Un, ldu,
+                   [&](int r, int s, float acc) { sN[r * ldn + s] = s <= r ? scale * acc : 0.f; });
+    for (int e = tid; e < CL * max_kv; e += threads) sdG[(e / max_kv) * ld + e % max_kv] = 0;  // (dW's tile is free)
+    // inter-chunk read: dq = s Γ ⊙ (dO hᵀ);  state write: dk = Kd-decay ⊙ (U_new dhᵀ)
+    global_product(L, K, V, dO, ldv, hc, w.V, [&](int r, int d, float acc) {
+      const float x = scale * __expf(sG[r * LK + d]) * acc;
+      dq[r * ldg + d] = x;
+      sdG[r * ld + d] += q[r * ldq + d] * x;
+    });
+    global_product(L, K, V, Un, ldu, dhc, w.V, [&](int s, int d, float acc) {
+      const float x = __expf(sG[(L - 1) * LK + d] - sG[s * LK + d]) * acc;
+      dk[s * ldg + d] = x;
+      if (s < L - 1) sdG[s * ld + d] -= ks(s, d) * x;  // (the last row's term: below)
+    });
+  }
   // dG_Ld's share of the state write, Σ_{s<L-1} k_sd dk_sd, one channel per thread over dk as the product left it
   // (this CTA's own global writes, visible after the product's closing barrier) in place of an atomic from every
   // element (two threads per channel, each over half the rows with all its loads in flight; sdGL zeroed first).

@@ -212,7 +212,19 @@ void grad_phase(const work& w, const view<T, 4>& dv, cudaStream_t st, const chan
                        "per_key_grad_kernel (without channel gates) only");
   const dim3 grid{unsigned(w.chunks), unsigned(w.HV)};
   if constexpr (PerKey) {
-    constexpr auto grad = per_key_grad_kernel<Erases, T, Channels, false, Prec>;
+    // with per_key_inter (work.hpp; 16-bit inputs): the products over V in inter_grad_kernel, the UT transform's
+    // adjoints in ut_grad_kernel (as the scalar decays', below), then per_key_grad_kernel's Inter form
+    constexpr bool inter = per_key_inter && inter_grad_for<T>;
+    if constexpr (inter) {
+      if (!w.dP_inter || !w.dW_inter || (Erases && (!w.dBv_inter || !w.M_inter)))
+        throw linea::error("cuda backward: internal: phase 4's inter-chunk scratch was not carved (plan.hpp)");
+      const int key_tiles = int((w.K + inter_shape<inter_terms>::tile - 1) / inter_shape<inter_terms>::tile);
+      const std::size_t ctas = std::size_t(w.chunks) * std::size_t(w.HV) * std::size_t(inter_jobs<Erases>(key_tiles));
+      inter_grad_kernel<Erases, inter_terms, false, true><<<unsigned(ctas), inter_shape<inter_terms>::threads, 0, st>>>(w);
+      check_launch("backward inter_grad_kernel");
+      if constexpr (Erases) ut_grad_launch<false>(w, st);  // dBv, dBk, M (undecayed: per_key_grad applies D)
+    }
+    constexpr auto grad = per_key_grad_kernel<Erases, T, Channels, false, Prec, inter>;
     allow_dynamic_shared<grad, per_key_grad_shape<Erases>::bytes>();
     grad<<<grid, threads, per_key_grad_shape<Erases>::bytes, st>>>(w, dv, cg, cd, out);
     check_launch("backward per_key_grad_kernel");

@@ -44,7 +44,8 @@ struct backward_plan {
   std::vector<seq_chunks> seqs;
   index_t tokens = 0, H = 0, HV = 0, K = 0, V = 0;
   bool per_key = false, erases = false;
-  bool inter = false;  // phase 4's hand-over scratch (16-bit inputs, scalar decays: phases.hpp's grad_phase)
+  bool inter = false;  // phase 4's hand-over scratch (16-bit inputs, scalar decays — per key too with per_key_inter:
+                       // phases.hpp's grad_phase)
   slots use = slots::all;
   std::size_t chunk_at = 0, seq_at = 0, float_at = 0, key_at = 0, inter_at = 0;  // byte offsets
   std::size_t floats = 0, key_floats = 0, inter_floats = 0, bytes = 0;  // each part's floats, its slots rounded
@@ -104,7 +105,7 @@ backward_plan plan_backward(const arguments<T, S>& a, bool per_key, bool erases,
   p.use = use;
   const index_t B = a.q.extent(0), T_ = a.q.extent(1);
   p.H = a.q.extent(2), p.K = a.q.extent(3), p.HV = a.v.extent(2), p.V = a.v.extent(3), p.tokens = B * T_;
-  p.per_key = per_key, p.erases = erases, p.inter = !per_key && sizeof(T) == 2 && use == slots::all;
+  p.per_key = per_key, p.erases = erases, p.inter = (!per_key || per_key_inter) && sizeof(T) == 2 && use == slots::all;
   const auto add = [&](index_t bt, index_t t0, index_t t1) {
     const index_t n = index_t(p.seqs.size());
     p.seqs.push_back({index_t(p.chunks.size()), std::max<index_t>(0, (t1 - t0 + CL - 1) / CL)});
