@@ -58,7 +58,7 @@ void check_plan(const plan_shape& s, bool per_key, bool erases) {
             << " packed " << s.cu_seqlens.size() << " per_key " << per_key << " erases " << erases << " 16-bit "
             << (sizeof(In) == 2));
   REQUIRE(p.bytes > 0);
-  CHECK(p.inter == (!per_key && sizeof(In) == 2));
+  CHECK(p.inter == ((!per_key || cuda_detail::bwd::per_key_inter) && sizeof(In) == 2));  // (work.hpp)
   for (const std::size_t at : {p.chunk_at, p.seq_at, p.float_at, p.key_at, p.inter_at}) CHECK(at % slot_bytes == 0);
   CHECK(p.seq_at >= p.chunk_at + p.chunks.size() * sizeof(chunk_info));
   CHECK(p.float_at >= p.seq_at + p.seqs.size() * sizeof(seq_chunks));
