@@ -322,6 +322,10 @@ void bench_backward(index_t B, index_t T_) {
   T* dgk = a.gk.ptr ? dalloc<T>(B * T_ * H * K) : nullptr;
   if (a.gk.ptr) g.dgk = contiguous<4>(dgk, {B, T_, H, K});
   if (a.beta.ptr) g.dbeta = contiguous<3>(dbeta, {B, T_, H});
+  T* db = a.b.ptr ? dalloc<T>(B * T_ * H * K) : nullptr;  // (gdn2's channel gates)
+  T* dw = a.w.ptr ? dalloc<T>(B * T_ * H * V) : nullptr;
+  if (db) g.db = contiguous<4>(db, {B, T_, H, K});
+  if (dw) g.dw = contiguous<4>(dw, {B, T_, H, V});
   a.o = {}, a.final_state = {};
   const double bwd = time_ms([&](int) { linea::backward<Rule, read::identity, backend::cuda>(a, g); }, 2, 3, 1);
   std::printf("{\"kind\":\"backward\",\"rule\":\"%s\",\"B\":%ld,\"T\":%ld,\"fwd_ms\":%.4f,\"bwd_ms\":%.4f,"
@@ -342,7 +346,8 @@ void bench_backward(index_t B, index_t T_) {
       }
     cuda_detail::bwd::direct_grads_enabled = true;
   }
-  if (dgk) CK(cudaFree(dgk));
+  for (T* p : {dgk, db, dw})
+    if (p) CK(cudaFree(p));
   for (void* p : {static_cast<void*>(o), static_cast<void*>(state), static_cast<void*>(d_o), static_cast<void*>(dq),
                   static_cast<void*>(dk), static_cast<void*>(dv), static_cast<void*>(dg), static_cast<void*>(dbeta),
                   static_cast<void*>(x.q), static_cast<void*>(x.k), static_cast<void*>(x.v), static_cast<void*>(x.g),
@@ -362,6 +367,7 @@ void all_backward() {
     one.template operator()<simple_gla>(B, T_);
     one.template operator()<additive>(B, T_);
     one.template operator()<kda>(B, T_);
+    one.template operator()<gdn2>(B, T_);
     one.template operator()<gla>(B, T_);
   }
 }

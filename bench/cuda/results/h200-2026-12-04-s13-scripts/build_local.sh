@@ -1,22 +1,28 @@
 #!/usr/bin/env bash
 # Session 13's prepared call: build here (no GPU needed), then run call1.sh on the H200 with carry [".gpu/s13"].
-# Two CMake builds of the same main tree: "new" with session 13's state-pass dispatch switched on
-# (LINEA_BWD_STATE16_PER_KEY=1: kda, gdn2, gla with 16-bit inputs on the 16-bit state passes' PerKey form;
-# LINEA_BWD_STATE16_RING_ADDING=1: the rules that only add on the two-stage ring at narrow tiles), and "base" (the
-# defaults: only linea_cuda_bench is needed from it). ~9 min for "new" and ~6 for base's bench on 2 cores.
+# CMake builds of the same main tree under session 13's three switches (all off by default, none run on a GPU yet):
+#   LINEA_BWD_STATE16_PER_KEY=1      kda, gdn2, gla with 16-bit inputs on the 16-bit state passes' PerKey form
+#   LINEA_BWD_STATE16_RING_ADDING=1  the rules that only add on the two-stage ring at narrow tiles
+#   LINEA_BWD_PER_KEY_INTER=1        per-key phase 4's products over V in inter_grad_kernel, the UT adjoints in
+#                                    ut_grad_kernel, per_key_grad_kernel's Inter form
+# "all" (every switch on): linea_cuda_tests, linea_cuda_bench, linea_cuda_conformance; "base" (main's defaults),
+# "passes" (the first two), "inter" (the third): linea_cuda_bench only, for the A/B. ~9 min a configuration on 2 cores.
 set -eu
 SRC=${SRC:-/work/main}; W=${W:-/tmp/s13build}
 rm -rf $W && mkdir -p $W && git clone -q $SRC $W/linea && cp -r $SRC/../shared $W/shared
 cd $W/linea
-cmake -S . -B build-new -DCMAKE_BUILD_TYPE=Release -DLINEA_CUDA=ON \
-  -DCMAKE_CUDA_FLAGS="-DLINEA_BWD_STATE16_PER_KEY=1 -DLINEA_BWD_STATE16_RING_ADDING=1" > /dev/null
-make -C build-new linea_cuda_tests linea_cuda_bench linea_cuda_conformance -j2
-cmake -S . -B build-base -DCMAKE_BUILD_TYPE=Release -DLINEA_CUDA=ON > /dev/null
-make -C build-base linea_cuda_bench -j2
-mkdir -p $SRC/.gpu/s13
-xz -T2 -6 -c build-new/tests/backend/cuda/linea_cuda_tests > $SRC/.gpu/s13/linea_cuda_tests.xz
-xz -T2 -6 -c build-new/bench/cuda/linea_cuda_bench > $SRC/.gpu/s13/linea_cuda_bench.xz
-xz -T2 -6 -c build-new/tools/linea_cuda_conformance > $SRC/.gpu/s13/linea_cuda_conformance.xz
-xz -T2 -6 -c build-base/bench/cuda/linea_cuda_bench > $SRC/.gpu/s13/base_bench.xz
-tar cJf $SRC/.gpu/s13/conf.tar.xz -C $SRC/.. shared/conformance --transform 's,^shared/,,'
-ls -la $SRC/.gpu/s13
+conf() {  # name, flags, targets
+  cmake -S . -B build-$1 -DCMAKE_BUILD_TYPE=Release -DLINEA_CUDA=ON -DCMAKE_CUDA_FLAGS="$2" > /dev/null
+  make -C build-$1 $3 -j2
+}
+P="-DLINEA_BWD_STATE16_PER_KEY=1 -DLINEA_BWD_STATE16_RING_ADDING=1"; I="-DLINEA_BWD_PER_KEY_INTER=1"
+conf all "$P $I" "linea_cuda_tests linea_cuda_bench linea_cuda_conformance"
+conf base "" linea_cuda_bench
+conf passes "$P" linea_cuda_bench
+conf inter "$I" linea_cuda_bench
+D=$SRC/.gpu/s13; mkdir -p $D
+xz -T2 -6 -c build-all/tests/backend/cuda/linea_cuda_tests > $D/linea_cuda_tests.xz
+xz -T2 -6 -c build-all/tools/linea_cuda_conformance > $D/linea_cuda_conformance.xz
+for c in all base passes inter; do xz -T2 -6 -c build-$c/bench/cuda/linea_cuda_bench > $D/bench_$c.xz; done
+tar cJf $D/conf.tar.xz -C $SRC/.. shared/conformance --transform 's,^shared/,,'
+ls -la $D   # ~45 MB: within a call's 64 MiB carry
