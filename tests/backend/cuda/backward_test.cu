@@ -272,6 +272,8 @@ TEST_CASE_TEMPLATE("CUDA backward, CCQ read = float64 reference backward (float3
 TEST_CASE("CUDA backward, CCQ read: bf16, fp16, in-kernel options") {
   SUBCASE("gated_delta bf16") { ccq_shapes<gated_delta, read::ccq<read::decayed>, bf16>(); }
   SUBCASE("kda fp16") { ccq_shapes<kda, read::ccq<read::decayed>, fp16>(); }
+  // (the rule pass of a rule that only adds: state14's passes, or the ring with LINEA_BWD_STATE16_RING_ADDING)
+  SUBCASE("simple_gla bf16") { ccq_shapes<simple_gla, read::ccq<read::decayed>, bf16>(); }
   SUBCASE("gla, gates, L2 norm") {
     check_ccq<gla, read::ccq<read::decayed>, float>(
         {.B = 2, .T = 90, .H = 2, .HV = 4, .K = 32, .V = 16, .initial_state = true, .seed = 15},
@@ -465,8 +467,9 @@ TEST_CASE("CUDA backward: st17 ring passes at 32 columns (more heads than 16-col
 }
 
 // s13: per-key decays (kda, gdn2, gla) with 16-bit inputs at the shapes that pick each state-pass width: ≥ 99
-// (sequence, head) pairs (104 here: 128 columns forward; reverse 64 on the 3xTF32 passes, 32 on the 16-bit ring), 18
-// pairs (16 columns on the 3xTF32 passes; the 32-column ring), 2 pairs over 64 chunks (the 16-column ring); SPEC §6's
+// (sequence, head) pairs (104 here: 128 columns forward; reverse 64 on the 3xTF32 passes, 32 on the 16-bit ring — gla,
+// which only adds, 128 single-stage), 18 pairs (16 columns on the 3xTF32 passes; the 32-column ring), 2 pairs over 64
+// chunks (the 16-column ring); SPEC §6's
 // extreme gates, β up to 2, h0, a partial last chunk. By default per-key decays run the 3xTF32 passes
 // (staged_state_passes.hpp); built with LINEA_BWD_STATE16_PER_KEY=1 (and LINEA_BWD_STATE16_RING_ADDING=1 for gla's
 // narrow tiles) the same case runs the 16-bit passes' PerKey form (phases.hpp: written in session 13, not yet run on
@@ -485,6 +488,7 @@ TEST_CASE("CUDA backward: per-key decays with 16-bit inputs at each state-pass t
   }
   SUBCASE("gla") {
     check_backward<gla, bf16>(many);
+    check_backward<gla, bf16>(some);
     check_backward<gla, bf16>(chain);
   }
   SUBCASE("gdn2") {

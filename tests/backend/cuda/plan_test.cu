@@ -44,7 +44,7 @@ std::size_t layout_floats(const backward_plan& p, bool in16) {
   std::size_t n = tokens * (2 * H * K + 2 * HV * V + 3 * HV + 2 * HV * K + 2 * HV) +
                   pc * (CL + 2 * CL * CL + CL * K + 3 * CL * V + 2 * K * V);
   if (p.per_key) n += tokens * 2 * HV * K + pc * (2 * CL * K + K);
-  if (!p.per_key && in16) n += pc * (CL * K + CL * CL + (p.erases ? CL * V + CL * CL : 0));
+  if ((!p.per_key || per_key_inter) && in16) n += pc * (CL * K + CL * CL + (p.erases ? CL * V + CL * CL : 0));
   return n;
 }
 

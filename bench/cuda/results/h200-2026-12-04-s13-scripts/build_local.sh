@@ -21,6 +21,10 @@ conf base "" linea_cuda_bench
 conf passes "$P" linea_cuda_bench
 conf inter "$I" linea_cuda_bench
 D=$SRC/.gpu/s13; mkdir -p $D
+# the A/B of the per-key passes and phase 4 on one workspace (bench/cuda/s13_ab.cu; both forms instantiated directly)
+nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxed-constexpr \
+  -diag-suppress=20012,20013,20015,68,186 -Iinclude -isystem /usr/include/eigen3 bench/cuda/s13_ab.cu -o s13_ab
+xz -T2 -6 -c s13_ab > $D/s13_ab.xz
 xz -T2 -6 -c build-all/tests/backend/cuda/linea_cuda_tests > $D/linea_cuda_tests.xz
 xz -T2 -6 -c build-all/tools/linea_cuda_conformance > $D/linea_cuda_conformance.xz
 for c in all base passes inter; do xz -T2 -6 -c build-$c/bench/cuda/linea_cuda_bench > $D/bench_$c.xz; done

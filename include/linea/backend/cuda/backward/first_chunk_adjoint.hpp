@@ -23,6 +23,7 @@
 #pragma once
 #include "../check.hpp"
 #include "../kernel_attributes.hpp"
+#include "channel_gates.hpp"
 #include "work.hpp"
 
 namespace linea::cuda_detail::bwd {
@@ -132,6 +133,120 @@ inline void first_chunk_adjoint_phase(const work& w, const view<float, 4>& dS0, 
   allow_dynamic_shared<kern, sh::bytes>();
   kern<<<grid, sh::nthreads, sh::bytes, st>>>(w, dS0);
   check_launch("backward first_chunk_adjoint_kernel");
+}
+
+// Per-key decays (kda; gdn2 with Channels), for the 16-bit state passes (phases.hpp's state16_per_key: written in
+// session 13, not yet run on the H200). The token recurrence with a decay per key channel and an erase key per
+// channel (S_t = (I − k_t e_tᵀ) Diag(α_t) S_{t−1} + k_t x_tᵀ, e_t = b_t ⊙ k_t; kda: b_t = β_t):
+//     dS += s q_t dO_tᵀ;     dS ← Diag(α_t) (dS − e_t (k_tᵀ dS))          t = L − 1, …, 0
+// The same layout as the kernel above; α_t (and gdn2's b_t) staged per (token, channel) besides q, k and dO.
+struct first_chunk_per_key_shape {
+  using base = first_chunk_shape;
+  static constexpr int cols = base::cols, warps = base::warps, nthreads = base::nthreads, rows = base::rows;
+  static constexpr int q_at = 0, k_at = q_at + CL * max_kv, o_at = k_at + CL * max_kv, a_at = o_at + CL * cols,
+                       b_at = a_at + CL * max_kv, e_at = b_at + CL * max_kv, end = e_at + CL;  // floats
+  static constexpr std::size_t bytes = sizeof(float) * end;
+  static_assert(bytes <= 227 * 1024, "first_chunk_adjoint (per key): one CTA must fit");
+};
+
+template <bool Channels>
+__global__ void __launch_bounds__(first_chunk_per_key_shape::nthreads)
+    first_chunk_adjoint_per_key_kernel(const work w, const view<float, 4> dS0, const channel_gates cg) {
+  using sh = first_chunk_per_key_shape;
+  constexpr int R = sh::rows, C = 8;
+  const index_t jt = index_t(blockIdx.x) * sh::cols, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
+  const seq_chunks sc = w.seqs[n];
+  if (sc.count == 0) return;  // an empty sequence: dS_0 = dS_T, the reverse pass's
+  const chunk_info ci = w.chunk[sc.first];
+  const int L = ci.len, K = int(w.K), bv = int(w.V - jt < sh::cols ? w.V - jt : sh::cols), tid = threadIdx.x,
+            warp = tid >> 5, lane = tid & 31;
+  const index_t tok0 = w.token(ci.bt, ci.t0);
+  extern __shared__ __align__(16) float sm[];
+  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sO = sm + sh::o_at, *sA = sm + sh::a_at, *sB = sm + sh::b_at,
+        *sE = sm + sh::e_at;
+
+  // ---- stage the chunk: q, k rows [L][K], dO's [L][32] columns of this tile, α_td (and b_td, or β_t) ----
+  const index_t ldq = w.H * w.K, ldv = w.HV * w.V, ldg = w.HV * w.K;
+  for (int e = tid; e < L * K; e += sh::nthreads) {
+    const int r = e / K, d = e % K;
+    sQ[r * max_kv + d] = w.q[(tok0 + r) * ldq + h * w.K + d];
+    sK[r * max_kv + d] = w.k[(tok0 + r) * ldq + h * w.K + d];
+    sA[r * max_kv + d] = __expf(w.log_alpha_k[(tok0 + r) * ldg + hv * w.K + d]);
+    if constexpr (Channels) sB[r * max_kv + d] = cg.b[(tok0 + r) * ldg + hv * w.K + d];
+  }
+  for (int e = tid; e < L * sh::cols; e += sh::nthreads) {
+    const int r = e / sh::cols, j = e % sh::cols;
+    sO[e] = j < bv ? w.d_o[(tok0 + r) * ldv + hv * w.V + jt + j] : 0.f;
+  }
+  if constexpr (!Channels)
+    for (int r = tid; r < L; r += sh::nthreads) sE[r] = w.erase[(tok0 + r) * w.HV + hv];
+
+  // ---- dS = dh' of the first chunk (the reverse pass's w.dh slot) ----
+  const int j0 = 8 * warp;
+  float dS[R][C];
+  const float* dh = w.dh + w.ch(sc.first, hv) * w.K * w.V + jt;
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int d = lane + 32 * i;
+#pragma unroll
+    for (int c = 0; c < C; ++c) dS[i][c] = d < K && j0 + c < bv ? dh[d * w.V + j0 + c] : 0.f;
+  }
+  __syncthreads();
+
+  // ---- the tokens in reverse: the read's adjoint, then the update's transposed factor, then the decay ----
+  const float s = w.scale;
+  for (int t = L - 1; t >= 0; --t) {
+    float q[R], k[R], e[R], a[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      const int d = lane + 32 * i;
+      q[i] = d < K ? s * sQ[t * max_kv + d] : 0.f;
+      k[i] = d < K ? sK[t * max_kv + d] : 0.f;
+      e[i] = d < K ? (Channels ? sB[t * max_kv + d] : sE[t]) * k[i] : 0.f;
+      a[i] = d < K ? sA[t * max_kv + d] : 0.f;
+    }
+    float dot[C];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const float o = sO[t * sh::cols + j0 + c];
+      float x = 0.f;
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        dS[i][c] = fmaf(q[i], o, dS[i][c]);
+        x = fmaf(k[i], dS[i][c], x);
+      }
+      dot[c] = x;
+    }
+#pragma unroll
+    for (int m = 16; m >= 1; m >>= 1)
+#pragma unroll
+      for (int c = 0; c < C; ++c) dot[c] += __shfl_xor_sync(0xffffffffu, dot[c], m);
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+#pragma unroll
+      for (int i = 0; i < R; ++i) dS[i][c] = a[i] * fmaf(-e[i], dot[c], dS[i][c]);
+  }
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int d = lane + 32 * i;
+#pragma unroll
+    for (int c = 0; c < C; ++c)
+      if (d < K && j0 + c < bv) dS0(n, hv, d, jt + j0 + c) = dS[i][c];
+  }
+}
+
+// After the reverse pass of an erasing rule with per-key decays on the 16-bit passes, where dS_0 is asked for
+// (chunk_phases: it knows the channel gates, which state_phases does not).
+template <bool Channels>
+void first_chunk_adjoint_per_key_phase(const work& w, const view<float, 4>& dS0, const channel_gates& cg,
+                                       cudaStream_t st) {
+  if (!dS0.ptr || !w.N || !w.chunks) return;
+  using sh = first_chunk_per_key_shape;
+  const dim3 grid{unsigned((w.V + sh::cols - 1) / sh::cols), unsigned(w.HV), unsigned(w.N)};
+  constexpr auto kern = first_chunk_adjoint_per_key_kernel<Channels>;
+  allow_dynamic_shared<kern, sh::bytes>();
+  kern<<<grid, sh::nthreads, sh::bytes, st>>>(w, dS0, cg);
+  check_launch("backward first_chunk_adjoint_per_key_kernel");
 }
 
 }  // namespace linea::cuda_detail::bwd

@@ -206,15 +206,11 @@ __global__ void __launch_bounds__(threads, Erases ? 1 : 2) per_key_grad_kernel(c
     // them (q ⊙ dq − k ⊙ dk, the last row's k term left out as below)
     const float* dP_g = w.dP_inter + cv * CL * CL;
     stage_tile<CL, CL>(sN, ldn, [&](int r, int s) { return r < L && s <= r ? dP_g[r * CL + s] : 0.f; });
-    for (int e = tid; e < CL * max_kv; e += threads) {
-      const int r = e / max_kv, d = e % max_kv;
-      float x = 0.f;
-      if (r < L && d < K) {
-        x = q[r * ldq + d] * dq[r * ldg + d];
-        if (r < L - 1) x -= ks(r, d) * dk[r * ldg + d];
-      }
-      sdG[r * ld + d] = x;
-    }
+    stage_tile<CL, max_kv, grad_batch>(sdG, ld, [&](int r, int d) {  // (batched: the loads in flight together)
+      if (r >= L || d >= K) return 0.f;
+      const float x = q[r * ldq + d] * dq[r * ldg + d];
+      return r < L - 1 ? x - ks(r, d) * dk[r * ldg + d] : x;
+    });
   } else {
     // dP = s dO U_newᵀ (causal, undecayed)
     global_product(L, L, V, dO, ldv, Un, ldu,

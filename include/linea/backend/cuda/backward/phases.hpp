@@ -261,6 +261,9 @@ void chunk_phases(const work& w, const view<const float, 4>& S0, const view<cons
                   const channel_grads<T>& cd = {}, const direct_grads<T>& out = {}) {
   prep_phase<Erases, PerKey, Channels, Prec, T>(w, st, cg);
   state_phases<Erases, PerKey, Prec, T>(w, S0, dST, dS0, true, true, st);
+  // (per-key decays on the 16-bit passes: dS_0 token by token over the first chunk, as state_phases does for scalar
+  // decays — here, where the channel gates are known)
+  if constexpr (Erases && PerKey && state16_for<T, PerKey>) first_chunk_adjoint_per_key_phase<Channels>(w, dS0, cg, st);
   grad_phase<Erases, Decays, PerKey, T, Channels, Prec>(w, dv, st, cg, cd, out);
 }
 

@@ -18,8 +18,9 @@
 //   log_alpha_k, dlog_alpha_k [tokens, HV, K];   Gk, Kd [chunks, HV, CL, K];   gL [chunks, HV, K]
 //   Kd_s = k_s ⊙ exp(G_L − G_s),   gL = exp(G_L)   (Qg = q ⊙ exp(G) is not stored: phase 1 folds it into s Qgᵀ dO,
 //   the reverse pass's Y; the member stays null — its [chunks, HV, CL, K] slot was carved, unused, until 2026-12-04)
-// Scalar decays with 16-bit inputs (inter_grad_kernel.hpp: phase 4's inter-chunk products, a kernel of their own)
-// also keep what that kernel hands chunk_grad_kernel besides its dq and dk terms:
+// Scalar decays (per-key ones too with per_key_inter, below) with 16-bit inputs (inter_grad_kernel.hpp: phase 4's
+// inter-chunk products, a kernel of their own) also keep what that kernel hands chunk_grad_kernel (per_key_grad_kernel)
+// besides its dq and dk terms:
 //   dW_inter [chunks, HV, CL, K]  −dU hᵀ;   dP_inter [chunks, HV, CL, CL]  s dO U_newᵀ (zeros above the diagonal)
 // and, for the erasing rules, what ut_grad_kernel.hpp hands it (grad13b; dW_inter then holds dBk = Tᵀ dW):
 //   dBv_inter [chunks, HV, CL, V]  Tᵀ dU;   M_inter [chunks, HV, CL, CL]  −(dBv Uᵀ + dBk Wᵀ) ⊙ D (strictly lower)
