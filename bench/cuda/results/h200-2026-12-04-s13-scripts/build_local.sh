@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Session 13's prepared call: build here (no GPU needed), then run call1.sh on the H200 with carry [".gpu/s13"].
+# Session 13's prepared calls: build here (no GPU needed), then run call1.sh (checks) and call2.sh (timings) on the
+# H200 with carry [".gpu/s13"] (~51 MB).
 # CMake builds of the same main tree under session 13's three switches (all off by default, none run on a GPU yet):
 #   LINEA_BWD_STATE16_PER_KEY=1      kda, gdn2, gla with 16-bit inputs on the 16-bit state passes' PerKey form
 #   LINEA_BWD_STATE16_RING_ADDING=1  the rules that only add on the two-stage ring at narrow tiles
@@ -17,6 +18,9 @@ conf() {  # name, flags, targets
 }
 P="-DLINEA_BWD_STATE16_PER_KEY=1 -DLINEA_BWD_STATE16_RING_ADDING=1"; I="-DLINEA_BWD_PER_KEY_INTER=1"
 conf all "$P $I" "linea_cuda_tests linea_cuda_bench linea_cuda_conformance"
+# the CUDA fuzz driver on the "all" instances, the switches on (GENCODE carries them to its unit)
+GENCODE="-gencode=arch=compute_90a,code=sm_90a $P $I" DEPS=/usr/include \
+  bash tests/backend/cuda/fuzz/build_fuzz.sh build-all/fuzz build-all/liblinea_cuda_instances.a
 conf base "" linea_cuda_bench
 conf passes "$P" linea_cuda_bench
 conf inter "$I" linea_cuda_bench
@@ -27,6 +31,7 @@ nvcc -std=c++20 -O3 -DNDEBUG -gencode=arch=compute_90a,code=sm_90a --expt-relaxe
 xz -T2 -6 -c s13_ab > $D/s13_ab.xz
 xz -T2 -6 -c build-all/tests/backend/cuda/linea_cuda_tests > $D/linea_cuda_tests.xz
 xz -T2 -6 -c build-all/tools/linea_cuda_conformance > $D/linea_cuda_conformance.xz
+xz -T2 -6 -c build-all/fuzz/cuda_fuzz > $D/cuda_fuzz.xz
 for c in all base passes inter; do xz -T2 -6 -c build-$c/bench/cuda/linea_cuda_bench > $D/bench_$c.xz; done
 tar cJf $D/conf.tar.xz -C $SRC/.. shared/conformance --transform 's,^shared/,,'
 ls -la $D   # ~45 MB: within a call's 64 MiB carry
