@@ -104,10 +104,25 @@ def zeros(like, shape, dtype: str):
     return np.zeros(tuple(shape), dtype=_np_dtype(dtype))
 
 
-def cast(x, dtype: str, like=None):
-    """x in dtype (no copy when it already is); a list or scalar becomes an array of like's kind."""
+def shape_of(x, name: str) -> tuple:
+    """x's shape, or a TypeError naming the argument where x is no array (None, a list, a number)."""
+    if not (is_torch(x) or isinstance(x, np.ndarray)):
+        raise TypeError(f"linea: argument '{name}' is not an array (got {type(x).__name__})")
+    return tuple(x.shape)
+
+
+def _complex(x) -> bool:
+    return x.is_complex() if is_torch(x) else np.asarray(x).dtype.kind == "c"
+
+
+def cast(x, dtype: str, like=None, name: str | None = None):
+    """x in dtype (no copy when it already is); a list or scalar becomes an array of like's kind. A complex x is
+    an error (naming `name`): the cast would drop its imaginary part."""
     if x is None:
         return None
+    if name is not None and _complex(x):
+        got = x.dtype if hasattr(x, "dtype") else "complex"
+        raise TypeError(f"linea: argument '{name}' has dtype {got}; expected a real floating dtype")
     if not (is_torch(x) or isinstance(x, np.ndarray)):
         if like is not None and is_torch(like):
             return _torch.as_tensor(x, dtype=_torch_dtype(dtype), device=like.device)
@@ -128,16 +143,26 @@ def index_array(x, dtypes: tuple, name: str, on_device: bool = False):
         if x.device.type != "cpu" and not on_device:
             x = x.cpu()
         if str(x.dtype).removeprefix("torch.") not in dtypes:
-            if x.dtype.is_floating_point or x.dtype == _torch.bool:
+            if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == _torch.bool:
                 raise TypeError(f"linea: argument '{name}' has dtype {x.dtype}; expected integers")
+            _expect_range(name, int(x.min()) if x.numel() else 0, int(x.max()) if x.numel() else 0, dtypes[0])
             x = x.to(_torch_dtype(dtypes[0]))
         return x if x.is_contiguous() else x.contiguous()
     a = np.asarray(x)
     if a.dtype.kind not in "iu":
         raise TypeError(f"linea: argument '{name}' has dtype {a.dtype}; expected integers")
     if dtype_name(a) not in dtypes:
+        _expect_range(name, int(a.min()) if a.size else 0, int(a.max()) if a.size else 0, dtypes[0])
         a = a.astype(dtypes[0])
     return np.ascontiguousarray(a)
+
+
+def _expect_range(name: str, lo: int, hi: int, dtype: str):
+    """An index array about to be narrowed to dtype: every value must fit (a cast would wrap it to another index)."""
+    bits = 31 if dtype == "int32" else 63
+    if lo < -(1 << bits) or hi >= (1 << bits):
+        bad = lo if lo < -(1 << bits) else hi
+        raise ValueError(f"linea: argument '{name}' holds {bad}, outside {dtype}'s range")
 
 
 def flat(x):

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import numbers
 import os
 from dataclasses import dataclass, field
 
@@ -14,15 +15,27 @@ from . import _linea
 
 # The backend of the calls made in this context: "cpu" (linea.*) or "reference" (linea.reference.*).
 _backend = contextvars.ContextVar("linea_backend", default="cpu")
-_threads = int(os.environ.get("LINEA_NUM_THREADS", "0"))  # 0: one per hardware thread
+def _thread_count(n, what: str) -> int:
+    """n as a thread count: an integer in [0, 2³¹) (the library's int), else an error naming `what`."""
+    if isinstance(n, str):
+        try:
+            n = int(n)
+        except ValueError:
+            raise ValueError(f"linea: {what} = {n!r}: the thread count must be an integer >= 0") from None
+    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
+        raise TypeError(f"linea: {what} = {n!r}: the thread count must be an integer >= 0")
+    if not 0 <= int(n) < 2**31:
+        raise ValueError(f"linea: {what} = {n}: the thread count must be >= 0 and < 2**31")
+    return int(n)
+
+
+_threads = _thread_count(os.environ.get("LINEA_NUM_THREADS", "0"), "LINEA_NUM_THREADS")  # 0: one per hardware thread
 
 
 def set_num_threads(n: int) -> None:
     """Threads of the CPU backend over (sequence, value head); 0 (the default) uses every hardware thread."""
     global _threads
-    if int(n) < 0:
-        raise ValueError(f"linea: set_num_threads({n}): the count must be >= 0")
-    _threads = int(n)
+    _threads = _thread_count(n, f"set_num_threads({n!r})")
 
 
 def get_num_threads() -> int:
@@ -89,12 +102,25 @@ def options(form: str, read: str = "identity", scale=None, qk_l2norm: bool = Fal
             normalize: bool = False, lower_bound=None, chunk_size: int = 64) -> Options:
     """The Options of these values: one object per distinct set, kept (a call builds none)."""
     key = (form, read, scale, qk_l2norm, beta_act, normalize, lower_bound, chunk_size)
-    o = _options.get(key)
+    try:
+        o = _options.get(key)
+    except TypeError:  # an unhashable option (an array, a list): named below
+        o = None
     if o is None:
+        _expect_options(scale, lower_bound, chunk_size)
         if len(_options) > 1024:  # options that vary call by call (a scale per call): keep the cache bounded
             _options.clear()
         o = _options[key] = Options(*key)
     return o
+
+
+def _expect_options(scale, lower_bound, chunk_size):
+    """The scalar options' types, before they are used: a real number (or None), an integer chunk size."""
+    for name, x in (("scale", scale), ("lower_bound", lower_bound)):
+        if x is not None and (isinstance(x, bool) or not isinstance(x, numbers.Real)):
+            raise TypeError(f"linea: argument '{name}' = {x!r} is not a real number")
+    if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral):
+        raise TypeError(f"linea: argument 'chunk_size' = {chunk_size!r} is not an integer")
 
 
 def _rank(x, name: str, rank: int, what: str):
@@ -120,6 +146,9 @@ def output_shapes(x, opts: Options):
         N = None
     elif cu is not None:
         N = len(cu) - 1
+        if N < 1:  # (an empty array would read as no cu_seqlens at all)
+            raise ValueError(f"linea: argument 'cu_seqlens' has {len(cu)} entries; expected the N + 1 >= 2 offsets "
+                             "[0, ..., T] of N >= 1 sequences")
     else:
         N = B
     return (B, T, HV, V), N, HV, K, V
@@ -177,6 +206,7 @@ def prepare(x: dict, storage: str, backend: str, read: str = "identity") -> tupl
             if widen:
                 # Widened here, so linea's own dtype check would see float32 everywhere: a k or v in another dtype
                 # than q (or a gate in neither q's nor float32) is refused as it is without widening.
+                A.shape_of(v, name)  # (a list: the error the extension gives unwidened)
                 got = A.dtype_name(v)
                 if got != storage and not (got == "float32" and name in GATES):
                     raise TypeError(f"linea: argument '{name}' has dtype {got}; expected {storage}"
@@ -184,9 +214,9 @@ def prepare(x: dict, storage: str, backend: str, read: str = "identity") -> tupl
                 v = A.cast(v, compute)
         elif kind == _STATE:
             if not step:
-                v = A.cast(v, state, like=q)
+                v = A.cast(v, state, like=q, name=name)
         elif kind == _PARAM:
-            v = A.cast(v, "float32", like=q)
+            v = A.cast(v, "float32", like=q, name=name)
         else:
             v = A.index_array(v, _INDEX_DTYPES[name], name, on_device=device)
         out[name] = v

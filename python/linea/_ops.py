@@ -49,8 +49,11 @@ def _call(op, form, q, k, v, gates, *, scale, initial_state, output_final_state,
           use_qk_l2norm_in_kernel=False, use_beta_sigmoid_in_kernel=False, allow_neg_eigval=False,
           use_gate_in_kernel=False, A_log=None, dt_bias=None, lower_bound=None, normalize=False,
           ccq_lambda=None, ccq_weighting="uniform", ccq_log_decay=None, ccq_initial_state=None,
-          output_ccq_state=False, ssm_state_indices=None, chunk_size=64, transpose_state_layout=None):
+          output_ccq_state=False, ssm_state_indices=None, chunk_size=64, transpose_state_layout=None, **unknown):
     # This runs every call (bench/python_overhead.py): the common path is a few dict stores and one cached lookup.
+    if unknown:  # (the public functions pass their **linea_kw here: name the function, not this helper)
+        public = ("chunk_" if form == "chunkwise" else "fused_recurrent_") + op
+        raise TypeError(f"linea: {public}() got an unexpected keyword argument {next(iter(unknown))!r}")
     if transpose_state_layout is not None:  # fla's legacy name of state_v_first: a warning, and not both
         if state_v_first:
             raise ValueError("linea: give state_v_first or its legacy name transpose_state_layout, not both")
@@ -70,7 +73,7 @@ def _call(op, form, q, k, v, gates, *, scale, initial_state, output_final_state,
             if lower_bound is None:
                 raise ValueError("linea: use_gate_in_kernel=True needs A_log (or lower_bound)")
             # fla: without A_log the gate is lower_bound·σ(g + dt_bias), which is A_log = 0 (exp(0) = 1).
-            HV = tuple(v.shape)[2]
+            HV = A.shape_of(v, "v")[2]
             A_log = A.zeros(q, (HV,), "float32")
         # fla shapes them [HV] or e.g. [1, 1, HV, 1] / [HV, K]; linea's are flat: [HV], [HV] or [HV·K].
         x["gate.A_log"], x["gate.dt_bias"] = A.flat(A_log), A.flat(dt_bias)
@@ -90,6 +93,9 @@ def _call(op, form, q, k, v, gates, *, scale, initial_state, output_final_state,
         read = _READS[ccq_weighting]
         x["ccq.lambda"], x["ccq.log_decay"] = ccq_lambda, ccq_log_decay
         if ccq_initial_state is not None:
+            if not isinstance(ccq_initial_state, (tuple, list)) or len(ccq_initial_state) != 3:
+                raise ValueError("linea: argument 'ccq_initial_state' must be the statistics (C0 [N, HV, K, K], "
+                                 "m0 [N, HV, K], z0 [N, HV])")
             x["ccq.C0"], x["ccq.m0"], x["ccq.z0"] = ccq_initial_state
     elif ccq_log_decay is not None or ccq_initial_state is not None or output_ccq_state:
         raise ValueError("linea: the ccq_* arguments need ccq_lambda (the CCQ read)")
@@ -103,7 +109,12 @@ def _call(op, form, q, k, v, gates, *, scale, initial_state, output_final_state,
 def _linear_attn(form, q, k, v, scale, initial_state, output_final_state, normalize, cu_seqlens, linea_kw):
     # fla's normaliser state: with normalize, initial_state may be (kv_state, z_state) and the final state is
     # (kv_state, z_state), z_state = Σ_t k_t [N, 1, H, K]. linea's normaliser starts from z_0 = 0 (docs/usage.md).
+    if isinstance(initial_state, tuple) and not normalize:
+        raise ValueError("linea: argument 'initial_state' is a tuple (kv_state, z_state), the normaliser's form: "
+                         "give normalize=True, or the state [N, HV, K, V] alone")
     if normalize and isinstance(initial_state, tuple):
+        if len(initial_state) != 2:
+            raise ValueError("linea: argument 'initial_state' must be (kv_state, z_state) with normalize=True")
         initial_state, z_init = initial_state
         if z_init is not None:
             raise ValueError("linea: a z_state in initial_state is not supported: linea's normaliser starts at z_0 = 0")
@@ -145,7 +156,12 @@ def _simple_gla(form, q, k, v, g, g_gamma, cu_seqlens, state_v_first, linea_kw, 
     if (g is None) == (g_gamma is None):
         raise ValueError("linea: simple_gla takes exactly one of g [B, T, HV] and g_gamma [HV]")
     if g is None:  # a constant per-head log decay: g_gamma seen as [B, T, HV] with stride 0 over B and T
-        B, T, HV = tuple(q.shape)[0], tuple(q.shape)[1], tuple(v.shape)[2]
+        (B, T), HV = A.shape_of(q, "q")[:2], A.shape_of(v, "v")[2]
+        gg = A.shape_of(g_gamma, "g_gamma")
+        if gg != (HV,):  # (broadcasting would also take [1] or [T, HV], which fla's g_gamma is not)
+            raise ValueError(f"linea: argument 'g_gamma' has shape {list(gg)}; expected [HV] = [{HV}]")
+        if not A.dtype_name(g_gamma).startswith(("float", "bfloat")):
+            raise TypeError(f"linea: argument 'g_gamma' has dtype {A.dtype_name(g_gamma)}; expected a floating dtype")
         g = A.broadcast(g_gamma, (B, T, HV))
     return _call("simple_gla", form, q, k, v, {"g": g}, cu_seqlens=cu_seqlens, state_v_first=state_v_first,
                  **fla_kw, **linea_kw)
@@ -226,7 +242,7 @@ def fused_recurrent_delta_rule(q, k, v, beta=None, scale=None, initial_state=Non
                                use_qk_l2norm_in_kernel=False, cu_seqlens=None, **linea_kw):
     """DeltaNet, recurrent form (beta None: all ones, as fla). Returns (o, final state)."""
     if beta is None:
-        beta = A.zeros(q, tuple(v.shape)[:3], A.storage_of(q))
+        beta = A.zeros(q, A.shape_of(v, "v")[:3], A.storage_of(q))
         beta[...] = 1
     if _backend.get() == "cpu":
         r = _fast("delta_rule", 0, q, k, v, None, None, beta, None, None, scale, initial_state, output_final_state,
@@ -267,7 +283,7 @@ def fused_recurrent_gated_delta_rule(q, k, v, g=None, gk=None, gv=None, beta=Non
     """Gated DeltaNet, recurrent form (or the decode step with ssm_state_indices). fla's gk here is KDA's gate:
     given gk instead of g, the call is linea's kda. Returns (o, final state)."""
     if beta is None:
-        beta = A.zeros(q, tuple(v.shape)[:3], A.storage_of(q))
+        beta = A.zeros(q, A.shape_of(v, "v")[:3], A.storage_of(q))
         beta[...] = 1
     if gv is None and (g is None or gk is None) and not (state_v_first or use_gate_in_kernel) and \
             _backend.get() == "cpu":

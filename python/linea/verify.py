@@ -97,6 +97,8 @@ def relative_error(x, ref) -> float:
         x = x.detach().cpu()
         x = (x.double() if x.dtype.is_floating_point else x).numpy()
     x, ref = np.asarray(x, dtype=np.float64), np.asarray(ref, dtype=np.float64)
+    if x.shape != ref.shape:  # (numpy would broadcast one onto the other and compare the wrong elements)
+        raise ValueError(f"linea.verify: an output has shape {list(x.shape)}; the reference's is {list(ref.shape)}")
     den = np.linalg.norm(ref)
     return float(np.linalg.norm(x - ref) / den) if den > 0 else float(np.linalg.norm(x))
 
@@ -129,7 +131,10 @@ def main(argv=None) -> int:
     module, _, name = a.function.partition(":")
     sys.path.insert(0, "")
     fn = getattr(importlib.import_module(module), name or f"{a.form}_{a.op}")
-    B, T, H, K, V = (int(x) for x in a.shape.split(","))
+    try:
+        B, T, H, K, V = (int(x) for x in a.shape.split(","))
+    except ValueError:
+        p.error(f"--shape {a.shape!r}: expected five integers B,T,H,K,V")
     errors = verify(fn, a.op, a.form, B=B, T=T, H=H, K=K, V=V, HV=a.hv, dtype=a.dtype, seed=a.seed, torch=a.torch,
                     device=a.device)
     limit = bound(a.dtype, T)

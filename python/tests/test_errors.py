@@ -193,3 +193,106 @@ def test_backward_gradient_overlapping_an_input():
     assert np.all(values[:, :12] == arrays["v"])
     with pytest.raises(ValueError, match="argument 'dv'.*overlaps argument 'd_o'"):
         _linea.backward("gated_delta_rule", dict(arrays, dv=arrays["d_o"]), o)
+
+
+# Session 13's probe of the package (helper): bad values that used to pass or fail with Python's own errors.
+def test_state_index_outside_int32_is_an_error_not_a_wrapped_index():
+    # 2**32 + 1 cast to int32 was 1: pool[1] was updated in silence
+    args, _ = random_call("kda", "fused_recurrent", np.float32, T=1)
+    pool = np.zeros((3, 2, 16, 8), np.float32)
+    for bad in (2**32 + 1, 2**31, -(2**32) + 2):
+        with pytest.raises(ValueError, match=f"argument 'state_indices' holds {bad}, outside int32's range"):
+            linea.fused_recurrent_kda(*args, initial_state=pool, ssm_state_indices=np.array([bad, 0]))
+    assert not pool.any()  # nothing written
+
+
+def test_empty_cu_seqlens_is_an_error():
+    call = {k: (v[:1] if isinstance(v, np.ndarray) else v) for k, v in gdr().items()}
+    for dtype in (np.int64, np.int32):
+        for final in (False, True):
+            with pytest.raises(ValueError, match="argument 'cu_seqlens' has 0 entries"):
+                linea.chunk_gated_delta_rule(**call, cu_seqlens=np.array([], dtype), output_final_state=final)
+
+
+def test_complex_states_and_gate_parameters_are_type_errors():
+    call = gdr()
+    h0 = np.zeros((2, 2, 16, 8), np.complex64) + 1j
+    with pytest.raises(TypeError, match="argument 'initial_state' has dtype complex64"):
+        linea.chunk_gated_delta_rule(**call, initial_state=h0)
+    args, _ = random_call("kda", "chunk", np.float32)
+    with pytest.raises(TypeError, match="argument 'gate.A_log' has dtype complex64"):
+        linea.chunk_kda(*args, use_gate_in_kernel=True, A_log=np.array([0.1 + 1j, 0.2], np.complex64))
+
+
+def test_missing_or_listed_arrays_name_the_argument():
+    call = gdr()
+    q, k, v, beta = call["q"], call["k"], call["v"], call["beta"]
+    with pytest.raises(TypeError, match="argument 'v' is not an array"):
+        linea.fused_recurrent_delta_rule(q, k, None)
+    with pytest.raises(TypeError, match="argument 'v' is not an array"):
+        linea.fused_recurrent_delta_rule(q, k, v.tolist())
+    with pytest.raises(TypeError, match="argument 'q' is not an array"):
+        linea.chunk_simple_gla(q.tolist(), k, v, g_gamma=np.full(2, -0.1, np.float32))
+    # 16-bit q widened on the CPU: a listed k is named too
+    h = {n: call[n].astype(np.float16) for n in ("q", "k", "v")}
+    with pytest.raises(TypeError, match="argument 'k' is not an array"):
+        linea.chunk_gated_delta_rule(h["q"], h["k"].tolist(), h["v"], call["g"], beta)
+
+
+def test_g_gamma_is_one_log_decay_per_value_head():
+    call = gdr()
+    q, k, v = call["q"], call["k"], call["v"]  # HV = 2
+    for shape in ((1,), (3,), (37, 2)):
+        with pytest.raises(ValueError, match=r"argument 'g_gamma' has shape .*; expected \[HV\] = \[2\]"):
+            linea.chunk_simple_gla(q, k, v, g_gamma=np.full(shape, -0.1, np.float32))
+    with pytest.raises(TypeError, match="argument 'g_gamma' has dtype int32"):
+        linea.chunk_simple_gla(q, k, v, g_gamma=np.zeros(2, np.int32))
+
+
+def test_scalar_options_of_the_wrong_kind_name_themselves():
+    call = gdr()
+    for scale in (np.array(0.5), [0.5], 0.5 + 1j, "0.5"):
+        with pytest.raises(TypeError, match="argument 'scale'"):
+            linea.chunk_gated_delta_rule(**call, scale=scale)
+    for chunk in (None, "32", 32.7):
+        with pytest.raises(TypeError, match="argument 'chunk_size'"):
+            linea.chunk_gated_delta_rule(**call, chunk_size=chunk)
+    args, _ = random_call("kda", "chunk", np.float32)
+    with pytest.raises(TypeError, match="argument 'lower_bound'"):
+        linea.chunk_kda(*args, use_gate_in_kernel=True, A_log=np.zeros(2, np.float32), lower_bound="x")
+
+
+def test_thread_counts_are_checked():
+    before = linea.get_num_threads()
+    try:
+        for bad in (2**32 + 1, 2**31, -1):
+            with pytest.raises(ValueError, match="the thread count must be"):
+                linea.set_num_threads(bad)
+        for bad in (None, float("nan"), 2.5):
+            with pytest.raises(TypeError, match="the thread count must be an integer"):
+                linea.set_num_threads(bad)
+        assert linea.get_num_threads() == before
+    finally:
+        linea.set_num_threads(before)
+
+
+def test_unknown_keyword_names_the_public_function():
+    with pytest.raises(TypeError, match=r"chunk_gated_delta_rule\(\) got an unexpected keyword argument 'initial_stat'"):
+        linea.chunk_gated_delta_rule(**gdr(), initial_stat=np.zeros((2, 2, 16, 8), np.float32))
+
+
+def test_tuple_states_are_checked():
+    args, _ = random_call("linear_attn", "chunk", np.float32)
+    h = np.zeros((2, 2, 16, 8), np.float32)
+    with pytest.raises(ValueError, match="argument 'initial_state' is a tuple"):
+        linea.chunk_linear_attn(*args[:3], normalize=False, initial_state=(h, None))
+    call = gdr()
+    lam = np.full(call["beta"].shape, 0.5, np.float32)
+    with pytest.raises(ValueError, match="argument 'ccq_initial_state' must be the statistics"):
+        linea.chunk_gated_delta_rule(**call, ccq_lambda=lam, ccq_initial_state=(np.zeros((2, 2, 16, 16)), np.zeros((2, 2, 16))))
+
+
+def test_verify_refuses_outputs_of_another_shape():
+    from linea import verify
+    with pytest.raises(ValueError, match="an output has shape"):
+        verify.relative_error(np.zeros((2, 3)), np.zeros((3,)))
