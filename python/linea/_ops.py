@@ -61,6 +61,12 @@ def _call(op, form, q, k, v, gates, *, scale, initial_state, output_final_state,
                       stacklevel=3)
         state_v_first = bool(transpose_state_layout)
     pool = initial_state
+    if state_v_first and initial_state is not None and not isinstance(initial_state, tuple):
+        # (checked in the caller's layout: linea's own message would show the transposed view)
+        s, sq, sv = (tuple(getattr(x, "shape", ())) for x in (initial_state, q, v))
+        if len(sq) == 4 and len(sv) == 4 and (len(s) != 4 or s[1:] != (sv[2], sv[3], sq[3])):
+            raise ValueError(f"linea: argument 'initial_state' has shape {list(s)}; expected [N, HV, V, K] = "
+                             f"[N, {sv[2]}, {sv[3]}, {sq[3]}] (state_v_first)")
     if state_v_first and initial_state is not None:
         # fla's state_v_first: states [N, HV, V, K]. linea's are [N, HV, K, V] and linea takes strides: the same
         # memory seen transposed, no copy (a decode pool is still updated in place).

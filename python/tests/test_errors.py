@@ -296,3 +296,9 @@ def test_verify_refuses_outputs_of_another_shape():
     from linea import verify
     with pytest.raises(ValueError, match="an output has shape"):
         verify.relative_error(np.zeros((2, 3)), np.zeros((3,)))
+
+
+def test_state_v_first_shape_error_is_in_the_callers_layout():
+    call = gdr()  # K = 16, V = 8, HV = 2
+    with pytest.raises(ValueError, match=r"'initial_state' has shape \[2, 2, 8, 15\]; expected \[N, HV, V, K\] = \[N, 2, 8, 16\]"):
+        linea.chunk_gated_delta_rule(**call, initial_state=np.zeros((2, 2, 8, 15), np.float32), state_v_first=True)
