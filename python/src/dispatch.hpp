@@ -166,6 +166,11 @@ template <class Rule>
 void backward(const named_arrays& x, const options& o) {
   device on;
   if (o.backend == "cuda") return backward_cuda<Rule>(x, o, on);
+  // (the forward's checks: an unknown string is an error, not the CPU backward)
+  if (o.backend != "cpu" && o.backend != "reference")
+    throw nb::value_error(("linea: backend '" + o.backend + "' is not in this build").c_str());
+  if (o.form != "recurrent" && o.form != "chunkwise" && o.form != "step")
+    throw nb::value_error(("linea: form '" + o.form + "' is unknown; use recurrent, chunkwise or step").c_str());
   on.known = true;
   with_storage(storage_from_name(o.dtype), [&]<class T>(std::type_identity<T>) {
     with_read(o.read, [&]<class Read>() {

@@ -302,3 +302,18 @@ def test_state_v_first_shape_error_is_in_the_callers_layout():
     call = gdr()  # K = 16, V = 8, HV = 2
     with pytest.raises(ValueError, match=r"'initial_state' has shape \[2, 2, 8, 15\]; expected \[N, HV, V, K\] = \[N, 2, 8, 16\]"):
         linea.chunk_gated_delta_rule(**call, initial_state=np.zeros((2, 2, 8, 15), np.float32), state_v_first=True)
+
+
+def test_extension_backward_refuses_unknown_backend_and_form():
+    from linea import _linea
+    args, _ = random_call("gated_delta_rule", "chunk", np.float32, B=1, T=12)
+    arrays = dict(zip(["q", "k", "v", "g", "beta"], args))
+    arrays["d_o"] = np.ones(arrays["v"].shape, np.float32)
+    arrays["dq"] = np.full(arrays["q"].shape, np.nan, np.float32)
+    for field, value in (("backend", "tpu"), ("form", "sideways")):
+        o = _linea.options()
+        o.dtype = "float32"
+        setattr(o, field, value)
+        with pytest.raises(ValueError, match=f"{field} '{value}'"):
+            _linea.backward("gated_delta_rule", arrays, o)
+        assert np.isnan(arrays["dq"]).all()  # nothing written
