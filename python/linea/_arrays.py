@@ -120,15 +120,16 @@ def cast(x, dtype: str, like=None, name: str | None = None):
     an error (naming `name`): the cast would drop its imaginary part."""
     if x is None:
         return None
-    if name is not None and _complex(x):
-        got = x.dtype if hasattr(x, "dtype") else "complex"
-        raise TypeError(f"linea: argument '{name}' has dtype {got}; expected a real floating dtype")
     if not (is_torch(x) or isinstance(x, np.ndarray)):
+        if name is not None and _complex(x):
+            raise TypeError(f"linea: argument '{name}' holds complex numbers; expected real ones")
         if like is not None and is_torch(like):
             return _torch.as_tensor(x, dtype=_torch_dtype(dtype), device=like.device)
         return np.asarray(x, dtype=_np_dtype(dtype))
     if dtype_name(x) == dtype:
         return x
+    if name is not None and _complex(x):  # (after the early return: a complex array is never in dtype)
+        raise TypeError(f"linea: argument '{name}' has dtype {x.dtype}; expected a real floating dtype")
     if is_torch(x):
         return x.to(_torch_dtype(dtype))
     return x.astype(_np_dtype(dtype))
@@ -145,8 +146,16 @@ def index_array(x, dtypes: tuple, name: str, on_device: bool = False):
         if str(x.dtype).removeprefix("torch.") not in dtypes:
             if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == _torch.bool:
                 raise TypeError(f"linea: argument '{name}' has dtype {x.dtype}; expected integers")
-            _expect_range(name, int(x.min()) if x.numel() else 0, int(x.max()) if x.numel() else 0, dtypes[0])
-            x = x.to(_torch_dtype(dtypes[0]))
+            if x.device.type != "cpu":
+                # (no host check: it would wait for the device and break graph capture; a value outside int32
+                # saturates to ±(2³¹ − 1), outside every pool, where the kernels skip the row instead of a wrap
+                # putting it on another one)
+                x = x.clamp(-(2**31 - 1), 2**31 - 1).to(_torch_dtype(dtypes[0]))
+            else:
+                wide = x.to(_torch.int64)
+                _expect_range(name, int(wide.min()) if x.numel() else 0, int(wide.max()) if x.numel() else 0,
+                              dtypes[0])
+                x = wide.to(_torch_dtype(dtypes[0]))
         return x if x.is_contiguous() else x.contiguous()
     a = np.asarray(x)
     if a.dtype.kind not in "iu":

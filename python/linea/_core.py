@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import numbers
+import operator
 import os
 from dataclasses import dataclass, field
 
@@ -22,8 +22,12 @@ def _thread_count(n, what: str) -> int:
             n = int(n)
         except ValueError:
             raise ValueError(f"linea: {what} = {n!r}: the thread count must be an integer >= 0") from None
-    if isinstance(n, bool) or not isinstance(n, numbers.Integral):
-        raise TypeError(f"linea: {what} = {n!r}: the thread count must be an integer >= 0")
+    try:
+        if isinstance(n, bool):
+            raise TypeError
+        n = operator.index(n)  # (an int, a numpy integer, a 0-d integer tensor)
+    except TypeError:
+        raise TypeError(f"linea: {what} = {n!r}: the thread count must be an integer >= 0") from None
     if not 0 <= int(n) < 2**31:
         raise ValueError(f"linea: {what} = {n}: the thread count must be >= 0 and < 2**31")
     return int(n)
@@ -104,23 +108,47 @@ def options(form: str, read: str = "identity", scale=None, qk_l2norm: bool = Fal
     key = (form, read, scale, qk_l2norm, beta_act, normalize, lower_bound, chunk_size)
     try:
         o = _options.get(key)
-    except TypeError:  # an unhashable option (an array, a list): named below
+    except TypeError:  # an unhashable option (an array, a list): taken or named below
         o = None
-    if o is None:
-        _expect_options(scale, lower_bound, chunk_size)
-        if len(_options) > 1024:  # options that vary call by call (a scale per call): keep the cache bounded
-            _options.clear()
-        o = _options[key] = Options(*key)
+    if o is None:  # (a miss: the scalar options as Python numbers, so that what is accepted does not depend on
+        # what is cached — a key matches any equal value)
+        scale, lower_bound = _real("scale", scale), _real("lower_bound", lower_bound)
+        chunk_size = _integer("chunk_size", chunk_size)
+        key = (form, read, scale, qk_l2norm, beta_act, normalize, lower_bound, chunk_size)
+        o = _options.get(key)
+        if o is None:
+            if len(_options) > 1024:  # options that vary call by call (a scale per call): keep the cache bounded
+                _options.clear()
+            o = _options[key] = Options(*key)
     return o
 
 
-def _expect_options(scale, lower_bound, chunk_size):
-    """The scalar options' types, before they are used: a real number (or None), an integer chunk size."""
-    for name, x in (("scale", scale), ("lower_bound", lower_bound)):
-        if x is not None and (isinstance(x, bool) or not isinstance(x, numbers.Real)):
-            raise TypeError(f"linea: argument '{name}' = {x!r} is not a real number")
-    if isinstance(chunk_size, bool) or not isinstance(chunk_size, numbers.Integral):
-        raise TypeError(f"linea: argument 'chunk_size' = {chunk_size!r} is not an integer")
+def _real(name: str, x):
+    """A real-number option (or None) as a float: anything float() takes but text and complex numbers."""
+    if x is None:
+        return None
+    kind = getattr(getattr(x, "dtype", None), "kind", None)  # (numpy; a torch tensor has is_complex)
+    if isinstance(x, (str, bytes, complex)) or kind == "c" or (hasattr(x, "is_complex") and x.is_complex()):
+        raise TypeError(f"linea: argument '{name}' = {x!r} is not a real number")
+    try:
+        return float(x)
+    except (TypeError, ValueError):
+        raise TypeError(f"linea: argument '{name}' = {x!r} is not a real number") from None
+
+
+def _integer(name: str, x) -> int:
+    """An integer option as an int: an integer, or a float with an integral value (so 64.0 is 64, 32.7 an error)."""
+    if not isinstance(x, (str, bytes)):
+        try:
+            return operator.index(x)
+        except TypeError:
+            try:
+                f = float(x)
+            except (TypeError, ValueError):
+                f = None
+            if f is not None and f.is_integer():
+                return int(f)
+    raise TypeError(f"linea: argument '{name}' = {x!r} is not an integer")
 
 
 def _rank(x, name: str, rank: int, what: str):

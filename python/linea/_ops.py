@@ -51,9 +51,8 @@ def _call(op, form, q, k, v, gates, *, scale, initial_state, output_final_state,
           ccq_lambda=None, ccq_weighting="uniform", ccq_log_decay=None, ccq_initial_state=None,
           output_ccq_state=False, ssm_state_indices=None, chunk_size=64, transpose_state_layout=None, **unknown):
     # This runs every call (bench/python_overhead.py): the common path is a few dict stores and one cached lookup.
-    if unknown:  # (the public functions pass their **linea_kw here: name the function, not this helper)
-        public = ("chunk_" if form == "chunkwise" else "fused_recurrent_") + op
-        raise TypeError(f"linea: {public}() got an unexpected keyword argument {next(iter(unknown))!r}")
+    if unknown:  # (the public functions pass their **linea_kw here: not this helper's name in the message)
+        raise TypeError(f"linea: {op} ({form} form): unexpected keyword argument {next(iter(unknown))!r}")
     if transpose_state_layout is not None:  # fla's legacy name of state_v_first: a warning, and not both
         if state_v_first:
             raise ValueError("linea: give state_v_first or its legacy name transpose_state_layout, not both")

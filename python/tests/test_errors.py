@@ -204,6 +204,13 @@ def test_state_index_outside_int32_is_an_error_not_a_wrapped_index():
         with pytest.raises(ValueError, match=f"argument 'state_indices' holds {bad}, outside int32's range"):
             linea.fused_recurrent_kda(*args, initial_state=pool, ssm_state_indices=np.array([bad, 0]))
     assert not pool.any()  # nothing written
+    # int64 indices inside int32's range: the rows they name
+    p64 = np.zeros((3, 2, 16, 8), np.float32)
+    p32 = np.zeros((3, 2, 16, 8), np.float32)
+    linea.fused_recurrent_kda(*args, initial_state=p64, ssm_state_indices=np.array([2, 0], np.int64))
+    linea.fused_recurrent_kda(*args, initial_state=p32, ssm_state_indices=np.array([2, 0], np.int32))
+    np.testing.assert_array_equal(p64, p32)
+    assert p64[2].any() and p64[0].any() and not p64[1].any()
 
 
 def test_empty_cu_seqlens_is_an_error():
@@ -251,7 +258,12 @@ def test_g_gamma_is_one_log_decay_per_value_head():
 
 def test_scalar_options_of_the_wrong_kind_name_themselves():
     call = gdr()
-    for scale in (np.array(0.5), [0.5], 0.5 + 1j, "0.5"):
+    # numbers of other types are the same option (what is accepted does not depend on what is cached)
+    o_ref, _ = linea.chunk_gated_delta_rule(**call, scale=0.5, chunk_size=32)
+    for scale, chunk in ((np.float32(0.5), np.int64(32)), (np.array(0.5), 32.0), (0.5, np.int32(32))):
+        o, _ = linea.chunk_gated_delta_rule(**call, scale=scale, chunk_size=chunk)
+        np.testing.assert_array_equal(o, o_ref)
+    for scale in ([0.5], 0.5 + 1j, np.complex64(0.5), "0.5"):
         with pytest.raises(TypeError, match="argument 'scale'"):
             linea.chunk_gated_delta_rule(**call, scale=scale)
     for chunk in (None, "32", 32.7):
@@ -276,8 +288,8 @@ def test_thread_counts_are_checked():
         linea.set_num_threads(before)
 
 
-def test_unknown_keyword_names_the_public_function():
-    with pytest.raises(TypeError, match=r"chunk_gated_delta_rule\(\) got an unexpected keyword argument 'initial_stat'"):
+def test_unknown_keyword_is_named():
+    with pytest.raises(TypeError, match=r"gated_delta_rule \(chunkwise form\): unexpected keyword argument 'initial_stat'"):
         linea.chunk_gated_delta_rule(**gdr(), initial_stat=np.zeros((2, 2, 16, 8), np.float32))
 
 
