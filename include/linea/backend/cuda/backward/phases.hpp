@@ -13,11 +13,11 @@
 // one TF32 mma for 16-bit ones), prep_phase and state_phases from their caller (3xTF32 unless told). prep_phase's In
 // (the input type; chunk_phases passes it): for 16-bit inputs and scalar decays phase 1 is chunk_prep16_kernel
 // (bf16 operands on tensor cores, same outputs; Prec unused), else chunk_prep_kernel at Prec. The state passes run
-// at Prec for float32 inputs (at one TF32 mma they measured slower than 3xTF32 on the H200, prep13: gated_delta bf16
-// 8×4096 forward 1.640 against 1.443 ms, reverse 1.860 against 1.613); for 16-bit inputs state_phases (In) runs
-// state_passes16.hpp's (bf16 operands on m16n8k16, split hi + lo: state14; per-key decays too since s13), for the
-// erasing rules' narrow tiles (and their reverse pass at every shape) in state_passes16_ring.hpp's two-stage form
-// (st17).
+// at Prec for float32 inputs and (by default) per-key decays (at one TF32 mma they measured slower than 3xTF32 on
+// the H200, prep13: gated_delta bf16 8×4096 forward 1.640 against 1.443 ms, reverse 1.860 against 1.613); for
+// 16-bit inputs with scalar decays (per-key ones too with LINEA_BWD_STATE16_PER_KEY, below) state_phases (In) runs
+// state_passes16.hpp's (bf16 operands on m16n8k16, split hi + lo: state14), for the erasing rules' narrow tiles
+// (and their reverse pass at every shape) in state_passes16_ring.hpp's two-stage form (st17).
 #pragma once
 #include "chunk_grad16_kernel.hpp"
 #include "chunk_grad_kernel.hpp"
@@ -83,7 +83,7 @@ struct staged_form {
   static constexpr const char* forward_name = "backward staged_forward_states_kernel";
   static constexpr const char* reverse_name = "backward staged_reverse_states_kernel";
 };
-// state_passes16.hpp: 16-bit inputs, bf16 operands on m16n8k16, Terms products a step (state14; per-key decays s13).
+// state_passes16.hpp: 16-bit inputs, bf16 operands on m16n8k16, Terms products a step (state14; PerKey: session 13).
 template <int BV, bool Erases, int Terms = state16_terms, bool PerKey = false>
 struct state16_form {
   using shape = state16_shape<BV, Terms, PerKey>;
@@ -113,8 +113,9 @@ void reverse_pass(const work& w, const view<const float, 4>& dST, const view<flo
   launch_state_pass<Form::reverse(), typename Form::shape>(Form::reverse_name, w, st, dST, dS0);
 }
 
-// Session 13's two dispatch changes, written and compiled but NOT yet run on the H200 (no device was lent that
-// session), so off unless built with them (bench/cuda/README.md "s13"; its call script builds both ways):
+// Session 13's two dispatch changes (its third switch, LINEA_BWD_PER_KEY_INTER, is work.hpp's), written and
+// compiled but NOT yet run on the H200 (no device was lent that session), so off unless built with them
+// (bench/cuda/README.md "Session 13"; its prepared call builds both ways):
 //   LINEA_BWD_STATE16_PER_KEY=1    per-key decays (kda, gdn2, gla) with 16-bit inputs on the 16-bit passes below
 //                                  (their PerKey form) instead of the 3xTF32 ones; the 3xTF32 passes measured 2.3–2.5×
 //                                  the 16-bit ones' time at 1×32768 for the scalar rules (state14, st17)

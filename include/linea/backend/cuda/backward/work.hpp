@@ -37,7 +37,7 @@ inline constexpr int threads = 256;  // every backward kernel
 // inputs hand phase 4's products over V (dq's and dk's inter-chunk terms, dW, dP) to inter_grad_kernel and, erasing,
 // the UT transform's adjoints (dBv, dBk, M) to ut_grad_kernel, as the scalar decays do since grad13 / grad13b;
 // per_key_grad_kernel then stages them (its Inter form). plan.hpp carves their scratch, phases.hpp's grad_phase
-// launches them. LINEA_BWD_PER_KEY_INTER=1 switches it on (bench/cuda/README.md "s13").
+// launches them. LINEA_BWD_PER_KEY_INTER=1 switches it on (bench/cuda/README.md "Session 13").
 #ifdef LINEA_BWD_PER_KEY_INTER
 inline constexpr bool per_key_inter = LINEA_BWD_PER_KEY_INTER;
 #else
