@@ -36,53 +36,47 @@ struct first_chunk_shape {
   static_assert(max_kv % 32 == 0, "first_chunk_adjoint: key rows in lane strides of 32");
 };
 
-// (A template only so that the header can be included by several translation units: Scalar = true, scalar decays.)
-template <bool Scalar = true>
-__global__ void __launch_bounds__(first_chunk_shape::nthreads)
-    first_chunk_adjoint_kernel(const work w, const view<float, 4> dS0) {
-  static_assert(Scalar, "first_chunk_adjoint: scalar (or no) decays");
-  using sh = first_chunk_shape;
-  constexpr int R = sh::rows, C = 8;
-  const index_t jt = index_t(blockIdx.x) * sh::cols, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
-  const seq_chunks sc = w.seqs[n];
-  if (sc.count == 0) return;  // an empty sequence: dS_0 = dS_T, the reverse pass's
-  const chunk_info ci = w.chunk[sc.first];
-  const int L = ci.len, K = int(w.K), bv = int(w.V - jt < sh::cols ? w.V - jt : sh::cols), tid = threadIdx.x,
-            warp = tid >> 5, lane = tid & 31;
-  const index_t tok0 = w.token(ci.bt, ci.t0);
-  extern __shared__ __align__(16) float sm[];
-  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sO = sm + sh::o_at, *sA = sm + sh::a_at, *sE = sm + sh::e_at;
+// What both kernels below share: one CTA per (32 value columns, value head, sequence), 4 warps × 8 columns, lane l
+// owning key rows l, l + 32, l + 64, l + 96 of its warp's columns.
+namespace first_chunk_detail {
 
-  // ---- stage the chunk: q, k rows [L][K], dO's [L][32] columns of this tile, α_t and e_t ----
+constexpr int R = first_chunk_shape::rows, C = 8;  // key rows a lane, value columns a warp
+
+// The chunk's q, k rows [L][K] and dO's [L][cols] columns of the tile into shared memory (coalesced rows).
+__device__ __forceinline__ void stage_rows(const work& w, float* sQ, float* sK, float* sO, index_t tok0, index_t h,
+                                           index_t hv, index_t jt, int L, int K, int bv) {
+  constexpr int cols = first_chunk_shape::cols, nthreads = first_chunk_shape::nthreads;
   const index_t ldq = w.H * w.K, ldv = w.HV * w.V;
-  for (int e = tid; e < L * K; e += sh::nthreads) {
+  for (int e = threadIdx.x; e < L * K; e += nthreads) {
     const int r = e / K, d = e % K;
     sQ[r * max_kv + d] = w.q[(tok0 + r) * ldq + h * w.K + d];
     sK[r * max_kv + d] = w.k[(tok0 + r) * ldq + h * w.K + d];
   }
-  for (int e = tid; e < L * sh::cols; e += sh::nthreads) {
-    const int r = e / sh::cols, j = e % sh::cols;
+  for (int e = threadIdx.x; e < L * cols; e += nthreads) {
+    const int r = e / cols, j = e % cols;
     sO[e] = j < bv ? w.d_o[(tok0 + r) * ldv + hv * w.V + jt + j] : 0.f;
   }
-  for (int r = tid; r < L; r += sh::nthreads) {
-    sA[r] = __expf(w.log_alpha[(tok0 + r) * w.HV + hv]);
-    sE[r] = w.erase[(tok0 + r) * w.HV + hv];
-  }
+}
 
-  // ---- dS = dh' of the first chunk (the state adjoint after it: the reverse pass's w.dh slot) ----
-  const int j0 = 8 * warp;  // this warp's columns j0 .. j0 + 7 of the tile
-  float dS[R][C];
-  const float* dh = w.dh + w.ch(sc.first, hv) * w.K * w.V + jt;
+// dS = dh' of the first chunk (the state adjoint after it: the reverse pass's w.dh slot), this lane's elements.
+__device__ __forceinline__ void load_dh(float (&dS)[R][C], const work& w, index_t first, index_t hv, index_t jt, int K,
+                                        int bv, int j0) {
+  const int lane = threadIdx.x & 31;
+  const float* dh = w.dh + w.ch(first, hv) * w.K * w.V + jt;
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int d = lane + 32 * i;
 #pragma unroll
     for (int c = 0; c < C; ++c) dS[i][c] = d < K && j0 + c < bv ? dh[d * w.V + j0 + c] : 0.f;
   }
-  __syncthreads();
+}
 
-  // ---- the tokens in reverse: the read's adjoint, then the update's transposed factor ----
-  const float s = w.scale;
+// The tokens of the chunk in reverse: the read's adjoint dS += s q_t dO_tᵀ and dot = k_tᵀ dS (per column, a
+// butterfly over the lanes), then update(t, k, dot) applies the update's transposed factor and the decay to dS.
+template <class Update>
+__device__ __forceinline__ void reverse_tokens(float (&dS)[R][C], const float* sQ, const float* sK, const float* sO,
+                                               int L, int K, float s, int j0, Update update) {
+  const int lane = threadIdx.x & 31;
   for (int t = L - 1; t >= 0; --t) {
     float q[R], k[R];
 #pragma unroll
@@ -91,11 +85,10 @@ __global__ void __launch_bounds__(first_chunk_shape::nthreads)
       q[i] = d < K ? s * sQ[t * max_kv + d] : 0.f;
       k[i] = d < K ? sK[t * max_kv + d] : 0.f;
     }
-    const float a = sA[t], ea = sE[t];
     float dot[C];
 #pragma unroll
     for (int c = 0; c < C; ++c) {
-      const float o = sO[t * sh::cols + j0 + c];
+      const float o = sO[t * first_chunk_shape::cols + j0 + c];
       float x = 0.f;
 #pragma unroll
       for (int i = 0; i < R; ++i) {
@@ -108,13 +101,13 @@ __global__ void __launch_bounds__(first_chunk_shape::nthreads)
     for (int m = 16; m >= 1; m >>= 1)
 #pragma unroll
       for (int c = 0; c < C; ++c) dot[c] += __shfl_xor_sync(0xffffffffu, dot[c], m);
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const float ed = ea * dot[c];
-#pragma unroll
-      for (int i = 0; i < R; ++i) dS[i][c] = a * fmaf(-ed, k[i], dS[i][c]);
-    }
+    update(t, k, dot);
   }
+}
+
+__device__ __forceinline__ void store_ds0(const float (&dS)[R][C], const view<float, 4>& dS0, index_t n, index_t hv,
+                                          index_t jt, int K, int bv, int j0) {
+  const int lane = threadIdx.x & 31;
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int d = lane + 32 * i;
@@ -122,6 +115,49 @@ __global__ void __launch_bounds__(first_chunk_shape::nthreads)
     for (int c = 0; c < C; ++c)
       if (d < K && j0 + c < bv) dS0(n, hv, d, jt + j0 + c) = dS[i][c];
   }
+}
+
+}  // namespace first_chunk_detail
+
+// (A template only so that the header can be included by several translation units: Scalar = true, scalar decays.)
+template <bool Scalar = true>
+__global__ void __launch_bounds__(first_chunk_shape::nthreads)
+    first_chunk_adjoint_kernel(const work w, const view<float, 4> dS0) {
+  static_assert(Scalar, "first_chunk_adjoint: scalar (or no) decays");
+  namespace fc = first_chunk_detail;
+  using sh = first_chunk_shape;
+  constexpr int R = fc::R, C = fc::C;
+  const index_t jt = index_t(blockIdx.x) * sh::cols, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
+  const seq_chunks sc = w.seqs[n];
+  if (sc.count == 0) return;  // an empty sequence: dS_0 = dS_T, the reverse pass's
+  const chunk_info ci = w.chunk[sc.first];
+  const int L = ci.len, K = int(w.K), bv = int(w.V - jt < sh::cols ? w.V - jt : sh::cols), tid = threadIdx.x;
+  const index_t tok0 = w.token(ci.bt, ci.t0);
+  extern __shared__ __align__(16) float sm[];
+  float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sO = sm + sh::o_at, *sA = sm + sh::a_at, *sE = sm + sh::e_at;
+
+  // ---- stage the chunk: q, k, dO's columns of this tile, α_t and e_t ----
+  fc::stage_rows(w, sQ, sK, sO, tok0, h, hv, jt, L, K, bv);
+  for (int r = tid; r < L; r += sh::nthreads) {
+    sA[r] = __expf(w.log_alpha[(tok0 + r) * w.HV + hv]);
+    sE[r] = w.erase[(tok0 + r) * w.HV + hv];
+  }
+  const int j0 = 8 * (tid >> 5);  // this warp's columns j0 .. j0 + 7 of the tile
+  float dS[R][C];
+  fc::load_dh(dS, w, sc.first, hv, jt, K, bv, j0);
+  __syncthreads();
+
+  // ---- the tokens in reverse: the read's adjoint, then the update's transposed factor ----
+  fc::reverse_tokens(dS, sQ, sK, sO, L, K, w.scale, j0, [&](int t, const float (&k)[R], const float (&dot)[C]) {
+    const float a = sA[t], ea = sE[t];
+#pragma unroll
+    for (int c = 0; c < C; ++c) {
+      const float ed = ea * dot[c];
+#pragma unroll
+      for (int i = 0; i < R; ++i) dS[i][c] = a * fmaf(-ed, k[i], dS[i][c]);
+    }
+  });
+  fc::store_ds0(dS, dS0, n, hv, jt, K, bv, j0);
 }
 
 // After the reverse pass of an erasing rule with scalar decay, where dS_0 is asked for (state_phases).
@@ -152,87 +188,50 @@ struct first_chunk_per_key_shape {
 template <bool Channels>
 __global__ void __launch_bounds__(first_chunk_per_key_shape::nthreads)
     first_chunk_adjoint_per_key_kernel(const work w, const view<float, 4> dS0, const channel_gates cg) {
+  namespace fc = first_chunk_detail;
   using sh = first_chunk_per_key_shape;
-  constexpr int R = sh::rows, C = 8;
+  constexpr int R = fc::R, C = fc::C;
   const index_t jt = index_t(blockIdx.x) * sh::cols, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const seq_chunks sc = w.seqs[n];
   if (sc.count == 0) return;  // an empty sequence: dS_0 = dS_T, the reverse pass's
   const chunk_info ci = w.chunk[sc.first];
   const int L = ci.len, K = int(w.K), bv = int(w.V - jt < sh::cols ? w.V - jt : sh::cols), tid = threadIdx.x,
-            warp = tid >> 5, lane = tid & 31;
+            lane = tid & 31;
   const index_t tok0 = w.token(ci.bt, ci.t0);
   extern __shared__ __align__(16) float sm[];
   float *sQ = sm + sh::q_at, *sK = sm + sh::k_at, *sO = sm + sh::o_at, *sA = sm + sh::a_at, *sB = sm + sh::b_at,
         *sE = sm + sh::e_at;
 
-  // ---- stage the chunk: q, k rows [L][K], dO's [L][32] columns of this tile, α_td (and b_td, or β_t) ----
-  const index_t ldq = w.H * w.K, ldv = w.HV * w.V, ldg = w.HV * w.K;
+  // ---- stage the chunk: q, k, dO's columns of this tile, α_td (and b_td, or β_t) ----
+  fc::stage_rows(w, sQ, sK, sO, tok0, h, hv, jt, L, K, bv);
+  const index_t ldg = w.HV * w.K;
   for (int e = tid; e < L * K; e += sh::nthreads) {
     const int r = e / K, d = e % K;
-    sQ[r * max_kv + d] = w.q[(tok0 + r) * ldq + h * w.K + d];
-    sK[r * max_kv + d] = w.k[(tok0 + r) * ldq + h * w.K + d];
     sA[r * max_kv + d] = __expf(w.log_alpha_k[(tok0 + r) * ldg + hv * w.K + d]);
     if constexpr (Channels) sB[r * max_kv + d] = cg.b[(tok0 + r) * ldg + hv * w.K + d];
   }
-  for (int e = tid; e < L * sh::cols; e += sh::nthreads) {
-    const int r = e / sh::cols, j = e % sh::cols;
-    sO[e] = j < bv ? w.d_o[(tok0 + r) * ldv + hv * w.V + jt + j] : 0.f;
-  }
   if constexpr (!Channels)
     for (int r = tid; r < L; r += sh::nthreads) sE[r] = w.erase[(tok0 + r) * w.HV + hv];
-
-  // ---- dS = dh' of the first chunk (the reverse pass's w.dh slot) ----
-  const int j0 = 8 * warp;
+  const int j0 = 8 * (tid >> 5);
   float dS[R][C];
-  const float* dh = w.dh + w.ch(sc.first, hv) * w.K * w.V + jt;
-#pragma unroll
-  for (int i = 0; i < R; ++i) {
-    const int d = lane + 32 * i;
-#pragma unroll
-    for (int c = 0; c < C; ++c) dS[i][c] = d < K && j0 + c < bv ? dh[d * w.V + j0 + c] : 0.f;
-  }
+  fc::load_dh(dS, w, sc.first, hv, jt, K, bv, j0);
   __syncthreads();
 
   // ---- the tokens in reverse: the read's adjoint, then the update's transposed factor, then the decay ----
-  const float s = w.scale;
-  for (int t = L - 1; t >= 0; --t) {
-    float q[R], k[R], e[R], a[R];
+  fc::reverse_tokens(dS, sQ, sK, sO, L, K, w.scale, j0, [&](int t, const float (&k)[R], const float (&dot)[C]) {
+    float e[R], a[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) {
       const int d = lane + 32 * i;
-      q[i] = d < K ? s * sQ[t * max_kv + d] : 0.f;
-      k[i] = d < K ? sK[t * max_kv + d] : 0.f;
       e[i] = d < K ? (Channels ? sB[t * max_kv + d] : sE[t]) * k[i] : 0.f;
       a[i] = d < K ? sA[t * max_kv + d] : 0.f;
     }
-    float dot[C];
-#pragma unroll
-    for (int c = 0; c < C; ++c) {
-      const float o = sO[t * sh::cols + j0 + c];
-      float x = 0.f;
-#pragma unroll
-      for (int i = 0; i < R; ++i) {
-        dS[i][c] = fmaf(q[i], o, dS[i][c]);
-        x = fmaf(k[i], dS[i][c], x);
-      }
-      dot[c] = x;
-    }
-#pragma unroll
-    for (int m = 16; m >= 1; m >>= 1)
-#pragma unroll
-      for (int c = 0; c < C; ++c) dot[c] += __shfl_xor_sync(0xffffffffu, dot[c], m);
 #pragma unroll
     for (int c = 0; c < C; ++c)
 #pragma unroll
       for (int i = 0; i < R; ++i) dS[i][c] = a[i] * fmaf(-e[i], dot[c], dS[i][c]);
-  }
-#pragma unroll
-  for (int i = 0; i < R; ++i) {
-    const int d = lane + 32 * i;
-#pragma unroll
-    for (int c = 0; c < C; ++c)
-      if (d < K && j0 + c < bv) dS0(n, hv, d, jt + j0 + c) = dS[i][c];
-  }
+  });
+  fc::store_ds0(dS, dS0, n, hv, jt, K, bv, j0);
 }
 
 // After the reverse pass of an erasing rule with per-key decays on the 16-bit passes, where dS_0 is asked for
