@@ -10,6 +10,8 @@ import operator
 import os
 from dataclasses import dataclass, field
 
+from numpy import ndarray as _ndarray
+
 from . import _arrays as A
 from . import _linea
 
@@ -229,6 +231,8 @@ def prepare(x: dict, storage: str, backend: str, read: str = "identity") -> tupl
     for name, v in x.items():
         if v is None:
             continue
+        if type(v) is not _ndarray:  # (every array argument passes here; g_gamma is checked before its broadcast)
+            A.expect_unmasked(v, name)
         kind = _KIND[name]
         if kind == _INPUT:
             if widen:

@@ -162,6 +162,7 @@ def _simple_gla(form, q, k, v, g, g_gamma, cu_seqlens, state_v_first, linea_kw, 
         raise ValueError("linea: simple_gla takes exactly one of g [B, T, HV] and g_gamma [HV]")
     if g is None:  # a constant per-head log decay: g_gamma seen as [B, T, HV] with stride 0 over B and T
         (B, T), HV = A.shape_of(q, "q")[:2], A.shape_of(v, "v")[2]
+        A.expect_unmasked(g_gamma, "g_gamma")  # (numpy's broadcast_to would drop the mask, unseen by prepare)
         gg = A.shape_of(g_gamma, "g_gamma")
         if gg != (HV,):  # (broadcasting would also take [1] or [T, HV], which fla's g_gamma is not)
             raise ValueError(f"linea: argument 'g_gamma' has shape {list(gg)}; expected [HV] = [{HV}]")

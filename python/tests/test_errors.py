@@ -329,3 +329,39 @@ def test_extension_backward_refuses_unknown_backend_and_form():
         with pytest.raises(ValueError, match=f"{field} '{value}'"):
             _linea.backward("gated_delta_rule", arrays, o)
         assert np.isnan(arrays["dq"]).all()  # nothing written
+
+
+# Session 14's findings (helper): bad inputs that gave a silent wrong answer or named the wrong thing.
+def masked(x):
+    """x as a numpy masked array hiding its first element (what a kernel reading .data would not see)."""
+    mask = np.zeros(np.shape(x), bool)
+    mask.flat[0] = True
+    return np.ma.masked_array(x, mask=mask)
+
+
+def test_masked_arrays_are_refused_naming_the_argument():
+    # A masked array is an ndarray: its data were read as any other and its mask ignored (a silent wrong answer).
+    def refused(name, f, *args, **kw):
+        with pytest.raises(TypeError, match=f"argument '{name}' is a numpy masked array"):
+            f(*args, **kw)
+
+    call = gdr(initial_state=np.zeros((2, 2, 16, 8), np.float32))
+    for name in ("q", "k", "v", "g", "beta", "initial_state"):
+        for f in (linea.chunk_gated_delta_rule, linea.fused_recurrent_gated_delta_rule,
+                  linea.reference.chunk_gated_delta_rule):
+            refused(name, f, **dict(call, **{name: masked(call[name])}))
+    packed = {k: (v[:1] if isinstance(v, np.ndarray) else v) for k, v in gdr().items()}
+    refused("cu_seqlens", linea.chunk_gated_delta_rule, **packed, cu_seqlens=masked(np.array([0, 10, 37])))
+    refused("ccq.lambda", linea.chunk_gated_delta_rule, **call, ccq_lambda=masked(np.full((2, 37, 2), 0.1, np.float32)))
+    q, k, v = call["q"], call["k"], call["v"]
+    refused("g_gamma", linea.chunk_simple_gla, q, k, v, g_gamma=masked(np.full(2, -0.1, np.float32)))
+    args, _ = random_call("kda", "chunk", np.float32)
+    refused("gate.A_log", linea.chunk_kda, *args, use_gate_in_kernel=True, A_log=masked(np.zeros(2, np.float32)))
+    # the decode step: its pool and its indices (the pool is not written)
+    args, _ = random_call("kda", "fused_recurrent", np.float32, T=1)
+    pool = masked(np.ones((2, 2, 16, 8), np.float32))
+    refused("initial_state", linea.fused_recurrent_kda, *args, initial_state=pool,
+            ssm_state_indices=np.array([0, 1], np.int32))
+    assert np.all(pool.data == 1)
+    refused("state_indices", linea.fused_recurrent_kda, *args, initial_state=np.zeros((2, 2, 16, 8), np.float32),
+            ssm_state_indices=masked(np.array([0, 1], np.int32)))
