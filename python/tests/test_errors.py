@@ -365,3 +365,17 @@ def test_masked_arrays_are_refused_naming_the_argument():
     assert np.all(pool.data == 1)
     refused("state_indices", linea.fused_recurrent_kda, *args, initial_state=np.zeros((2, 2, 16, 8), np.float32),
             ssm_state_indices=masked(np.array([0, 1], np.int32)))
+
+
+def test_reference_refuses_the_decode_step_before_reading_dtypes():
+    # The extension's refusal came after its dtype checks: a float32 pool (the state type of float32 inputs, not
+    # the reference's float64) was reported as a dtype error, hiding that the reference has no step at all.
+    args, _ = random_call("kda", "fused_recurrent", np.float32, T=1)
+    for dtype in (np.float32, np.float16, np.float64, np.int32):
+        pool = np.zeros((2, 2, 16, 8), dtype)
+        with pytest.raises(ValueError, match=r"the float64 reference has no decode step \(ssm_state_indices\); "
+                                             r"the step runs on the cpu backend: linea.fused_recurrent_kda"):
+            linea.reference.fused_recurrent_kda(*[a.astype(dtype) for a in args], initial_state=pool,
+                                                ssm_state_indices=np.array([0, 1]))
+    with pytest.raises(ValueError, match="no decode step"):  # (chunk_*: the step's function is named)
+        linea.reference.chunk_kda(*args, initial_state=pool, ssm_state_indices=np.array([0, 1]))
