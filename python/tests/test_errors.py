@@ -379,3 +379,32 @@ def test_reference_refuses_the_decode_step_before_reading_dtypes():
                                                 ssm_state_indices=np.array([0, 1]))
     with pytest.raises(ValueError, match="no decode step"):  # (chunk_*: the step's function is named)
         linea.reference.chunk_kda(*args, initial_state=pool, ssm_state_indices=np.array([0, 1]))
+
+
+@pytest.mark.parametrize("path", ["C++", "Python"])
+def test_decode_pool_errors_name_initial_state(path, monkeypatch):
+    # The pool is passed to linea as both initial_state and final_state (updated in place); linea's checks of an
+    # output named 'final_state', an argument the caller never passed.
+    from linea import _ops
+
+    real, seen = _ops._fast, []
+    monkeypatch.setattr(_ops, "_fast", (lambda *a: seen.append(1) or real(*a)) if path == "C++" else (lambda *a: None))
+    args, _ = random_call("kda", "fused_recurrent", np.float32, T=1)
+    read_only = np.zeros((2, 2, 16, 8), np.float32)
+    read_only.flags.writeable = False
+    big = np.zeros(2 * 2 * 16 * 8, np.float32)
+    rows_overlap = np.lib.stride_tricks.as_strided(big, (2, 2, 16, 8), (4 * 8, 4 * 16 * 8, 4 * 8, 4))
+    broadcast = np.broadcast_to(np.zeros((1, 2, 16, 8), np.float32), (2, 2, 16, 8))
+    for pool, what in ((read_only, "is read-only"), (broadcast, "is read-only"),
+                       (rows_overlap, "may put two positions on one element")):
+        with pytest.raises(ValueError, match=f"argument 'initial_state' (has .* )?{what}") as e:
+            linea.fused_recurrent_kda(*args, initial_state=pool, ssm_state_indices=np.array([0, 1], np.int32))
+        assert "final_state" not in str(e.value)
+    assert bool(seen) == (path == "C++")  # (the C++ path raised these itself)
+    # the CCQ statistics pool (Python path only): ccq.C0, m0, z0 as given, not the outputs ccq.C, m, z
+    stats = [np.zeros(s, np.float32) for s in ((2, 2, 16, 16), (2, 2, 16), (2, 2))]
+    stats[0].flags.writeable = False
+    with pytest.raises(ValueError, match="argument 'ccq.C0' is read-only"):
+        linea.fused_recurrent_kda(*args, initial_state=np.zeros((2, 2, 16, 8), np.float32),
+                                  ssm_state_indices=np.array([0, 1], np.int32),
+                                  ccq_lambda=np.zeros(args[4].shape, np.float32), ccq_initial_state=tuple(stats))
