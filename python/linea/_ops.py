@@ -31,19 +31,22 @@ from ._core import forward, options
 
 # The common case of a call in C++ (python/src/fla_call.hpp): (o, ht), or None where this module's path must take
 # the call (autograd, dtype widening, fla options handled here, anything unusual). Each public function tries it
-# first when none of its arguments needs this module; linea.reference.* (backend "reference") never does. A
-# fused_recurrent_* function's call of it is in a try block (free unless raised) for the decode step's errors.
-_fast = _linea.fla_forward
+# first when none of its arguments needs this module; linea.reference.* (backend "reference") never does.
 _backend = _core._backend
 
 _READS = {"uniform": "ccq_uniform", "decayed": "ccq_decayed"}
 
 
-def _pool_error(e, linea_kw):
-    """An error of the C++ path, in place: a decode step's names the pool as the caller gave it (initial_state,
-    where the C++ path passes it as the final state too)."""
-    if linea_kw.get("ssm_state_indices") is not None:
-        _core.name_pools_as_given(e)
+def _fast(*args):
+    """_linea.fla_forward, whose errors of a decode step name the pool as the caller gave it (initial_state: the
+    C++ path passes the pool as the final state too). The last argument is the call's linea keywords; the try
+    costs nothing unless it raises."""
+    try:
+        return _linea.fla_forward(*args)
+    except (ValueError, TypeError) as e:
+        if args[-1].get("ssm_state_indices") is not None:
+            _core.name_pools_as_given(e)
+        raise
 
 
 def _unsupported(**options):
@@ -156,12 +159,8 @@ def fused_recurrent_linear_attn(q, k, v, scale=None, initial_state=None, output_
                                 normalize=False, cu_seqlens=None, **linea_kw):
     """Linear attention (the additive rule), recurrent form. Returns (o [B, T, HV, V], final state)."""
     if not (reverse or normalize and output_final_state) and _backend.get() == "cpu":
-        try:
-            r = _fast("linear_attn", 0, q, k, v, None, None, None, None, None, scale, initial_state, output_final_state,
-                      cu_seqlens, False, 0, normalize, _core._threads, linea_kw)
-        except (ValueError, TypeError) as e:
-            _pool_error(e, linea_kw)
-            raise
+        r = _fast("linear_attn", 0, q, k, v, None, None, None, None, None, scale, initial_state, output_final_state,
+                  cu_seqlens, False, 0, normalize, _core._threads, linea_kw)
         if r is not None:
             return r
     _unsupported(reverse=reverse)
@@ -203,12 +202,8 @@ def fused_recurrent_simple_gla(q, k, v, g=None, g_gamma=None, scale=None, initia
                                **linea_kw):
     """Simple GLA, recurrent form (or the decode step with ssm_state_indices). Returns (o, final state)."""
     if g is not None and g_gamma is None and not (reverse or state_v_first) and _backend.get() == "cpu":
-        try:
-            r = _fast("simple_gla", 0, q, k, v, g, None, None, None, None, scale, initial_state, output_final_state,
-                      cu_seqlens, False, 0, False, _core._threads, linea_kw)
-        except (ValueError, TypeError) as e:
-            _pool_error(e, linea_kw)
-            raise
+        r = _fast("simple_gla", 0, q, k, v, g, None, None, None, None, scale, initial_state, output_final_state,
+                  cu_seqlens, False, 0, False, _core._threads, linea_kw)
         if r is not None:
             return r
     _unsupported(reverse=reverse)
@@ -234,12 +229,8 @@ def fused_recurrent_gla(q, k, v, gk=None, gv=None, scale=None, initial_state=Non
                         reverse=False, state_v_first=False, cu_seqlens=None, **linea_kw):
     """GLA, recurrent form (gk [B, T, HV, K]; or the decode step with ssm_state_indices). Returns (o, final state)."""
     if gk is not None and gv is None and not (reverse or state_v_first) and _backend.get() == "cpu":
-        try:
-            r = _fast("gla", 0, q, k, v, None, gk, None, None, None, scale, initial_state, output_final_state,
-                      cu_seqlens, False, 0, False, _core._threads, linea_kw)
-        except (ValueError, TypeError) as e:
-            _pool_error(e, linea_kw)
-            raise
+        r = _fast("gla", 0, q, k, v, None, gk, None, None, None, scale, initial_state, output_final_state, cu_seqlens,
+                  False, 0, False, _core._threads, linea_kw)
         if r is not None:
             return r
     _unsupported(reverse=reverse, gv=gv is not None)
@@ -271,12 +262,8 @@ def fused_recurrent_delta_rule(q, k, v, beta=None, scale=None, initial_state=Non
         beta = A.zeros(q, A.shape_of(v, "v")[:3], A.storage_of(q))
         beta[...] = 1
     if _backend.get() == "cpu":
-        try:
-            r = _fast("delta_rule", 0, q, k, v, None, None, beta, None, None, scale, initial_state, output_final_state,
-                      cu_seqlens, use_qk_l2norm_in_kernel, 0, False, _core._threads, linea_kw)
-        except (ValueError, TypeError) as e:
-            _pool_error(e, linea_kw)
-            raise
+        r = _fast("delta_rule", 0, q, k, v, None, None, beta, None, None, scale, initial_state, output_final_state,
+                  cu_seqlens, use_qk_l2norm_in_kernel, 0, False, _core._threads, linea_kw)
         if r is not None:
             return r
     return _call("delta_rule", "recurrent", q, k, v, {"beta": beta}, scale=scale, initial_state=initial_state,
@@ -317,14 +304,9 @@ def fused_recurrent_gated_delta_rule(q, k, v, g=None, gk=None, gv=None, beta=Non
         beta[...] = 1
     if gv is None and (g is None or gk is None) and not (state_v_first or use_gate_in_kernel) and \
             _backend.get() == "cpu":
-        try:
-            r = _fast("gated_delta_rule" if gk is None else "kda", 0, q, k, v, g if gk is None else None, gk, beta,
-                      None, None, scale, initial_state, output_final_state, cu_seqlens, use_qk_l2norm_in_kernel,
-                      (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0, False, _core._threads,
-                      linea_kw)
-        except (ValueError, TypeError) as e:
-            _pool_error(e, linea_kw)
-            raise
+        r = _fast("gated_delta_rule" if gk is None else "kda", 0, q, k, v, g if gk is None else None, gk, beta, None,
+                  None, scale, initial_state, output_final_state, cu_seqlens, use_qk_l2norm_in_kernel,
+                  (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0, False, _core._threads, linea_kw)
         if r is not None:
             return r
     _unsupported(gv=gv is not None)
@@ -372,14 +354,9 @@ def fused_recurrent_kda(q, k, v, g, beta, A_log=None, dt_bias=None, scale=None, 
                         state_v_first=False, cu_seqlens=None, **linea_kw):
     """KDA, recurrent form (or the decode step with ssm_state_indices). Returns (o, final state)."""
     if not (use_gate_in_kernel or state_v_first) and _backend.get() == "cpu":
-        try:
-            r = _fast("kda", 0, q, k, v, None, g, beta, None, None, scale, initial_state, output_final_state,
-                      cu_seqlens, use_qk_l2norm_in_kernel,
-                      (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0, False, _core._threads,
-                      linea_kw)
-        except (ValueError, TypeError) as e:
-            _pool_error(e, linea_kw)
-            raise
+        r = _fast("kda", 0, q, k, v, None, g, beta, None, None, scale, initial_state, output_final_state, cu_seqlens,
+                  use_qk_l2norm_in_kernel, (2 if allow_neg_eigval else 1) if use_beta_sigmoid_in_kernel else 0, False,
+                  _core._threads, linea_kw)
         if r is not None:
             return r
     return _call("kda", "recurrent", q, k, v, {"gk": g, "beta": beta}, scale=scale, initial_state=initial_state,
@@ -414,12 +391,8 @@ def fused_recurrent_gdn2(q, k, v, g, b, w, A_log=None, dt_bias=None, scale=None,
                          lower_bound=None, state_v_first=False, cu_seqlens=None, **linea_kw):
     """Gated DeltaNet-2, recurrent form (or the decode step with ssm_state_indices). Returns (o, final state)."""
     if not (use_gate_in_kernel or state_v_first) and _backend.get() == "cpu":
-        try:
-            r = _fast("gdn2", 0, q, k, v, None, g, None, b, w, scale, initial_state, output_final_state, cu_seqlens,
-                      use_qk_l2norm_in_kernel, 0, False, _core._threads, linea_kw)
-        except (ValueError, TypeError) as e:
-            _pool_error(e, linea_kw)
-            raise
+        r = _fast("gdn2", 0, q, k, v, None, g, None, b, w, scale, initial_state, output_final_state, cu_seqlens,
+                  use_qk_l2norm_in_kernel, 0, False, _core._threads, linea_kw)
         if r is not None:
             return r
     return _call("gdn2", "recurrent", q, k, v, {"gk": g, "b": b, "w": w}, scale=scale, initial_state=initial_state,
