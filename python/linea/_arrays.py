@@ -104,6 +104,15 @@ def zeros(like, shape, dtype: str):
     return np.zeros(tuple(shape), dtype=_np_dtype(dtype))
 
 
+def expect_unmasked(x, name: str) -> None:
+    """A numpy masked array is an ndarray, and the kernels read its data as any other: its mask would be ignored (a
+    silently wrong result). A TypeError naming the argument instead. (numpy.ma is looked up only for an ndarray
+    subclass: numpy does not import it by itself, and a plain array or a tensor never reaches it.)"""
+    if type(x) is not np.ndarray and isinstance(x, np.ndarray) and isinstance(x, np.ma.MaskedArray):
+        raise TypeError(f"linea: argument '{name}' is a numpy masked array, whose mask linea would ignore; pass "
+                        ".filled(value) or .data, whichever you mean")
+
+
 def shape_of(x, name: str) -> tuple:
     """x's shape, or a TypeError naming the argument where x is no array (None, a list, a number)."""
     if not (is_torch(x) or isinstance(x, np.ndarray)):

@@ -10,6 +10,8 @@ import operator
 import os
 from dataclasses import dataclass, field
 
+from numpy import ndarray as _ndarray
+
 from . import _arrays as A
 from . import _linea
 
@@ -229,6 +231,8 @@ def prepare(x: dict, storage: str, backend: str, read: str = "identity") -> tupl
     for name, v in x.items():
         if v is None:
             continue
+        if type(v) is not _ndarray:  # (every array argument passes here; g_gamma is checked before its broadcast)
+            A.expect_unmasked(v, name)
         kind = _KIND[name]
         if kind == _INPUT:
             if widen:
@@ -249,6 +253,21 @@ def prepare(x: dict, storage: str, backend: str, read: str = "identity") -> tupl
             v = A.index_array(v, _INDEX_DTYPES[name], name, on_device=device)
         out[name] = v
     return out, compute
+
+
+# The decode step hands linea its pools as both the initial and the final states (updated in place), and linea's
+# checks of an output (writable, one element per position) name the output: the caller passed the initial ones.
+_POOL_NAMES = (("'final_state'", "'initial_state'"), ("'ccq.C'", "'ccq.C0'"), ("'ccq.m'", "'ccq.m0'"),
+               ("'ccq.z'", "'ccq.z0'"))
+
+
+def name_pools_as_given(e: Exception) -> None:
+    """An error of a decode step's extension call, rewritten in place to name the pools as the caller gave them."""
+    if e.args and isinstance(e.args[0], str):
+        message = e.args[0]
+        for output, given in _POOL_NAMES:
+            message = message.replace(output, given)
+        e.args = (message,) + e.args[1:]
 
 
 def run_kernel(op: str, x: dict, opts: Options, backend: str, storage: str, want_final: bool, want_ccq: bool):
@@ -276,7 +295,12 @@ def run_kernel(op: str, x: dict, opts: Options, backend: str, storage: str, want
         arrays["ccq.C"], arrays["ccq.m"], arrays["ccq.z"] = stats
     if A.is_torch(q):  # numpy arrays go as they are; torch tensors as their descriptions
         arrays = {name: A.for_kernel(v) for name, v in arrays.items()}
-    _linea.forward(op, arrays, opts.native(backend, storage, A.stream_of(q) if backend == "cuda" else 0))
+    try:
+        _linea.forward(op, arrays, opts.native(backend, storage, A.stream_of(q) if backend == "cuda" else 0))
+    except (ValueError, TypeError) as e:
+        if opts.form == "step":
+            name_pools_as_given(e)
+        raise
     return o, (final if want_final else None), (stats if want_ccq else None)
 
 

@@ -32,10 +32,21 @@ from ._core import forward, options
 # The common case of a call in C++ (python/src/fla_call.hpp): (o, ht), or None where this module's path must take
 # the call (autograd, dtype widening, fla options handled here, anything unusual). Each public function tries it
 # first when none of its arguments needs this module; linea.reference.* (backend "reference") never does.
-_fast = _linea.fla_forward
 _backend = _core._backend
 
 _READS = {"uniform": "ccq_uniform", "decayed": "ccq_decayed"}
+
+
+def _fast(*args):
+    """_linea.fla_forward, whose errors of a decode step name the pool as the caller gave it (initial_state: the
+    C++ path passes the pool as the final state too). The last argument is the call's linea keywords; the try
+    costs nothing unless it raises."""
+    try:
+        return _linea.fla_forward(*args)
+    except (ValueError, TypeError) as e:
+        if args[-1].get("ssm_state_indices") is not None:
+            _core.name_pools_as_given(e)
+        raise
 
 
 def _unsupported(**options):
@@ -162,6 +173,7 @@ def _simple_gla(form, q, k, v, g, g_gamma, cu_seqlens, state_v_first, linea_kw, 
         raise ValueError("linea: simple_gla takes exactly one of g [B, T, HV] and g_gamma [HV]")
     if g is None:  # a constant per-head log decay: g_gamma seen as [B, T, HV] with stride 0 over B and T
         (B, T), HV = A.shape_of(q, "q")[:2], A.shape_of(v, "v")[2]
+        A.expect_unmasked(g_gamma, "g_gamma")  # (numpy's broadcast_to would drop the mask, unseen by prepare)
         gg = A.shape_of(g_gamma, "g_gamma")
         if gg != (HV,):  # (broadcasting would also take [1] or [T, HV], which fla's g_gamma is not)
             raise ValueError(f"linea: argument 'g_gamma' has shape {list(gg)}; expected [HV] = [{HV}]")

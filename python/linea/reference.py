@@ -13,6 +13,12 @@ from ._core import using_backend
 def _on_reference(f):
     @functools.wraps(f)
     def call(*args, **kwargs):
+        # The form first: what the oracle cannot run at all is said before any argument is read (the extension's
+        # own refusal comes after its dtype checks, which a decode pool in float32 fails first).
+        if kwargs.get("ssm_state_indices") is not None:
+            step = f.__name__.replace("chunk_", "fused_recurrent_", 1)  # (the step is a fused_recurrent_* call)
+            raise ValueError(f"linea: the float64 reference has no decode step (ssm_state_indices); the step runs "
+                             f"on the cpu backend: linea.{step}")
         with using_backend("reference"):
             return f(*args, **kwargs)
 

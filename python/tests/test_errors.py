@@ -329,3 +329,82 @@ def test_extension_backward_refuses_unknown_backend_and_form():
         with pytest.raises(ValueError, match=f"{field} '{value}'"):
             _linea.backward("gated_delta_rule", arrays, o)
         assert np.isnan(arrays["dq"]).all()  # nothing written
+
+
+# Session 14's findings (helper): bad inputs that gave a silent wrong answer or named the wrong thing.
+def masked(x):
+    """x as a numpy masked array hiding its first element (what a kernel reading .data would not see)."""
+    mask = np.zeros(np.shape(x), bool)
+    mask.flat[0] = True
+    return np.ma.masked_array(x, mask=mask)
+
+
+def test_masked_arrays_are_refused_naming_the_argument():
+    # A masked array is an ndarray: its data were read as any other and its mask ignored (a silent wrong answer).
+    def refused(name, f, *args, **kw):
+        with pytest.raises(TypeError, match=f"argument '{name}' is a numpy masked array"):
+            f(*args, **kw)
+
+    call = gdr(initial_state=np.zeros((2, 2, 16, 8), np.float32))
+    for name in ("q", "k", "v", "g", "beta", "initial_state"):
+        for f in (linea.chunk_gated_delta_rule, linea.fused_recurrent_gated_delta_rule,
+                  linea.reference.chunk_gated_delta_rule):
+            refused(name, f, **dict(call, **{name: masked(call[name])}))
+    packed = {k: (v[:1] if isinstance(v, np.ndarray) else v) for k, v in gdr().items()}
+    refused("cu_seqlens", linea.chunk_gated_delta_rule, **packed, cu_seqlens=masked(np.array([0, 10, 37])))
+    refused("ccq.lambda", linea.chunk_gated_delta_rule, **call, ccq_lambda=masked(np.full((2, 37, 2), 0.1, np.float32)))
+    q, k, v = call["q"], call["k"], call["v"]
+    refused("g_gamma", linea.chunk_simple_gla, q, k, v, g_gamma=masked(np.full(2, -0.1, np.float32)))
+    args, _ = random_call("kda", "chunk", np.float32)
+    refused("gate.A_log", linea.chunk_kda, *args, use_gate_in_kernel=True, A_log=masked(np.zeros(2, np.float32)))
+    # the decode step: its pool and its indices (the pool is not written)
+    args, _ = random_call("kda", "fused_recurrent", np.float32, T=1)
+    pool = masked(np.ones((2, 2, 16, 8), np.float32))
+    refused("initial_state", linea.fused_recurrent_kda, *args, initial_state=pool,
+            ssm_state_indices=np.array([0, 1], np.int32))
+    assert np.all(pool.data == 1)
+    refused("state_indices", linea.fused_recurrent_kda, *args, initial_state=np.zeros((2, 2, 16, 8), np.float32),
+            ssm_state_indices=masked(np.array([0, 1], np.int32)))
+
+
+def test_reference_refuses_the_decode_step_before_reading_dtypes():
+    # The extension's refusal came after its dtype checks: a float32 pool (the state type of float32 inputs, not
+    # the reference's float64) was reported as a dtype error, hiding that the reference has no step at all.
+    args, _ = random_call("kda", "fused_recurrent", np.float32, T=1)
+    for dtype in (np.float32, np.float16, np.float64, np.int32):
+        pool = np.zeros((2, 2, 16, 8), dtype)
+        with pytest.raises(ValueError, match=r"the float64 reference has no decode step \(ssm_state_indices\); "
+                                             r"the step runs on the cpu backend: linea.fused_recurrent_kda"):
+            linea.reference.fused_recurrent_kda(*[a.astype(dtype) for a in args], initial_state=pool,
+                                                ssm_state_indices=np.array([0, 1]))
+    with pytest.raises(ValueError, match="no decode step"):  # (chunk_*: the step's function is named)
+        linea.reference.chunk_kda(*args, initial_state=pool, ssm_state_indices=np.array([0, 1]))
+
+
+@pytest.mark.parametrize("path", ["C++", "Python"])
+def test_decode_pool_errors_name_initial_state(path, monkeypatch):
+    # The pool is passed to linea as both initial_state and final_state (updated in place); linea's checks of an
+    # output named 'final_state', an argument the caller never passed.
+    from linea import _ops
+
+    real, seen = _ops._fast, []
+    monkeypatch.setattr(_ops, "_fast", (lambda *a: seen.append(1) or real(*a)) if path == "C++" else (lambda *a: None))
+    args, _ = random_call("kda", "fused_recurrent", np.float32, T=1)
+    read_only = np.zeros((2, 2, 16, 8), np.float32)
+    read_only.flags.writeable = False
+    big = np.zeros(2 * 2 * 16 * 8, np.float32)
+    rows_overlap = np.lib.stride_tricks.as_strided(big, (2, 2, 16, 8), (4 * 8, 4 * 16 * 8, 4 * 8, 4))
+    broadcast = np.broadcast_to(np.zeros((1, 2, 16, 8), np.float32), (2, 2, 16, 8))
+    for pool, what in ((read_only, "is read-only"), (broadcast, "is read-only"),
+                       (rows_overlap, "may put two positions on one element")):
+        with pytest.raises(ValueError, match=f"argument 'initial_state' (has .* )?{what}") as e:
+            linea.fused_recurrent_kda(*args, initial_state=pool, ssm_state_indices=np.array([0, 1], np.int32))
+        assert "final_state" not in str(e.value)
+    assert bool(seen) == (path == "C++")  # (the C++ path raised these itself)
+    # the CCQ statistics pool (Python path only): ccq.C0, m0, z0 as given, not the outputs ccq.C, m, z
+    stats = [np.zeros(s, np.float32) for s in ((2, 2, 16, 16), (2, 2, 16), (2, 2))]
+    stats[0].flags.writeable = False
+    with pytest.raises(ValueError, match="argument 'ccq.C0' is read-only"):
+        linea.fused_recurrent_kda(*args, initial_state=np.zeros((2, 2, 16, 8), np.float32),
+                                  ssm_state_indices=np.array([0, 1], np.int32),
+                                  ccq_lambda=np.zeros(args[4].shape, np.float32), ccq_initial_state=tuple(stats))

@@ -43,3 +43,20 @@ def test_example_verifies_a_pytorch_kernel(capsys):
     ns = runpy.run_path(str(EXAMPLE))
     assert ns["main"]() == 0
     assert "FAIL" not in capsys.readouterr().out
+
+
+def no_final_state(q, k, v, g, beta, **kw):
+    """A kernel that returns no final state (None), as a forward-only kernel may."""
+    return linea.chunk_gated_delta_rule(q, k, v, g, beta, **kw)[0], None
+
+
+def test_a_final_state_of_none_is_not_compared(capsys):
+    # It was read as an array: a 0-d NaN, then a shape error about an output of shape [] (before that: NaN).
+    errors = linea.verify.verify(no_final_state, "gated_delta_rule", T=40)
+    assert errors["final_state"] is None and errors["o"] <= linea.verify.bound("float32", 40)
+    module = sys.modules[__name__].__name__
+    assert linea.verify.main([f"{module}:no_final_state", "--op", "gated_delta_rule", "--shape", "1,40,2,16,8"]) == 0
+    out = capsys.readouterr().out
+    assert "PASS  o" in out and "SKIP  final_state  not returned (None)" in out and "nan" not in out.lower()
+    with pytest.raises(ValueError, match="an output is None"):
+        linea.verify.relative_error(None, np.zeros(3))
