@@ -45,6 +45,7 @@ class backward_head {
   using Decay = typename Rule::decay;
   using Update = typename Rule::update;
   using tile = backward_tile<R, Arch>;
+  using Lv = lanes<R, Arch>;
   // The read's tape runs in float64 whatever R is: CCQ's Σ = C/z − μμᵀ cancels to O(a_t) under strong decays
   // (a_t = e^−10: float32 keeps ~3 digits of Σ, and dλ = −dq̃·Σq inherits that), and it costs O(K²) per token
   // next to the rule's O(K·V). CCQ's tape is the vectorised one of ccq_tape.hpp, every other read the reference's.
@@ -56,10 +57,10 @@ class backward_head {
  public:
   backward_head(const problem& p, index_t C)
       : p_(p), C_(C), Vp_(round_up(p.V, tile::width)), KV_(p.K * Vp_), Kp_(round_up(p.K, tile::width)),
-        Vt_(round_up(p.V, tile::columns)), load_(p), tape_(p), store_(sized((C + 1) * tile::columns * Kp_)),
+        Vt_(round_up(p.V, tile::columns)), load_(p, Kp_, Vt_), tape_(p), store_(sized((C + 1) * tile::columns * Kp_)),
         dS_(sized(Vt_ * Kp_)), al_c_(sized(C * Kp_)), k_c_(al_c_), eki_c_(al_c_), cu_c_(al_c_), cq_c_(al_c_),
         st_dr_(al_c_), ds_u_(al_c_), sp_du_(al_c_), ds_sp_(al_c_), w_c_(sized(C * Vt_)), dr_c_(w_c_), u_c_(w_c_),
-        du_c_(w_c_), den_(sized(C)), alpha_(p.K), dla_(p.K), de_(p.K), dw_(p.V), dv_(p.V), dz_(p.K), raw_(p.K),
+        du_c_(w_c_), den_(sized(C)), dla_(p.K), de_(p.K), dw_(p.V), dv_(p.V), dz_(p.K), raw_(p.K),
         dx_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {
     // The tape's per-step record, for the longest chunk at once (backward.hpp has capped C at the longest sequence).
     if constexpr (requires { tape_.reserve_steps(C); }) tape_.reserve_steps(C);
@@ -178,13 +179,6 @@ class backward_head {
     return xd;
   }
 
-  void decays_of(const token<R>& x) {
-    if constexpr (Decay::kind == decay_kind::scalar) std::fill(alpha_.begin(), alpha_.end(), std::exp(Decay::log_alpha(x, 0)));
-    else if constexpr (Decay::kind == decay_kind::per_key)
-      for (index_t i = 0; i < p_.K; ++i) alpha_[i] = std::exp(Decay::log_alpha(x, i));
-    else std::fill(alpha_.begin(), alpha_.end(), R(1));
-  }
-
   // Per-token arrays of the chunk: rows (Kp entries, zero past K) and columns (Vt entries, zero past V).
   R* rows_of(std::vector<R>& v, index_t r) { return v.data() + r * Kp_; }
   R* columns_of(std::vector<R>& v, index_t r) { return v.data() + r * Vt_; }
@@ -201,24 +195,37 @@ class backward_head {
     zs_.assign(static_cast<std::size_t>((len + 1) * K), R(0));
     std::copy(zb_.begin() + c * K, zb_.begin() + (c + 1) * K, zs_.begin());
     for (auto* v : {&st_dr_, &ds_u_, &sp_du_, &ds_sp_}) std::fill(v->begin(), v->begin() + len * Kp_, R(0));
+    const auto vscale = Lv::splat(scale);
     for (index_t r = 0; r < len; ++r) {
       const index_t t = t0 + r;
-      const token<R> x = load_.load(a, p_, bt, t, hv);
-      decays_of(x);
+      const token<R> x = load_.load(a, p_, bt, t, hv);  // rows padded with zeros to Kp, Vt
+      // Rows over the padded length Kp (padding lanes: α = 1 of a zero log decay, k = 0, so the zero rows of the
+      // tiles stay zero); columns over Vt.
       R *al = rows_of(al_c_, r), *k = rows_of(k_c_, r), *eki = rows_of(eki_c_, r), *cu = rows_of(cu_c_, r);
-      for (index_t i = 0; i < K; ++i) {
-        al[i] = alpha_[i], k[i] = x.k[i];
-        if constexpr (erases) eki[i] = Update::erase_gate(x, i) * x.k[i], cu[i] = alpha_[i] * erase_key<Rule>(x, i);
+      for (index_t i = 0; i < Kp_; i += Lv::size) {
+        typename Lv::type alpha = Lv::splat(R(1));
+        if constexpr (Decay::kind == decay_kind::per_key) alpha = Lv::exp(Decay::template log_alpha<Lv>(x, i));
+        if constexpr (Decay::kind == decay_kind::scalar) alpha = Lv::splat(std::exp(Decay::log_alpha(x, 0)));
+        Lv::store(al + i, alpha);
+        Lv::store(k + i, Lv::load(x.k + i));
+        if constexpr (erases) {
+          Lv::store(eki + i, Update::template erase_gate<Lv>(x, i) * Lv::load(x.k + i));
+          Lv::store(cu + i, alpha * erase_key<Rule, Lv>(x, i));
+        }
       }
       R* w = columns_of(w_c_, r);
-      for (index_t j = 0; j < V; ++j) w[j] = write_target<Rule>(x, j);
-      const token<double> xd = wide(x);
-      tape_.forward(a, bt, t, hv, xd, double(mean_log_decay<Rule>(x, K)));
-      const double* qt = tape_.q_tilde(r, xd);
+      for (index_t j = 0; j < Vt_; j += Lv::size) Lv::store(w + j, write_target<Rule, Lv>(x, j));
       R* cq = rows_of(cq_c_, r);
-      for (index_t i = 0; i < K; ++i) cq[i] = scale * R(qt[i]);
+      if constexpr (Read::is_identity) {  // q̃ = q: no tape, no float64 copy
+        for (index_t i = 0; i < Kp_; i += Lv::size) Lv::store(cq + i, vscale * Lv::load(x.q + i));
+      } else {
+        const token<double> xd = wide(x);
+        tape_.forward(a, bt, t, hv, xd, double(mean_log_decay<Rule>(x, K)));
+        const double* qt = tape_.q_tilde(r, xd);
+        for (index_t i = 0; i < K; ++i) cq[i] = scale * R(qt[i]);
+      }
       R* dr = columns_of(dr_c_, r);
-      for (index_t j = 0; j < V; ++j) dr[j] = load_as<R>(g.d_o(bt, t, hv, j));
+      load_row(g.d_o.row(bt, t, hv), g.d_o.stride(3), dr, V);
       if (a.normalize) {  // o = r / den, den = s q·z_t + 1e-10: the passes see dr / den
         R den = 0;
         for (index_t i = 0; i < K; ++i) {
@@ -238,8 +245,8 @@ class backward_head {
     const index_t K = p_.K, V = p_.V, TK = tile::columns * Kp_;
     const R* boundary = boundary_.data() + c * KV_;
     for (index_t j0 = 0; j0 < Vt_; j0 += tile::columns) {
-      for (index_t j = 0; j < tile::columns; ++j)
-        for (index_t i = 0; i < Kp_; ++i)
+      for (index_t i = 0; i < Kp_; ++i)  // a boundary row is contiguous: read it in order
+        for (index_t j = 0; j < tile::columns; ++j)
           store_[tile::at(i, j)] = i < K && j0 + j < V ? boundary[i * Vp_ + j0 + j] : R(0);
       for (index_t r = 0; r < len; ++r)
         tile::template recompute<erases>(store_.data() + r * TK, store_.data() + (r + 1) * TK, rows_of(al_c_, r),
@@ -271,7 +278,6 @@ class backward_head {
     const index_t K = p_.K, V = p_.V, bt = seq.batch, t = t0 + r;
     const R scale = R(p_.scale);
     const token<R> x = load_.load(a, p_, bt, t, hv);
-    const token<double> xd = wide(x);
     const R *st_dr = rows_of(st_dr_, r), *ds_u = rows_of(ds_u_, r), *du = columns_of(du_c_, r);
     std::fill(dq_.begin(), dq_.end(), 0.0);
     std::fill(dla_.begin(), dla_.end(), R(0));
@@ -289,10 +295,15 @@ class backward_head {
     // read o = S_tᵀ(s q̃) and write S_t = S' + k uᵀ: dq̃ = s S_t dr, dk += dS u.
     for (index_t i = 0; i < K; ++i) dqt_[i] = double(scale * st_dr[i]), dk_[i] = double(ds_u[i]);
     // The read policy: dq̃ → dq, dk, its own gradients, and d c_t of the rule's mean log decay (CCQ decayed).
-    const R dc = R(tape_.backward(a, sums, bt, t, hv, r, xd, double(mean_log_decay<Rule>(x, K)), dqt_.data(),
-                                  dq_.data(), dk_.data()));
-    if (dc != R(0))
-      for (index_t i = 0; i < K; ++i) dla_[i] += dc / R(K);
+    if constexpr (Read::is_identity) {  // q̃ = q
+      for (index_t i = 0; i < K; ++i) dq_[i] += dqt_[i];
+    } else {
+      const token<double> xd = wide(x);
+      const R dc = R(tape_.backward(a, sums, bt, t, hv, r, xd, double(mean_log_decay<Rule>(x, K)), dqt_.data(),
+                                    dq_.data(), dk_.data()));
+      if (dc != R(0))
+        for (index_t i = 0; i < K; ++i) dla_[i] += dc / R(K);
+    }
     if (a.normalize)
       for (index_t i = 0; i < K; ++i) dk_[i] += dz_[i];  // z_t = z_{t−1} + k_t
 
@@ -325,8 +336,7 @@ class backward_head {
   void store_token(const arguments<T, S>& a, const gradients<T, S>& g, index_t bt, index_t t, index_t n, index_t hv,
                    backward_sums& sums) {
     const index_t K = p_.K, V = p_.V;
-    if (!g.dv.empty())
-      for (index_t j = 0; j < V; ++j) g.dv(bt, t, hv, j) = store_as<T>(dv_[j]);
+    if (!g.dv.empty()) store_row(dv_.data(), g.dv.row(bt, t, hv), g.dv.stride(3), V);
     const bool bound = a.gate.lower_bound.has_value();
     const R lb = bound ? R(*a.gate.lower_bound) : R(0);
     const auto gate = [&](R d, const auto& raw_logit, index_t bias_at) -> R {
@@ -369,7 +379,7 @@ class backward_head {
           reference::l2_normalize_adjoint(raw_.data(), d, K, dx_.data());
           d = dx_.data();
         }
-        for (index_t i = 0; i < K; ++i) out(seq.batch, t, h, i) = store_as<T>(d[i]);
+        store_row(d, out.row(seq.batch, t, h), out.stride(3), K);
       }
     };
     store(a.q, dqh_, g.dq);
@@ -390,7 +400,7 @@ class backward_head {
   // tiles (S_t·dr, dS_t·u, S_{t−1}·du, dS'·S_{t−1}) [C, Kp]; columns w (write target), dr, u, du [C, Vt];
   // the normaliser's divisors [C].
   std::vector<R> al_c_, k_c_, eki_c_, cu_c_, cq_c_, st_dr_, ds_u_, sp_du_, ds_sp_, w_c_, dr_c_, u_c_, du_c_, den_;
-  std::vector<R> alpha_, dla_, de_, dw_, dv_, dz_, raw_, dx_;
+  std::vector<R> dla_, de_, dw_, dv_, dz_, raw_, dx_;
   std::vector<double> qd_, kd_, dqt_, dq_, dk_;  // the token's q, k for the tape; dq̃, dq̂, dk̂
   std::vector<R> dqh_, dkh_;                     // the group's dq̂, dk̂ over the sequence [L, K]
   reference::rule_input_gradients<R> grads_;
