@@ -9,9 +9,10 @@
 //      prepare      the chunk's tokens once: per-token coefficients of the passes below, and the read's q̃_t (its
 //                   tape, restarted from the chunk's statistics: ccq_tape.hpp for CCQ, the reference's otherwise);
 //      tiles        one column tile of the state at a time (backward_tile.hpp): recompute the tile of
-//                   S_{t0} … S_{t0+L} from the boundary state ((C+1)·K·16 scratch), then t = last … first the
-//                   reference backward's four steps (read, write, correct, decay) on the tile of dS = dL/dS_t
-//                   (carried across chunks), adding the tile's part of every row dot product to per-token sums;
+//                   S_{t0} … S_{t0+L} from the boundary state ((C+1)·K·16 scratch; K·16, in place, for a rule
+//                   with neither erase nor decay), then t = last … first the reference backward's four steps
+//                   (read, write, correct, decay) on the tile of dS = dL/dS_t (carried across chunks), adding the
+//                   tile's part of every row dot product to per-token sums;
 //      gradients    t = last … first: the policies' adjoint hooks turn (dq̃, d log α, de, dw) into the rule's
 //                   and the read's input gradients.
 // The value heads of a group add their dq̂, dk̂ (of the L2-normalised q, k) in the item's buffers; dq, dk are
@@ -34,6 +35,7 @@
 #include "../../reference/rule_adjoint.hpp"
 #include "backward_sums.hpp"
 #include "backward_tile.hpp"
+#include "page_allocator.hpp"
 #include "ccq_tape.hpp"
 #include "recurrent.hpp"
 
@@ -57,8 +59,8 @@ class backward_head {
  public:
   backward_head(const problem& p, index_t C)
       : p_(p), C_(C), Vp_(round_up(p.V, tile::width)), KV_(p.K * Vp_), Kp_(round_up(p.K, tile::width)),
-        Vt_(round_up(p.V, tile::columns)), load_(p, Kp_, Vt_), tape_(p), store_(sized((C + 1) * tile::columns * Kp_)),
-        dS_(sized(Vt_ * Kp_)), al_c_(sized(C * Kp_)), k_c_(al_c_), eki_c_(al_c_), cu_c_(al_c_), cq_c_(al_c_),
+        Vt_(round_up(p.V, tile::columns)), load_(p, Kp_, Vt_), tape_(p),
+        store_(page_aligned((erases || decays ? C + 1 : 1) * tile::columns * Kp_)), dS_(page_aligned(Vt_ * Kp_)), al_c_(sized(C * Kp_)), k_c_(al_c_), eki_c_(al_c_), cu_c_(al_c_), cq_c_(al_c_),
         st_dr_(al_c_), ds_u_(al_c_), sp_du_(al_c_), ds_sp_(al_c_), w_c_(sized(C * Vt_)), dr_c_(w_c_), u_c_(w_c_),
         du_c_(w_c_), den_(sized(C)), dla_(p.K), de_(p.K), dw_(p.V), dv_(p.V), dz_(p.K), raw_(p.K),
         dx_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {
@@ -84,6 +86,12 @@ class backward_head {
   }
   static index_t round_up(index_t n, index_t m) { return (n + m - 1) / m * m; }
   static std::vector<R> sized(index_t n) { return std::vector<R>(static_cast<std::size_t>(n), R(0)); }
+  // The tile passes load S and load and store dS column by column. Where a store's address matches a later load's
+  // in its low 12 bits (4 KiB aliasing), the core holds the load back: with the two buffers wherever the heap put
+  // them, some placements did that on every column (the same binary ran ±10 % apart). Both start on a page, so
+  // dS's entry (i, j) shares its page offset with S's (i, j), a column already loaded.
+  using page_vector = std::vector<R, page_allocator<R>>;
+  static page_vector page_aligned(index_t n) { return page_vector(static_cast<std::size_t>(n), R(0)); }
 
   void value_head(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t n, index_t hv,
                   backward_sums& sums) {
@@ -239,19 +247,24 @@ class backward_head {
   }
 
   // 2b. Every column tile of the chunk: the tile of S_{t0} from the boundary, the recompute of the tile's
-  //     S_{t0} … S_{t0+len}, then the adjoint from t0+len−1 down to t0 with dS's tile in place (dS_ holds
-  //     dL/dS_{t0+len} on entry and dL/dS_{t0−1} on exit, transposed); the rows' dot products add up over tiles.
+  //     S_{t0} … S_{t0+len} (and of the reads' S_t dr), then the adjoint from t0+len−1 down to t0 with dS's tile in
+  //     place (dS_ holds dL/dS_{t0+len} on entry and dL/dS_{t0−1} on exit, transposed); the rows' dot products add
+  //     up over tiles.
   void tiles(index_t len, index_t c) {
+    constexpr bool B = erases || decays;  // else correct/decay leaves dS as it is, and reads no state
     const index_t K = p_.K, V = p_.V, TK = tile::columns * Kp_;
+    // The tile's S_{t0+r} at state(r); without B only the recompute reads them (and sums the reads' S_t dr): one
+    // slot, updated in place.
+    const auto state = [&](index_t r) { return store_.data() + (B ? r : 0) * TK; };
     const R* boundary = boundary_.data() + c * KV_;
     for (index_t j0 = 0; j0 < Vt_; j0 += tile::columns) {
       for (index_t i = 0; i < Kp_; ++i)  // a boundary row is contiguous: read it in order
         for (index_t j = 0; j < tile::columns; ++j)
           store_[tile::at(i, j)] = i < K && j0 + j < V ? boundary[i * Vp_ + j0 + j] : R(0);
       for (index_t r = 0; r < len; ++r)
-        tile::template recompute<erases>(store_.data() + r * TK, store_.data() + (r + 1) * TK, rows_of(al_c_, r),
-                                         rows_of(k_c_, r), rows_of(cu_c_, r), columns_of(w_c_, r) + j0,
-                                         columns_of(u_c_, r) + j0, Kp_);
+        tile::template recompute<erases, decays>(state(r), state(r + 1), rows_of(al_c_, r), rows_of(k_c_, r),
+                                         rows_of(cu_c_, r), columns_of(w_c_, r) + j0, columns_of(u_c_, r) + j0,
+                                         columns_of(dr_c_, r) + j0, rows_of(st_dr_, r), Kp_);
       R* dS = dS_.data() + j0 * Kp_;
       const auto read_write = [&](index_t r) {
         return typename tile::read_write{rows_of(cq_c_, r),      rows_of(k_c_, r),  columns_of(dr_c_, r) + j0,
@@ -262,12 +275,10 @@ class backward_head {
         return typename tile::correct_decay{rows_of(eki_c_, r), rows_of(al_c_, r), columns_of(du_c_, r) + j0,
                                             rows_of(sp_du_, r), rows_of(ds_sp_, r)};
       };
-      constexpr bool B = erases || decays;  // else correct/decay leaves dS as it is
-      tile::template adjoint<true, false, erases, decays>(store_.data() + len * TK, dS, Kp_, read_write(len - 1), {});
+      tile::template adjoint<true, false, erases, decays>(state(len), dS, Kp_, read_write(len - 1), {});
       for (index_t r = len - 1; r >= 1; --r)  // token r's correct/decay and token r−1's read/write, both on S_{t0+r}
-        tile::template adjoint<true, B, erases, decays>(store_.data() + r * TK, dS, Kp_, read_write(r - 1),
-                                                        correct_decay(r));
-      if constexpr (B) tile::template adjoint<false, true, erases, decays>(store_.data(), dS, Kp_, {}, correct_decay(0));
+        tile::template adjoint<true, B, erases, decays>(state(r), dS, Kp_, read_write(r - 1), correct_decay(r));
+      if constexpr (B) tile::template adjoint<false, true, erases, decays>(state(0), dS, Kp_, {}, correct_decay(0));
     }
   }
 
@@ -394,8 +405,8 @@ class backward_head {
   std::vector<R> boundary_;                      // S at every chunk start [chunks, K, Vp]
   std::vector<typename tape_t::checkpoint> stats_;  // the read's statistics at every chunk start
   std::vector<R> zb_, zs_;                       // normaliser key sums: at chunk starts; within the chunk
-  std::vector<R> store_;                         // one tile of S_{t0} … S_{t0+len} [len+1, columns · Kp]
-  std::vector<R> dS_;                            // dL/dS, tile after tile [Vt / columns, columns · Kp]
+  page_vector store_;                            // one tile of S_{t0} … S_{t0+len} [len+1, columns · Kp]
+  page_vector dS_;                               // dL/dS, tile after tile [Vt / columns, columns · Kp]
   // The chunk's tokens: row coefficients α, k, e ⊙ k, α ⊙ erase key, s q̃ and the rows' dot products summed over
   // tiles (S_t·dr, dS_t·u, S_{t−1}·du, dS'·S_{t−1}) [C, Kp]; columns w (write target), dr, u, du [C, Vt];
   // the normaliser's divisors [C].
