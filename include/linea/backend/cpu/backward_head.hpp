@@ -60,7 +60,8 @@ class backward_head {
   backward_head(const problem& p, index_t C)
       : p_(p), C_(C), Vp_(round_up(p.V, tile::width)), KV_(p.K * Vp_), Kp_(round_up(p.K, tile::width)),
         Vt_(round_up(p.V, tile::columns)), load_(p, Kp_, Vt_), tape_(p),
-        store_(page_aligned((erases || decays ? C + 1 : 1) * tile::columns * Kp_)), dS_(page_aligned(Vt_ * Kp_)), al_c_(sized(C * Kp_)), k_c_(al_c_), eki_c_(al_c_), cu_c_(al_c_), cq_c_(al_c_),
+        store_(page_aligned((erases || decays ? C + 1 : 1) * tile::columns * Kp_)), dS_(page_aligned(Vt_ * Kp_)),
+        al_c_(sized(C * Kp_)), k_c_(al_c_), eki_c_(al_c_), cu_c_(al_c_), cq_c_(al_c_),
         st_dr_(al_c_), ds_u_(al_c_), sp_du_(al_c_), ds_sp_(al_c_), w_c_(sized(C * Vt_)), dr_c_(w_c_), u_c_(w_c_),
         du_c_(w_c_), den_(sized(C)), dla_(p.K), de_(p.K), dw_(p.V), dv_(p.V), dz_(p.K), raw_(p.K),
         dx_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {
