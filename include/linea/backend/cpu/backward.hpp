@@ -4,8 +4,8 @@
 // its value heads) are written by that item alone: no locks, no atomics. Sums across items (dA_log, ddt_bias, and
 // g_gamma's dg) are kept per sequence in float64 and added in a fixed order at the end (backward_sums.hpp), so
 // the result does not depend on the thread count. Memory per item: ⌈L/C⌉·K·V boundary states (+ the read's
-// statistics), K·V for dS, (C+1)·K·16 for one column tile of the chunk's recomputed states, C·(9K + 4V) for the
-// chunk's per-token coefficients and row sums, L·K for the group's dq̂, dk̂.
+// statistics), K·V for dS, (C+1)·K·16 for one column tile of the chunk's recomputed states (K·16 without erase
+// and decay), C·(9K + 4V) for the chunk's per-token coefficients and row sums, L·K for the group's dq̂, dk̂.
 #pragma once
 #include <algorithm>
 

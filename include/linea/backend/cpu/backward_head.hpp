@@ -9,9 +9,10 @@
 //      prepare      the chunk's tokens once: per-token coefficients of the passes below, and the read's q̃_t (its
 //                   tape, restarted from the chunk's statistics: ccq_tape.hpp for CCQ, the reference's otherwise);
 //      tiles        one column tile of the state at a time (backward_tile.hpp): recompute the tile of
-//                   S_{t0} … S_{t0+L} from the boundary state ((C+1)·K·16 scratch), then t = last … first the
-//                   reference backward's four steps (read, write, correct, decay) on the tile of dS = dL/dS_t
-//                   (carried across chunks), adding the tile's part of every row dot product to per-token sums;
+//                   S_{t0} … S_{t0+L} from the boundary state ((C+1)·K·16 scratch; K·16, in place, for a rule
+//                   with neither erase nor decay), then t = last … first the reference backward's four steps
+//                   (read, write, correct, decay) on the tile of dS = dL/dS_t (carried across chunks), adding the
+//                   tile's part of every row dot product to per-token sums;
 //      gradients    t = last … first: the policies' adjoint hooks turn (dq̃, d log α, de, dw) into the rule's
 //                   and the read's input gradients.
 // The value heads of a group add their dq̂, dk̂ (of the L2-normalised q, k) in the item's buffers; dq, dk are
@@ -34,6 +35,7 @@
 #include "../../reference/rule_adjoint.hpp"
 #include "backward_sums.hpp"
 #include "backward_tile.hpp"
+#include "page_allocator.hpp"
 #include "ccq_tape.hpp"
 #include "recurrent.hpp"
 
@@ -45,6 +47,7 @@ class backward_head {
   using Decay = typename Rule::decay;
   using Update = typename Rule::update;
   using tile = backward_tile<R, Arch>;
+  using Lv = lanes<R, Arch>;
   // The read's tape runs in float64 whatever R is: CCQ's Σ = C/z − μμᵀ cancels to O(a_t) under strong decays
   // (a_t = e^−10: float32 keeps ~3 digits of Σ, and dλ = −dq̃·Σq inherits that), and it costs O(K²) per token
   // next to the rule's O(K·V). CCQ's tape is the vectorised one of ccq_tape.hpp, every other read the reference's.
@@ -56,10 +59,11 @@ class backward_head {
  public:
   backward_head(const problem& p, index_t C)
       : p_(p), C_(C), Vp_(round_up(p.V, tile::width)), KV_(p.K * Vp_), Kp_(round_up(p.K, tile::width)),
-        Vt_(round_up(p.V, tile::columns)), load_(p), tape_(p), store_(sized((C + 1) * tile::columns * Kp_)),
-        dS_(sized(Vt_ * Kp_)), al_c_(sized(C * Kp_)), k_c_(al_c_), eki_c_(al_c_), cu_c_(al_c_), cq_c_(al_c_),
+        Vt_(round_up(p.V, tile::columns)), load_(p, Kp_, Vt_), tape_(p),
+        store_(page_aligned((erases || decays ? C + 1 : 1) * tile::columns * Kp_)), dS_(page_aligned(Vt_ * Kp_)),
+        al_c_(sized(C * Kp_)), k_c_(al_c_), eki_c_(al_c_), cu_c_(al_c_), cq_c_(al_c_),
         st_dr_(al_c_), ds_u_(al_c_), sp_du_(al_c_), ds_sp_(al_c_), w_c_(sized(C * Vt_)), dr_c_(w_c_), u_c_(w_c_),
-        du_c_(w_c_), den_(sized(C)), alpha_(p.K), dla_(p.K), de_(p.K), dw_(p.V), dv_(p.V), dz_(p.K), raw_(p.K),
+        du_c_(w_c_), den_(sized(C)), dla_(p.K), de_(p.K), dw_(p.V), dv_(p.V), dz_(p.K), raw_(p.K),
         dx_(p.K), qd_(p.K), kd_(p.K), dqt_(p.K), dq_(p.K), dk_(p.K), grads_(p.K, p.V) {
     // The tape's per-step record, for the longest chunk at once (backward.hpp has capped C at the longest sequence).
     if constexpr (requires { tape_.reserve_steps(C); }) tape_.reserve_steps(C);
@@ -83,6 +87,12 @@ class backward_head {
   }
   static index_t round_up(index_t n, index_t m) { return (n + m - 1) / m * m; }
   static std::vector<R> sized(index_t n) { return std::vector<R>(static_cast<std::size_t>(n), R(0)); }
+  // The tile passes load S and load and store dS column by column. Where a store's address matches a later load's
+  // in its low 12 bits (4 KiB aliasing), the core holds the load back: with the two buffers wherever the heap put
+  // them, some placements did that on every column (the same binary ran ±10 % apart). Both start on a page, so
+  // dS's entry (i, j) shares its page offset with S's (i, j), a column already loaded.
+  using page_vector = std::vector<R, page_allocator<R>>;
+  static page_vector page_aligned(index_t n) { return page_vector(static_cast<std::size_t>(n), R(0)); }
 
   void value_head(const arguments<T, S>& a, const gradients<T, S>& g, const sequence& seq, index_t n, index_t hv,
                   backward_sums& sums) {
@@ -178,13 +188,6 @@ class backward_head {
     return xd;
   }
 
-  void decays_of(const token<R>& x) {
-    if constexpr (Decay::kind == decay_kind::scalar) std::fill(alpha_.begin(), alpha_.end(), std::exp(Decay::log_alpha(x, 0)));
-    else if constexpr (Decay::kind == decay_kind::per_key)
-      for (index_t i = 0; i < p_.K; ++i) alpha_[i] = std::exp(Decay::log_alpha(x, i));
-    else std::fill(alpha_.begin(), alpha_.end(), R(1));
-  }
-
   // Per-token arrays of the chunk: rows (Kp entries, zero past K) and columns (Vt entries, zero past V).
   R* rows_of(std::vector<R>& v, index_t r) { return v.data() + r * Kp_; }
   R* columns_of(std::vector<R>& v, index_t r) { return v.data() + r * Vt_; }
@@ -201,24 +204,37 @@ class backward_head {
     zs_.assign(static_cast<std::size_t>((len + 1) * K), R(0));
     std::copy(zb_.begin() + c * K, zb_.begin() + (c + 1) * K, zs_.begin());
     for (auto* v : {&st_dr_, &ds_u_, &sp_du_, &ds_sp_}) std::fill(v->begin(), v->begin() + len * Kp_, R(0));
+    const auto vscale = Lv::splat(scale);
     for (index_t r = 0; r < len; ++r) {
       const index_t t = t0 + r;
-      const token<R> x = load_.load(a, p_, bt, t, hv);
-      decays_of(x);
+      const token<R> x = load_.load(a, p_, bt, t, hv);  // rows padded with zeros to Kp, Vt
+      // Rows over the padded length Kp (padding lanes: α = 1 of a zero log decay, k = 0, so the zero rows of the
+      // tiles stay zero); columns over Vt.
       R *al = rows_of(al_c_, r), *k = rows_of(k_c_, r), *eki = rows_of(eki_c_, r), *cu = rows_of(cu_c_, r);
-      for (index_t i = 0; i < K; ++i) {
-        al[i] = alpha_[i], k[i] = x.k[i];
-        if constexpr (erases) eki[i] = Update::erase_gate(x, i) * x.k[i], cu[i] = alpha_[i] * erase_key<Rule>(x, i);
+      for (index_t i = 0; i < Kp_; i += Lv::size) {
+        typename Lv::type alpha = Lv::splat(R(1));
+        if constexpr (Decay::kind == decay_kind::per_key) alpha = Lv::exp(Decay::template log_alpha<Lv>(x, i));
+        if constexpr (Decay::kind == decay_kind::scalar) alpha = Lv::splat(std::exp(Decay::log_alpha(x, 0)));
+        Lv::store(al + i, alpha);
+        Lv::store(k + i, Lv::load(x.k + i));
+        if constexpr (erases) {
+          Lv::store(eki + i, Update::template erase_gate<Lv>(x, i) * Lv::load(x.k + i));
+          Lv::store(cu + i, alpha * erase_key<Rule, Lv>(x, i));
+        }
       }
       R* w = columns_of(w_c_, r);
-      for (index_t j = 0; j < V; ++j) w[j] = write_target<Rule>(x, j);
-      const token<double> xd = wide(x);
-      tape_.forward(a, bt, t, hv, xd, double(mean_log_decay<Rule>(x, K)));
-      const double* qt = tape_.q_tilde(r, xd);
+      for (index_t j = 0; j < Vt_; j += Lv::size) Lv::store(w + j, write_target<Rule, Lv>(x, j));
       R* cq = rows_of(cq_c_, r);
-      for (index_t i = 0; i < K; ++i) cq[i] = scale * R(qt[i]);
+      if constexpr (Read::is_identity) {  // q̃ = q: no tape, no float64 copy
+        for (index_t i = 0; i < Kp_; i += Lv::size) Lv::store(cq + i, vscale * Lv::load(x.q + i));
+      } else {
+        const token<double> xd = wide(x);
+        tape_.forward(a, bt, t, hv, xd, double(mean_log_decay<Rule>(x, K)));
+        const double* qt = tape_.q_tilde(r, xd);
+        for (index_t i = 0; i < K; ++i) cq[i] = scale * R(qt[i]);
+      }
       R* dr = columns_of(dr_c_, r);
-      for (index_t j = 0; j < V; ++j) dr[j] = load_as<R>(g.d_o(bt, t, hv, j));
+      load_row(g.d_o.row(bt, t, hv), g.d_o.stride(3), dr, V);
       if (a.normalize) {  // o = r / den, den = s q·z_t + 1e-10: the passes see dr / den
         R den = 0;
         for (index_t i = 0; i < K; ++i) {
@@ -232,19 +248,24 @@ class backward_head {
   }
 
   // 2b. Every column tile of the chunk: the tile of S_{t0} from the boundary, the recompute of the tile's
-  //     S_{t0} … S_{t0+len}, then the adjoint from t0+len−1 down to t0 with dS's tile in place (dS_ holds
-  //     dL/dS_{t0+len} on entry and dL/dS_{t0−1} on exit, transposed); the rows' dot products add up over tiles.
+  //     S_{t0} … S_{t0+len} (and of the reads' S_t dr), then the adjoint from t0+len−1 down to t0 with dS's tile in
+  //     place (dS_ holds dL/dS_{t0+len} on entry and dL/dS_{t0−1} on exit, transposed); the rows' dot products add
+  //     up over tiles.
   void tiles(index_t len, index_t c) {
+    constexpr bool B = erases || decays;  // else correct/decay leaves dS as it is, and reads no state
     const index_t K = p_.K, V = p_.V, TK = tile::columns * Kp_;
+    // The tile's S_{t0+r} at state(r); without B only the recompute reads them (and sums the reads' S_t dr): one
+    // slot, updated in place.
+    const auto state = [&](index_t r) { return store_.data() + (B ? r : 0) * TK; };
     const R* boundary = boundary_.data() + c * KV_;
     for (index_t j0 = 0; j0 < Vt_; j0 += tile::columns) {
-      for (index_t j = 0; j < tile::columns; ++j)
-        for (index_t i = 0; i < Kp_; ++i)
+      for (index_t i = 0; i < Kp_; ++i)  // a boundary row is contiguous: read it in order
+        for (index_t j = 0; j < tile::columns; ++j)
           store_[tile::at(i, j)] = i < K && j0 + j < V ? boundary[i * Vp_ + j0 + j] : R(0);
       for (index_t r = 0; r < len; ++r)
-        tile::template recompute<erases>(store_.data() + r * TK, store_.data() + (r + 1) * TK, rows_of(al_c_, r),
-                                         rows_of(k_c_, r), rows_of(cu_c_, r), columns_of(w_c_, r) + j0,
-                                         columns_of(u_c_, r) + j0, Kp_);
+        tile::template recompute<erases, decays>(state(r), state(r + 1), rows_of(al_c_, r), rows_of(k_c_, r),
+                                         rows_of(cu_c_, r), columns_of(w_c_, r) + j0, columns_of(u_c_, r) + j0,
+                                         columns_of(dr_c_, r) + j0, rows_of(st_dr_, r), Kp_);
       R* dS = dS_.data() + j0 * Kp_;
       const auto read_write = [&](index_t r) {
         return typename tile::read_write{rows_of(cq_c_, r),      rows_of(k_c_, r),  columns_of(dr_c_, r) + j0,
@@ -255,12 +276,10 @@ class backward_head {
         return typename tile::correct_decay{rows_of(eki_c_, r), rows_of(al_c_, r), columns_of(du_c_, r) + j0,
                                             rows_of(sp_du_, r), rows_of(ds_sp_, r)};
       };
-      constexpr bool B = erases || decays;  // else correct/decay leaves dS as it is
-      tile::template adjoint<true, false, erases, decays>(store_.data() + len * TK, dS, Kp_, read_write(len - 1), {});
+      tile::template adjoint<true, false, erases, decays>(state(len), dS, Kp_, read_write(len - 1), {});
       for (index_t r = len - 1; r >= 1; --r)  // token r's correct/decay and token r−1's read/write, both on S_{t0+r}
-        tile::template adjoint<true, B, erases, decays>(store_.data() + r * TK, dS, Kp_, read_write(r - 1),
-                                                        correct_decay(r));
-      if constexpr (B) tile::template adjoint<false, true, erases, decays>(store_.data(), dS, Kp_, {}, correct_decay(0));
+        tile::template adjoint<true, B, erases, decays>(state(r), dS, Kp_, read_write(r - 1), correct_decay(r));
+      if constexpr (B) tile::template adjoint<false, true, erases, decays>(state(0), dS, Kp_, {}, correct_decay(0));
     }
   }
 
@@ -271,7 +290,6 @@ class backward_head {
     const index_t K = p_.K, V = p_.V, bt = seq.batch, t = t0 + r;
     const R scale = R(p_.scale);
     const token<R> x = load_.load(a, p_, bt, t, hv);
-    const token<double> xd = wide(x);
     const R *st_dr = rows_of(st_dr_, r), *ds_u = rows_of(ds_u_, r), *du = columns_of(du_c_, r);
     std::fill(dq_.begin(), dq_.end(), 0.0);
     std::fill(dla_.begin(), dla_.end(), R(0));
@@ -289,10 +307,15 @@ class backward_head {
     // read o = S_tᵀ(s q̃) and write S_t = S' + k uᵀ: dq̃ = s S_t dr, dk += dS u.
     for (index_t i = 0; i < K; ++i) dqt_[i] = double(scale * st_dr[i]), dk_[i] = double(ds_u[i]);
     // The read policy: dq̃ → dq, dk, its own gradients, and d c_t of the rule's mean log decay (CCQ decayed).
-    const R dc = R(tape_.backward(a, sums, bt, t, hv, r, xd, double(mean_log_decay<Rule>(x, K)), dqt_.data(),
-                                  dq_.data(), dk_.data()));
-    if (dc != R(0))
-      for (index_t i = 0; i < K; ++i) dla_[i] += dc / R(K);
+    if constexpr (Read::is_identity) {  // q̃ = q
+      for (index_t i = 0; i < K; ++i) dq_[i] += dqt_[i];
+    } else {
+      const token<double> xd = wide(x);
+      const R dc = R(tape_.backward(a, sums, bt, t, hv, r, xd, double(mean_log_decay<Rule>(x, K)), dqt_.data(),
+                                    dq_.data(), dk_.data()));
+      if (dc != R(0))
+        for (index_t i = 0; i < K; ++i) dla_[i] += dc / R(K);
+    }
     if (a.normalize)
       for (index_t i = 0; i < K; ++i) dk_[i] += dz_[i];  // z_t = z_{t−1} + k_t
 
@@ -325,8 +348,7 @@ class backward_head {
   void store_token(const arguments<T, S>& a, const gradients<T, S>& g, index_t bt, index_t t, index_t n, index_t hv,
                    backward_sums& sums) {
     const index_t K = p_.K, V = p_.V;
-    if (!g.dv.empty())
-      for (index_t j = 0; j < V; ++j) g.dv(bt, t, hv, j) = store_as<T>(dv_[j]);
+    if (!g.dv.empty()) store_row(dv_.data(), g.dv.row(bt, t, hv), g.dv.stride(3), V);
     const bool bound = a.gate.lower_bound.has_value();
     const R lb = bound ? R(*a.gate.lower_bound) : R(0);
     const auto gate = [&](R d, const auto& raw_logit, index_t bias_at) -> R {
@@ -369,7 +391,7 @@ class backward_head {
           reference::l2_normalize_adjoint(raw_.data(), d, K, dx_.data());
           d = dx_.data();
         }
-        for (index_t i = 0; i < K; ++i) out(seq.batch, t, h, i) = store_as<T>(d[i]);
+        store_row(d, out.row(seq.batch, t, h), out.stride(3), K);
       }
     };
     store(a.q, dqh_, g.dq);
@@ -384,13 +406,13 @@ class backward_head {
   std::vector<R> boundary_;                      // S at every chunk start [chunks, K, Vp]
   std::vector<typename tape_t::checkpoint> stats_;  // the read's statistics at every chunk start
   std::vector<R> zb_, zs_;                       // normaliser key sums: at chunk starts; within the chunk
-  std::vector<R> store_;                         // one tile of S_{t0} … S_{t0+len} [len+1, columns · Kp]
-  std::vector<R> dS_;                            // dL/dS, tile after tile [Vt / columns, columns · Kp]
+  page_vector store_;                            // one tile of S_{t0} … S_{t0+len} [len+1, columns · Kp]
+  page_vector dS_;                               // dL/dS, tile after tile [Vt / columns, columns · Kp]
   // The chunk's tokens: row coefficients α, k, e ⊙ k, α ⊙ erase key, s q̃ and the rows' dot products summed over
   // tiles (S_t·dr, dS_t·u, S_{t−1}·du, dS'·S_{t−1}) [C, Kp]; columns w (write target), dr, u, du [C, Vt];
   // the normaliser's divisors [C].
   std::vector<R> al_c_, k_c_, eki_c_, cu_c_, cq_c_, st_dr_, ds_u_, sp_du_, ds_sp_, w_c_, dr_c_, u_c_, du_c_, den_;
-  std::vector<R> alpha_, dla_, de_, dw_, dv_, dz_, raw_, dx_;
+  std::vector<R> dla_, de_, dw_, dv_, dz_, raw_, dx_;
   std::vector<double> qd_, kd_, dqt_, dq_, dk_;  // the token's q, k for the tape; dq̃, dq̂, dk̂
   std::vector<R> dqh_, dkh_;                     // the group's dq̂, dk̂ over the sequence [L, K]
   reference::rule_input_gradients<R> grads_;

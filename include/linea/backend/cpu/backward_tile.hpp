@@ -21,6 +21,11 @@
 //               same matrix), per row block and column:
 //                 b: sp_du_i += S_ij du_j;  dS_ij −= (e⊙k)_i du_j;  ds_sp_i += dS_ij S_ij;  dS_ij *= α_i
 //                 a: dS_ij += c_i dr_j;  du_j += k_i dS_ij;  st_dr_i += S_ij dr_j;  ds_u_i += dS_ij u_j
+//
+// A rule with neither erase nor decay (linear attention) reads S in the adjoint only for st_dr = S_t dr: its
+// recompute sums st_dr instead, while S_t is in registers, and runs in place on one tile in L1, so no states are
+// kept (backward_head.hpp). (Moving st_dr there for the other rules measured slower: their recompute streams the
+// kept states to L2 and the adjoint loads S anyway.)
 #pragma once
 #include <type_traits>
 #include <utility>
@@ -76,10 +81,17 @@ struct backward_tile {
     R *sp_du, *ds_sp;
   };
 
-  // S_next = Diag(α) S + k uᵀ with u = w − Sᵀ c over the tile (rows [0, Kp)); u_j written.
-  template <bool erase>
+  // Whether the adjoint reads S: with an erase or a decay; else the recompute sums st_dr (file comment).
+  template <bool erase, bool decay>
+  static constexpr bool keeps_states = erase || decay;
+
+  // S_next = Diag(α) S + k uᵀ with u = w − Sᵀ c over the tile (rows [0, Kp)); u_j written. Without an erase or a
+  // decay, also st_dr += the tile's part of S_next dr (Kp entries); S_next may then be S (in place: each entry is
+  // read before it is written).
+  template <bool erase, bool decay>
   LINEA_TILE_FLATTEN static void recompute(const R* S, R* S_next, const R* alpha, const R* k, const R* c, const R* w, R* u,
-                        index_t Kp) {
+                                           const R* dr, R* st_dr, index_t Kp) {
+    constexpr bool reads = !keeps_states<erase, decay>;
     vec uv[columns];
     if constexpr (erase) {
       vec acc[columns];
@@ -98,15 +110,28 @@ struct backward_tile {
       const vec av = L::load(alpha + i), kv = L::load(k + i);
       const R* s = S + i / width * block;
       R* sn = S_next + i / width * block;
-      each_column([&](auto j) { L::store(sn + j * width, L::fma(av, L::load(s + j * width), kv * uv[j])); });
+      if constexpr (reads) {  // α = 1; S_t dr in four partial sums (one would wait an FMA's latency per column)
+        vec read[4];
+        for (auto& x : read) x = L::splat(R(0));
+        each_column([&](auto j) {
+          const vec next = L::fma(kv, uv[j], L::load(s + j * width));
+          read[j % 4] = L::fma(next, L::splat(dr[j]), read[j % 4]);
+          L::store(sn + j * width, next);
+        });
+        L::store(st_dr + i, L::load(st_dr + i) + ((read[0] + read[1]) + (read[2] + read[3])));
+      } else {
+        each_column([&](auto j) { L::store(sn + j * width, L::fma(av, L::load(s + j * width), kv * uv[j])); });
+      }
     }
   }
 
-  // One pass over the tile's S (`S`) and dS (`dS`, updated in place): token b's correct/decay (when `B`) then
-  // token a's read/write (when `A`). Without an erase or a decay, b's pass is the identity and `B` must be false.
+  // One pass over the tile's S (`S`, unread without an erase or a decay) and dS (`dS`, updated in place): token b's
+  // correct/decay (when `B`) then token a's read/write (when `A`). Without an erase or a decay, b's pass is the
+  // identity and `B` must be false, and a's st_dr is the recompute's.
   template <bool A, bool B, bool erase, bool decay>
   LINEA_TILE_FLATTEN static void adjoint(const R* S, R* dS, index_t Kp, const read_write& a, const correct_decay& b) {
     static_assert(!B || erase || decay);
+    constexpr bool keeps = keeps_states<erase, decay>;
     vec du[columns];
     if constexpr (A) each_column([&](auto j) { du[j] = L::splat(R(0)); });
     for (index_t i = 0; i < Kp; i += width) {
@@ -117,7 +142,8 @@ struct backward_tile {
       const R* s_block = S + i / width * block;
       R* d_block = dS + i / width * block;
       each_column([&](auto j) {
-        const vec s = L::load(s_block + j * width);
+        vec s{};
+        if constexpr (keeps) s = L::load(s_block + j * width);
         vec d = L::load(d_block + j * width);
         if constexpr (B) {
           if constexpr (erase) {
@@ -134,7 +160,7 @@ struct backward_tile {
           const vec drj = L::splat(a.dr[j]);
           d = L::fma(c, drj, d);
           du[j] = L::fma(k, d, du[j]);
-          st_dr = L::fma(s, drj, st_dr);
+          if constexpr (keeps) st_dr = L::fma(s, drj, st_dr);
           ds_u = L::fma(d, L::splat(a.u[j]), ds_u);
         }
         L::store(d_block + j * width, d);
@@ -144,7 +170,7 @@ struct backward_tile {
         if constexpr (decay) L::store(b.ds_sp + i, L::load(b.ds_sp + i) + ds_sp);
       }
       if constexpr (A) {
-        L::store(a.st_dr + i, L::load(a.st_dr + i) + st_dr);
+        if constexpr (keeps) L::store(a.st_dr + i, L::load(a.st_dr + i) + st_dr);
         L::store(a.ds_u + i, L::load(a.ds_u + i) + ds_u);
       }
     }
