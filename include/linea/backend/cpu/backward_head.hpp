@@ -52,7 +52,7 @@ class backward_head {
   // (a_t = e^−10: float32 keeps ~3 digits of Σ, and dλ = −dq̃·Σq inherits that), and it costs O(K²) per token
   // next to the rule's O(K·V). CCQ's tape is the vectorised one of ccq_tape.hpp, every other read the reference's.
   using tape_t = typename read_tape_of<Read, Arch>::type;
-  using forward_t = head_kernel<Rule, read::identity, T, S, Arch>;  // the checkpoint pass
+  using forward_t = head_kernel<Rule, read::identity, T, S, Arch, true>;  // the checkpoint pass: states only
   static constexpr bool erases = linea::erases<Rule>;
   static constexpr bool decays = Decay::kind != decay_kind::none;
 
@@ -90,7 +90,8 @@ class backward_head {
   // The tile passes load S and load and store dS column by column. Where a store's address matches a later load's
   // in its low 12 bits (4 KiB aliasing), the core holds the load back: with the two buffers wherever the heap put
   // them, some placements did that on every column (the same binary ran ±10 % apart). Both start on a page, so
-  // dS's entry (i, j) shares its page offset with S's (i, j), a column already loaded.
+  // where a tile is a whole number of pages (columns · Kp · sizeof(R) a multiple of 4 KiB: float32 with K = 64 or
+  // 128) dS's entry (i, j) shares its page offset with S's (i, j), a column already loaded.
   using page_vector = std::vector<R, page_allocator<R>>;
   static page_vector page_aligned(index_t n) { return page_vector(static_cast<std::size_t>(n), R(0)); }
 
@@ -208,8 +209,8 @@ class backward_head {
     for (index_t r = 0; r < len; ++r) {
       const index_t t = t0 + r;
       const token<R> x = load_.load(a, p_, bt, t, hv);  // rows padded with zeros to Kp, Vt
-      // Rows over the padded length Kp (padding lanes: α = 1 of a zero log decay, k = 0, so the zero rows of the
-      // tiles stay zero); columns over Vt.
+      // Rows over the padded length Kp (padding lanes: α = 1 for a per-key decay, of gk's zero padding, e^g for a
+      // scalar one; k = e ⊙ k = erase key = q = 0, so the tiles' zero rows stay zero); columns over Vt.
       R *al = rows_of(al_c_, r), *k = rows_of(k_c_, r), *eki = rows_of(eki_c_, r), *cu = rows_of(cu_c_, r);
       for (index_t i = 0; i < Kp_; i += Lv::size) {
         typename Lv::type alpha = Lv::splat(R(1));
@@ -406,7 +407,7 @@ class backward_head {
   std::vector<R> boundary_;                      // S at every chunk start [chunks, K, Vp]
   std::vector<typename tape_t::checkpoint> stats_;  // the read's statistics at every chunk start
   std::vector<R> zb_, zs_;                       // normaliser key sums: at chunk starts; within the chunk
-  page_vector store_;                            // one tile of S_{t0} … S_{t0+len} [len+1, columns · Kp]
+  page_vector store_;  // one tile of S_{t0} … S_{t0+len} [len+1, columns · Kp] (one slot without erase and decay)
   page_vector dS_;                               // dL/dS, tile after tile [Vt / columns, columns · Kp]
   // The chunk's tokens: row coefficients α, k, e ⊙ k, α ⊙ erase key, s q̃ and the rows' dot products summed over
   // tiles (S_t·dr, dS_t·u, S_{t−1}·du, dS'·S_{t−1}) [C, Kp]; columns w (write target), dr, u, du [C, Vt];

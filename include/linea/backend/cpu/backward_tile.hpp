@@ -69,7 +69,8 @@ struct backward_tile {
   }
 
   // Token a's read/write coefficients: rows c_i = s q̃_i and k_i (Kp entries); columns dr_j, u_j of the tile.
-  // Outputs: st_dr, ds_u += the tile's part (Kp entries); du_j of the tile's columns (written).
+  // Outputs: st_dr (only where the rule keeps its states: else the recompute's), ds_u += the tile's part (Kp
+  // entries); du_j of the tile's columns (written).
   struct read_write {
     const R *c, *k, *dr, *u;
     R *st_dr, *ds_u, *du;

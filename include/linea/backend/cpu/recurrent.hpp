@@ -57,8 +57,11 @@ inline constexpr int register_vectors = 2;
 // Tokens whose coefficients are prepared at once (their buffers, ~2 KiB per token at K = V = 128, sit in L2).
 inline constexpr index_t block_tokens = 64;
 
-template <class Rule, class Read, class T, class S, class Arch>
+// StatesOnly: the states are advanced and stored, o is neither computed nor written (the CPU backward's checkpoint
+// pass: half the additive rules' FMAs, a third of the delta rules').
+template <class Rule, class Read, class T, class S, class Arch, bool StatesOnly = false>
 class head_kernel {
+  static constexpr bool computes_o = !StatesOnly;
   using R = S;  // compute in the state type: float, or double for double inputs
   using Decay = typename Rule::decay;
   using Lv = lanes<R, Arch>;
@@ -147,7 +150,7 @@ class head_kernel {
           else
             for (index_t sub = 0; sub < W / RW; ++sub) run_register_tiles(L, jt, sub);
         }
-        write_outputs(a, seq.batch, t0, L, hv);
+        if constexpr (computes_o) write_outputs(a, seq.batch, t0, L, hv);
       }
     }
 
@@ -327,9 +330,9 @@ class head_kernel {
         const R* e2 = rec ? row(e_, l + 2) : nullptr;
         const R* e3 = rec2 ? row(e_, l + 3) : nullptr;
         R* o1 = o + Vp_;
-        if (rec2) tile_t::template pair<true, true>(St, K, u0, u1, row(kw_, l), row(qr_, l), row(kw_, l + 1), row(qr_, l + 1), e2, e3, o, o1, r, y);
-        else if (rec) tile_t::template pair<true, false>(St, K, u0, u1, row(kw_, l), row(qr_, l), row(kw_, l + 1), row(qr_, l + 1), e2, e3, o, o1, r, y);
-        else tile_t::template pair<false, false>(St, K, u0, u1, row(kw_, l), row(qr_, l), row(kw_, l + 1), row(qr_, l + 1), e2, e3, o, o1, r, y);
+        if (rec2) tile_t::template pair<true, true, computes_o>(St, K, u0, u1, row(kw_, l), row(qr_, l), row(kw_, l + 1), row(qr_, l + 1), e2, e3, o, o1, r, y);
+        else if (rec) tile_t::template pair<true, false, computes_o>(St, K, u0, u1, row(kw_, l), row(qr_, l), row(kw_, l + 1), row(qr_, l + 1), e2, e3, o, o1, r, y);
+        else tile_t::template pair<false, false, computes_o>(St, K, u0, u1, row(kw_, l), row(qr_, l), row(kw_, l + 1), row(qr_, l + 1), e2, e3, o, o1, r, y);
         have_y = rec2;
         l += 2;
         continue;
@@ -340,11 +343,11 @@ class head_kernel {
       const R* en = next ? row(e_, l + 1) : nullptr;
       const R* ea = after ? row(e_, l + 2) : nullptr;
       const R *kw = row(kw_, l), *qr = row(qr_, l);
-      if (!next) tile_t::template token<false, false, false>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
-      else if (after && scale) tile_t::template token<true, true, true>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
-      else if (after) tile_t::template token<true, true, false>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
-      else if (scale) tile_t::template token<true, false, true>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
-      else tile_t::template token<true, false, false>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
+      if (!next) tile_t::template token<false, false, false, computes_o>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
+      else if (after && scale) tile_t::template token<true, true, true, computes_o>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
+      else if (after) tile_t::template token<true, true, false, computes_o>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
+      else if (scale) tile_t::template token<true, false, true, computes_o>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
+      else tile_t::template token<true, false, false, computes_o>(St, K, u0, kw, qr, fn, en, ea, o, r, y);
       have_y = after;
       l += 1;
     }
@@ -357,10 +360,11 @@ class head_kernel {
     R* part = part_.data();
     for (index_t it = 0; it < Kp_ / KR; ++it) {
       R* St = cur_->state.data() + jt * Kp_ * W + it * KR * W + sub * RW;
-      reg_t::run(St, W, L, kw_.data() + it * KR, qr_.data() + it * KR, Kp_, wv_.data() + j0, Vp_, renorm_.data(),
-                 f_.data() + it * KR, Kp_, part, it == 0);
+      reg_t::template run<computes_o>(St, W, L, kw_.data() + it * KR, qr_.data() + it * KR, Kp_, wv_.data() + j0, Vp_,
+                                 renorm_.data(), f_.data() + it * KR, Kp_, part, it == 0);
     }
-    for (index_t l = 0; l < L; ++l) std::copy(part + l * RW, part + l * RW + RW, ob_.data() + l * Vp_ + j0);
+    if constexpr (computes_o)
+      for (index_t l = 0; l < L; ++l) std::copy(part + l * RW, part + l * RW + RW, ob_.data() + l * Vp_ + j0);
   }
 
   // o (and the residual u) of the block's tokens, one full row per token.

@@ -57,8 +57,9 @@ struct tile {
 
   // One token over the tile (see the file comment). Recall: the next token's r (with e_next) is computed;
   // Recall2: also y = S̃ᵀ e_after (the token after next), which lets the next step be a two-token pass.
-  // Scale: rows are multiplied by f_next before the recalls and the store.
-  template <bool Recall, bool Recall2, bool Scale>
+  // Scale: rows are multiplied by f_next before the recalls and the store. Read: o is computed (not by the
+  // backward's checkpoint pass, which wants the states only).
+  template <bool Recall, bool Recall2, bool Scale, bool Read = true>
   static void token(R* S, index_t K, const R* u, const R* kw, const R* qr, const R* f_next, const R* e_next,
                     const R* e_after, R* o, R* r, R* y) {
     vec uv[NV], ov0[NV], ov1[NV], rv[NV], yv[NV];
@@ -68,14 +69,15 @@ struct tile {
     }
     auto row_step = [&](index_t i, vec* ov) {
       R* row = S + i * width;
-      const vec kwi = L::splat(kw[i]), qri = L::splat(qr[i]);
-      vec fi{}, ei{}, ai{};
+      const vec kwi = L::splat(kw[i]);
+      vec qri{}, fi{}, ei{}, ai{};
+      if constexpr (Read) qri = L::splat(qr[i]);
       if constexpr (Scale) fi = L::splat(f_next[i]);
       if constexpr (Recall) ei = L::splat(e_next[i]);
       if constexpr (Recall2) ai = L::splat(e_after[i]);
       for (int n = 0; n < NV; ++n) {
         vec s = L::fma(kwi, uv[n], L::load(row + n * L::size));
-        ov[n] = L::fma(qri, s, ov[n]);
+        if constexpr (Read) ov[n] = L::fma(qri, s, ov[n]);
         if constexpr (Scale) s = s * fi;
         if constexpr (Recall) rv[n] = L::fma(ei, s, rv[n]);
         if constexpr (Recall2) yv[n] = L::fma(ai, s, yv[n]);
@@ -89,7 +91,7 @@ struct tile {
     }
     if (i < K) row_step(i, ov0);
     for (int n = 0; n < NV; ++n) {
-      L::store(o + n * L::size, ov0[n] + ov1[n]);
+      if constexpr (Read) L::store(o + n * L::size, ov0[n] + ov1[n]);
       if constexpr (Recall) L::store(r + n * L::size, rv[n]);
       if constexpr (Recall2) L::store(y + n * L::size, yv[n]);
     }
@@ -98,7 +100,7 @@ struct tile {
   // Two tokens t, t+1 in one pass (no renormalisation at t+1 .. t+3): the state is loaded and stored once
   // for both, and the recalls of t+2 (r, with e2) and t+3 (y, with e3) come from the state after t+1.
   //   A_i = S̃_i + kw_t,i u_t;  o_t += qr_t,i A_i;  B_i = A_i + kw_t+1,i u_t+1;  o_t+1 += qr_t+1,i B_i
-  template <bool Recall, bool Recall2>
+  template <bool Recall, bool Recall2, bool Read = true>
   static void pair(R* S, index_t K, const R* u0, const R* u1, const R* kw0, const R* qr0, const R* kw1,
                    const R* qr1, const R* e2, const R* e3, R* o0, R* o1, R* r, R* y) {
     vec ua[NV], ub[NV], oa[NV], ob[NV], rv[NV], yv[NV];
@@ -109,23 +111,23 @@ struct tile {
     }
     for (index_t i = 0; i < K; ++i) {
       R* row = S + i * width;
-      const vec k0 = L::splat(kw0[i]), q0 = L::splat(qr0[i]), k1 = L::splat(kw1[i]), q1 = L::splat(qr1[i]);
-      vec ei{}, ai{};
+      const vec k0 = L::splat(kw0[i]), k1 = L::splat(kw1[i]);
+      vec q0{}, q1{}, ei{}, ai{};
+      if constexpr (Read) q0 = L::splat(qr0[i]), q1 = L::splat(qr1[i]);
       if constexpr (Recall) ei = L::splat(e2[i]);
       if constexpr (Recall2) ai = L::splat(e3[i]);
       for (int n = 0; n < NV; ++n) {
         vec s = L::fma(k0, ua[n], L::load(row + n * L::size));
-        oa[n] = L::fma(q0, s, oa[n]);
+        if constexpr (Read) oa[n] = L::fma(q0, s, oa[n]);
         s = L::fma(k1, ub[n], s);
-        ob[n] = L::fma(q1, s, ob[n]);
+        if constexpr (Read) ob[n] = L::fma(q1, s, ob[n]);
         if constexpr (Recall) rv[n] = L::fma(ei, s, rv[n]);
         if constexpr (Recall2) yv[n] = L::fma(ai, s, yv[n]);
         L::store(row + n * L::size, s);
       }
     }
     for (int n = 0; n < NV; ++n) {
-      L::store(o0 + n * L::size, oa[n]);
-      L::store(o1 + n * L::size, ob[n]);
+      if constexpr (Read) L::store(o0 + n * L::size, oa[n]), L::store(o1 + n * L::size, ob[n]);
       if constexpr (Recall) L::store(r + n * L::size, rv[n]);
       if constexpr (Recall2) L::store(y + n * L::size, yv[n]);
     }
@@ -150,7 +152,8 @@ struct register_tile {
 
   // S: KR rows of `width` columns with row stride ldS. kw, qr: token t's coefficients of these rows at
   // kw + t·ldc, qr + t·ldc. u: row t at u + t·ldu. renorm/f: per token flag and factors at f + t·ldf.
-  // o: [tokens][width] partial reads, overwritten when `first`, else accumulated.
+  // o: [tokens][width] partial reads, overwritten when `first`, else accumulated (not touched without `Read`).
+  template <bool Read = true>
   static void run(R* S, index_t ldS, index_t tokens, const R* kw, const R* qr, index_t ldc, const R* u,
                   index_t ldu, const unsigned char* renorm, const R* f, index_t ldf, R* o, bool first) {
     vec s[KR][NV];
@@ -164,26 +167,29 @@ struct register_tile {
         }
       }
       const R* kt = kw + t * ldc;
-      const R* qt = qr + t * ldc;
+      [[maybe_unused]] const R* qt = qr + t * ldc;
       vec uv[NV], acc0[NV], acc1[NV];
       for (int n = 0; n < NV; ++n) {
         uv[n] = L::load(u + t * ldu + n * L::size);
         acc0[n] = acc1[n] = L::splat(R(0));
       }
       for (int i = 0; i < KR; i += 2) {
-        const vec k0 = L::splat(kt[i]), q0 = L::splat(qt[i]);
-        for (int n = 0; n < NV; ++n) {
-          s[i][n] = L::fma(k0, uv[n], s[i][n]);
-          acc0[n] = L::fma(q0, s[i][n], acc0[n]);
+        const vec k0 = L::splat(kt[i]);
+        for (int n = 0; n < NV; ++n) s[i][n] = L::fma(k0, uv[n], s[i][n]);
+        if constexpr (Read) {
+          const vec q0 = L::splat(qt[i]);
+          for (int n = 0; n < NV; ++n) acc0[n] = L::fma(q0, s[i][n], acc0[n]);
         }
         if (i + 1 < KR) {
-          const vec k1 = L::splat(kt[i + 1]), q1 = L::splat(qt[i + 1]);
-          for (int n = 0; n < NV; ++n) {
-            s[i + 1][n] = L::fma(k1, uv[n], s[i + 1][n]);
-            acc1[n] = L::fma(q1, s[i + 1][n], acc1[n]);
+          const vec k1 = L::splat(kt[i + 1]);
+          for (int n = 0; n < NV; ++n) s[i + 1][n] = L::fma(k1, uv[n], s[i + 1][n]);
+          if constexpr (Read) {
+            const vec q1 = L::splat(qt[i + 1]);
+            for (int n = 0; n < NV; ++n) acc1[n] = L::fma(q1, s[i + 1][n], acc1[n]);
           }
         }
       }
+      if constexpr (!Read) continue;
       R* ot = o + t * width;
       for (int n = 0; n < NV; ++n) {
         const vec part = acc0[n] + acc1[n];
