@@ -55,12 +55,14 @@ class backward_head {
   using forward_t = head_kernel<Rule, read::identity, T, S, Arch, true>;  // the checkpoint pass: states only
   static constexpr bool erases = linea::erases<Rule>;
   static constexpr bool decays = Decay::kind != decay_kind::none;
+  // Whether the tile passes keep the chunk's states (an erase or a decay pass reads them; backward_tile.hpp).
+  static constexpr bool keeps_states = tile::template keeps_states<erases, decays>;
 
  public:
   backward_head(const problem& p, index_t C)
       : p_(p), C_(C), Vp_(round_up(p.V, tile::width)), KV_(p.K * Vp_), Kp_(round_up(p.K, tile::width)),
         Vt_(round_up(p.V, tile::columns)), load_(p, Kp_, Vt_), tape_(p),
-        store_(page_aligned((erases || decays ? C + 1 : 1) * tile::columns * Kp_)), dS_(page_aligned(Vt_ * Kp_)),
+        store_(page_aligned((keeps_states ? C + 1 : 1) * tile::columns * Kp_)), dS_(page_aligned(Vt_ * Kp_)),
         al_c_(sized(C * Kp_)), k_c_(al_c_), eki_c_(al_c_), cu_c_(al_c_), cq_c_(al_c_),
         st_dr_(al_c_), ds_u_(al_c_), sp_du_(al_c_), ds_sp_(al_c_), w_c_(sized(C * Vt_)), dr_c_(w_c_), u_c_(w_c_),
         du_c_(w_c_), den_(sized(C)), dla_(p.K), de_(p.K), dw_(p.V), dv_(p.V), dz_(p.K), raw_(p.K),
@@ -209,13 +211,14 @@ class backward_head {
     for (index_t r = 0; r < len; ++r) {
       const index_t t = t0 + r;
       const token<R> x = load_.load(a, p_, bt, t, hv);  // rows padded with zeros to Kp, Vt
+      typename Lv::type scalar_alpha = Lv::splat(R(1));  // a scalar decay's α, once per token
+      if constexpr (Decay::kind == decay_kind::scalar) scalar_alpha = Lv::splat(std::exp(Decay::log_alpha(x, 0)));
       // Rows over the padded length Kp (padding lanes: α = 1 for a per-key decay, of gk's zero padding, e^g for a
       // scalar one; k = e ⊙ k = erase key = q = 0, so the tiles' zero rows stay zero); columns over Vt.
       R *al = rows_of(al_c_, r), *k = rows_of(k_c_, r), *eki = rows_of(eki_c_, r), *cu = rows_of(cu_c_, r);
       for (index_t i = 0; i < Kp_; i += Lv::size) {
-        typename Lv::type alpha = Lv::splat(R(1));
+        typename Lv::type alpha = scalar_alpha;
         if constexpr (Decay::kind == decay_kind::per_key) alpha = Lv::exp(Decay::template log_alpha<Lv>(x, i));
-        if constexpr (Decay::kind == decay_kind::scalar) alpha = Lv::splat(std::exp(Decay::log_alpha(x, 0)));
         Lv::store(al + i, alpha);
         Lv::store(k + i, Lv::load(x.k + i));
         if constexpr (erases) {
@@ -253,11 +256,11 @@ class backward_head {
   //     place (dS_ holds dL/dS_{t0+len} on entry and dL/dS_{t0−1} on exit, transposed); the rows' dot products add
   //     up over tiles.
   void tiles(index_t len, index_t c) {
-    constexpr bool B = erases || decays;  // else correct/decay leaves dS as it is, and reads no state
+    constexpr bool B = keeps_states;  // else correct/decay leaves dS as it is, and reads no state
     const index_t K = p_.K, V = p_.V, TK = tile::columns * Kp_;
-    // The tile's S_{t0+r} at state(r); without B only the recompute reads them (and sums the reads' S_t dr): one
-    // slot, updated in place.
-    const auto state = [&](index_t r) { return store_.data() + (B ? r : 0) * TK; };
+    // The tile's S_{t0+r} at state(r); without kept states only the recompute reads them (and sums the reads'
+    // S_t dr): one slot, updated in place.
+    const auto state = [&](index_t r) { return store_.data() + (keeps_states ? r : 0) * TK; };
     const R* boundary = boundary_.data() + c * KV_;
     for (index_t j0 = 0; j0 < Vt_; j0 += tile::columns) {
       for (index_t i = 0; i < Kp_; ++i)  // a boundary row is contiguous: read it in order
