@@ -200,6 +200,16 @@ TEST_CASE("validate: required inputs and outputs not given, or given without dat
       {.what = "an optional input (initial_state) with a shape but a null data pointer",
        .check = recurrent_rejects<kda>, .breaks = [](auto& a) { a.initial_state.ptr = nullptr; },
        .words = {"'initial_state'", "null", "[2, 4, 16, 8]"}},
+      // Extents and strides that cannot describe memory: the byte ranges of the aliasing check would wrap.
+      {.what = "q with a stride of 2^61 elements", .check = recurrent_rejects<additive>,
+       .breaks = [](auto& a) { a.q.str[1] = index_t(1) << 61; }, .words = {"'q'", "[2, 10, 2, 16]", "address space"}},
+      {.what = "o with a stride of -2^62 elements", .check = recurrent_rejects<additive>,
+       .breaks = [](auto& a) { a.o.str[0] = -(index_t(1) << 62); }, .words = {"'o'", "address space"}},
+      {.what = "v reaching below address 0 (a negative stride from a low pointer)", .check = recurrent_rejects<additive>,
+       .breaks = [](auto& a) { a.v.str[1] = -(index_t(1) << 46); }, .words = {"'v'", "address space"}},
+      {.what = "an optional input (gk) with a stride past the address space", .check = recurrent_rejects<gla>,
+       .breaks = [](auto& a) { a.gk.str[3] = std::numeric_limits<index_t>::max() / 4; },
+       .words = {"'gk'", "address space"}},
   };
   check_rejected(table);
 }

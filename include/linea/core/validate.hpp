@@ -4,6 +4,7 @@
 // the shapes involved. The forms call it first; a backend adds only its own checks (device pointers).
 #pragma once
 #include <cmath>
+#include <cstdint>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -58,12 +59,38 @@ void expect_absent(const V& v, const char* name, const std::string& why) {
 
 // A given view with elements needs data: a null pointer is only allowed where there is nothing to read or
 // write (a shape with a zero extent, T = 0) or for the default view ("not given").
+// A view with elements must also lie inside the address space: extents and strides whose elements would reach
+// below address 0 or past its end (strides of 2^61 elements, say) cannot describe memory, and the byte ranges of
+// the aliasing checks (core/aliasing.hpp) and every kernel's offsets would wrap around.
 template <class V>
 void expect_data(const V& v, const char* name) {
-  if (v.ptr != nullptr || v.empty()) return;
   for (int r = 0; r < V::rank; ++r)
-    if (v.extent(r) <= 0) return;
-  throw error(std::string("argument '") + name + "' has shape " + shape_string(v) + " but a null data pointer");
+    if (v.extent(r) <= 0) return;  // no elements (or a negative extent, refused by the shape checks)
+  if (v.ptr == nullptr) {
+    if (v.empty()) return;
+    throw error(std::string("argument '") + name + "' has shape " + shape_string(v) + " but a null data pointer");
+  }
+  // The lowest and highest element's byte offsets from ptr, without overflow.
+  using U = typename V::element_type;
+  constexpr std::intptr_t size = static_cast<std::intptr_t>(sizeof(U));
+  std::intptr_t low = 0, high = 0;
+  bool wraps = false;
+  for (int r = 0; r < V::rank; ++r) {
+    std::intptr_t reach = 0;
+    wraps |= __builtin_mul_overflow(static_cast<std::intptr_t>(v.extent(r) - 1),
+                                    static_cast<std::intptr_t>(v.stride(r)), &reach);
+    wraps |= __builtin_mul_overflow(reach, size, &reach);
+    wraps |= __builtin_add_overflow(reach < 0 ? low : high, reach, reach < 0 ? &low : &high);
+  }
+  const auto base = reinterpret_cast<std::uintptr_t>(v.ptr);
+  std::uintptr_t end = 0;
+  if (low < 0) wraps |= static_cast<std::uintptr_t>(-(low + 1)) >= base;  // base + low < 0 (no overflow at low's minimum)
+  wraps |= __builtin_add_overflow(base, static_cast<std::uintptr_t>(high), &end) ||
+           __builtin_add_overflow(end, static_cast<std::uintptr_t>(size), &end);
+  if (wraps)
+    throw error(std::string("argument '") + name + "' has shape " + shape_string(v) + " and strides " +
+                extents_string<V::rank>(v.str) + " (elements) at address " + std::to_string(base) +
+                ": its elements would reach outside the address space");
 }
 
 template <class T, class S>
