@@ -79,6 +79,14 @@ TEST_CASE("reference backward rejects: misshaped dq, dk, dv; a null pointer") {
   g = c.grads();
   g.dq.ptr = nullptr;
   expect_rejected<kda>(c, a, g, {"'dq'", "null"});
+  // Views that cannot describe memory (core/validate.hpp's expect_data): the byte ranges of the gradients'
+  // aliasing checks would wrap around.
+  g = c.grads();
+  g.dv.str[1] = index_t(1) << 61;
+  expect_rejected<kda>(c, a, g, {"'dv'", "[2, 6, 4, 4]", "address space"});
+  g = c.grads();
+  g.d_o.str[0] = -(index_t(1) << 62);
+  expect_rejected<kda>(c, a, g, {"'d_o'", "address space"});
 }
 
 TEST_CASE("reference backward rejects: a gradient of an input the forward does not have") {

@@ -16,7 +16,7 @@ for round in 1 2; do for bin in bench_base bench_all; do
 cat $OUT/ab.jsonl
 # per-kernel times of one backward (ncu, one metric, kernels serialised): where the time goes with the switches on
 for r in gated_delta_rule:8 kda:8; do
-  LINEA_BENCH_BACKWARD=$r timeout 90 ncu --csv --metrics gpu__time_duration.sum --kernel-name-base demangled -k regex:bwd:: -c 40 $B/bench_all --backward \
+  LINEA_BENCH_BACKWARD=$r timeout 60 ncu --csv --metrics gpu__time_duration.sum --kernel-name-base demangled -k regex:bwd:: -c 40 $B/bench_all --backward \
     > $OUT/ncu_${r%%:*}.csv 2> $OUT/ncu_${r%%:*}.err
   echo "ncu $r rc $?"; done
 date
