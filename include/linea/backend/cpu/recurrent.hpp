@@ -208,7 +208,8 @@ class head_kernel {
         for (index_t off = 0; off < bytes; off += 64) sink += p[off];
       }
     };
-    rows(a.q, h), rows(a.k, h), rows(a.v, hv);
+    if constexpr (computes_o) rows(a.q, h);  // (the states alone do not read q)
+    rows(a.k, h), rows(a.v, hv);
     if constexpr (reads(Rule::inputs, input::gk)) rows(a.gk, hv);
     if constexpr (reads(Rule::inputs, input::b)) rows(a.b, hv);
     if constexpr (reads(Rule::inputs, input::w)) rows(a.w, hv);
@@ -267,7 +268,7 @@ class head_kernel {
       for (index_t i = 0; i < Kp_; i += Lv::size) {
         const vec ci = Lv::load(cur_->c.data() + i), ki = Lv::load(kp + i);
         Lv::store(kw + i, ki / ci);
-        if constexpr (Read::is_identity) Lv::store(qr + i, vscale * ci * Lv::load(qp + i));
+        if constexpr (Read::is_identity && computes_o) Lv::store(qr + i, vscale * ci * Lv::load(qp + i));
         if constexpr (ccq) Lv::store(qr + i, vscale * ci);  // × q̃ after the block's statistics (below)
       }
       if constexpr (!Read::is_identity && !ccq)  // q̃ has K entries (no padding)
@@ -287,7 +288,7 @@ class head_kernel {
       }
       R* wv = wv_.data() + l * Vp_;
       for (index_t j = 0; j < Vp_; j += Lv::size) Lv::store(wv + j, write_target<Rule, Lv>(x, j));  // w ⊙ v
-      if (a.normalize) denom_[l] = cur_->norm.next(qp, kp, scale);  // core/epilogue.hpp
+      if (computes_o && a.normalize) denom_[l] = cur_->norm.next(qp, kp, scale);  // core/epilogue.hpp
     }
     if constexpr (ccq) {  // the statistics' tiles over the block, then qr = s·c⊙q̃
       ccq_.finish(cur_->reader, a, L, bt, t0, hv);
