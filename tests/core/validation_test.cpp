@@ -207,6 +207,18 @@ TEST_CASE("validate: required inputs and outputs not given, or given without dat
        .breaks = [](auto& a) { a.o.str[0] = -(index_t(1) << 62); }, .words = {"'o'", "address space"}},
       {.what = "v reaching below address 0 (a negative stride from a low pointer)", .check = recurrent_rejects<additive>,
        .breaks = [](auto& a) { a.v.str[1] = -(index_t(1) << 46); }, .words = {"'v'", "address space"}},
+      // Sizes whose products overflow a 64-bit count (stride-0 axes make such views out of one element).
+      {.what = "K = 2^62 through stride-0 q and k", .check = recurrent_rejects<additive>,
+       .breaks = [](auto& a) {
+         for (auto* x : {&a.q, &a.k}) x->ext[3] = index_t(1) << 62, x->str[3] = 0;
+       },
+       .words = {"K = 4611686018427387904", "overflow"}},
+      {.what = "B = 2^62 with T = 0 (no elements, but N·HV·K·V overflows)", .check = recurrent_rejects<additive>,
+       .breaks = [](auto& a) {
+         for (auto* x : {&a.q, &a.k, &a.v}) x->ext[0] = index_t(1) << 62, x->ext[1] = 0;
+         a.o.ext[0] = index_t(1) << 62, a.o.ext[1] = 0;
+       },
+       .words = {"B = 4611686018427387904", "overflow"}},
       {.what = "an optional input (gk) with a stride past the address space", .check = recurrent_rejects<gla>,
        .breaks = [](auto& a) { a.gk.str[3] = std::numeric_limits<index_t>::max() / 4; },
        .words = {"'gk'", "address space"}},
@@ -224,6 +236,8 @@ TEST_CASE("validate: options, and the CCQ read's arguments given to the identity
        .breaks = [](auto& a) { a.chunk_size = -64; }, .words = {"'chunk_size'", "-64"}},
       {.what = "scale not finite", .check = recurrent_rejects<delta>,
        .breaks = [](auto& a) { a.scale = std::numeric_limits<double>::quiet_NaN(); }, .words = {"'scale'"}},
+      {.what = "scale finite in double but not in the float32 compute type", .check = recurrent_rejects<delta>,
+       .breaks = [](auto& a) { a.scale = 1e300; }, .words = {"'scale'", "float32"}},
       {.what = "CCQ lambda given to the identity read", .check = recurrent_rejects<delta>,
        .breaks = [&](auto& a) { a.ccq.lambda = lambda; }, .words = {"'ccq.lambda'", "identity read"}},
       {.what = "CCQ statistics given to the identity read", .check = recurrent_rejects<delta>,

@@ -127,6 +127,34 @@ void expect_no_aliasing(const arguments<T, S>& a) {
 
 }  // namespace detail
 
+namespace detail {
+
+// linea counts elements, items and scratch in index_t (64-bit signed). Sizes whose products do not fit describe
+// no memory a call could be given (a stride-0 axis can make a view of 2^62 elements out of one), and the products
+// would wrap around in the checks after this one and in every backend's scratch sizes; they are refused here.
+// The products checked bound the others: the states N·HV·K·V, the read's statistics N·HV·K·K, a token's rows
+// B·T·HV·(K + V), the backend's item counts N·HV.
+inline void expect_countable(const problem& p) {
+  const auto product = [](std::initializer_list<index_t> f, index_t& out) {
+    out = 1;
+    for (const index_t x : f)
+      if (__builtin_mul_overflow(out, x, &out)) return false;
+    return true;
+  };
+  index_t n = 0, kv = 0;  // (each product also without its leading count, which may be 0)
+  const bool fits = product({p.HV, p.K, p.V}, n) && product({p.N, p.HV, p.K, p.V}, n) &&
+                    product({p.HV, p.K, p.K}, n) && product({p.N, p.HV, p.K, p.K}, n) &&
+                    !__builtin_add_overflow(p.K, p.V, &kv) && product({p.T, p.HV, kv}, n) &&
+                    product({p.B, p.T, p.HV, kv}, n);
+  if (!fits)
+    throw error("the problem's sizes B = " + std::to_string(p.B) + ", T = " + std::to_string(p.T) +
+                ", N = " + std::to_string(p.N) + ", H = " + std::to_string(p.H) + ", HV = " + std::to_string(p.HV) +
+                ", K = " + std::to_string(p.K) + ", V = " + std::to_string(p.V) +
+                " (from q, v and cu_seqlens) overflow a 64-bit element count (N·HV·K·V, N·HV·K·K or B·T·HV·(K + V))");
+}
+
+}  // namespace detail
+
 // Checks shared by every rule and read; `Rule` decides which gates must (and must not) be given.
 // `state_rows` overrides N (the first extent of the states): the decode step's state pool.
 template <class Rule, class T, class S>
@@ -183,6 +211,7 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
     p.N = static_cast<index_t>(cu.size()) - 1;
   }
   if (state_rows >= 0) p.N = state_rows;
+  expect_countable(p);
 
   // Gates the rule needs, and only those.
   if constexpr (reads(Rule::inputs, input::g)) {
@@ -257,6 +286,10 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
   if (a.chunk_size <= 0) throw error("argument 'chunk_size' = " + std::to_string(a.chunk_size) + " must be positive");
   p.scale = a.scale ? *a.scale : 1.0 / std::sqrt(static_cast<double>(p.K));
   if (!std::isfinite(p.scale)) throw error("argument 'scale' is not finite");
+  // The kernels compute in the state type S: a scale past its range would be ±inf there, and every o NaN or ±inf.
+  if (!std::isfinite(static_cast<S>(p.scale)))
+    throw error("argument 'scale' = " + std::to_string(p.scale) + " is not finite in the compute type (" +
+                (sizeof(S) == 4 ? "float32" : "float64") + ")");
   return p;
 }
 
