@@ -12,7 +12,7 @@
 # Writes under $OUT: tests.log, conformance.log, checks.txt (sanitizers, fuzz), s13_check.jsonl.
 # Command time ~6 min (timeout_s 600; the suite, sanitizers and fuzz side by side within ~300 s).
 set -u
-S=.gpu/s13; B=/tmp/s13; mkdir -p $B/conf
+S=${S:-.gpu/s13}; B=/tmp/s13; mkdir -p $B/conf  # (session 15 ran it with S=.gpu/s13a)
 for f in linea_cuda_tests linea_cuda_conformance bench_all bench_base bench_passes bench_inter s13_ab cuda_fuzz; do
   [ -e $S/$f.xz ] && { xz -dc $S/$f.xz > $B/$f && chmod +x $B/$f; }; done
 tar xJf $S/conf.tar.xz -C $B/conf
