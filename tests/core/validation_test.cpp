@@ -131,6 +131,12 @@ TEST_CASE("validate: in-kernel gate arguments (gate.A_log, gate.dt_bias, gate.lo
          a.gate.lower_bound = std::nanf("");
        },
        .words = {"'gate.lower_bound'", "not finite"}},
+      {.what = "gate.lower_bound positive (every gate a growth factor > 1)", .check = recurrent_rejects<kda>,
+       .breaks = [&](auto& a) {
+         a.gate.A_log = contiguous<1>(A4.data(), {4});
+         a.gate.lower_bound = 5.f;
+       },
+       .words = {"'gate.lower_bound'", "5.0", "positive"}},
   };
   check_rejected(table);
 }
@@ -256,4 +262,34 @@ TEST_CASE("T = 0 with null data pointers (as torch's empty tensors) is a valid n
   a.residual = with_extent(a.residual, 1, 0), a.residual.ptr = nullptr;
   recurrent<kda>(a);
   CHECK(std::equal(c.ht.values().begin(), c.ht.values().end(), c.h0.values().begin()));
+}
+
+// With T = 0 and no state asked for a call writes nothing (core/empty_call.hpp), however many batch rows its views
+// of no elements claim: B = 2⁴⁰ here. Each form used to walk its N·HV empty items first (hours; this test hung).
+// The backward still zeroes dA_log, the one gradient without tokens that it was given.
+TEST_CASE("T = 0 over 2^40 batch rows, no states asked for: every host form and the backward return at once") {
+  const index_t B = index_t(1) << 40, H = 2, HV = 4, K = 16, V = 8;
+  const std::vector<float> A_log(HV, 0.f);
+  arguments<float> a;
+  a.q = strided<4>(static_cast<const float*>(nullptr), {B, 0, H, K}, {0, 0, 0, 0});
+  a.k = a.q;
+  a.v = strided<4>(static_cast<const float*>(nullptr), {B, 0, HV, V}, {0, 0, 0, 0});
+  a.gk = strided<4>(static_cast<const float*>(nullptr), {B, 0, HV, K}, {0, 0, 0, 0});
+  a.beta = strided<3>(static_cast<const float*>(nullptr), {B, 0, HV}, {0, 0, 0});
+  a.o = strided<4>(static_cast<float*>(nullptr), {B, 0, HV, V}, {0, 0, 0, 0});
+  a.gate.A_log = contiguous<1>(A_log.data(), {HV});
+  recurrent<kda, read::identity, backend::cpu>(a);
+  recurrent<kda, read::identity, backend::generic>(a);
+  recurrent<kda, read::identity, backend::reference>(a);
+  chunkwise<kda, read::identity, backend::cpu>(a);
+  chunkwise<kda, read::identity, backend::generic>(a);
+
+  std::vector<float> dA_log(HV, float(sentinel));
+  gradients<float> g{.d_o = a.v};
+  g.dA_log = contiguous<1>(dA_log.data(), {HV});
+  backward<kda, read::identity, backend::cpu>(a, g);
+  CHECK(std::all_of(dA_log.begin(), dA_log.end(), [](float x) { return x == 0.f; }));
+  std::fill(dA_log.begin(), dA_log.end(), float(sentinel));
+  backward<kda, read::identity, backend::reference>(a, g);
+  CHECK(std::all_of(dA_log.begin(), dA_log.end(), [](float x) { return x == 0.f; }));
 }

@@ -267,6 +267,11 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
       // Like scale: a non-finite parameter would make every gate (and so every output) NaN.
       if (a.gate.lower_bound && !std::isfinite(*a.gate.lower_bound))
         throw error("argument 'gate.lower_bound' = " + std::to_string(*a.gate.lower_bound) + " is not finite");
+      // It is the most negative log decay the gate can give (fla's KDA uses −5): a positive bound would make
+      // every gate a growth factor exp(g) > 1, and the state blow up instead of decaying.
+      if (a.gate.lower_bound && *a.gate.lower_bound > 0.f)
+        throw error("argument 'gate.lower_bound' = " + std::to_string(*a.gate.lower_bound) +
+                    " is positive; it is the lowest log decay lower_bound·σ(·) can reach and must be <= 0 (fla uses -5)");
     }
   } else {
     expect_absent(a.gate.dt_bias, "gate.dt_bias", "it needs gate.A_log");

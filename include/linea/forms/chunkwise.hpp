@@ -19,6 +19,7 @@
 #include "../backend/cpu/threads.hpp"
 #include "../backend/tags.hpp"
 #include "../chunk/kernel.hpp"
+#include "../core/empty_call.hpp"
 #include "../core/validate.hpp"
 #include "../read/identity.hpp"
 
@@ -61,6 +62,7 @@ struct chunkwise_impl<backend::cpu_arch<Arch>> {
     const problem p = validate_chunkwise<Rule, Read>(a);
     const index_t items = p.N * p.HV;
     const int threads = cpu_backend::thread_count(a.threads, items);  // fails before anything is written
+    if (forward_writes_nothing(a, p)) return;
     using kernel_t = chunk::kernel<Rule, Read, T, S>;  // kept between calls of the same sizes (threads.hpp)
     cpu_backend::parallel_items_reusing<kernel_t>(
         items, threads, std::tuple_cat(cpu_backend::problem_key(p), std::tuple(a.chunk_size)),
@@ -77,6 +79,7 @@ struct chunkwise_impl<backend::generic> {
   template <class Rule, class Read, class T, class S>
   static void run(const arguments<T, S>& a) {
     const problem p = validate_chunkwise<Rule, Read>(a);
+    if (forward_writes_nothing(a, p)) return;
     chunk::kernel<Rule, Read, T, S> kernel(p, a.chunk_size);
     for (index_t n = 0; n < p.N; ++n)
       for (index_t hv = 0; hv < p.HV; ++hv) kernel.run(a, sequence_of(a, p, n), hv, n);

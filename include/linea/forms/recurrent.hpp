@@ -7,6 +7,7 @@
 #include "../rules/concepts.hpp"
 #include "../backend/cpu/recurrent.hpp"
 #include "../backend/tags.hpp"
+#include "../core/empty_call.hpp"
 #include "../read/identity.hpp"
 #include "../reference/recurrence.hpp"
 #include "recurrent_head.hpp"
@@ -40,6 +41,7 @@ struct recurrent_impl<backend::generic> {
   static void run(const arguments<T, S>& a) {
     const problem p = validate<Rule, Read>(a);
     check_recurrent_only(a);
+    if (forward_writes_nothing(a, p)) return;
     recurrent_head<Rule, Read, T, S> head(p);
     for (index_t n = 0; n < p.N; ++n)
       for (index_t hv = 0; hv < p.HV; ++hv) head.run(a, sequence_of(a, p, n), hv, n, n);
@@ -54,7 +56,7 @@ struct recurrent_impl<backend::cpu_arch<Arch>> {
     const problem p = validate<Rule, Read>(a);
     check_recurrent_only(a);
     cpu_backend::thread_count(a.threads, 1);  // a bad thread count fails before anything is written
-    if (p.N == 0) return;                     // B = 0 (or no sequences): nothing to compute, no items to share out
+    if (p.N == 0 || forward_writes_nothing(a, p)) return;  // nothing to compute, no items to share out
     cpu_backend::recurrent<Rule, Read, cpu_backend::resolve_arch<Arch>>(a, p);
   }
 };

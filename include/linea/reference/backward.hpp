@@ -23,6 +23,7 @@
 #include "../backend/isa.hpp"
 #include "../core/gradients.hpp"
 #include "../core/load.hpp"
+#include "../core/empty_call.hpp"
 #include "../core/validate.hpp"
 #include "../read/ccq.hpp"
 #include "../read/identity.hpp"
@@ -109,6 +110,11 @@ void backward(const arguments<T, S>& a, const gradients<T, S>& g) {
   static_assert(differentiable_rule<Rule>, "linea::reference::backward: the rule's policies have no adjoint hooks");
   using Update = typename Rule::update;
   const problem p = validate_backward<Rule, Read>(a, g);
+  if (linea::detail::backward_writes_no_state_gradient(g, p)) {  // no tokens (core/empty_call.hpp)
+    for (index_t i = 0; i < g.dA_log.extent(0); ++i) g.dA_log(i) = S(0);
+    for (index_t i = 0; i < g.ddt_bias.extent(0); ++i) g.ddt_bias(i) = S(0);
+    return;
+  }
   const index_t K = p.K, V = p.V;
   const Real scale = Real(p.scale);
 

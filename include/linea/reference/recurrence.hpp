@@ -16,6 +16,7 @@
 #include "../backend/isa.hpp"
 #include "../core/epilogue.hpp"
 #include "../core/load.hpp"
+#include "../core/empty_call.hpp"
 #include "../core/validate.hpp"
 #include "../read/identity.hpp"
 
@@ -74,6 +75,7 @@ void recurrent(const arguments<T, S>& a) {
   const problem p = validate<Rule, Read>(a);
   if (!a.state_indices.empty()) throw error("argument 'state_indices' belongs to the decode step, not recurrent");
   if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is produced by the chunkwise form only");
+  if (linea::detail::forward_writes_nothing(a, p)) return;  // no tokens, no states asked for (core/empty_call.hpp)
 
   token_loader<Rule, Real> load(p);
   typename Read::template carried<Real> reader(p);

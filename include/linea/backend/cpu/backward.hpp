@@ -10,6 +10,7 @@
 #include <algorithm>
 
 #include "../isa.hpp"
+#include "../../core/empty_call.hpp"
 #include "../../core/gradients.hpp"
 #include "../../reference/backward.hpp"
 #include "backward_head.hpp"
@@ -28,6 +29,11 @@ void backward(const arguments<T, S>& a, const gradients<T, S>& g, int threads) {
   const problem p = reference::validate_backward<Rule, Read>(a, g);
   const index_t items = p.N * p.H;
   threads = thread_count(threads, items);
+  if (detail::backward_writes_no_state_gradient(g, p)) {  // no tokens: the gate parameters' gradients are 0
+    for (index_t i = 0; i < g.dA_log.extent(0); ++i) g.dA_log(i) = S(0);
+    for (index_t i = 0; i < g.ddt_bias.extent(0); ++i) g.ddt_bias(i) = S(0);
+    return;
+  }
   // The checkpoint interval: chunk_size, but never longer than the longest sequence (the chunk scratch is
   // (C+1)·K·16 + C·(9K + 4V) per thread, and a chunk_size meant for another form may be large).
   index_t longest = 0;

@@ -295,6 +295,8 @@ struct backward_impl<backend::cuda> {
     if (g.ddt_bias.ptr && static_cast<const void*>(g.ddt_bias.ptr) == static_cast<const void*>(a.gate.dt_bias.ptr))
       throw error("gradient 'ddt_bias' in place over 'gate.dt_bias' is not supported by the CUDA backward: pass a "
                   "buffer of its own");
+    // No tokens and nothing per sequence or gate parameter to write (core/empty_call.hpp): no launch at all.
+    if (detail::backward_writes_no_state_gradient(g, p) && g.dA_log.empty() && g.ddt_bias.empty()) return;
     cuda_detail::bwd::run<Rule, Read>(a, g, p, l);
   }
 };

@@ -43,6 +43,7 @@ struct recurrent_impl<backend::cuda> {
     const problem p = validate<Rule, Read>(a, device_sequences(a, l));
     if (!a.state_indices.empty()) throw error("argument 'state_indices' belongs to the decode step, not recurrent");
     expect_no_device_indices(l, "recurrent");
+    if (forward_writes_nothing(a, p)) return;  // no tokens, no states asked for (core/empty_call.hpp)
     cuda_detail::run<Rule, Read, cuda_detail::form::recurrent>(a, p, l);
   }
 };
@@ -71,6 +72,7 @@ struct chunkwise_impl<backend::cuda> {
     if (p.K > cuda_detail::chunk_kp || p.V > cuda_detail::chunk_vp)
       throw error("the CUDA chunkwise form supports K, V <= 128, but K = " + std::to_string(p.K) +
                   ", V = " + std::to_string(p.V) + " (use the recurrent form)");
+    if (forward_writes_nothing(a, p)) return;  // no tokens, no states asked for (core/empty_call.hpp)
     if (cuda_detail::run_segmented<Rule, Read>(a, p, l)) return;  // long sequences cut into pieces (segments.hpp)
     cuda_detail::run<Rule, Read, cuda_detail::form::chunkwise>(a, p, l);
   }
