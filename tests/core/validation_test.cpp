@@ -10,6 +10,8 @@
 
 #include <doctest/doctest.h>
 
+#include <linea/segments/segmented.hpp>
+
 #include "support/rejection.hpp"
 
 using namespace linea;
@@ -283,6 +285,7 @@ TEST_CASE("T = 0 over 2^40 batch rows, no states asked for: every host form and 
   recurrent<kda, read::identity, backend::reference>(a);
   chunkwise<kda, read::identity, backend::cpu>(a);
   chunkwise<kda, read::identity, backend::generic>(a);
+  segmented_chunkwise<kda, read::identity, backend::cpu>(a, 64);
 
   std::vector<float> dA_log(HV, float(sentinel));
   gradients<float> g{.d_o = a.v};

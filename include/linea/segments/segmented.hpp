@@ -18,6 +18,7 @@ template <write_rule_policy Rule, read_policy Read = read::identity, backend::ba
 void segmented_chunkwise(const arguments<T, S>& a, index_t piece) {
   const problem p = validate_chunkwise<Rule, Read>(a);
   if (piece < 0) throw error("argument 'piece' of segmented_chunkwise = " + std::to_string(piece) + " must be >= 0");
+  if (detail::forward_writes_nothing(a, p)) return;  // no tokens, no states asked for (core/empty_call.hpp)
   const segments::plan plan =
       piece > 0 && segments::applies<Read>(a) ? segments::make_plan(segments::sequence_starts(a, p), piece) : segments::plan{};
   if (!plan.cuts()) return linea::chunkwise<Rule, Read, Backend>(a);
