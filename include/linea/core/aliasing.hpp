@@ -29,11 +29,9 @@ byte_range bytes_of(const view<T, Rank>& v) {
   if (v.ptr == nullptr) return {};
   for (int r = 0; r < Rank; ++r)
     if (v.extent(r) <= 0) return {};
-  std::intptr_t low = 0, high = 0;  // element offsets of the lowest and highest element
-  for (int r = 0; r < Rank; ++r) {
-    const std::intptr_t span = static_cast<std::intptr_t>(v.extent(r) - 1) * static_cast<std::intptr_t>(v.stride(r));
-    (span < 0 ? low : high) += span;
-  }
+  index_t low = 0, high = 0;  // element offsets of the lowest and highest element
+  // (validate's expect_data has refused views that wrap; were one to reach here, it would overlap everything)
+  if (!element_reach(v, low, high)) return {0, ~std::uintptr_t(0)};
   const auto base = reinterpret_cast<std::uintptr_t>(v.ptr);
   const auto size = static_cast<std::intptr_t>(sizeof(T));
   return {base + static_cast<std::uintptr_t>(low * size), base + static_cast<std::uintptr_t>((high + 1) * size)};

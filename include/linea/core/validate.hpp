@@ -70,18 +70,12 @@ void expect_data(const V& v, const char* name) {
     if (v.empty()) return;
     throw error(std::string("argument '") + name + "' has shape " + shape_string(v) + " but a null data pointer");
   }
-  // The lowest and highest element's byte offsets from ptr, without overflow.
-  using U = typename V::element_type;
-  constexpr std::intptr_t size = static_cast<std::intptr_t>(sizeof(U));
-  std::intptr_t low = 0, high = 0;
-  bool wraps = false;
-  for (int r = 0; r < V::rank; ++r) {
-    std::intptr_t reach = 0;
-    wraps |= __builtin_mul_overflow(static_cast<std::intptr_t>(v.extent(r) - 1),
-                                    static_cast<std::intptr_t>(v.stride(r)), &reach);
-    wraps |= __builtin_mul_overflow(reach, size, &reach);
-    wraps |= __builtin_add_overflow(reach < 0 ? low : high, reach, reach < 0 ? &low : &high);
-  }
+  // The lowest and highest element's byte offsets from ptr (core/view.hpp's element offsets, times the element
+  // size), without overflow.
+  constexpr index_t size = static_cast<index_t>(sizeof(typename V::element_type));
+  index_t low = 0, high = 0;
+  bool wraps = !element_reach(v, low, high) || __builtin_mul_overflow(low, size, &low) ||
+               __builtin_mul_overflow(high, size, &high);
   const auto base = reinterpret_cast<std::uintptr_t>(v.ptr);
   std::uintptr_t end = 0;
   if (low < 0) wraps |= static_cast<std::uintptr_t>(-(low + 1)) >= base;  // base + low < 0 (no overflow at low's minimum)
@@ -124,10 +118,6 @@ void expect_no_aliasing(const arguments<T, S>& a) {
                   expect_disjoint(x, x_name, y, y_name);
                 });
 }
-
-}  // namespace detail
-
-namespace detail {
 
 // linea counts elements, items and scratch in index_t (64-bit signed). Sizes whose products do not fit describe
 // no memory a call could be given (a stride-0 axis can make a view of 2^62 elements out of one), and the products

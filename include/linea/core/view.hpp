@@ -119,6 +119,21 @@ std::string shape_string(const view<T, Rank>& v) {
   return extents_string<Rank>(v.ext);
 }
 
+// The element offsets from ptr of a view's lowest and highest element: the sums of (extent − 1)·stride over its
+// negative and its positive strides. False where a product or a sum overflows index_t (such a view describes no
+// memory). For views with elements (every extent > 0).
+template <class T, int Rank>
+bool element_reach(const view<T, Rank>& v, index_t& low, index_t& high) {
+  low = high = 0;
+  for (int r = 0; r < Rank; ++r) {
+    index_t reach = 0;
+    if (__builtin_mul_overflow(v.ext[r] - 1, v.str[r], &reach)) return false;
+    index_t& side = reach < 0 ? low : high;
+    if (__builtin_add_overflow(side, reach, &side)) return false;
+  }
+  return true;
+}
+
 // ---- checked views over a buffer of known size -------------------------------------------------------------
 //
 //   std::vector<float> q_buf(B * T * H * K);
@@ -128,16 +143,14 @@ std::string shape_string(const view<T, Rank>& v) {
 // linea::error names the view, its extents and strides, and the span's size.
 template <class T, int Rank, std::size_t E>
 view<T, Rank> checked(std::span<T, E> data, view<T, Rank> v, const char* name) {
-  index_t low = 0, high = 0;
   bool elements = true;
   for (int r = 0; r < Rank; ++r) {
     if (v.ext[r] < 0)
       throw error(std::string("view '") + name + "' has a negative extent: " + shape_string(v));
     if (v.ext[r] == 0) elements = false;
-    const index_t reach = (v.ext[r] - 1) * v.str[r];
-    (reach < 0 ? low : high) += reach;
   }
-  if (elements && (low < 0 || high >= static_cast<index_t>(data.size())))
+  index_t low = 0, high = 0;
+  if (elements && (!element_reach(v, low, high) || low < 0 || high >= static_cast<index_t>(data.size())))
     throw error(std::string("view '") + name + "' with extents " + shape_string(v) + " and strides " +
                 extents_string<Rank>(v.str) + " reaches elements " + std::to_string(low) + " .. " +
                 std::to_string(high) + ", but its span holds " + std::to_string(data.size()));
