@@ -25,16 +25,17 @@ class token_loader {
       : Kp_(Kp > p.K ? Kp : p.K), Vp_(Vp > p.V ? Vp : p.V),
         q_(Kp_), k_(Kp_), v_(Vp_), gk_(Kp_), b_(Kp_), w_(Vp_) {}
 
-  // Token t of batch row bt at value head hv (key head hv / G).
-  template <class T, class S>
+  // Token t of batch row bt at value head hv (key head hv / G). Query = false: x.q is left null, for a caller that
+  // only advances states (the CPU backward's checkpoint pass), which then neither copies nor L2-normalises q.
+  template <bool Query = true, class T, class S>
   LINEA_INLINE token<R> load(const arguments<T, S>& a, const problem& p, index_t bt, index_t t, index_t hv) {
     const index_t h = hv / p.group;
     const bool l2 = a.qk_l2norm, gate = a.gate.active();
     token<R> x;
-    x.q = row(a.q, bt, t, h, q_, Kp_, l2);
+    if constexpr (Query) x.q = row(a.q, bt, t, h, q_, Kp_, l2);
     x.k = row(a.k, bt, t, h, k_, Kp_, l2);
     if (l2) {
-      l2_normalize(q_.data(), p.K);
+      if constexpr (Query) l2_normalize(q_.data(), p.K);
       l2_normalize(k_.data(), p.K);
     }
     x.v = row(a.v, bt, t, hv, v_, Vp_, false);

@@ -225,7 +225,8 @@ class head_kernel {
     touch(a, bt, t0, L, hv);
     for (index_t l = 0; l < L; ++l) {
       const index_t t = t0 + l;
-      const token<R> x = load_.load(a, p_, bt, t, hv);  // rows padded to Kp / Vp with zeros
+      // rows padded to Kp / Vp with zeros; q only where something reads it (not the identity read's states alone)
+      const token<R> x = load_.template load<computes_o || !Read::is_identity>(a, p_, bt, t, hv);
       const R* const qp = x.q;
       const R* const kp = x.k;
 
