@@ -251,6 +251,128 @@ __device__ __forceinline__ void load_state(float (&c)[NT][4], const view<const f
     }
 }
 
+// The reverse pass's dS_0 (dL/d(initial state)) from the accumulators, where it is asked for: load_state's layout.
+template <int NT>
+__device__ __forceinline__ void store_initial_gradient(const float (&c)[NT][4], const view<float, 4>& dS0, index_t n,
+                                                       index_t hv, index_t jt, int K, int bv, int d0) {
+  const int q = threadIdx.x & 3;
+  if (dS0.ptr)
+#pragma unroll
+    for (int i = 0; i < NT; ++i)
+#pragma unroll
+      for (int x = 0; x < 4; ++x) {
+        const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
+        if (d < K && j < bv) dS0(n, hv, d, jt + j) = c[i][x];
+      }
+}
+
+// The state across chunk c, both kernel forms (Store: the state at the chunk's end goes to the workspace slab at p
+// from here; else the caller stored it): forward h_c → w.h, then h ← γ_L h (per key: gL ⊙ h); reverse (Y: Y_c, phase
+// 1's s (Γ ⊙ Q)ᵀ dO) dh_c → w.dh, then dh ← γ_L dh + Y.
+template <bool Store, int NT, bool PerKey>
+__device__ __forceinline__ void carry_state(float (&c)[NT][4], float* p, index_t V, int K, int bv, int d0,
+                                            const chunk_decays<PerKey>& dec) {
+  const int q = threadIdx.x & 3;
+#pragma unroll
+  for (int i = 0; i < NT; ++i)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
+      if (Store && d < K && j < bv) p[d * V + j] = c[i][x];
+      c[i][x] *= dec.state(d);
+    }
+}
+template <bool Store, int NT, bool PerKey>
+__device__ __forceinline__ void carry_adjoint(float (&c)[NT][4], const float (&y)[NT][4], float* p, index_t V, int K,
+                                              int bv, int d0, const chunk_decays<PerKey>& dec) {
+  const int q = threadIdx.x & 3;
+#pragma unroll
+  for (int i = 0; i < NT; ++i)
+#pragma unroll
+    for (int x = 0; x < 4; ++x) {
+      const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
+      if (Store && d < K && j < bv) p[d * V + j] = c[i][x];
+      c[i][x] = fmaf(dec.state(d), c[i][x], y[i][x]);
+    }
+}
+
+// Product 1 of the forward pass over the chunk's L rows (Sh: the kernel's shape; sW, sIn its float32 tiles; sH, sHl the
+// state's bf16 copy) and the bf16 copy (hi sU, lo sUl) of its output, product 2's operand: erasing updates
+// U_new = U − W h, stored at Un for phase 4, and the copy F ⊙ U_new; otherwise U_new = V and the copy F ⊙ V.
+template <class Sh, bool Erases, bool PerKey>
+__device__ __forceinline__ void forward_new_values(const float* sW, const float* sIn, const __nv_bfloat16* sH,
+                                                   const __nv_bfloat16* sHl, __nv_bfloat16* sU, __nv_bfloat16* sUl,
+                                                   float* Un, index_t V, int L, int bv, int ksK,
+                                                   const chunk_decays<PerKey>& dec) {
+  constexpr int NT1 = Sh::NT1, LDB = Sh::ldb, BV = Sh::BV, Terms = Sh::Terms;
+  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, q = lane & 3;
+  const int wm = 16 * (warp & 3), wn = (BV / 2) * (warp >> 2);  // this warp's 16 × BV/2 strip
+  if constexpr (Erases) {
+    float p[NT1][4] = {};
+    if (wm < L) warp_product<Terms, NT1, true>(p, sW, Sh::ld_row, wm, sH, sHl, LDB, wn, ksK);
+#pragma unroll
+    for (int half = 0; half < 2; ++half) {
+      const int r = wm + g + 8 * half;
+      const float F = dec.write(r);
+#pragma unroll
+      for (int i = 0; i < NT1; ++i) {
+        const int j = wn + 8 * i + 2 * q;
+        const float2 u = *reinterpret_cast<const float2*>(sIn + r * Sh::ld_in + j);
+        const float x0 = u.x - p[i][2 * half], x1 = u.y - p[i][2 * half + 1];
+        if (r < L && j < bv) Un[r * V + j] = x0;
+        if (r < L && j + 1 < bv) Un[r * V + j + 1] = x1;
+        std::uint32_t hi, lo;
+        split2<Terms >= 2>(F * x0, F * x1, hi, lo);
+        *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
+        if constexpr (Terms >= 2) *reinterpret_cast<std::uint32_t*>(sUl + r * LDB + j) = lo;
+      }
+    }
+  } else {
+    for (int e = tid; e < CL * BV / 2; e += threads) {
+      const int r = e / (BV / 2), j = 2 * (e % (BV / 2));
+      const float F = dec.write(r);
+      std::uint32_t hi, lo;
+      split2<Terms >= 2>(F * sIn[r * Sh::ld_in + j], F * sIn[r * Sh::ld_in + j + 1], hi, lo);
+      *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
+      if constexpr (Terms >= 2) *reinterpret_cast<std::uint32_t*>(sUl + r * LDB + j) = lo;
+    }
+  }
+}
+
+// Product 1 of the reverse pass over the chunk's L rows: dU = s Pᵀ dO (phase 1's, the sIn tile) + F ⊙ (K dh) (per
+// key: Kd dh; sK the key tile, sH, sHl dh's bf16 copy), stored at dU for phase 4; for erasing updates also −dU's bf16
+// copy (hi sU, lo sUl), product 2's operand.
+template <class Sh, bool Erases, bool PerKey>
+__device__ __forceinline__ void reverse_value_adjoints(const float* sK, const float* sIn, const __nv_bfloat16* sH,
+                                                       const __nv_bfloat16* sHl, __nv_bfloat16* sU,
+                                                       __nv_bfloat16* sUl, float* dU, index_t V, int L, int bv, int ksK,
+                                                       const chunk_decays<PerKey>& dec) {
+  constexpr int NT1 = Sh::NT1, LDB = Sh::ldb, BV = Sh::BV, Terms = Sh::Terms;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  const int wm = 16 * (warp & 3), wn = (BV / 2) * (warp >> 2);  // this warp's 16 × BV/2 strip
+  float p[NT1][4] = {};
+  if (wm < L) warp_product<Terms, NT1, true>(p, sK, Sh::ld_row, wm, sH, sHl, LDB, wn, ksK);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int r = wm + g + 8 * half;
+    const float F = dec.write(r);
+#pragma unroll
+    for (int i = 0; i < NT1; ++i) {
+      const int j = wn + 8 * i + 2 * q;
+      const float2 u = *reinterpret_cast<const float2*>(sIn + r * Sh::ld_in + j);
+      const float x0 = fmaf(F, p[i][2 * half], u.x), x1 = fmaf(F, p[i][2 * half + 1], u.y);
+      if (r < L && j < bv) dU[r * V + j] = x0;
+      if (r < L && j + 1 < bv) dU[r * V + j + 1] = x1;
+      if constexpr (Erases) {
+        std::uint32_t hi, lo;
+        split2<Terms >= 2>(-x0, -x1, hi, lo);
+        *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
+        if constexpr (Terms >= 2) *reinterpret_cast<std::uint32_t*>(sUl + r * LDB + j) = lo;
+      }
+    }
+  }
+}
+
 }  // namespace state16_detail
 
 template <int BV, bool Erases, int Terms, bool PerKey = false>
@@ -258,10 +380,10 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms, PerKey>::cta
     state16_forward_kernel(const work w, const view<const float, 4> S0) {
   namespace sd = state16_detail;
   using sh = state16_shape<BV, Terms, PerKey>;
-  constexpr int NT1 = sh::NT1, NT2 = sh::NT2, LDB = sh::ldb;
+  constexpr int NT2 = sh::NT2, LDB = sh::ldb;
   const index_t jt = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x, warp = tid >> 5,
-            lane = tid & 31, g = lane >> 2, q = lane & 3;
+            g = (tid & 31) >> 2;
   extern __shared__ __align__(16) float sm[];
   float *sW = sm + sh::row_at, *sK = sm + sh::col_at, *sIn = sm + sh::in_at, *sG = sm + sh::g_at;
   __nv_bfloat16* b16 = reinterpret_cast<__nv_bfloat16*>(sm + sh::f32_end);
@@ -299,7 +421,6 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms, PerKey>::cta
   if (sc.count) cur = w.chunk[sc.first];
   fetch_a(sc.first, cur);
   fetch_b(sc.first, cur);
-  const int wm = 16 * (warp & 3), wn = (BV / 2) * (warp >> 2);  // product 1: this warp's 16 × BV/2 strip
   const int ksK = (K + 15) / 16;
   for (index_t c = sc.first; c < end; ++c) {
     const chunk_info next = c + 1 < end ? w.chunk[c + 1] : chunk_info{};
@@ -307,46 +428,10 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms, PerKey>::cta
     async_wait<1>();  // A(c)
     __syncthreads();  // (and the state's copy)
     const sd::chunk_decays<PerKey> dec(sG + (c & 1) * decay_floats<PerKey>, L);
-    float* hc = w.h + w.ch(c, hv) * w.K * w.V + jt;  // h_c for phase 4, then γ_L h (gL ⊙ h)
-#pragma unroll
-    for (int i = 0; i < NT2; ++i)
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
-        if (d < K && j < bv) hc[d * w.V + j] = acc[i][x];
-        acc[i][x] *= dec.state(d);
-      }
-    if constexpr (Erases) {  // product 1: U_new = U − W h; U_new's copy F ⊙ U_new
-      float p[NT1][4] = {};
-      if (wm < L) sd::warp_product<Terms, NT1, true>(p, sW, sh::ld_row, wm, sH, sHl, LDB, wn, ksK);
-      float* Un = w.U_new + w.ch(c, hv) * CL * w.V + jt;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = wm + g + 8 * half;
-        const float F = dec.write(r);
-#pragma unroll
-        for (int i = 0; i < NT1; ++i) {
-          const int j = wn + 8 * i + 2 * q;
-          const float2 u = *reinterpret_cast<const float2*>(sIn + r * sh::ld_in + j);
-          const float x0 = u.x - p[i][2 * half], x1 = u.y - p[i][2 * half + 1];
-          if (r < L && j < bv) Un[r * w.V + j] = x0;
-          if (r < L && j + 1 < bv) Un[r * w.V + j + 1] = x1;
-          std::uint32_t hi, lo;
-          sd::split2<Terms >= 2>(F * x0, F * x1, hi, lo);
-          *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
-          if constexpr (Terms >= 2) *reinterpret_cast<std::uint32_t*>(sUl + r * LDB + j) = lo;
-        }
-      }
-    } else {  // U_new = V; its copy F ⊙ V
-      for (int e = tid; e < CL * BV / 2; e += threads) {
-        const int r = e / (BV / 2), j = 2 * (e % (BV / 2));
-        const float F = dec.write(r);
-        std::uint32_t hi, lo;
-        sd::split2<Terms >= 2>(F * sIn[r * sh::ld_in + j], F * sIn[r * sh::ld_in + j + 1], hi, lo);
-        *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
-        if constexpr (Terms >= 2) *reinterpret_cast<std::uint32_t*>(sUl + r * LDB + j) = lo;
-      }
-    }
+    sd::carry_state<true>(acc, w.h + w.ch(c, hv) * w.K * w.V + jt, w.V, K, bv, d0, dec);  // h_c; γ_L h (gL ⊙ h)
+    // product 1: U_new = U − W h (stored for phase 4), U_new's copy F ⊙ U_new; or V's copy F ⊙ V
+    sd::forward_new_values<sh, Erases>(sW, sIn, sH, sHl, sU, sUl, Erases ? w.U_new + w.ch(c, hv) * CL * w.V + jt : nullptr,
+                                       w.V, L, bv, ksK, dec);
     async_wait<0>();  // B(c)
     __syncthreads();  // (U_new's copy; W, U, V and the other G buffer are free)
     fetch_a(c + 1, next);
@@ -365,7 +450,7 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms, PerKey>::cta
     state16_reverse_kernel(const work w, const view<const float, 4> dST, const view<float, 4> dS0) {
   namespace sd = state16_detail;
   using sh = state16_shape<BV, Terms, PerKey>;
-  constexpr int NT1 = sh::NT1, NT2 = sh::NT2, LDB = sh::ldb;
+  constexpr int NT2 = sh::NT2, LDB = sh::ldb;
   const index_t jt = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x, warp = tid >> 5,
             lane = tid & 31, g = lane >> 2, q = lane & 3;
@@ -399,7 +484,6 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms, PerKey>::cta
   if (sc.count) cur = w.chunk[last];
   fetch_a(last, cur);
   fetch_b(last, cur);
-  const int wm = 16 * (warp & 3), wn = (BV / 2) * (warp >> 2);
   const int ksK = (K + 15) / 16;
   for (index_t c = last; c >= first; --c) {
     const chunk_info prev = c > first ? w.chunk[c - 1] : chunk_info{};
@@ -416,38 +500,10 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms, PerKey>::cta
     async_wait<1>();  // A(c)
     __syncthreads();  // (and dh's copy)
     const sd::chunk_decays<PerKey> dec(sG + (c & 1) * decay_floats<PerKey>, L);
-#pragma unroll
-    for (int i = 0; i < NT2; ++i)
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {  // dh at the chunk's end for phase 4, then γ_L dh + Y
-        const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
-        if (d < K && j < bv) dhc[d * w.V + j] = acc[i][x];
-        acc[i][x] = fmaf(dec.state(d), acc[i][x], y[i][x]);
-      }
-    {  // product 1: dU = s Pᵀ dO + F ⊙ (K dh) (per key: Kd dh); −dU's copy
-      float p[NT1][4] = {};
-      if (wm < L) sd::warp_product<Terms, NT1, true>(p, sK, sh::ld_row, wm, sH, sHl, LDB, wn, ksK);
-      float* dU = w.dU + w.ch(c, hv) * CL * w.V + jt;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = wm + g + 8 * half;
-        const float F = dec.write(r);
-#pragma unroll
-        for (int i = 0; i < NT1; ++i) {
-          const int j = wn + 8 * i + 2 * q;
-          const float2 u = *reinterpret_cast<const float2*>(sIn + r * sh::ld_in + j);
-          const float x0 = fmaf(F, p[i][2 * half], u.x), x1 = fmaf(F, p[i][2 * half + 1], u.y);
-          if (r < L && j < bv) dU[r * w.V + j] = x0;
-          if (r < L && j + 1 < bv) dU[r * w.V + j + 1] = x1;
-          if constexpr (Erases) {
-            std::uint32_t hi, lo;
-            sd::split2<Terms >= 2>(-x0, -x1, hi, lo);
-            *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
-            if constexpr (Terms >= 2) *reinterpret_cast<std::uint32_t*>(sUl + r * LDB + j) = lo;
-          }
-        }
-      }
-    }
+    sd::carry_adjoint<true>(acc, y, dhc, w.V, K, bv, d0, dec);  // dh at the chunk's end for phase 4, then γ_L dh + Y
+    // product 1: dU = s Pᵀ dO + F ⊙ (K dh) (per key: Kd dh); −dU's copy
+    sd::reverse_value_adjoints<sh, Erases>(sK, sIn, sH, sHl, sU, sUl, w.dU + w.ch(c, hv) * CL * w.V + jt, w.V, L, bv,
+                                           ksK, dec);
     async_wait<0>();  // B(c)
     __syncthreads();  // (−dU's copy; k, s Pᵀ dO and the other G buffer are free; dh's copy read)
     fetch_a(c - 1, prev);
@@ -461,14 +517,7 @@ __global__ void __launch_bounds__(threads, state16_shape<BV, Terms, PerKey>::cta
     cur = prev;
   }
   async_wait<0>();
-  if (dS0.ptr)
-#pragma unroll
-    for (int i = 0; i < NT2; ++i)
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
-        if (d < K && j < bv) dS0(n, hv, d, jt + j) = acc[i][x];
-      }
+  sd::store_initial_gradient(acc, dS0, n, hv, jt, K, bv, d0);
 }
 
 }  // namespace linea::cuda_detail::bwd

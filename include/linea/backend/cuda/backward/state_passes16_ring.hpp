@@ -116,10 +116,10 @@ __global__ void __launch_bounds__(threads, 1)
   namespace sd = state16_detail;
   namespace rd = state16_ring_detail;
   using sh = state16_ring_shape<BV, Terms, PerKey>;
-  constexpr int NT1 = sh::NT1, NT2 = sh::NT2, LDB = sh::ldb;
+  constexpr int NT2 = sh::NT2, LDB = sh::ldb;
   const index_t jt = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x, warp = tid >> 5,
-            lane = tid & 31, g = lane >> 2, q = lane & 3;
+            g = (tid & 31) >> 2;
   extern __shared__ __align__(16) float sm[];
   __nv_bfloat16* b16 = reinterpret_cast<__nv_bfloat16*>(sm + sh::f32_end);
   __nv_bfloat16 *sH = b16 + sh::h_at, *sHl = b16 + sh::hl_at, *sU = b16 + sh::u_at, *sUl = b16 + sh::ul_at;
@@ -156,7 +156,6 @@ __global__ void __launch_bounds__(threads, 1)
   if (sc.count) cur = w.chunk[sc.first];
   if (sc.count > 1) nxt = w.chunk[sc.first + 1];
   fetch(sc.first, cur, 0);
-  const int wm = 16 * (warp & 3), wn = (BV / 2) * (warp >> 2);  // product 1: this warp's 16 × BV/2 strip
   const int ksK = (K + 15) / 16;
   for (index_t c = sc.first; c < end; ++c) {
     const int s = int((c - sc.first) & 1);
@@ -170,45 +169,10 @@ __global__ void __launch_bounds__(threads, 1)
     const sd::chunk_decays<PerKey> dec(st + sh::g_at, L);
     float* hc = w.h + w.ch(c, hv) * w.K * w.V + jt;  // h_c for phase 4, then γ_L h
     if constexpr (Lean) rd::state_pairs<true>(acc, hc, w.V, K, bv, d0);
-#pragma unroll
-    for (int i = 0; i < NT2; ++i)
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
-        if (!Lean && d < K && j < bv) hc[d * w.V + j] = acc[i][x];
-        acc[i][x] *= dec.state(d);
-      }
-    if constexpr (Erases) {  // product 1: U_new = U − W h; U_new's copy F ⊙ U_new
-      float p[NT1][4] = {};
-      if (wm < L) sd::warp_product<Terms, NT1, true>(p, sW, sh::ld_row, wm, sH, sHl, LDB, wn, ksK);
-      float* Un = w.U_new + w.ch(c, hv) * CL * w.V + jt;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = wm + g + 8 * half;
-        const float F = dec.write(r);
-#pragma unroll
-        for (int i = 0; i < NT1; ++i) {
-          const int j = wn + 8 * i + 2 * q;
-          const float2 u = *reinterpret_cast<const float2*>(sIn + r * sh::ld_in + j);
-          const float x0 = u.x - p[i][2 * half], x1 = u.y - p[i][2 * half + 1];
-          if (r < L && j < bv) Un[r * w.V + j] = x0;
-          if (r < L && j + 1 < bv) Un[r * w.V + j + 1] = x1;
-          std::uint32_t hi, lo;
-          sd::split2<Terms >= 2>(F * x0, F * x1, hi, lo);
-          *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
-          if constexpr (Terms >= 2) *reinterpret_cast<std::uint32_t*>(sUl + r * LDB + j) = lo;
-        }
-      }
-    } else {  // U_new = V; its copy F ⊙ V
-      for (int e = tid; e < CL * BV / 2; e += threads) {
-        const int r = e / (BV / 2), j = 2 * (e % (BV / 2));
-        const float F = dec.write(r);
-        std::uint32_t hi, lo;
-        sd::split2<Terms >= 2>(F * sIn[r * sh::ld_in + j], F * sIn[r * sh::ld_in + j + 1], hi, lo);
-        *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
-        if constexpr (Terms >= 2) *reinterpret_cast<std::uint32_t*>(sUl + r * LDB + j) = lo;
-      }
-    }
+    sd::carry_state<!Lean>(acc, hc, w.V, K, bv, d0, dec);
+    // product 1: U_new = U − W h (stored for phase 4), U_new's copy F ⊙ U_new; or V's copy F ⊙ V
+    sd::forward_new_values<sh, Erases>(sW, sIn, sH, sHl, sU, sUl, Erases ? w.U_new + w.ch(c, hv) * CL * w.V + jt : nullptr,
+                                       w.V, L, bv, ksK, dec);
     __syncthreads();  // (U_new's copy written; the state's copy read by product 1)
     // product 2: h += Kᵀ (F ⊙ U_new)
     if (16 * warp < K) sd::warp_product<Terms, NT2, false>(acc, sK, sh::ld_col, 16 * warp, sU, sUl, LDB, 0, (L + 15) / 16);
@@ -225,7 +189,7 @@ __global__ void __launch_bounds__(threads, 1)
   namespace sd = state16_detail;
   namespace rd = state16_ring_detail;
   using sh = state16_ring_shape<BV, Terms, PerKey>;
-  constexpr int NT1 = sh::NT1, NT2 = sh::NT2, LDB = sh::ldb;
+  constexpr int NT2 = sh::NT2, LDB = sh::ldb;
   const index_t jt = index_t(blockIdx.x) * BV, hv = blockIdx.y, n = blockIdx.z, h = hv / w.G;
   const int K = int(w.K), bv = int(w.V - jt < BV ? w.V - jt : BV), tid = threadIdx.x, warp = tid >> 5,
             lane = tid & 31, g = lane >> 2, q = lane & 3;
@@ -278,7 +242,6 @@ __global__ void __launch_bounds__(threads, 1)
   if (sc.count > 1) prv = w.chunk[last - 1];
   fetch(last, cur, 0);
   load_y(y, last);
-  const int wm = 16 * (warp & 3), wn = (BV / 2) * (warp >> 2);
   const int ksK = (K + 15) / 16;
   for (index_t c = last; c >= first; --c) {
     const int s = int((last - c) & 1);
@@ -294,38 +257,10 @@ __global__ void __launch_bounds__(threads, 1)
     const sd::chunk_decays<PerKey> dec(st + sh::g_at, L);
     float* dhc = w.dh + w.ch(c, hv) * w.K * w.V + jt;
     if constexpr (Lean) rd::state_pairs<true>(acc, dhc, w.V, K, bv, d0);
-#pragma unroll
-    for (int i = 0; i < NT2; ++i)
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {  // dh at the chunk's end for phase 4, then γ_L dh + Y
-        const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
-        if (!Lean && d < K && j < bv) dhc[d * w.V + j] = acc[i][x];
-        acc[i][x] = fmaf(dec.state(d), acc[i][x], y[i][x]);
-      }
-    {  // product 1: dU = s Pᵀ dO + F ⊙ (K dh); −dU's copy
-      float p[NT1][4] = {};
-      if (wm < L) sd::warp_product<Terms, NT1, true>(p, sK, sh::ld_row, wm, sH, sHl, LDB, wn, ksK);
-      float* dU = w.dU + w.ch(c, hv) * CL * w.V + jt;
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        const int r = wm + g + 8 * half;
-        const float F = dec.write(r);
-#pragma unroll
-        for (int i = 0; i < NT1; ++i) {
-          const int j = wn + 8 * i + 2 * q;
-          const float2 u = *reinterpret_cast<const float2*>(sIn + r * sh::ld_in + j);
-          const float x0 = fmaf(F, p[i][2 * half], u.x), x1 = fmaf(F, p[i][2 * half + 1], u.y);
-          if (r < L && j < bv) dU[r * w.V + j] = x0;
-          if (r < L && j + 1 < bv) dU[r * w.V + j + 1] = x1;
-          if constexpr (Erases) {
-            std::uint32_t hi, lo;
-            sd::split2<Terms >= 2>(-x0, -x1, hi, lo);
-            *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
-            if constexpr (Terms >= 2) *reinterpret_cast<std::uint32_t*>(sUl + r * LDB + j) = lo;
-          }
-        }
-      }
-    }
+    sd::carry_adjoint<!Lean>(acc, y, dhc, w.V, K, bv, d0, dec);  // dh at the chunk's end for phase 4, then γ_L dh + Y
+    // product 1: dU = s Pᵀ dO + F ⊙ (K dh); −dU's copy
+    sd::reverse_value_adjoints<sh, Erases>(sK, sIn, sH, sHl, sU, sUl, w.dU + w.ch(c, hv) * CL * w.V + jt, w.V, L, bv,
+                                           ksK, dec);
     __syncthreads();  // (−dU's copy written; dh's copy read by product 1)
     if constexpr (Erases)  // product 2: dh += Wᵀ (−dU)
       if (16 * warp < K)
@@ -339,14 +274,7 @@ __global__ void __launch_bounds__(threads, 1)
     prv = before;
   }
   async_wait<0>();
-  if (dS0.ptr)
-#pragma unroll
-    for (int i = 0; i < NT2; ++i)
-#pragma unroll
-      for (int x = 0; x < 4; ++x) {
-        const int d = d0 + 8 * (x >> 1), j = 8 * i + 2 * q + (x & 1);
-        if (d < K && j < bv) dS0(n, hv, d, jt + j) = acc[i][x];
-      }
+  sd::store_initial_gradient(acc, dS0, n, hv, jt, K, bv, d0);
 }
 
 }  // namespace linea::cuda_detail::bwd
