@@ -8,7 +8,7 @@
 #   3. s13_ab --long (each switch's kernels on one workspace), then ncu's per-kernel times of one backward, while
 #      time is left (LIMIT seconds in all).
 set -u
-S=.gpu/s15f; B=/tmp/s15; mkdir -p $B/conf; LIMIT=${LIMIT:-560}; T0=$(date +%s)
+S=${S:-.gpu/s15f}; B=/tmp/s15; mkdir -p $B/conf; LIMIT=${LIMIT:-560}; T0=$(date +%s)
 left() { echo $(( LIMIT - ($(date +%s) - T0) )); }
 for f in linea_cuda_tests linea_cuda_conformance bench_all bench_base s13_ab; do xz -dc $S/$f.xz > $B/$f && chmod +x $B/$f; done
 tar xJf $S/conf.tar.xz -C $B/conf
