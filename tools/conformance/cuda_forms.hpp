@@ -54,7 +54,8 @@ struct cuda_backward_form {
   // What it rejects at run time (linea::error), known from the case before running; any other error fails the case.
   std::string skip(const conformance_case& c) const {
     if (c.file("q").dtype != "float32") return "the CUDA backward takes float32 / bf16 / fp16 inputs";
-    if (c.flag("normalize")) return "option normalize is not supported by the CUDA backward";
+    if (c.flag("normalize") && c.read_policy() != "identity")
+      return "option normalize with the CCQ read is not supported by the CUDA backward";
     if (c.flag("g_gamma")) return "g_gamma's dg (stride 0) is not supported by the CUDA backward";
     const index_t K = c.file("q").shape.back(), V = c.file("v").shape.back();
     if (K > cuda_detail::bwd::max_kv || V > cuda_detail::bwd::max_kv)

@@ -14,7 +14,9 @@ for f in linea_cuda_tests linea_cuda_conformance bench_all bench_base s13_ab; do
 tar xJf $S/conf.tar.xz -C $B/conf
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 ( LINEA_BACKWARD_ERRORS=1 timeout 200 $B/linea_cuda_tests > $OUT/tests.log 2>&1; echo "tests rc $?" >> $OUT/tests.log ) &
-( timeout 150 $B/linea_cuda_conformance $B/conf/conformance/fla $B/conf/conformance/linea > $OUT/conformance.log 2>&1; echo "conf rc $?" >> $OUT/conformance.log ) &
+# (session 16's carry adds conf/options: tools/conformance/option_cases.py's g_gamma, normalize and in-kernel gate cases)
+OPT=; [ -d $B/conf/options ] && OPT=$B/conf/options
+( timeout 150 $B/linea_cuda_conformance $B/conf/conformance/fla $B/conf/conformance/linea $OPT > $OUT/conformance.log 2>&1; echo "conf rc $?" >> $OUT/conformance.log ) &
 wait
 grep -E "test cases|assertions|rc " $OUT/tests.log; grep -B2 -A10 -E "ERROR:|FAILED" $OUT/tests.log | head -40
 grep -E '^FAIL' $OUT/conformance.log | head; tail -n 2 $OUT/conformance.log

@@ -17,6 +17,10 @@ mkdir -p "$main/.gpu/s16f"
 for f in linea_cuda_tests linea_cuda_conformance; do
   xz -T2 -c "$(find build -name $f -type f -perm -u+x | head -1)" > "$main/.gpu/s16f/$f.xz"
 done
-cp "$main"/.gpu/s15f/{bench_all,bench_base,s13_ab}.xz "$main"/.gpu/s15f/conf.tar.xz "$main/.gpu/s16f/"
+cp "$main"/.gpu/s15f/{bench_all,bench_base,s13_ab}.xz "$main/.gpu/s16f/"
+# the shared vectors as session 15 carried them, plus the option cases (g_gamma, normalize, in-kernel gates) as options/
+rm -rf $W/conf && mkdir -p $W/conf && tar xJf "$main/.gpu/s15f/conf.tar.xz" -C $W/conf
+python3 tools/conformance/option_cases.py $W/conf/options
+tar cJf "$main/.gpu/s16f/conf.tar.xz" -C $W/conf .
 git -C $W/linea log --oneline -3 > "$main/.gpu/s16f/COMMITS"
 du -sh "$main/.gpu/s16f"
