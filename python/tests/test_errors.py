@@ -272,6 +272,9 @@ def test_scalar_options_of_the_wrong_kind_name_themselves():
     args, _ = random_call("kda", "chunk", np.float32)
     with pytest.raises(TypeError, match="argument 'lower_bound'"):
         linea.chunk_kda(*args, use_gate_in_kernel=True, A_log=np.zeros(2, np.float32), lower_bound="x")
+    # a positive bound would make every gate a growth factor exp(g) > 1 (fla uses -5): the library refuses it
+    with pytest.raises(ValueError, match="argument 'gate.lower_bound' = 5.0.* is positive"):
+        linea.chunk_kda(*args, use_gate_in_kernel=True, A_log=np.zeros(2, np.float32), lower_bound=5.0)
 
 
 def test_thread_counts_are_checked():
