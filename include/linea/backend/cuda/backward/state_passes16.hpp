@@ -296,39 +296,55 @@ __device__ __forceinline__ void carry_adjoint(float (&c)[NT][4], const float (&y
     }
 }
 
-// Product 1 of the forward pass over the chunk's L rows (Sh: the kernel's shape; sW, sIn its float32 tiles; sH, sHl the
-// state's bf16 copy) and the bf16 copy (hi sU, lo sUl) of its output, product 2's operand: erasing updates
-// U_new = U − W h, stored at Un for phase 4, and the copy F ⊙ U_new; otherwise U_new = V and the copy F ⊙ V.
+// Product 1 of both passes over the chunk's L rows, P = A · (the state's bf16 copy sH, sHl), with A the pass's
+// float32 tile sA (Sh: the kernel's shape; this warp's 16 × BV/2 strip), and its epilogue: per entry, with u the
+// sIn tile's entry and F the row's decay factor, x = value(F, p, u) is stored at out for phase 4, and where Copy its
+// bf16 copy copy_of(F, x) (hi sU, lo sUl) is written as product 2's operand.
+template <class Sh, bool Copy, bool PerKey, class Value, class CopyOf>
+__device__ __forceinline__ void product1(const float* sA, const float* sIn, const __nv_bfloat16* sH,
+                                         const __nv_bfloat16* sHl, __nv_bfloat16* sU, __nv_bfloat16* sUl, float* out,
+                                         index_t V, int L, int bv, int ksK, const chunk_decays<PerKey>& dec,
+                                         Value value, CopyOf copy_of) {
+  constexpr int NT1 = Sh::NT1, LDB = Sh::ldb, BV = Sh::BV, Terms = Sh::Terms;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
+  const int wm = 16 * (warp & 3), wn = (BV / 2) * (warp >> 2);  // this warp's 16 × BV/2 strip
+  float p[NT1][4] = {};
+  if (wm < L) warp_product<Terms, NT1, true>(p, sA, Sh::ld_row, wm, sH, sHl, LDB, wn, ksK);
+#pragma unroll
+  for (int half = 0; half < 2; ++half) {
+    const int r = wm + g + 8 * half;
+    const float F = dec.write(r);
+#pragma unroll
+    for (int i = 0; i < NT1; ++i) {
+      const int j = wn + 8 * i + 2 * q;
+      const float2 u = *reinterpret_cast<const float2*>(sIn + r * Sh::ld_in + j);
+      const float x0 = value(F, p[i][2 * half], u.x), x1 = value(F, p[i][2 * half + 1], u.y);
+      if (r < L && j < bv) out[r * V + j] = x0;
+      if (r < L && j + 1 < bv) out[r * V + j + 1] = x1;
+      if constexpr (Copy) {
+        std::uint32_t hi, lo;
+        split2<Terms >= 2>(copy_of(F, x0), copy_of(F, x1), hi, lo);
+        *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
+        if constexpr (Terms >= 2) *reinterpret_cast<std::uint32_t*>(sUl + r * LDB + j) = lo;
+      }
+    }
+  }
+}
+
+// The forward pass's product 1 and its output's bf16 copy (hi sU, lo sUl), product 2's operand: erasing updates
+// U_new = U − W h (sW, sIn = U), stored at Un for phase 4, and the copy F ⊙ U_new; otherwise U_new = V (sIn) and
+// the copy F ⊙ V.
 template <class Sh, bool Erases, bool PerKey>
 __device__ __forceinline__ void forward_new_values(const float* sW, const float* sIn, const __nv_bfloat16* sH,
                                                    const __nv_bfloat16* sHl, __nv_bfloat16* sU, __nv_bfloat16* sUl,
                                                    float* Un, index_t V, int L, int bv, int ksK,
                                                    const chunk_decays<PerKey>& dec) {
-  constexpr int NT1 = Sh::NT1, LDB = Sh::ldb, BV = Sh::BV, Terms = Sh::Terms;
-  const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, q = lane & 3;
-  const int wm = 16 * (warp & 3), wn = (BV / 2) * (warp >> 2);  // this warp's 16 × BV/2 strip
+  constexpr int LDB = Sh::ldb, BV = Sh::BV, Terms = Sh::Terms;
   if constexpr (Erases) {
-    float p[NT1][4] = {};
-    if (wm < L) warp_product<Terms, NT1, true>(p, sW, Sh::ld_row, wm, sH, sHl, LDB, wn, ksK);
-#pragma unroll
-    for (int half = 0; half < 2; ++half) {
-      const int r = wm + g + 8 * half;
-      const float F = dec.write(r);
-#pragma unroll
-      for (int i = 0; i < NT1; ++i) {
-        const int j = wn + 8 * i + 2 * q;
-        const float2 u = *reinterpret_cast<const float2*>(sIn + r * Sh::ld_in + j);
-        const float x0 = u.x - p[i][2 * half], x1 = u.y - p[i][2 * half + 1];
-        if (r < L && j < bv) Un[r * V + j] = x0;
-        if (r < L && j + 1 < bv) Un[r * V + j + 1] = x1;
-        std::uint32_t hi, lo;
-        split2<Terms >= 2>(F * x0, F * x1, hi, lo);
-        *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
-        if constexpr (Terms >= 2) *reinterpret_cast<std::uint32_t*>(sUl + r * LDB + j) = lo;
-      }
-    }
+    product1<Sh, true>(sW, sIn, sH, sHl, sU, sUl, Un, V, L, bv, ksK, dec,
+                       [](float, float p, float u) { return u - p; }, [](float F, float x) { return F * x; });
   } else {
-    for (int e = tid; e < CL * BV / 2; e += threads) {
+    for (int e = threadIdx.x; e < CL * BV / 2; e += threads) {
       const int r = e / (BV / 2), j = 2 * (e % (BV / 2));
       const float F = dec.write(r);
       std::uint32_t hi, lo;
@@ -339,38 +355,16 @@ __device__ __forceinline__ void forward_new_values(const float* sW, const float*
   }
 }
 
-// Product 1 of the reverse pass over the chunk's L rows: dU = s Pᵀ dO (phase 1's, the sIn tile) + F ⊙ (K dh) (per
-// key: Kd dh; sK the key tile, sH, sHl dh's bf16 copy), stored at dU for phase 4; for erasing updates also −dU's bf16
-// copy (hi sU, lo sUl), product 2's operand.
+// The reverse pass's product 1: dU = s Pᵀ dO (phase 1's, the sIn tile) + F ⊙ (K dh) (per key: Kd dh; sK the key
+// tile, sH, sHl dh's bf16 copy), stored at dU for phase 4; for erasing updates also −dU's bf16 copy (hi sU, lo sUl),
+// product 2's operand.
 template <class Sh, bool Erases, bool PerKey>
 __device__ __forceinline__ void reverse_value_adjoints(const float* sK, const float* sIn, const __nv_bfloat16* sH,
                                                        const __nv_bfloat16* sHl, __nv_bfloat16* sU,
                                                        __nv_bfloat16* sUl, float* dU, index_t V, int L, int bv, int ksK,
                                                        const chunk_decays<PerKey>& dec) {
-  constexpr int NT1 = Sh::NT1, LDB = Sh::ldb, BV = Sh::BV, Terms = Sh::Terms;
-  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, q = lane & 3;
-  const int wm = 16 * (warp & 3), wn = (BV / 2) * (warp >> 2);  // this warp's 16 × BV/2 strip
-  float p[NT1][4] = {};
-  if (wm < L) warp_product<Terms, NT1, true>(p, sK, Sh::ld_row, wm, sH, sHl, LDB, wn, ksK);
-#pragma unroll
-  for (int half = 0; half < 2; ++half) {
-    const int r = wm + g + 8 * half;
-    const float F = dec.write(r);
-#pragma unroll
-    for (int i = 0; i < NT1; ++i) {
-      const int j = wn + 8 * i + 2 * q;
-      const float2 u = *reinterpret_cast<const float2*>(sIn + r * Sh::ld_in + j);
-      const float x0 = fmaf(F, p[i][2 * half], u.x), x1 = fmaf(F, p[i][2 * half + 1], u.y);
-      if (r < L && j < bv) dU[r * V + j] = x0;
-      if (r < L && j + 1 < bv) dU[r * V + j + 1] = x1;
-      if constexpr (Erases) {
-        std::uint32_t hi, lo;
-        split2<Terms >= 2>(-x0, -x1, hi, lo);
-        *reinterpret_cast<std::uint32_t*>(sU + r * LDB + j) = hi;
-        if constexpr (Terms >= 2) *reinterpret_cast<std::uint32_t*>(sUl + r * LDB + j) = lo;
-      }
-    }
-  }
+  product1<Sh, Erases>(sK, sIn, sH, sHl, sU, sUl, dU, V, L, bv, ksK, dec,
+                       [](float F, float p, float u) { return fmaf(F, p, u); }, [](float, float x) { return -x; });
 }
 
 }  // namespace state16_detail
