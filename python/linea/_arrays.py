@@ -217,15 +217,28 @@ if _torch is not None:
               _torch.int64: 5}
 
 
+def _description_tag():
+    """The extension's private first item of a description (python/src/tensors.hpp): a tuple a caller passes as an
+    array never carries it, so it is refused rather than read as an address."""
+    global _TAG
+    if _TAG is None:
+        from . import _linea
+        _TAG = _linea._description_tag
+    return _TAG
+
+
+_TAG = None
+
+
 def for_kernel(x):
-    """What the extension receives: numpy arrays as they are; a torch tensor as its description (data pointer,
-    shape, strides, dtype code, device index), read by the extension in ~1 µs where torch's __dlpack__ takes ~5
-    (and refuses tensors that need gradients). The caller keeps the tensor alive for the call."""
+    """What the extension receives: numpy arrays as they are; a torch tensor as its description (the extension's
+    tag, data pointer, shape, strides, dtype code, device index), read by the extension in ~1 µs where torch's
+    __dlpack__ takes ~5 (and refuses tensors that need gradients). The caller keeps the tensor alive for the call."""
     if _torch is not None and isinstance(x, _torch.Tensor):
         code = _CODES.get(x.dtype)  # (complex dtypes, the only ones with a lazy conjugate bit, have no code)
         if code is None or x.is_neg():  # the extension names the dtype in its error; a lazy negation is
             return x.detach().resolve_neg()  # materialised (DLPack would export the memory un-negated)
-        return (x.data_ptr(), x.shape, x.stride(), code, x.get_device())
+        return (_description_tag(), x.data_ptr(), x.shape, x.stride(), code, x.get_device())
     return x
 
 

@@ -10,6 +10,7 @@ import operator
 import os
 from dataclasses import dataclass, field
 
+from numpy import bool_ as _np_bool
 from numpy import ndarray as _ndarray
 
 from . import _arrays as A
@@ -112,8 +113,9 @@ def options(form: str, read: str = "identity", scale=None, qk_l2norm: bool = Fal
         o = _options.get(key)
     except TypeError:  # an unhashable option (an array, a list): taken or named below
         o = None
-    if o is None:  # (a miss: the scalar options as Python numbers, so that what is accepted does not depend on
-        # what is cached — a key matches any equal value)
+    if o is None or bool in (type(scale), type(lower_bound), type(chunk_size)):  # (a miss, or True, which would
+        # find 1's options: the scalar options as Python numbers, so that what is accepted does not depend on what is
+        # cached — a key matches any equal value)
         scale, lower_bound = _real("scale", scale), _real("lower_bound", lower_bound)
         chunk_size = _integer("chunk_size", chunk_size)
         key = (form, read, scale, qk_l2norm, beta_act, normalize, lower_bound, chunk_size)
@@ -126,11 +128,13 @@ def options(form: str, read: str = "identity", scale=None, qk_l2norm: bool = Fal
 
 
 def _real(name: str, x):
-    """A real-number option (or None) as a float: anything float() takes but text and complex numbers."""
+    """A real-number option (or None) as a float: anything float() takes but text, truth values and complex
+    numbers (scale=True would read as 1.0)."""
     if x is None:
         return None
     kind = getattr(getattr(x, "dtype", None), "kind", None)  # (numpy; a torch tensor has is_complex)
-    if isinstance(x, (str, bytes, complex)) or kind == "c" or (hasattr(x, "is_complex") and x.is_complex()):
+    if (isinstance(x, (str, bytes, complex, bool, _np_bool)) or kind in ("c", "b")
+            or (hasattr(x, "is_complex") and x.is_complex())):
         raise TypeError(f"linea: argument '{name}' = {x!r} is not a real number")
     try:
         return float(x)
@@ -139,8 +143,9 @@ def _real(name: str, x):
 
 
 def _integer(name: str, x) -> int:
-    """An integer option as an int: an integer, or a float with an integral value (so 64.0 is 64, 32.7 an error)."""
-    if not isinstance(x, (str, bytes)):
+    """An integer option as an int: an integer, or a float with an integral value (so 64.0 is 64, 32.7 an error);
+    not a truth value."""
+    if not isinstance(x, (str, bytes, bool, _np_bool)):
         try:
             return operator.index(x)
         except TypeError:
@@ -175,6 +180,9 @@ def output_shapes(x, opts: Options):
     if x.get("state_indices") is not None:  # the decode step's pool: the states given are updated in place
         N = None
     elif cu is not None:
+        if len(getattr(cu, "shape", (0,))) != 1:
+            raise ValueError(f"linea: argument 'cu_seqlens' has shape {list(cu.shape)}; expected one dimension, the "
+                             "N + 1 offsets [0, ..., T]")
         N = len(cu) - 1
         if N < 1:  # (an empty array would read as no cu_seqlens at all)
             raise ValueError(f"linea: argument 'cu_seqlens' has {len(cu)} entries; expected the N + 1 >= 2 offsets "

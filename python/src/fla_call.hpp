@@ -310,7 +310,8 @@ inline nb::object forward(const char* op, int form, nb::handle q, nb::handle k, 
 
   options o;
   if (!scale.is_none()) {
-    if (!PyFloat_Check(scale.ptr()) && !PyLong_Check(scale.ptr())) return none;
+    // (a truth value is an int to Python, but no scale: the Python path names it)
+    if (!PyFloat_Check(scale.ptr()) && (!PyLong_Check(scale.ptr()) || PyBool_Check(scale.ptr()))) return none;
     o.scale = PyFloat_AsDouble(scale.ptr());
     if (PyErr_Occurred()) return PyErr_Clear(), none;
   }

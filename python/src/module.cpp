@@ -36,6 +36,7 @@ NB_MODULE(_linea, m) {
   // The package keeps options objects (python/linea/_core.py) and torch's autograd keeps functions until the
   // interpreter's last collection, after nanobind's leak check: its warnings at exit would be noise.
   nb::set_leak_warnings(false);
+  m.attr("_description_tag") = nb::borrow(description_tag());  // (tensors.hpp: the package's torch descriptions)
 
   nb::class_<options>(m, "options")
       .def(nb::init<>())

@@ -104,7 +104,7 @@ consteval int field(std::string_view name) {
 }
 
 // One array as the binding reads it: a numpy array (buffer protocol), a DLPack tensor (nanobind's ndarray), or the
-// description the Python layer makes of a torch tensor, (data_ptr, shape, stride, dtype code, device index;
+// description the Python layer makes of a torch tensor, (tag, data_ptr, shape, stride, dtype code, device index;
 // python/linea/_arrays.py, for_kernel): torch's __dlpack__ costs ~5 µs a tensor, the description ~1 µs.
 struct array_info {
   const void* ptr = nullptr;
@@ -130,20 +130,32 @@ inline nb::dlpack::dtype described_dtype(long code) {
   }
 }
 
-inline bool read_description(PyObject* t, array_info& r) {
-  PyObject* shape = PyTuple_GET_ITEM(t, 1);
-  PyObject* stride = PyTuple_GET_ITEM(t, 2);
+// The first item of every description: an object only the extension makes (_linea._description_tag), so that a tuple
+// a caller passes where an array goes is refused as "not an array" instead of its number being read as an address.
+inline PyObject* description_tag() {
+  static PyObject* const tag = PyObject_CallNoArgs(reinterpret_cast<PyObject*>(&PyBaseObject_Type));
+  return tag;
+}
+inline bool is_description(PyObject* t) {
+  return PyTuple_CheckExact(t) && PyTuple_GET_SIZE(t) == 6 && PyTuple_GET_ITEM(t, 0) == description_tag();
+}
+
+inline bool read_description(PyObject* description, array_info& r) {
+  // (the items after the tag)
+  const auto item = [description](Py_ssize_t i) { return PyTuple_GET_ITEM(description, i + 1); };
+  PyObject* shape = item(1);
+  PyObject* stride = item(2);
   if (!PyTuple_Check(shape) || !PyTuple_Check(stride) || PyTuple_GET_SIZE(shape) != PyTuple_GET_SIZE(stride) ||
       PyTuple_GET_SIZE(shape) > 8)
     return false;
-  r.ptr = PyLong_AsVoidPtr(PyTuple_GET_ITEM(t, 0));
+  r.ptr = PyLong_AsVoidPtr(item(0));
   r.ndim = static_cast<std::size_t>(PyTuple_GET_SIZE(shape));
   for (std::size_t d = 0; d < r.ndim; ++d) {
     r.shape[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(shape, d));
     r.stride[d] = PyLong_AsLongLong(PyTuple_GET_ITEM(stride, d));
   }
-  r.dtype = described_dtype(PyLong_AsLong(PyTuple_GET_ITEM(t, 3)));
-  const long index = PyLong_AsLong(PyTuple_GET_ITEM(t, 4));
+  r.dtype = described_dtype(PyLong_AsLong(item(3)));
+  const long index = PyLong_AsLong(item(4));
   r.where = index < 0 ? device{nb::device::cpu::value, 0, true} : device{nb::device::cuda::value, int(index), true};
   if (PyErr_Occurred()) {
     PyErr_Clear();
@@ -196,7 +208,7 @@ inline bool read_buffer(PyObject* o, array_info& r) {
 inline array_info info_of(nb::handle h) {
   array_info r;
   if (!h.is_valid()) return r;
-  if (PyTuple_CheckExact(h.ptr()) && PyTuple_GET_SIZE(h.ptr()) == 5) {
+  if (is_description(h.ptr())) {
     r.found = r.writable = read_description(h.ptr(), r);
     return r;
   }

@@ -221,6 +221,13 @@ def test_empty_cu_seqlens_is_an_error():
                 linea.chunk_gated_delta_rule(**call, cu_seqlens=np.array([], dtype), output_final_state=final)
 
 
+def test_cu_seqlens_of_two_dimensions_is_an_error():
+    call = {k: (v[:1] if isinstance(v, np.ndarray) else v) for k, v in gdr().items()}
+    T = call["q"].shape[1]
+    with pytest.raises(ValueError, match=r"argument 'cu_seqlens' has shape \[1, 2\]; expected one dimension"):
+        linea.chunk_gated_delta_rule(**call, cu_seqlens=np.array([[0, T]], np.int32))
+
+
 def test_complex_states_and_gate_parameters_are_type_errors():
     call = gdr()
     h0 = np.zeros((2, 2, 16, 8), np.complex64) + 1j
@@ -246,6 +253,21 @@ def test_missing_or_listed_arrays_name_the_argument():
         linea.chunk_gated_delta_rule(h["q"], h["k"].tolist(), h["v"], call["g"], beta)
 
 
+def test_a_tuple_is_not_an_array_whatever_its_items():
+    # the package's torch descriptions are tuples too (_arrays.for_kernel), but carry the extension's private tag:
+    # a caller's tuple of an address, shape, strides, dtype code and device was once read as an array at that address
+    call = gdr()
+    k = call["k"]
+    address = k.__array_interface__["data"][0]
+    strides = tuple(s // k.itemsize for s in k.strides)
+    for fake in ((address, k.shape, strides, 0, -1), (object(), address, k.shape, strides, 0, -1),
+                 (4096, (2, 12, 2, 8), (384, 32, 8, 1), 0, -1)):
+        with pytest.raises(TypeError, match="argument 'k' is not an array"):
+            linea.chunk_gated_delta_rule(**{**call, "k": fake})
+    with pytest.raises(TypeError, match="argument 'beta' is not an array"):
+        linea.fused_recurrent_gated_delta_rule(**{**call, "beta": (4096, call["beta"].shape, (1, 1, 1), 0, -1)})
+
+
 def test_g_gamma_is_one_log_decay_per_value_head():
     call = gdr()
     q, k, v = call["q"], call["k"], call["v"]  # HV = 2
@@ -263,10 +285,10 @@ def test_scalar_options_of_the_wrong_kind_name_themselves():
     for scale, chunk in ((np.float32(0.5), np.int64(32)), (np.array(0.5), 32.0), (0.5, np.int32(32))):
         o, _ = linea.chunk_gated_delta_rule(**call, scale=scale, chunk_size=chunk)
         np.testing.assert_array_equal(o, o_ref)
-    for scale in ([0.5], 0.5 + 1j, np.complex64(0.5), "0.5"):
+    for scale in ([0.5], 0.5 + 1j, np.complex64(0.5), "0.5", True, np.bool_(True), np.array(True)):
         with pytest.raises(TypeError, match="argument 'scale'"):
             linea.chunk_gated_delta_rule(**call, scale=scale)
-    for chunk in (None, "32", 32.7):
+    for chunk in (None, "32", 32.7, True):
         with pytest.raises(TypeError, match="argument 'chunk_size'"):
             linea.chunk_gated_delta_rule(**call, chunk_size=chunk)
     args, _ = random_call("kda", "chunk", np.float32)
