@@ -20,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -102,12 +103,18 @@ class thread_pool {
     return m;
   }
 
-  // At least n pool threads (worker ids 1..n).
+  // At least n pool threads (worker ids 1..n). Where the system starts no more (a `threads` of millions, a process
+  // limit), a linea::error naming the argument, before the call's work begins; the threads made so far stay.
   void grow(int n) {
     std::lock_guard<std::mutex> lock(m_);
     while (static_cast<int>(threads_.size()) < n) {
       const int id = static_cast<int>(threads_.size()) + 1;
-      threads_.emplace_back([this, id, seen = generation_] { loop(id, seen); });
+      try {
+        threads_.emplace_back([this, id, seen = generation_] { loop(id, seen); });
+      } catch (const std::system_error& e) {
+        throw error("argument 'threads': the CPU backend could not start thread " + std::to_string(id + 1) + " of the " +
+                    std::to_string(n + 1) + " this call would use (" + e.what() + "); ask for fewer");
+      }
     }
   }
 
