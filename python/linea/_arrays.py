@@ -154,7 +154,7 @@ def index_array(x, dtypes: tuple, name: str, on_device: bool = False):
             x = x.cpu()
         if str(x.dtype).removeprefix("torch.") not in dtypes:
             if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == _torch.bool:
-                raise TypeError(f"linea: argument '{name}' has dtype {x.dtype}; expected integers")
+                raise TypeError(f"linea: argument '{name}' has dtype {x.dtype}; expected integers ({' or '.join(dtypes)})")
             if x.device.type != "cpu":
                 # (no host check: it would wait for the device and break graph capture; a value outside int32
                 # saturates to ±(2³¹ − 1), outside every pool, where the kernels skip the row instead of a wrap
@@ -168,7 +168,7 @@ def index_array(x, dtypes: tuple, name: str, on_device: bool = False):
         return x if x.is_contiguous() else x.contiguous()
     a = np.asarray(x)
     if a.dtype.kind not in "iu":
-        raise TypeError(f"linea: argument '{name}' has dtype {a.dtype}; expected integers")
+        raise TypeError(f"linea: argument '{name}' has dtype {a.dtype}; expected integers ({' or '.join(dtypes)})")
     if dtype_name(a) not in dtypes:
         _expect_range(name, int(a.min()) if a.size else 0, int(a.max()) if a.size else 0, dtypes[0])
         a = a.astype(dtypes[0])

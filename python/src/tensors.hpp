@@ -284,8 +284,11 @@ view<E, R> view_of(const named_arrays& arrays, int i, device& on) {
                            " dimensions; expected " + std::to_string(R)).c_str());
   if (!holds<T>(a.dtype))
     throw nb::type_error((std::string("linea: argument '") + name + "' has dtype " + dtype_string(a.dtype) +
-                          "; expected " + type_name<T>() + " (every input of a call has the dtype of q; states are "
-                          "float32, or float64 for float64 inputs)").c_str());
+                          "; expected " + type_name<T>() +
+                          (std::is_integral_v<T> ? " (index arrays: cu_seqlens int32 or int64, state_indices int32 "
+                                                   "or int64)"
+                                                 : " (every input of a call has the dtype of q; states are float32, or "
+                                                   "float64 for float64 inputs)")).c_str());
   v.ptr = static_cast<E*>(const_cast<void*>(a.ptr));
   for (int r = 0; r < R; ++r) {
     v.ext[r] = static_cast<index_t>(a.shape[r]);

@@ -221,11 +221,21 @@ def test_empty_cu_seqlens_is_an_error():
                 linea.chunk_gated_delta_rule(**call, cu_seqlens=np.array([], dtype), output_final_state=final)
 
 
-def test_cu_seqlens_of_two_dimensions_is_an_error():
+def test_cu_seqlens_of_two_dimensions_or_no_integers_is_an_error():
     call = {k: (v[:1] if isinstance(v, np.ndarray) else v) for k, v in gdr().items()}
     T = call["q"].shape[1]
     with pytest.raises(ValueError, match=r"argument 'cu_seqlens' has shape \[1, 2\]; expected one dimension"):
         linea.chunk_gated_delta_rule(**call, cu_seqlens=np.array([[0, T]], np.int32))
+    for dtype in (np.float32, np.bool_):  # (the hint is an index array's, not the inputs' "dtype of q")
+        with pytest.raises(TypeError, match=r"argument 'cu_seqlens' has dtype .*; expected integers \(int64 or int32\)"):
+            linea.chunk_gated_delta_rule(**call, cu_seqlens=np.array([0, T], dtype))
+    # the extension itself (what the package hands it is already checked): an index array's dtypes
+    from linea import _linea
+    from linea._core import options
+    with pytest.raises(TypeError, match=r"argument 'cu_seqlens' has dtype float32; expected int64 \(index arrays: "
+                                        r"cu_seqlens int32 or int64"):
+        _linea.forward("gated_delta_rule", dict({n: call[n] for n in ("q", "k", "v", "g", "beta")}, cu_seqlens=np.array([0, T], np.float32),
+                                                o=np.empty_like(call["v"])), options("chunkwise").native("cpu", "float32"))
 
 
 def test_complex_states_and_gate_parameters_are_type_errors():
@@ -295,7 +305,7 @@ def test_scalar_options_of_the_wrong_kind_name_themselves():
     with pytest.raises(TypeError, match="argument 'lower_bound'"):
         linea.chunk_kda(*args, use_gate_in_kernel=True, A_log=np.zeros(2, np.float32), lower_bound="x")
     # a positive bound would make every gate a growth factor exp(g) > 1 (fla uses -5): the library refuses it
-    with pytest.raises(ValueError, match="argument 'gate.lower_bound' = 5.0.* is positive"):
+    with pytest.raises(ValueError, match="argument 'gate.lower_bound' = 5 is positive"):
         linea.chunk_kda(*args, use_gate_in_kernel=True, A_log=np.zeros(2, np.float32), lower_bound=5.0)
 
 

@@ -138,7 +138,7 @@ TEST_CASE("validate: in-kernel gate arguments (gate.A_log, gate.dt_bias, gate.lo
          a.gate.A_log = contiguous<1>(A4.data(), {4});
          a.gate.lower_bound = 5.f;
        },
-       .words = {"'gate.lower_bound'", "5.0", "positive"}},
+       .words = {"'gate.lower_bound'", "= 5 is positive"}},
   };
   check_rejected(table);
 }
@@ -245,7 +245,7 @@ TEST_CASE("validate: options, and the CCQ read's arguments given to the identity
       {.what = "scale not finite", .check = recurrent_rejects<delta>,
        .breaks = [](auto& a) { a.scale = std::numeric_limits<double>::quiet_NaN(); }, .words = {"'scale'"}},
       {.what = "scale finite in double but not in the float32 compute type", .check = recurrent_rejects<delta>,
-       .breaks = [](auto& a) { a.scale = 1e300; }, .words = {"'scale'", "float32"}},
+       .breaks = [](auto& a) { a.scale = 1e300; }, .words = {"'scale' = 1e+300 is not finite", "float32"}},
       {.what = "CCQ lambda given to the identity read", .check = recurrent_rejects<delta>,
        .breaks = [&](auto& a) { a.ccq.lambda = lambda; }, .words = {"'ccq.lambda'", "identity read"}},
       {.what = "CCQ statistics given to the identity read", .check = recurrent_rejects<delta>,

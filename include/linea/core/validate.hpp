@@ -256,11 +256,11 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
       }
       // Like scale: a non-finite parameter would make every gate (and so every output) NaN.
       if (a.gate.lower_bound && !std::isfinite(*a.gate.lower_bound))
-        throw error("argument 'gate.lower_bound' = " + std::to_string(*a.gate.lower_bound) + " is not finite");
+        throw error("argument 'gate.lower_bound' = " + number_string(*a.gate.lower_bound) + " is not finite");
       // It is the most negative log decay the gate can give (fla's KDA uses −5): a positive bound would make
       // every gate a growth factor exp(g) > 1, and the state blow up instead of decaying.
       if (a.gate.lower_bound && *a.gate.lower_bound > 0.f)
-        throw error("argument 'gate.lower_bound' = " + std::to_string(*a.gate.lower_bound) +
+        throw error("argument 'gate.lower_bound' = " + number_string(*a.gate.lower_bound) +
                     " is positive; it is the lowest log decay lower_bound·σ(·) can reach and must be <= 0 (fla uses -5)");
     }
   } else {
@@ -283,7 +283,7 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
   if (!std::isfinite(p.scale)) throw error("argument 'scale' is not finite");
   // The kernels compute in the state type S: a scale past its range would be ±inf there, and every o NaN or ±inf.
   if (!std::isfinite(static_cast<S>(p.scale)))
-    throw error("argument 'scale' = " + std::to_string(p.scale) + " is not finite in the compute type (" +
+    throw error("argument 'scale' = " + number_string(p.scale) + " is not finite in the compute type (" +
                 (sizeof(S) == 4 ? "float32" : "float64") + ")");
   return p;
 }

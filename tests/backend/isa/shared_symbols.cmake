@@ -1,6 +1,6 @@
 # Part of the ctest `isa_symbols`: the two object files of tests/backend/isa/forms.cpp (-mavx2 -mfma and
 # -mno-avx) must not both define a linea symbol that holds arithmetic. The only linea symbols they may share
-# are argument checking and error text (backend/isa.hpp says why those stay shared), with the argument plumbing
+# are argument checking and error text (number_string among it; backend/isa.hpp says why those stay shared), with the argument plumbing
 # they use: core/view.hpp's view builders (contiguous, strided: extents and strides copied into a view) and
 # element_reach (a view's lowest and highest element offsets, for the checks), core/seqlens.hpp's cu_seqlens_span
 # accessors, and core/empty_call.hpp's two predicates (is there anything to write).
@@ -29,7 +29,7 @@ function(defined_symbols object out)
 endfunction()
 defined_symbols(${WIDE} wide)
 defined_symbols(${BASE} base)
-set(allowed "linea::error|linea::contiguous<|linea::strided<|linea::cu_seqlens_span::|shape_string<|extents_string<|linea::detail::expect_|linea::detail::dims|validate|sequence_of<|check_recurrent_only|linea::detail::byte_range|linea::detail::bytes_of|linea::detail::describe_memory|linea::detail::shared_element_axis<|linea::detail::forward_writes_nothing<|linea::detail::backward_writes_no_state_gradient<|linea::element_reach<")
+set(allowed "linea::error|linea::contiguous<|linea::strided<|linea::cu_seqlens_span::|shape_string<|extents_string<|linea::detail::expect_|linea::detail::dims|validate|sequence_of<|check_recurrent_only|linea::detail::byte_range|linea::detail::bytes_of|linea::detail::describe_memory|linea::detail::shared_element_axis<|linea::detail::forward_writes_nothing<|linea::detail::backward_writes_no_state_gradient<|linea::element_reach<|linea::detail::number_string")
 set(shared 0)
 set(bad "")
 foreach(name IN LISTS wide)
