@@ -205,6 +205,17 @@ inline bool read_buffer(PyObject* o, array_info& r) {
   return ok;
 }
 
+// Whether h is a buffer stored in the other byte order ('>' or '!': big-endian; the hosts linea builds for are
+// little-endian, buffer_dtype above): named as such, where it would be "not an array".
+inline bool big_endian_buffer(nb::handle h) {
+  if (!PyObject_CheckBuffer(h.ptr())) return false;
+  Py_buffer b;
+  if (PyObject_GetBuffer(h.ptr(), &b, PyBUF_RECORDS_RO) != 0) return PyErr_Clear(), false;
+  const bool big = b.format && (b.format[0] == '>' || b.format[0] == '!');
+  PyBuffer_Release(&b);
+  return big;
+}
+
 inline array_info info_of(nb::handle h) {
   array_info r;
   if (!h.is_valid()) return r;
@@ -272,7 +283,10 @@ view<E, R> view_of(const named_arrays& arrays, int i, device& on) {
   const array_info a = arrays.info(i);
   if (!a.found)
     throw nb::type_error((std::string("linea: argument '") + name +
-                          "' is not an array (a numpy array or a DLPack tensor)").c_str());
+                          (big_endian_buffer(h) ? "' is big-endian; linea takes arrays in the machine's byte order "
+                                                  "(numpy: x.astype(x.dtype.newbyteorder('=')))"
+                                                : "' is not an array (a numpy array or a DLPack tensor)"))
+                             .c_str());
   if (!std::is_const_v<E> && !a.writable)  // inputs may be read-only memory; an output must be writable
     throw nb::value_error((std::string("linea: argument '") + name + "' is read-only; it is written").c_str());
   if (!on.known) on = a.where;

@@ -278,6 +278,12 @@ def test_a_tuple_is_not_an_array_whatever_its_items():
         linea.fused_recurrent_gated_delta_rule(**{**call, "beta": (4096, call["beta"].shape, (1, 1, 1), 0, -1)})
 
 
+def test_big_endian_arrays_are_named_as_such():
+    call = gdr()
+    with pytest.raises(TypeError, match="argument 'k' is big-endian; linea takes arrays in the machine's byte order"):
+        linea.chunk_gated_delta_rule(**{**call, "k": call["k"].astype(">f4")})
+
+
 def test_g_gamma_is_one_log_decay_per_value_head():
     call = gdr()
     q, k, v = call["q"], call["k"], call["v"]  # HV = 2
