@@ -19,7 +19,6 @@ mkdir -p "$main/.gpu/s17f"
 for f in linea_cuda_tests linea_cuda_conformance; do
   xz -T2 -c "$(find build -name $f -type f -perm -u+x | head -1)" > "$main/.gpu/s17f/$f.xz"
 done
-cp "$main"/.gpu/s16f/{bench_all,bench_base,s13_ab,conf.tar}.xz "$main/.gpu/s17f/" 2>/dev/null || \
-  cp "$main"/.gpu/s16f/{bench_all.xz,bench_base.xz,s13_ab.xz,conf.tar.xz} "$main/.gpu/s17f/"
+cp "$main"/.gpu/s16f/{bench_all.xz,bench_base.xz,s13_ab.xz,conf.tar.xz} "$main/.gpu/s17f/"
 git -C $W/linea log --oneline -4 > "$main/.gpu/s17f/COMMITS"
 du -sh "$main/.gpu/s17f"
