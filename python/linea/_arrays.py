@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import _linea
+
 try:  # numpy has no bfloat16; ml_dtypes (used by jax and others) gives it one
     import ml_dtypes as _ml_dtypes
 except ImportError:  # pragma: no cover - optional
@@ -217,17 +219,9 @@ if _torch is not None:
               _torch.int64: 5}
 
 
-def _description_tag():
-    """The extension's private first item of a description (python/src/tensors.hpp): a tuple a caller passes as an
-    array never carries it, so it is refused rather than read as an address."""
-    global _TAG
-    if _TAG is None:
-        from . import _linea
-        _TAG = _linea._description_tag
-    return _TAG
-
-
-_TAG = None
+# The extension's private first item of a description (python/src/tensors.hpp): a tuple a caller passes as an array
+# never carries it, so it is refused rather than read as an address.
+_DESCRIPTION_TAG = _linea._description_tag
 
 
 def for_kernel(x):
@@ -238,7 +232,7 @@ def for_kernel(x):
         code = _CODES.get(x.dtype)  # (complex dtypes, the only ones with a lazy conjugate bit, have no code)
         if code is None or x.is_neg():  # the extension names the dtype in its error; a lazy negation is
             return x.detach().resolve_neg()  # materialised (DLPack would export the memory un-negated)
-        return (_description_tag(), x.data_ptr(), x.shape, x.stride(), code, x.get_device())
+        return (_DESCRIPTION_TAG, x.data_ptr(), x.shape, x.stride(), code, x.get_device())
     return x
 
 

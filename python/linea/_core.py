@@ -108,22 +108,23 @@ _options: dict = {}
 def options(form: str, read: str = "identity", scale=None, qk_l2norm: bool = False, beta_act: int = 0,
             normalize: bool = False, lower_bound=None, chunk_size: int = 64) -> Options:
     """The Options of these values: one object per distinct set, kept (a call builds none)."""
-    key = (form, read, scale, qk_l2norm, beta_act, normalize, lower_bound, chunk_size)
+    values = (form, read, scale, qk_l2norm, beta_act, normalize, lower_bound, chunk_size)
+    key = values + (type(scale), type(lower_bound), type(chunk_size))
     try:
         o = _options.get(key)
     except TypeError:  # an unhashable option (an array, a list): taken or named below
         o = None
-    if o is None or bool in (type(scale), type(lower_bound), type(chunk_size)):  # (a miss, or True, which would
-        # find 1's options: the scalar options as Python numbers, so that what is accepted does not depend on what is
-        # cached — a key matches any equal value)
+    if o is None:  # (a miss: the scalar options as Python numbers, so that what is accepted does not depend on what
+        # is cached — a key holds their types too: True == 1 == 1+0j would otherwise find 1's options unchecked)
         scale, lower_bound = _real("scale", scale), _real("lower_bound", lower_bound)
         chunk_size = _integer("chunk_size", chunk_size)
-        key = (form, read, scale, qk_l2norm, beta_act, normalize, lower_bound, chunk_size)
+        values = (form, read, scale, qk_l2norm, beta_act, normalize, lower_bound, chunk_size)
+        key = values + (type(scale), type(lower_bound), type(chunk_size))
         o = _options.get(key)
         if o is None:
             if len(_options) > 1024:  # options that vary call by call (a scale per call): keep the cache bounded
                 _options.clear()
-            o = _options[key] = Options(*key)
+            o = _options[key] = Options(*values)
     return o
 
 
@@ -133,7 +134,7 @@ def _real(name: str, x):
     if x is None:
         return None
     kind = getattr(getattr(x, "dtype", None), "kind", None)  # (numpy; a torch tensor has is_complex)
-    if (isinstance(x, (str, bytes, complex, bool, _np_bool)) or kind in ("c", "b")
+    if (isinstance(x, (str, bytes, complex, bool)) or kind in ("c", "b")  # (numpy's bool_ has kind "b")
             or (hasattr(x, "is_complex") and x.is_complex())):
         raise TypeError(f"linea: argument '{name}' = {x!r} is not a real number")
     try:

@@ -21,6 +21,7 @@ class options:
     def __init__(self) -> None: ...
 
 has_cuda: bool  # whether this build has the CUDA backend (compiled where nvcc was found)
+_description_tag: object  # the first item of the package's torch-tensor descriptions (_arrays.for_kernel)
 
 def forward(op: str, arrays: dict[str, Any], options: options) -> None:
     """Runs the forward of rule `op` (fla's op name) on the arrays, writing the outputs given."""

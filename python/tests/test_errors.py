@@ -301,6 +301,13 @@ def test_scalar_options_of_the_wrong_kind_name_themselves():
     for scale, chunk in ((np.float32(0.5), np.int64(32)), (np.array(0.5), 32.0), (0.5, np.int32(32))):
         o, _ = linea.chunk_gated_delta_rule(**call, scale=scale, chunk_size=chunk)
         np.testing.assert_array_equal(o, o_ref)
+    # (the Python path keeps options by value: 1's, once kept, must not take a truth value or a complex 1 equal to it;
+    # g_gamma takes that path, python/src/fla_call.hpp)
+    gamma = np.full(call["v"].shape[2], -0.1, np.float32)
+    linea.chunk_simple_gla(call["q"], call["k"], call["v"], g_gamma=gamma, scale=1.0)
+    for scale in (True, np.bool_(True), 1 + 0j, np.complex64(1)):
+        with pytest.raises(TypeError, match="argument 'scale'"):
+            linea.chunk_simple_gla(call["q"], call["k"], call["v"], g_gamma=gamma, scale=scale)
     for scale in ([0.5], 0.5 + 1j, np.complex64(0.5), "0.5", True, np.bool_(True), np.array(True)):
         with pytest.raises(TypeError, match="argument 'scale'"):
             linea.chunk_gated_delta_rule(**call, scale=scale)
