@@ -156,7 +156,8 @@ def index_array(x, dtypes: tuple, name: str, on_device: bool = False):
             x = x.cpu()
         if str(x.dtype).removeprefix("torch.") not in dtypes:
             if x.dtype.is_floating_point or x.dtype.is_complex or x.dtype == _torch.bool:
-                raise TypeError(f"linea: argument '{name}' has dtype {x.dtype}; expected integers ({' or '.join(dtypes)})")
+                raise TypeError(f"linea: argument '{name}' has dtype {x.dtype}; expected integers "
+                                f"({' or '.join(dtypes)})")
             if x.device.type != "cpu":
                 # (no host check: it would wait for the device and break graph capture; a value outside int32
                 # saturates to ±(2³¹ − 1), outside every pool, where the kernels skip the row instead of a wrap
