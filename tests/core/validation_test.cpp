@@ -215,6 +215,17 @@ TEST_CASE("validate: required inputs and outputs not given, or given without dat
        .breaks = [](auto& a) { a.o.str[0] = -(index_t(1) << 62); }, .words = {"'o'", "address space"}},
       {.what = "v reaching below address 0 (a negative stride from a low pointer)", .check = recurrent_rejects<additive>,
        .breaks = [](auto& a) { a.v.str[1] = -(index_t(1) << 46); }, .words = {"'v'", "address space"}},
+      // A pointer that is not a multiple of the element's alignment (numpy makes such views): refused before any
+      // element is read or written. (An output's row would be checked for sentinels through its broken view; the
+      // backward's dq row in backward_validation_test covers an output.)
+      {.what = "q starting 2 bytes past an element boundary", .check = recurrent_rejects<additive>,
+       .breaks = [](auto& a) { a.q.ptr = misaligned(a.q.ptr, 2); },
+       .words = {"'q'", "[2, 10, 2, 16]", "alignment"}},
+      {.what = "v starting 1 byte past an element boundary", .check = recurrent_rejects<additive>,
+       .breaks = [](auto& a) { a.v.ptr = misaligned(a.v.ptr, 1); }, .words = {"'v'", "[2, 10, 4, 8]", "alignment"}},
+      {.what = "an optional input (initial_state) 2 bytes off", .check = recurrent_rejects<kda>,
+       .breaks = [](auto& a) { a.initial_state.ptr = misaligned(a.initial_state.ptr, 2); },
+       .words = {"'initial_state'", "alignment"}},
       // Sizes whose products overflow a 64-bit count (stride-0 axes make such views out of one element).
       {.what = "K = 2^62 through stride-0 q and k", .check = recurrent_rejects<additive>,
        .breaks = [](auto& a) {

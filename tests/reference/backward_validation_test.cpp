@@ -87,6 +87,13 @@ TEST_CASE("reference backward rejects: misshaped dq, dk, dv; a null pointer") {
   g = c.grads();
   g.d_o.str[0] = -(index_t(1) << 62);
   expect_rejected<kda>(c, a, g, {"'d_o'", "address space"});
+  // A pointer off its element's alignment (expect_data), a gradient's and an upstream gradient's.
+  g = c.grads();
+  g.dq.ptr = misaligned(g.dq.ptr, 2);
+  expect_rejected<kda>(c, a, g, {"'dq'", "[2, 6, 2, 8]", "alignment"});
+  g = c.grads();
+  g.d_o.ptr = misaligned(g.d_o.ptr, 1);
+  expect_rejected<kda>(c, a, g, {"'d_o'", "alignment"});
 }
 
 TEST_CASE("reference backward rejects: a gradient of an input the forward does not have") {

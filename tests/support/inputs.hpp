@@ -183,4 +183,11 @@ inline std::string describe_shape(const case_shape& s) {
   return d;
 }
 
+// `p` moved `bytes` bytes on: a pointer off its element's alignment, as numpy makes at a byte offset. The
+// validation tests hand it to a call that must refuse it before reading or writing through it.
+template <class X>
+X* misaligned(X* p, std::uintptr_t bytes) {
+  return reinterpret_cast<X*>(reinterpret_cast<std::uintptr_t>(p) + bytes);
+}
+
 }  // namespace linea::testing

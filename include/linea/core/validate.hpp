@@ -70,6 +70,14 @@ void expect_data(const V& v, const char* name) {
     if (v.empty()) return;
     throw error(std::string("argument '") + name + "' has shape " + shape_string(v) + " but a null data pointer");
   }
+  // Every backend reads and writes the elements in place through typed pointers: a pointer that is not a multiple
+  // of the element's alignment is undefined behaviour on the CPU and a misaligned-address fault on the GPU (which
+  // ends the CUDA context). numpy can make such arrays (a view at a byte offset, a packed structured field).
+  constexpr auto element_align = static_cast<std::uintptr_t>(alignof(typename V::element_type));
+  if (reinterpret_cast<std::uintptr_t>(v.ptr) % element_align != 0)
+    throw error(std::string("argument '") + name + "' (shape " + shape_string(v) + ") starts at address " +
+                std::to_string(reinterpret_cast<std::uintptr_t>(v.ptr)) + ", not a multiple of its elements' " +
+                std::to_string(element_align) + "-byte alignment: pass an aligned copy");
   // The lowest and highest element's byte offsets from ptr (core/view.hpp's element offsets, times the element
   // size), without overflow.
   constexpr index_t size = static_cast<index_t>(sizeof(typename V::element_type));
