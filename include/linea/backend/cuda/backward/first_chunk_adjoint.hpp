@@ -172,7 +172,7 @@ inline void first_chunk_adjoint_phase(const work& w, const view<float, 4>& dS0, 
 }
 
 // Per-key decays (kda; gdn2 with Channels), for the 16-bit state passes (phases.hpp's state16_per_key: written in
-// session 13, not yet run on the H200). The token recurrence with a decay per key channel and an erase key per
+// session 13, first run on the H200 in session 15). The token recurrence with a decay per key channel and an erase key per
 // channel (S_t = (I − k_t e_tᵀ) Diag(α_t) S_{t−1} + k_t x_tᵀ, e_t = b_t ⊙ k_t; kda: b_t = β_t):
 //     dS += s q_t dO_tᵀ;     dS ← Diag(α_t) (dS − e_t (k_tᵀ dS))          t = L − 1, …, 0
 // The same layout as the kernel above; α_t (and gdn2's b_t) staged per (token, channel) besides q, k and dO.

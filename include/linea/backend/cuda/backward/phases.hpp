@@ -113,28 +113,26 @@ void reverse_pass(const work& w, const view<const float, 4>& dST, const view<flo
   launch_state_pass<Form::reverse(), typename Form::shape>(Form::reverse_name, w, st, dST, dS0);
 }
 
-// Session 13's two dispatch changes (its third switch, LINEA_BWD_PER_KEY_INTER, is work.hpp's), written and
-// compiled but NOT yet run on the H200 (no device was lent that session), so off unless built with them
-// (bench/cuda/README.md "Session 13"; its prepared call builds both ways):
-//   LINEA_BWD_STATE16_PER_KEY=1    per-key decays (kda, gdn2, gla) with 16-bit inputs on the 16-bit passes below
-//                                  (their PerKey form) instead of the 3xTF32 ones; the 3xTF32 passes measured 2.3–2.5×
-//                                  the 16-bit ones' time at 1×32768 for the scalar rules (state14, st17)
-//   LINEA_BWD_STATE16_RING_ADDING=1  the rules that only add (gla; the CCQ read's rule pass and add16's fallback of
-//                                  linear_attn and simple_gla) on the two-stage ring at narrow tiles, as the erasing rules
+// Session 13's two dispatch changes (its third, per_key_inter, is work.hpp's), measured on the H200 in session 15
+// (bench/cuda/README.md "Session 15"); each can be switched off for an A/B by defining its macro to 0:
+//   state16_per_key (LINEA_BWD_STATE16_PER_KEY)  per-key decays (kda, gdn2, gla) with 16-bit inputs on the 16-bit
+//                                  passes below (their PerKey form) instead of the 3xTF32 ones
+//   state16_ring_adding (LINEA_BWD_STATE16_RING_ADDING)  the rules that only add (gla; the CCQ read's rule pass and
+//                                  add16's fallback of linear_attn and simple_gla) on the two-stage ring at narrow
+//                                  tiles, as the erasing rules
 #ifdef LINEA_BWD_STATE16_PER_KEY
 inline constexpr bool state16_per_key = LINEA_BWD_STATE16_PER_KEY;
 #else
-inline constexpr bool state16_per_key = false;
+inline constexpr bool state16_per_key = true;
 #endif
 #ifdef LINEA_BWD_STATE16_RING_ADDING
 inline constexpr bool state16_ring_adding = LINEA_BWD_STATE16_RING_ADDING;
 #else
-inline constexpr bool state16_ring_adding = false;
+inline constexpr bool state16_ring_adding = true;
 #endif
 
 // The state passes for 16-bit inputs (state14: state_passes16.hpp; per-key decays with state16_per_key); float32
-// inputs keep the 3xTF32 passes (In = float: every caller that does not name its input type), and so do per-key decays
-// by default.
+// inputs keep the 3xTF32 passes (In = float: every caller that does not name its input type).
 template <class In, bool PerKey>
 inline constexpr bool state16_for = sizeof(In) == 2 && (!PerKey || state16_per_key);
 

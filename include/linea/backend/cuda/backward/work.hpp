@@ -33,15 +33,15 @@ inline constexpr int CL = 64;        // chunk length
 inline constexpr int max_kv = 128;   // K, V limit of the shared-memory tiles
 inline constexpr int threads = 256;  // every backward kernel
 
-// Session 13 (written and compiled, NOT yet run on the H200: off unless built with it): per-key decays with 16-bit
-// inputs hand phase 4's products over V (dq's and dk's inter-chunk terms, dW, dP) to inter_grad_kernel and, erasing,
-// the UT transform's adjoints (dBv, dBk, M) to ut_grad_kernel, as the scalar decays do since grad13 / grad13b;
-// per_key_grad_kernel then stages them (its Inter form). plan.hpp carves their scratch, phases.hpp's grad_phase
-// launches them. LINEA_BWD_PER_KEY_INTER=1 switches it on (bench/cuda/README.md "Session 13").
+// Per-key decays with 16-bit inputs hand phase 4's products over V (dq's and dk's inter-chunk terms, dW, dP) to
+// inter_grad_kernel and, erasing, the UT transform's adjoints (dBv, dBk, M) to ut_grad_kernel, as the scalar decays do
+// since grad13 / grad13b; per_key_grad_kernel then stages them (its Inter form). plan.hpp carves their scratch,
+// phases.hpp's grad_phase launches them. Session 13's change, measured in session 15 (bench/cuda/README.md);
+// LINEA_BWD_PER_KEY_INTER=0 keeps phase 4 in per_key_grad_kernel alone (an A/B).
 #ifdef LINEA_BWD_PER_KEY_INTER
 inline constexpr bool per_key_inter = LINEA_BWD_PER_KEY_INTER;
 #else
-inline constexpr bool per_key_inter = false;
+inline constexpr bool per_key_inter = true;
 #endif
 
 struct chunk_info {
