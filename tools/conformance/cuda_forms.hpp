@@ -56,7 +56,6 @@ struct cuda_backward_form {
     if (c.file("q").dtype != "float32") return "the CUDA backward takes float32 / bf16 / fp16 inputs";
     if (c.flag("normalize") && c.read_policy() != "identity")
       return "option normalize with the CCQ read is not supported by the CUDA backward";
-    if (c.flag("g_gamma")) return "g_gamma's dg (stride 0) is not supported by the CUDA backward";
     const index_t K = c.file("q").shape.back(), V = c.file("v").shape.back();
     if (K > cuda_detail::bwd::max_kv || V > cuda_detail::bwd::max_kv)
       return "the CUDA backward covers K, V <= " + std::to_string(cuda_detail::bwd::max_kv);

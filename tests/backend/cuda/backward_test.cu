@@ -1002,6 +1002,82 @@ int written_outputs(Case& c) {
   return written;
 }
 
+// g_gamma's dg (a view with stride 0 over B and T of an [HV] buffer; or over T only, one element per (b, hv); or
+// over B only, one per (t, hv)) gets the sum over the positions each element covers, in float64 (backward.hpp's
+// summed_dg): the reference's summed dg, for simple_gla in float32 (phases 1-4) and bf16 (the additive fast path,
+// which then does not write dg itself), and gated_delta in bf16, with initial states and packed sequences. The sums
+// live in the workspace: a caller's of the queried size, filled with NaN bytes first and used by two calls in a row
+// (each call zeroes them), then the cached one twice.
+enum class dg_shared { batch_and_time, time, batch };
+template <class Rule, class T>
+void check_summed_dg(const case_shape& s, dg_shared shared) {
+  backward_case<Rule, read::identity, T> c(s, {.g_gamma = true});
+  auto args = c.args();
+  auto grads = c.grads();
+  tensor<T, 2> sums;  // dg's elements stride 0 over T only ([B, HV]) or over B only ([T, HV])
+  if (shared == dg_shared::time) {
+    sums = tensor<T, 2>({s.B, s.HV});
+    grads.dg = strided<3>(sums.data(), {s.B, s.T, s.HV}, {s.HV, 0, 1});
+  } else if (shared == dg_shared::batch) {
+    sums = tensor<T, 2>({s.T, s.HV});
+    grads.dg = strided<3>(sums.data(), {s.B, s.T, s.HV}, {0, s.HV, 1});
+  }
+  for (auto& x : sums.values()) x = T(std::nan(""));
+  cuda::mirror<T, float> m(args);
+  cuda::gradient_mirror<T, float> gm(grads);
+  const std::size_t bytes = cuda::backward_workspace_size<Rule>(m.device, gm.device);
+  CHECK(bytes <= cuda::backward_workspace_size<Rule>(m.device));
+  void* ws = nullptr;
+  cuda_ok(cudaMalloc(&ws, bytes));
+  cuda_ok(cudaMemset(ws, 0xFF, bytes));
+  for (int call = 0; call < 2; ++call)
+    linea::backward<Rule, read::identity, backend::cuda>(m.device, gm.device,
+                                                         cuda::launch{.workspace = ws, .workspace_bytes = bytes});
+  cuda_ok(cudaDeviceSynchronize());
+  cuda_ok(cudaFree(ws));
+  for (int call = 0; call < 2; ++call) linea::backward<Rule, read::identity, backend::cuda>(m.device, gm.device);
+  gm.copy_back();
+  if (shared == dg_shared::batch_and_time) return c.check_against_reference();
+  // the reference's per-position dg (a dense g of the same values) summed over the shared axis; the other gradients
+  // as the reference's with the summed dg
+  auto ra = c.ref_args();
+  auto rg = c.ref_grads();
+  tensor<double, 3> rdg({s.B, s.T, s.HV});
+  rg.dg = rdg;
+  reference::backward<Rule>(ra, rg);
+  tensor<double, 2> want(sums.extents());
+  for (index_t b = 0; b < s.B; ++b)
+    for (index_t t = 0; t < s.T; ++t)
+      for (index_t hv = 0; hv < s.HV; ++hv) want(shared == dg_shared::time ? b : t, hv) += rdg(b, t, hv);
+  const double err = relative_error(sums.data(), want.data(), sums.size());
+  CAPTURE(err);
+  CHECK(err <= gradient_tolerance_for<T>());
+  const auto& out = c.out();
+  const auto& ref = c.reference_out();
+  const auto close = [](const auto& x, const auto& r) {
+    return x.size() == r.size() && relative_error(x.data(), r.data(), x.size()) <= gradient_tolerance_for<T>();
+  };
+  CHECK(close(out.dq, ref.dq));
+  CHECK(close(out.dk, ref.dk));
+  CHECK(close(out.dv, ref.dv));
+  CHECK(close(out.dh0, ref.dh0));
+}
+TEST_CASE("CUDA backward: g_gamma's dg, summed over the positions of each element") {
+  const case_shape batch{.B = 2, .T = 150, .H = 2, .HV = 2, .K = 64, .V = 48, .initial_state = true, .seed = 61};
+  const case_shape gva{.B = 3, .T = 97, .H = 1, .HV = 2, .K = 32, .V = 40, .initial_state = true, .seed = 63};
+  case_shape packed{.B = 1, .T = 150, .H = 1, .HV = 2, .K = 32, .V = 32, .initial_state = true, .seed = 62};
+  packed.seqlens = {40, 0, 110};  // one empty sequence
+  for (dg_shared shared : {dg_shared::batch_and_time, dg_shared::time, dg_shared::batch}) {
+    CAPTURE(int(shared));
+    check_summed_dg<simple_gla, float>(batch, shared);
+    check_summed_dg<simple_gla, bf16>(batch, shared);
+    check_summed_dg<gated_delta, bf16>(batch, shared);
+    check_summed_dg<simple_gla, fp16>(gva, shared);
+  }
+  check_summed_dg<simple_gla, bf16>(packed, dg_shared::batch_and_time);
+  check_summed_dg<gated_delta, float>(packed, dg_shared::batch_and_time);
+}
+
 // What the CUDA backward stores position by position is rejected where other backends sum or read in place: a
 // stride-0 summed gradient (dβ, dλ, ... broadcast over positions) and dA_log / ddt_bias in place over A_log /
 // dt_bias (the input-adjoint kernel reads them while adding into their gradients). Nothing is written.
@@ -1016,6 +1092,10 @@ TEST_CASE("CUDA backward: stride-0 summed gradients and in-place gate parameters
     g.dbeta.str[1] = 0;
     CHECK_THROWS_WITH_AS(call(), doctest::Contains("'dbeta' has shape [2, 70, 2] and stride 0 over axis 1: a summed"),
                          linea::error);
+  }
+  SUBCASE("dg with stride 0 over heads (only position axes are summed)") {
+    g.dg.str[2] = 0;
+    CHECK_THROWS_WITH_AS(call(), doctest::Contains("'dg' has shape [2, 70, 2] and stride 0 over axis 2"), linea::error);
   }
   SUBCASE("dA_log in place over gate.A_log") {
     g.dA_log.ptr = const_cast<float*>(m.device.gate.A_log.ptr);
@@ -1198,8 +1278,9 @@ TEST_CASE("CUDA backward: the UT transform's scratch is carved for erasing rules
   const std::size_t ut = std::size_t(4 * 2 * 2) * (64 * 48 + 64 * 64) * sizeof(float);
   const std::size_t erasing = cuda::backward_workspace_size<gated_delta>(a),
                     additive_only = cuda_detail::bwd::plan_backward(a, false, false).bytes;
-  CHECK(erasing >= additive_only + ut);
-  CHECK(erasing < additive_only + ut + 512);  // (256-byte alignment of the parts)
+  const std::size_t dg_sums = sizeof(double) * 200 * 2;  // without gradients: room for a dg summed over B (T·HV)
+  CHECK(erasing >= additive_only + ut + dg_sums);
+  CHECK(erasing < additive_only + ut + dg_sums + 768);  // (256-byte alignment of the parts)
   backward_case<gated_delta, read::identity, float> f({.B = 2, .T = 200, .H = 2, .HV = 2, .K = 64, .V = 48, .seed = 10},
                                                       {});
   CHECK(cuda::backward_workspace_size<gated_delta>(f.args()) == cuda::backward_workspace_size<simple_gla>(f.args()));
@@ -1220,18 +1301,23 @@ TEST_CASE("CUDA backward: the additive fast path's workspace holds its own tenso
   const std::size_t direct = cuda::backward_workspace_size<simple_gla>(m.device, gm.device),
                     any = cuda::backward_workspace_size<simple_gla>(m.device),
                     general = cuda_detail::bwd::plan_backward(m.device, false, false).bytes;
+  // without gradients also room for a dg summed over positions (g_gamma's): at most max(B, T)·HV float64 sums
+  const std::size_t dg_sums = sizeof(double) * 200 * 2;
   CHECK(direct >= states);
   CHECK(direct < states + 5 * 256);
-  CHECK(any >= states + io);
-  CHECK(any < states + io + 13 * 256);
+  CHECK(any >= states + io + dg_sums);
+  CHECK(any < states + io + dg_sums + 14 * 256);
   CHECK(general > 2 * any);
   auto strided = gm.device;  // dq with a row stride of its own: not direct, so phases 0 and 5 (the io slots)
   strided.dq.str[3] = 2;
   strided.dq.str[2] *= 2, strided.dq.str[1] *= 2, strided.dq.str[0] *= 2;
-  CHECK(cuda::backward_workspace_size<simple_gla>(m.device, strided) == any);
+  const std::size_t through_io = cuda::backward_workspace_size<simple_gla>(m.device, strided);
+  CHECK(through_io + dg_sums <= any);
+  CHECK(through_io + dg_sums + 256 >= any);
   bool& on = cuda_detail::bwd::add16_enabled;
   on = false;
-  CHECK(cuda::backward_workspace_size<simple_gla>(m.device) == general);
+  CHECK(cuda::backward_workspace_size<simple_gla>(m.device) >= general + dg_sums);
+  CHECK(cuda::backward_workspace_size<simple_gla>(m.device) <= general + dg_sums + 256);
   on = true;
   void* ws = nullptr;
   cuda_ok(cudaMalloc(&ws, direct));

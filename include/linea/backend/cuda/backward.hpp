@@ -24,8 +24,8 @@
 // kernels of its own (backward/ccq_read.hpp); its workspace adds the statistics pass's and O(tokens · HV · K).
 // GDN-2's channel gates b, w go through the per-key kernels (backward/channel_gates.hpp).
 // Supported: the identity and CCQ reads; rules whose update is additive or erases with β, any decay kind (additive,
-// simple_gla, gla, delta, gated_delta, kda), and gdn2; every forward option but g_gamma's stride-0 dg, and
-// `normalize` with the CCQ read (with the identity read: normalize_backward.hpp, around phases 1–4).
+// simple_gla, gla, delta, gated_delta, kda), and gdn2; every forward option (g_gamma's stride-0 dg summed over
+// its positions: summed_dg below) but `normalize` with the CCQ read (with the identity read: normalize_backward.hpp, around phases 1–4).
 // Other rules fail to compile (static_assert), never at run time.
 #pragma once
 #include <algorithm>
@@ -72,7 +72,8 @@ void expect_backward_device(const gradients<T, S>& g) {
 
 // The whole scratch: the rule's plan; for the CCQ read the statistics pass's and its own tensors; for channel
 // gates b, w as float32 ([tokens, HV, K] and [tokens, HV, V]); for in-kernel gates the float64 accumulators of
-// dA_log [HV] and ddt_bias [HV] or [HV·K] (input_adjoint_kernel.hpp).
+// dA_log [HV] and ddt_bias [HV] or [HV·K] (input_adjoint_kernel.hpp); for a summed dg (summed_dg) its float64
+// sums, one per element of the view cut to its targets.
 // Whether phase 4 writes the caller's dq, dk, dg / dgk, dβ itself (backward/direct_grads.hpp), so that phase 5 is
 // not launched: where phase 5 would only convert them — one value head a key head, no in-kernel L2 norm, gate or β
 // activation, no normalize, the identity read, the decay given (g or gk) — and phase 4 is one of the two kernels that
@@ -97,11 +98,28 @@ bool direct_grads_ok(const arguments<T, float>& a) {
   }
 }
 
+// A dg summed over positions — g_gamma's (stride 0 over B and T), or any dg with stride 0 over B and / or T whose
+// other positions have elements of their own: the backward adds each element's positions in float64 (as dA_log's,
+// input_adjoint_kernel.hpp) and stores the sums. Other shared elements (over heads, or interleaved strides) are
+// refused by backward_impl. Host only.
+template <class T>
+view<T, 3> summed_dg_targets(view<T, 3> dg) {  // the view with its stride-0 position axes cut to one position
+  for (int r = 0; r < 2; ++r)
+    if (dg.str[r] == 0) dg.ext[r] = dg.ext[r] > 0 ? 1 : 0;
+  return dg;
+}
+template <class T>
+bool summed_dg(const view<T, 3>& dg) {
+  if (linea::detail::bytes_of(dg).empty() || linea::detail::shared_element_axis(dg) < 0) return false;
+  return linea::detail::shared_element_axis(summed_dg_targets(dg)) < 0;
+}
+
 struct scratch_layout {
   backward_plan plan;
   bool direct = false;  // the additive fast path on the caller's tensors (add16_io.hpp): no phase 0 or 5
   ccq_plan ccq;
   std::size_t gates_at = 0, norm_at = 0, sums_at = 0, sums = 0, bytes = 0;
+  std::size_t dg_sum_at = 0, dg_sums = 0;  // a summed dg's float64 accumulators (summed_dg)
   // the additive fast path's pieces of long sequences (add16_pieces.hpp): the table, then E, S_in, Σ log α
   std::vector<add16_piece> pieces;
   std::size_t pieces_at = 0, piece_floats_at = 0;
@@ -116,7 +134,7 @@ scratch_layout layout_scratch(const arguments<T, S>& a, const gradients<T, S>* g
   if constexpr (Read::is_identity && add16_rule<Rule, T> && std::is_same_v<S, float>)
     if (add16_enabled) {
       const index_t H = a.q.extent(2), group = H > 0 ? a.v.extent(2) / H : 1;
-      s.direct = g && add16_direct_enabled &&
+      s.direct = g && add16_direct_enabled && !summed_dg(g->dg) &&
                  add16_direct_ok<Rule::decay::kind == decay_kind::scalar>(a, *g, group);
       use = s.direct ? slots::add16_direct : slots::add16_io;
     }
@@ -134,6 +152,15 @@ scratch_layout layout_scratch(const arguments<T, S>& a, const gradients<T, S>* g
     const std::size_t HV = std::size_t(s.plan.HV), K = std::size_t(s.plan.K);
     s.sums = HV + (s.plan.per_key ? HV * K : HV);
     s.sums_at = slot_align(s.bytes), s.bytes = s.sums_at + sizeof(double) * s.sums;
+  }
+  if constexpr (reads(Rule::inputs, input::g)) {
+    // with g: the summed dg's elements; without: enough for any dg these shapes allow (stride 0 over B or over T)
+    const std::size_t B = std::size_t(a.q.extent(0)), T_ = std::size_t(a.q.extent(1)), HV = std::size_t(s.plan.HV);
+    if (g ? summed_dg(g->dg) : B * T_ > 0) {
+      const view<T, 3> x = g ? summed_dg_targets(g->dg) : view<T, 3>{};
+      s.dg_sums = g ? std::size_t(x.extent(0) * x.extent(1) * x.extent(2)) : std::max(B, T_) * HV;
+      s.dg_sum_at = slot_align(s.bytes), s.bytes = s.dg_sum_at + sizeof(double) * s.dg_sums;
+    }
   }
   if constexpr (Read::is_identity && add16_rule<Rule, T>) {
     int device = 0;
@@ -204,7 +231,8 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
       cg.b = b, cg.w = wv;
     }
   // phase 4 writes dq, dk, dg / dgk, dβ where phase 5 would only convert them (no phase 5 then)
-  const bool direct_out = direct_grads_ok<Rule, Read>(a);
+  const bool dg_summed = summed_dg(g.dg);  // (then neither fast path writes dg: phase 5 sums it)
+  const bool direct_out = direct_grads_ok<Rule, Read>(a) && !dg_summed;
   if constexpr (Read::is_identity) {
     const auto general = [&] {
       direct_grads<T> out;
@@ -236,7 +264,12 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   } else
     ccq_phases<Rule, Read>(a, g, w, layout.ccq, scratch.base, st, cg, cd);
   if (a.normalize) normalize_after(w, plan, nw, st);  // the normaliser's dq̂, dk̂ terms
-  input_grads<T> o{g.dq, g.dk, g.dg, g.dbeta, g.dA_log, g.ddt_bias, g.dgk};
+  input_grads<T> o{g.dq, g.dk, dg_summed ? view<T, 3>{} : g.dg, g.dbeta, g.dA_log, g.ddt_bias, g.dgk};
+  if (dg_summed) {
+    o.sum_dg = reinterpret_cast<double*>(scratch.base + layout.dg_sum_at);
+    o.dg_keeps_b = g.dg.stride(0) != 0 && g.dg.extent(0) > 1, o.dg_keeps_t = g.dg.stride(1) != 0 && g.dg.extent(1) > 1;
+    LINEA_CUDA_CHECK(cudaMemsetAsync(o.sum_dg, 0, sizeof(double) * layout.dg_sums, st));
+  }
   if (layout.sums) {  // dA_log, ddt_bias: added over tokens in float64, zeroed first
     auto* sums = reinterpret_cast<double*>(scratch.base + layout.sums_at);
     LINEA_CUDA_CHECK(cudaMemsetAsync(sums, 0, sizeof(double) * layout.sums, st));
@@ -245,6 +278,11 @@ void run(const arguments<T, float>& a, const gradients<T, float>& g, const probl
   if (tokens && !direct && !direct_out) {
     input_adjoint_kernel<T><<<unsigned(tokens), threads, 0, st>>>(k, w, o);
     check_launch("backward input_adjoint_kernel");
+  }
+  if (dg_summed) {
+    summed_store_kernel<T><<<unsigned(std::min<std::size_t>((layout.dg_sums + threads - 1) / threads, 1024)), threads, 0,
+                             st>>>(summed_dg_targets(g.dg), o.sum_dg);
+    check_launch("backward summed_store_kernel (dg)");
   }
   const std::pair<view<float, 1>, const double*> sums[] = {{o.dA_log, o.sum_A_log}, {o.ddt_bias, o.sum_dt_bias}};
   for (const auto& [x, sum] : sums)
@@ -279,10 +317,12 @@ struct backward_impl<backend::cuda> {
     // positions: core/gradients.hpp) are stored here position by position, so a shared element would keep one
     // position's value, not the sum: rejected. (A stride 0 over an extent of 1, or in a view of no elements,
     // broadcasts nothing: contiguous views at B = 1 or T = 0 have one.)
-    constexpr const char* summed = "a summed gradient (g_gamma's dg, a broadcast dbeta or dlambda) is not supported by "
-                                   "the CUDA backward yet, which stores it position by position: pass one element per "
-                                   "position and sum them";
-    detail::expect_distinct_elements(g.dg, "dg", summed), detail::expect_distinct_elements(g.dbeta, "dbeta", summed);
+    constexpr const char* summed = "a summed gradient (a broadcast dbeta or dlambda, a dg shared across heads) is not "
+                                   "supported by the CUDA backward yet, which stores it position by position: pass one "
+                                   "element per position and sum them";
+    // (a dg with stride 0 over B and / or T — g_gamma's — is summed: cuda_detail::bwd::summed_dg)
+    if (!cuda_detail::bwd::summed_dg(g.dg)) detail::expect_distinct_elements(g.dg, "dg", summed);
+    detail::expect_distinct_elements(g.dbeta, "dbeta", summed);
     detail::expect_distinct_elements(g.dlambda, "dlambda", summed);
     detail::expect_distinct_elements(g.dccq_log_decay, "dccq_log_decay", summed);
     detail::expect_distinct_elements(g.dC0, "dC0", summed), detail::expect_distinct_elements(g.dm0, "dm0", summed);

@@ -20,6 +20,11 @@ struct input_grads {
   view<float, 1> dA_log, ddt_bias;
   view<T, 4> dgk;
   double *sum_A_log = nullptr, *sum_dt_bias = nullptr;  // the workspace's float64 accumulators (zeroed first)
+  // A dg summed over positions (g_gamma's: stride 0 over B and / or T; summed_dg in backward.hpp): dg is then empty,
+  // and each token adds its d log α into sum_dg[(b'·T' + t')·HV + hv] (b' = bt or 0, t' = t or 0, T' = T or 1 by
+  // which of the two axes the caller's view keeps), stored by summed_store_kernel afterwards.
+  double* sum_dg = nullptr;
+  bool dg_keeps_b = false, dg_keeps_t = false;
 };
 
 // dA_log, ddt_bias from their float64 accumulators (zeros without tokens, or without an in-kernel gate: sum null).
@@ -27,6 +32,17 @@ template <class = void>  // a template: one definition across the TUs that inclu
 __global__ void sums_kernel(const view<float, 1> x, const double* sum) {
   for (index_t i = blockIdx.x * blockDim.x + threadIdx.x; i < x.extent(0); i += gridDim.x * blockDim.x)
     x(i) = sum ? float(sum[i]) : 0.f;
+}
+
+// A summed dg from its float64 accumulators: x is the caller's view with its stride-0 axes cut to one position
+// (summed_dg_targets), sum its elements in x's row-major order.
+template <class T>
+__global__ void summed_store_kernel(const view<T, 3> x, const double* sum) {
+  const index_t n = x.extent(0) * x.extent(1) * x.extent(2);
+  for (index_t i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+    const index_t hv = i % x.extent(2), t = i / x.extent(2) % x.extent(1), b = i / (x.extent(1) * x.extent(2));
+    x(b, t, hv) = from_float<T>(float(sum[i]));
+  }
 }
 
 // One warp, one key head h of q or k (row_quads.hpp: four elements a lane): its dx̂ summed over the value heads of
@@ -100,7 +116,11 @@ __global__ void __launch_bounds__(threads) input_adjoint_kernel(const kernel_arg
         if (o.dA_log.ptr) atomicAdd(o.sum_A_log + hv, double(d) * double(pd.dA_log));
         if (o.ddt_bias.ptr) atomicAdd(o.sum_dt_bias + hv, double(d) * double(pd.ddt_bias));
       }
-      if (o.dg.ptr) o.dg(bt, t, hv) = from_float<T>(dx);
+      if (o.sum_dg)
+        atomicAdd(o.sum_dg + ((o.dg_keeps_b ? bt : 0) * (o.dg_keeps_t ? w.T : 1) + (o.dg_keeps_t ? t : 0)) * w.HV + hv,
+                  double(dx));
+      else if (o.dg.ptr)
+        o.dg(bt, t, hv) = from_float<T>(dx);
     }
     if (o.dbeta.ptr) {  // (β's activation: the update's gates are e = w = β)
       const float x = to_float(a.beta(bt, t, hv));
