@@ -91,13 +91,26 @@ def _torch_dtype(name: str):
     return getattr(_torch, name)
 
 
-def empty(like, shape: tuple, dtype: str):
-    """An uninitialised array of the same kind (and device) as `like`."""
-    if isinstance(like, np.ndarray):
+def empty(like, shape: tuple, dtype: str, name: str = ""):
+    """An uninitialised array of the same kind (and device) as `like`. An output linea cannot allocate (sizes from
+    the inputs: a large K through stride-0 keys, say) is a MemoryError naming it, its shape and q's."""
+    try:
+        if is_torch(like):
+            return _torch.empty(shape, dtype=_torch_dtype(dtype), device=like.device)
         return np.empty(shape, _np_dtype(dtype))
-    if is_torch(like):
-        return _torch.empty(shape, dtype=_torch_dtype(dtype), device=like.device)
-    return np.empty(shape, _np_dtype(dtype))
+    except (MemoryError, ValueError, RuntimeError) as e:
+        # (torch's out-of-memory errors are RuntimeErrors; numpy's "array is too big" / "maximum allowed dimension"
+        # for sizes past 2⁶³ bytes are ValueErrors)
+        text = str(e).lower()
+        if not isinstance(e, MemoryError) and not any(w in text for w in ("memory", "too big", "maximum allowed")):
+            raise
+        count = 1
+        for n in shape:
+            count *= int(n)
+        what = f"the output '{name}'" if name else "an output"
+        size = count * {"float64": 8, "float32": 4}.get(dtype, 2) / 2**30
+        raise MemoryError(f"linea: {what} of shape {list(shape)} ({dtype}, {size:.3g} GiB; q has shape "
+                          f"{list(getattr(like, 'shape', ()))}) cannot be allocated") from e
 
 
 def zeros(like, shape, dtype: str):
@@ -149,7 +162,8 @@ def cast(x, dtype: str, like=None, name: str | None = None):
 def index_array(x, dtypes: tuple, name: str, on_device: bool = False):
     """cu_seqlens (int64 or int32) / state_indices (int32), contiguous. A CUDA tensor stays on its device for a
     CUDA call (the kernels read it there, as fla's); otherwise the array is on the host (linea reads it there)."""
-    if isinstance(x, np.ndarray) and _NUMPY_NAMES.get(x.dtype) in dtypes and x.flags.c_contiguous:
+    if isinstance(x, np.ndarray) and _NUMPY_NAMES.get(x.dtype) in dtypes and x.flags.c_contiguous \
+            and x.flags.aligned:
         return x  # the common case (this runs every call that gives one)
     if is_torch(x):
         if x.device.type != "cpu" and not on_device:
@@ -175,7 +189,9 @@ def index_array(x, dtypes: tuple, name: str, on_device: bool = False):
     if dtype_name(a) not in dtypes:
         _expect_range(name, int(a.min()) if a.size else 0, int(a.max()) if a.size else 0, dtypes[0])
         a = a.astype(dtypes[0])
-    return np.ascontiguousarray(a)
+    # an index array is only read: a copy where it is strided or off its element's alignment (a view at a byte
+    # offset), which linea's typed reads of it cannot take
+    return np.require(a, requirements=("C", "A"))
 
 
 def _expect_range(name: str, lo: int, hi: int, dtype: str):

@@ -285,7 +285,7 @@ def run_kernel(op: str, x: dict, opts: Options, backend: str, storage: str, want
     q = x["q"]
     o_shape, N, HV, K, V = output_shapes(x, opts)
     state = "float64" if storage == "float64" else "float32"
-    o = A.empty(q, o_shape, storage)
+    o = A.empty(q, o_shape, storage, "o")
     final = stats = None
     if opts.form == "step":  # the pool given is updated in place (fla's inplace_final_state)
         final = x.get("initial_state")
@@ -293,9 +293,10 @@ def run_kernel(op: str, x: dict, opts: Options, backend: str, storage: str, want
             stats = (x["ccq.C0"], x["ccq.m0"], x["ccq.z0"])
     else:
         if want_final:
-            final = A.empty(q, (N, HV, K, V), state)
+            final = A.empty(q, (N, HV, K, V), state, "final_state")
         if want_ccq:
-            stats = (A.empty(q, (N, HV, K, K), state), A.empty(q, (N, HV, K), state), A.empty(q, (N, HV), state))
+            stats = (A.empty(q, (N, HV, K, K), state, "ccq.C"), A.empty(q, (N, HV, K), state, "ccq.m"),
+                     A.empty(q, (N, HV), state, "ccq.z"))
     arrays = dict(x)
     arrays["o"] = o
     if final is not None:

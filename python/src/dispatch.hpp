@@ -165,12 +165,15 @@ void forward(const named_arrays& x, const options& o) {
 template <class Rule>
 void backward(const named_arrays& x, const options& o) {
   device on;
+  // (the forward's checks: an unknown string is an error, not the CPU backward; the decode step updates a state
+  // pool in place and has no gradient, on any backend)
+  if (o.form == "step")
+    throw nb::value_error("linea: the decode step (state_indices) has no backward; use the recurrent or chunkwise form");
+  if (o.form != "recurrent" && o.form != "chunkwise")
+    throw nb::value_error(("linea: form '" + o.form + "' is unknown; use recurrent or chunkwise").c_str());
   if (o.backend == "cuda") return backward_cuda<Rule>(x, o, on);
-  // (the forward's checks: an unknown string is an error, not the CPU backward)
   if (o.backend != "cpu" && o.backend != "reference")
     throw nb::value_error(("linea: backend '" + o.backend + "' is not in this build").c_str());
-  if (o.form != "recurrent" && o.form != "chunkwise" && o.form != "step")
-    throw nb::value_error(("linea: form '" + o.form + "' is unknown; use recurrent, chunkwise or step").c_str());
   on.known = true;
   with_storage(storage_from_name(o.dtype), [&]<class T>(std::type_identity<T>) {
     with_read(o.read, [&]<class Read>() {

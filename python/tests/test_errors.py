@@ -284,6 +284,44 @@ def test_big_endian_arrays_are_named_as_such():
         linea.chunk_gated_delta_rule(**{**call, "k": call["k"].astype(">f4")})
 
 
+def _off_alignment(a):
+    """The same values in an array that starts one byte past its elements' alignment (a view at a byte offset)."""
+    raw = np.zeros(a.nbytes + 1, np.uint8)
+    b = raw[1:].view(a.dtype).reshape(a.shape)
+    b[...] = a
+    assert not b.flags.aligned
+    return b
+
+
+def test_arrays_off_their_elements_alignment():
+    # linea reads arrays in place through typed pointers: a misaligned float array is refused, naming it (before,
+    # undefined behaviour on the CPU), and a misaligned index array is only read, so it is copied
+    call = gdr()
+    with pytest.raises(ValueError, match=r"argument 'k' \(shape \[2, 37, 2, 16\]\) starts at address .*alignment"):
+        linea.chunk_gated_delta_rule(**{**call, "k": _off_alignment(call["k"])})
+    with pytest.raises(ValueError, match="argument 'beta' .*alignment"):
+        linea.fused_recurrent_gated_delta_rule(**{**call, "beta": _off_alignment(call["beta"])})
+    q, k, v, g, beta = (call[n][:1] for n in ("q", "k", "v", "g", "beta"))
+    cu = np.array([0, 20, 37], np.int64)
+    o_ref, s_ref = linea.chunk_gated_delta_rule(q, k, v, g, beta, cu_seqlens=cu, output_final_state=True)
+    o, s = linea.chunk_gated_delta_rule(q, k, v, g, beta, cu_seqlens=_off_alignment(cu), output_final_state=True)
+    np.testing.assert_array_equal(o, o_ref)
+    np.testing.assert_array_equal(s, s_ref)
+
+
+def test_an_output_too_large_to_allocate_is_named():
+    # K = 2**22 through stride-0 keys and queries (a few bytes of input): the CCQ statistics [N, HV, K, K] are 2**44
+    # floats each; numpy's own error named neither the output nor the inputs
+    call = gdr()
+    B, T, H, _ = call["q"].shape
+    K = 2**22
+    wide = {n: np.broadcast_to(np.float32(0.01), (B, T, H, K)) for n in ("q", "k")}
+    lam = np.full(call["beta"].shape, 0.1, np.float32)
+    with pytest.raises(MemoryError, match=r"linea: the output '(final_state|ccq\.C)' of shape \[2, 2, 4194304, .*"
+                                          r"q has shape \[2, 37, 2, 4194304\]\) cannot be allocated"):
+        linea.chunk_gated_delta_rule(**{**call, **wide}, ccq_lambda=lam, output_final_state=True, output_ccq_state=True)
+
+
 def test_g_gamma_is_one_log_decay_per_value_head():
     call = gdr()
     q, k, v = call["q"], call["k"], call["v"]  # HV = 2
@@ -377,6 +415,13 @@ def test_extension_backward_refuses_unknown_backend_and_form():
         with pytest.raises(ValueError, match=f"{field} '{value}'"):
             _linea.backward("gated_delta_rule", arrays, o)
         assert np.isnan(arrays["dq"]).all()  # nothing written
+    # the decode step has no backward (was accepted and ran the recurrent one, ignoring the step's state pool)
+    for backend in ("cpu", "reference", "cuda"):
+        o = _linea.options()
+        o.dtype, o.form, o.backend = "float32", "step", backend
+        with pytest.raises(ValueError, match="the decode step .* has no backward"):
+            _linea.backward("gated_delta_rule", arrays, o)
+        assert np.isnan(arrays["dq"]).all()
 
 
 # Session 14's findings (helper): bad inputs that gave a silent wrong answer or named the wrong thing.
