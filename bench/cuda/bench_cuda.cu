@@ -3,7 +3,8 @@
 //   chunkwise forward, every rule, identity and CCQ read: B=8, T=4096, H=HV=16, K=V=128, bf16 in, fp32 states
 //   decode step, every rule: B=256 rows, H=HV=16, K=V=128, bf16 in, fp32 state pool updated in place; and
 //   gated_delta through a permuted pool, state_indices given as a host span and on the device (cuda::launch)
-//   --backward: forward (chunkwise) and backward of the rules with a CUDA backward, B=8 T=4096 and B=1 T=32768,
+//   --backward: forward (chunkwise) and backward of the rules with a CUDA backward, B=8 T=4096, B=2 T=16384 and
+//               B=1 T=32768 (issue #15's shapes; FlashQLA is timed at all three),
 //               H=HV=16, K=V=128, bf16 in (dq, dk, dv, dg, dβ written; fewer repeats: the backward is slow);
 //               LINEA_BENCH_DIRECT_AB=1 adds the backward through phase 5 against without it (backward.hpp's
 //               direct_grads_ok: delta, gated_delta, gla, kda)
@@ -361,7 +362,7 @@ void all_backward() {
   const auto one = [&]<class Rule>(index_t B, index_t T_) {
     if (!only || std::string(rule_name<Rule>::value) + ":" + std::to_string(B) == only) bench_backward<Rule>(B, T_);
   };
-  for (const auto& [B, T_] : {std::pair<index_t, index_t>{8, 4096}, {1, 32768}}) {
+  for (const auto& [B, T_] : {std::pair<index_t, index_t>{8, 4096}, {2, 16384}, {1, 32768}}) {
     one.template operator()<gated_delta>(B, T_);
     one.template operator()<delta>(B, T_);
     one.template operator()<simple_gla>(B, T_);

@@ -8,7 +8,7 @@
 #  1. install: PEERS_DIR/peers_site.tar.xz (bench/cuda/peers_site.sh: fla-core 0.6.0, flash-qla 0.1.3, tilelang
 #     0.1.15, apache-tvm-ffi, z3-solver, installed for CPython 3.12 and pruned) unpacked into /tmp/peers_site;
 #     versions → env.json
-#  2. linea: `$LINEA_BENCH --backward` (gated_delta, delta, simple_gla, linear_attn, kda, gla at 8×4096, 1×32768)
+#  2. linea: `$LINEA_BENCH --backward` (gated_delta, delta, simple_gla, linear_attn, kda, gla at 8×4096, 2×16384, 1×32768)
 #  3. warm: Triton's and tilelang's compiles, side by side (16 cores): one process per fla rule, one per FlashQLA
 #     shape group, PEERS_WARM=1 (each autotuning configuration compiled and run once, not benchmarked, no
 #     autotuning choice kept). Nothing is timed in this step, and nothing else runs on the GPU meanwhile.
