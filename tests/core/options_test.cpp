@@ -63,6 +63,27 @@ TEST_CASE_TEMPLATE("option qk_l2norm: equals the reference on L2-normalised q an
 
 // ---- beta activation ---------------------------------------------------------------------------------------
 
+// A finite row whose Σ x² overflows float32 (an entry past ~1.8e19) normalises to its unit vector, as in float64:
+// it used to become x / inf = 0 (o = 0 where the reference gives 1).
+TEST_CASE("option qk_l2norm: rows whose sum of squares overflows float32 still normalise") {
+  for (float big : {1e20f, -3e38f}) {
+    const float q[2] = {1, 0}, k[2] = {big, 0}, v[1] = {2};
+    float o[3] = {0, 0, 0};
+    arguments<float> a;
+    a.q = contiguous<4>(q, {1, 1, 1, 2}), a.k = contiguous<4>(k, {1, 1, 1, 2}), a.v = contiguous<4>(v, {1, 1, 1, 1});
+    a.scale = 1.0, a.qk_l2norm = true;
+    a.o = contiguous<4>(&o[0], {1, 1, 1, 1});
+    recurrent<additive>(a);
+    a.o = contiguous<4>(&o[1], {1, 1, 1, 1});
+    chunkwise<additive>(a);
+    a.o = contiguous<4>(&o[2], {1, 1, 1, 1});
+    recurrent<additive, read::identity, backend::generic>(a);
+    const float expected = big > 0 ? 2.f : -2.f;  // q̂·k̂ = ±1, times v
+    INFO("k = (", big, ", 0)");
+    for (float x : o) CHECK(x == doctest::Approx(expected).epsilon(1e-5));
+  }
+}
+
 TEST_CASE_TEMPLATE_DEFINE("option beta_act: sigmoid and two_sigmoid equal the reference on σ(x) and 2σ(x)", Rule,
                           beta_act_test) {
   auto c = random_case<Rule, double>::make(option_shape);

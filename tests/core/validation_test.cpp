@@ -180,6 +180,9 @@ TEST_CASE("validate: cu_seqlens") {
       {.what = "cu_seqlens with B != 1", .check = recurrent_rejects<gated_delta>,
        .breaks = [&](auto& a) { a.cu_seqlens = valid; }, .words = {"'cu_seqlens'", "B = 1", "[2, 10, 2, 16]"},
        .shape = case_shape{.B = 2, .T = 10, .H = 2, .HV = 4, .K = 16, .V = 8}},
+      {.what = "cu_seqlens off its entries' alignment (read through an int64 pointer)", .check = recurrent_rejects<gated_delta>,
+       .breaks = [&](auto& a) { a.cu_seqlens = std::span<const std::int64_t>(misaligned(valid.data(), 4), 3); },
+       .words = {"'cu_seqlens'", "3 entries of int64", "alignment"}, .shape = packed},
       {.what = "cu_seqlens with a single entry", .check = recurrent_rejects<gated_delta>,
        .breaks = [&](auto& a) { a.cu_seqlens = one_entry; }, .words = {"'cu_seqlens'", "1 entries"},
        .shape = case_shape{.B = 1, .T = 0, .H = 2, .HV = 4, .K = 16, .V = 8}},
@@ -306,4 +309,12 @@ TEST_CASE("T = 0 over 2^40 batch rows, no states asked for: every host form and 
   std::fill(dA_log.begin(), dA_log.end(), float(sentinel));
   backward<kda, read::identity, backend::reference>(a, g);
   CHECK(std::all_of(dA_log.begin(), dA_log.end(), [](float x) { return x == 0.f; }));
+
+  // The chunkwise form with checkpoints of no elements ([B, 0, HV, K, V]): its expected shape's chunk count walked
+  // the N sequences (validate_chunkwise's max_chunks; 2^30 rows took 3 s, 2^40 about 48 min).
+  a.checkpoints = strided<5>(static_cast<float*>(nullptr), {B, 0, HV, K, V}, {0, 0, 0, 0, 0});
+  chunkwise<kda, read::identity, backend::cpu>(a);
+  chunkwise<kda, read::identity, backend::generic>(a);
+  a.checkpoints = with_extent(a.checkpoints, 1, 1);
+  CHECK_THROWS_AS(chunkwise<kda>(a), linea::error);  // (a chunk count of 1 where T = 0 has none)
 }

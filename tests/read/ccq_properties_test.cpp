@@ -215,6 +215,34 @@ TEST_CASE("ccq: the decode step over a state and statistics pool equals one recu
   CHECK(z(1, 0) == 0.0f);  // the unused pool row is never touched
 }
 
+// A decode row that names no state (state_indices = −1) writes zeros to every output row it was given: o and q̃ (q̃
+// kept its old values before).
+TEST_CASE("ccq: a skipped decode row zeroes its q_tilde as its o") {
+  const float q[2 * 2] = {1, 0, 0, 1}, k[2 * 2] = {1, 0, 0, 1}, v[2 * 2] = {3, -1, 5, 2}, lam[2] = {0.5f, 0.5f};
+  const std::int32_t rows[2] = {0, -1};
+  auto each_backend = [&]<class Backend>() {
+    float o[4], qt[4], pool[1 * 2 * 2] = {1, 2, 3, 4};
+    std::fill(o, o + 4, 777.f), std::fill(qt, qt + 4, 777.f);
+    arguments<float> a;
+    a.q = contiguous<4>(q, {2, 1, 1, 2}), a.k = contiguous<4>(k, {2, 1, 1, 2}), a.v = contiguous<4>(v, {2, 1, 1, 2});
+    a.o = contiguous<4>(o, {2, 1, 1, 2});
+    a.initial_state = contiguous<4>(static_cast<const float*>(pool), {1, 1, 2, 2});
+    a.final_state = contiguous<4>(pool, {1, 1, 2, 2});
+    a.state_indices = rows;
+    a.ccq.lambda = contiguous<3>(lam, {2, 1, 1});
+    a.ccq.q_tilde = contiguous<4>(qt, {2, 1, 1, 2});
+    step<additive, read::ccq<read::uniform>, Backend>(a);
+    CHECK(o[0] != 777.f);
+    CHECK(qt[0] != 777.f);
+    CHECK(o[2] == 0.f);
+    CHECK(o[3] == 0.f);
+    CHECK(qt[2] == 0.f);
+    CHECK(qt[3] == 0.f);
+  };
+  each_backend.template operator()<backend::cpu>();
+  each_backend.template operator()<backend::generic>();
+}
+
 // Hand-derived golden values, K = 2: keys e1 then e2, query (1, 0) at token 2, λ = 1.
 //   uniform: C = I, m = (1, 1), z = 2 → Σ = I/2 − (½,½)(½,½)ᵀ = [[¼, −¼], [−¼, ¼]] → q̃ = (1 − ¼, ¼) = (¾, ¼).
 //   decayed, a_2 = ½: C = diag(½, 1), m = (½, 1), z = 3/2 → C/z = diag(⅓, ⅔), μ = (⅓, ⅔),

@@ -96,3 +96,52 @@ TEST_CASE("context parallel: states belong to the first and last rank") {
   CHECK(cp::bytes_per_rank<simple_gla, float>(problem{.B = 1, .T = 64, .H = 1, .HV = 16, .K = 128, .V = 128, .N = 1}) ==
         16u * 128 * (128 + 1) * 4);
 }
+
+// Ranks as threads, each calling with its own arguments; returns each rank's error message ("" where it returned).
+// A rank that refused its arguments used to leave the others waiting forever in the first exchange (this test hung);
+// shards of different sizes exchanged summaries of different sizes (reads past the smaller ones, silent garbage).
+template <class MakeArgs>
+std::vector<std::string> run_ranks(int ranks, MakeArgs&& args_of) {
+  cp::local_group group(ranks);
+  std::vector<std::string> messages(static_cast<std::size_t>(ranks));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] { messages[r] = message_of([&] { context_parallel<gated_delta>(args_of(r), group.rank(r)); }); });
+  for (auto& t : threads) t.join();
+  return messages;
+}
+
+TEST_CASE("context parallel: one rank's refusal or shards of different sizes stop every rank") {
+  auto c = sentinel_case<gated_delta>({.B = 1, .T = 64, .H = 1, .HV = 2, .K = 8, .V = 8, .initial_state = true});
+  auto wide = sentinel_case<gated_delta>({.B = 1, .T = 64, .H = 1, .HV = 4, .K = 8, .V = 8});
+  SUBCASE("rank 1 of 2 gives an initial state") {
+    const auto m = run_ranks(2, [&](int r) {
+      auto a = shard(c.args(), 32 * r, 32 * (r + 1), r, 2);
+      if (r == 1) a.initial_state = c.args().initial_state;
+      return a;
+    });
+    CHECK(m[1].find("'initial_state' is read on rank 0 only; rank 1 gave one") != std::string::npos);
+    CHECK(m[0].find("rank 1 refused its arguments") != std::string::npos);
+  }
+  SUBCASE("rank 0 of 3 has a bad chunk size") {
+    const auto m = run_ranks(3, [&](int r) {
+      auto a = shard(c.args(), 20 * r, 20 * r + 20, r, 3);
+      if (r == 0) a.chunk_size = 48;
+      return a;
+    });
+    CHECK(m[0].find("'chunk_size' = 48") != std::string::npos);
+    CHECK(m[1].find("rank 0 refused") != std::string::npos);
+    CHECK(m[2].find("rank 0 refused") != std::string::npos);
+  }
+  SUBCASE("HV = 2 on rank 0, HV = 4 on rank 1") {
+    const auto m = run_ranks(2, [&](int r) { return r == 0 ? shard(c.args(), 0, 32, 0, 2) : shard(wide.args(), 32, 64, 1, 2); });
+    for (const std::string& e : m) {
+      CHECK(e.find("shards disagree") != std::string::npos);
+      CHECK(e.find("rank 1 has N = 1, HV = 4, K = 8, V = 8") != std::string::npos);
+    }
+  }
+  // nothing written on any rank
+  CHECK(untouched(c.o));
+  CHECK(untouched(c.ht));
+  CHECK(untouched(wide.o));
+}

@@ -43,12 +43,15 @@ class normaliser {
   std::vector<R> z_;
 };
 
-// A decode row that names no state (state_indices[b] = −1): zero output and residual at value head hv.
+// A decode row that names no state (state_indices[b] = −1): zero output, residual and the CCQ read's q̃ at value
+// head hv — every output row the call was given, so none keeps a stale value.
 template <class T, class S>
 void zero_skipped_row(const arguments<T, S>& a, const problem& p, index_t b, index_t hv) {
   for (index_t j = 0; j < p.V; ++j) a.o(b, 0, hv, j) = store_as<T>(S(0));
   if (!a.residual.empty())
     for (index_t j = 0; j < p.V; ++j) a.residual(b, 0, hv, j) = store_as<T>(S(0));
+  if (!a.ccq.q_tilde.empty())
+    for (index_t i = 0; i < p.K; ++i) a.ccq.q_tilde(b, 0, hv, i) = store_as<T>(S(0));
 }
 
 }  // namespace linea

@@ -2,6 +2,7 @@
 // in-kernel L2 norm of q and k, beta's activation, in-kernel gates from logits.
 #pragma once
 #include <cmath>
+#include <limits>
 #include <optional>
 
 #include "../backend/isa.hpp"
@@ -10,12 +11,26 @@
 
 namespace linea::inline LINEA_ISA {
 
-// x̂ = x / sqrt(Σ x² + 1e-6), in place over n entries.
+// x̂ = x / sqrt(Σ x² + 1e-6), in place over n entries. Where Σ x² overflows (a finite row with an entry past
+// ~1.8e19 in float32) the row is first divided by its largest magnitude m — the same x̂, as
+// x / sqrt(Σx² + ε) = (x/m) / sqrt(Σ(x/m)² + ε/m²) — instead of x / inf = 0.
 template <class R>
 LINEA_HD void l2_normalize(R* x, index_t n) {
-  using std::sqrt;
+  using std::fabs, std::fmax, std::sqrt;
   R ss = 0;
   for (index_t i = 0; i < n; ++i) ss += x[i] * x[i];
+  if (!(ss <= std::numeric_limits<R>::max())) {  // inf, or NaN from a non-finite entry (which stays NaN below)
+    R m = 0;
+    for (index_t i = 0; i < n; ++i) m = fmax(m, fabs(x[i]));
+    if (m > R(0) && m <= std::numeric_limits<R>::max()) {
+      ss = 0;
+      for (index_t i = 0; i < n; ++i) x[i] /= m, ss += x[i] * x[i];
+      const R eps = R(1e-6) / m / m;
+      const R inv = R(1) / sqrt(ss + eps);
+      for (index_t i = 0; i < n; ++i) x[i] *= inv;
+      return;
+    }
+  }
   const R inv = R(1) / sqrt(ss + R(1e-6));
   for (index_t i = 0; i < n; ++i) x[i] *= inv;
 }

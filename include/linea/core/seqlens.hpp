@@ -43,6 +43,9 @@ class cu_seqlens_span {
     for (std::size_t i = 0; i < n_; ++i) out[i] = (*this)[i];
     return out;
   }
+  // The first entry's address and the entries' size (validate's alignment check).
+  const void* data() const { return p32_ ? static_cast<const void*>(p32_) : static_cast<const void*>(p64_); }
+  std::size_t entry_bytes() const { return p32_ ? sizeof(std::int32_t) : sizeof(std::int64_t); }
   // The bytes it occupies (the aliasing check, core/aliasing.hpp).
   std::span<const std::byte> bytes() const {
     if (p32_) return std::as_bytes(std::span(p32_, n_));

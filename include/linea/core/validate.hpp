@@ -95,6 +95,18 @@ void expect_data(const V& v, const char* name) {
                 ": its elements would reach outside the address space");
 }
 
+// The same for an index array (cu_seqlens, state_indices; on the host or the device): its int32 / int64 entries
+// are read through typed pointers too.
+inline void expect_aligned_indices(const void* data, std::size_t entries, std::size_t entry_bytes, const char* name) {
+  if (entries == 0 || data == nullptr) return;
+  const auto address = reinterpret_cast<std::uintptr_t>(data);
+  if (address % entry_bytes != 0)
+    throw error(std::string("argument '") + name + "' (" + std::to_string(entries) + " entries of int" +
+                std::to_string(8 * entry_bytes) + ") starts at address " + std::to_string(address) +
+                ", not a multiple of its entries' " + std::to_string(entry_bytes) +
+                "-byte alignment: pass an aligned copy");
+}
+
 template <class T, class S>
 void expect_data_everywhere(const arguments<T, S>& a) {
   for_each_input(a, [](const auto& x, const char* name) { expect_data(x, name); });
@@ -167,6 +179,8 @@ problem validate_write(const arguments<T, S>& a, index_t state_rows = -1) {
   expect_given(a.v, "v", "values [B, T, HV, V] are required");
   expect_given(a.o, "o", "the output [B, T, HV, V] is required");
   expect_data_everywhere(a);
+  expect_aligned_indices(a.cu_seqlens.data(), a.cu_seqlens.size(), a.cu_seqlens.entry_bytes(), "cu_seqlens");
+  expect_aligned_indices(a.state_indices.data(), a.state_indices.size(), sizeof(std::int32_t), "state_indices");
   expect_nonnegative_extents(a.q, "q");
   expect_nonnegative_extents(a.v, "v");
 

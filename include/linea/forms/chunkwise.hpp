@@ -26,8 +26,11 @@
 namespace linea {
 
 // The checkpoints' second extent: the most chunks any sequence has.
+// (Without cu_seqlens every sequence has T tokens: no loop over N, which B = 2^40 views without elements would make
+// hours long.)
 template <class T, class S>
 index_t max_chunks(const arguments<T, S>& a, const problem& p) {
+  if (a.cu_seqlens.empty()) return p.N == 0 ? 0 : chunk::chunk_count(sequence_of(a, p, 0), a.chunk_size);
   index_t m = 0;
   for (index_t n = 0; n < p.N; ++n) m = std::max(m, chunk::chunk_count(sequence_of(a, p, n), a.chunk_size));
   return m;

@@ -18,9 +18,12 @@
 // The exchange is the transport's: the same code runs over NCCL, over threads of one process, or one rank alone.
 #pragma once
 #include <barrier>
+#include <cstdint>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "forward.hpp"
@@ -184,9 +187,9 @@ void forward_pieces(Ops& ops, const arguments<T, S>& a, const problem& p, transp
   }
 }
 
-// The context-parallel forward of rank t.rank() over backend operations `ops` (host_ops, cuda segments' ops).
-template <class Rule, class Ops, class T, class S>
-void forward(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t) {
+// The checks of a rank's place: a valid rank number, the initial state on rank 0 only, the final state on the last.
+template <class T, class S>
+void expect_rank_roles(const arguments<T, S>& a, const transport& t) {
   const int R = t.size(), r = t.rank();
   if (R < 1 || r < 0 || r >= R)
     throw error("context_parallel: transport rank " + std::to_string(r) + " of " + std::to_string(R) + " ranks");
@@ -195,6 +198,50 @@ void forward(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t)
   if (r != R - 1 && !a.final_state.empty())
     throw error("argument 'final_state' is written on the last rank (" + std::to_string(R - 1) + ") only; rank " +
                 std::to_string(r) + " gave one");
+}
+
+// What each rank tells the others before any work, over a host-memory transport (local_group, loopback): whether its
+// arguments passed their checks, and the sizes of its summaries. Without it a rank whose arguments were refused
+// left the others waiting forever in the first exchange, and shards of different N, HV, K or V exchanged summaries
+// of different sizes (reads past the smaller ones, silent garbage). `p`: the rank's problem, null where its checks
+// threw (the caller rethrows that error after this returns). Throws on every other rank when one refused or when
+// the sizes differ.
+template <class Rule, class S>
+void agree(transport& t, const problem* p) {
+  struct header {
+    std::int64_t ok, N, HV, K, V, bytes;
+  };
+  const int R = t.size();
+  if (R < 1) return;  // (expect_rank_roles names it)
+  const header mine = p ? header{1, p->N, p->HV, p->K, p->V, static_cast<std::int64_t>(bytes_per_rank<Rule, S>(*p))}
+                        : header{0, 0, 0, 0, 0, 0};
+  std::vector<header> all(static_cast<std::size_t>(R));
+  t.allgather(&mine, all.data(), sizeof(header));
+  std::string refused;
+  for (int j = 0; j < R; ++j)
+    if (!all[j].ok) refused += (refused.empty() ? "" : ", ") + std::to_string(j);
+  if (!refused.empty()) {
+    if (!p) return;
+    throw error("context_parallel: rank " + refused + " refused its arguments (its own error says why); rank " +
+                std::to_string(t.rank()) + " stops too, nothing written");
+  }
+  auto sizes = [](const header& h) {
+    return "N = " + std::to_string(h.N) + ", HV = " + std::to_string(h.HV) + ", K = " + std::to_string(h.K) +
+           ", V = " + std::to_string(h.V);
+  };
+  for (int j = 1; j < R; ++j)
+    if (all[j].N != all[0].N || all[j].HV != all[0].HV || all[j].K != all[0].K || all[j].V != all[0].V ||
+        all[j].bytes != all[0].bytes)
+      throw error("context_parallel: the ranks' shards disagree: rank 0 has " + sizes(all[0]) + ", rank " +
+                  std::to_string(j) + " has " + sizes(all[j]) +
+                  " (or another rule or state type); every rank holds the same sequences and heads");
+}
+
+// The context-parallel forward of rank t.rank() over backend operations `ops` (host_ops, cuda segments' ops).
+template <class Rule, class Ops, class T, class S>
+void forward(Ops& ops, const arguments<T, S>& a, const problem& p, transport& t) {
+  const int R = t.size(), r = t.rank();
+  expect_rank_roles(a, t);
   if (segments::applies<read::identity>(a)) {  // a long shard: cut once, each pass one launch over its pieces
     const std::vector<std::int64_t> starts = segments::sequence_starts(a, p);
     const index_t piece = ops.template piece_for<Rule>(a, starts, p);
@@ -264,9 +311,21 @@ template <write_rule_policy Rule, read_policy Read = read::identity, backend::ba
 void context_parallel(const arguments<T, S>& a, cp::transport& t, index_t piece = 0) {
   static_assert(std::is_same_v<Read, read::identity>,
                 "linea::context_parallel: the identity read only (CCQ statistics are not combined across ranks yet)");
-  const problem p = validate_chunkwise<Rule, Read>(a);
-  if (a.normalize) throw error("argument 'normalize' is not supported by context_parallel");
-  if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is not produced by context_parallel");
+  // Every rank's checks first, then cp::agree: a rank that refused its arguments, or shards whose sizes differ, stop
+  // every rank with an error instead of leaving the others in an exchange.
+  problem p{};
+  std::exception_ptr refused;
+  try {
+    p = validate_chunkwise<Rule, Read>(a);
+    if (a.normalize) throw error("argument 'normalize' is not supported by context_parallel");
+    if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is not produced by context_parallel");
+    if (piece < 0) throw error("argument 'piece' of context_parallel = " + std::to_string(piece) + " must be >= 0");
+    cp::expect_rank_roles(a, t);
+  } catch (const error&) {
+    refused = std::current_exception();
+  }
+  cp::agree<Rule, S>(t, refused ? nullptr : &p);
+  if (refused) std::rethrow_exception(refused);
   segments::host_ops<Backend> ops(a.threads, piece);
   cp::forward<Rule>(ops, a, p, t);
 }

@@ -56,6 +56,8 @@ void run(const arguments<T, float>& a, const problem& p, const cuda::launch& l, 
   kernel_args<T> k = make_kernel_args(a, p, x.device);  // every pointer on x.device
   expect_device(l.cu_seqlens.data, "cuda::launch::cu_seqlens", x.device);
   expect_device(l.state_indices.data, "cuda::launch::state_indices", x.device);
+  linea::detail::expect_aligned_indices(l.cu_seqlens.data, l.cu_seqlens.size, l.cu_seqlens.wide ? 8 : 4, "cuda::launch::cu_seqlens");
+  linea::detail::expect_aligned_indices(l.state_indices.data, l.state_indices.size, sizeof(std::int32_t), "cuda::launch::state_indices");
   const workspace_layout w = plan_workspace<Read>(a, l);
   expect_workspace_apart(l, w.bytes, a);
   const call_workspace ws(w, l, x.device);  // throws when the caller's is too small

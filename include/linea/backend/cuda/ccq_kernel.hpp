@@ -35,7 +35,12 @@ __global__ void __launch_bounds__(ccq_threads) ccq_query_kernel(const ccq_args<T
   const source<T> src{a};
   const index_t K = a.K, hv = blockIdx.x, n = blockIdx.y;
   const seq_range seq = sequence_of(a, n);
-  if (seq.row < 0) return;
+  if (seq.row < 0) {  // a padded decode row: its q̃ zeroed like its o (core/epilogue.hpp's zero_skipped_row)
+    if (c.q_tilde_out.ptr)
+      for (index_t t = seq.t0; t < seq.t1; ++t)
+        for (index_t i = threadIdx.x; i < K; i += blockDim.x) c.q_tilde_out(seq.bt, t, hv, i) = from_float<T>(0.f);
+    return;
+  }
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
 
   extern __shared__ float smem[];
