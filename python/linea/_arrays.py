@@ -99,10 +99,15 @@ def empty(like, shape: tuple, dtype: str, name: str = ""):
             return _torch.empty(shape, dtype=_torch_dtype(dtype), device=like.device)
         return np.empty(shape, _np_dtype(dtype))
     except (MemoryError, ValueError, RuntimeError) as e:
-        # (torch's out-of-memory errors are RuntimeErrors; numpy's "array is too big" / "maximum allowed dimension"
-        # for sizes past 2⁶³ bytes are ValueErrors)
+        # (numpy's "array is too big" / "maximum allowed dimension" for sizes past 2⁶³ bytes are ValueErrors; torch's
+        # out-of-memory errors are RuntimeErrors: OutOfMemoryError on a GPU, the CPU allocator's "can't allocate
+        # memory" — any other RuntimeError, a CUDA fault surfacing here say, is not an allocation's and goes on)
         text = str(e).lower()
-        if not isinstance(e, MemoryError) and not any(w in text for w in ("memory", "too big", "maximum allowed")):
+        torch_oom = getattr(_torch, "OutOfMemoryError", None) if _torch is not None else None
+        if isinstance(e, ValueError) and not any(w in text for w in ("too big", "maximum allowed")):
+            raise
+        if isinstance(e, RuntimeError) and not (torch_oom is not None and isinstance(e, torch_oom)) \
+                and "can't allocate memory" not in text:
             raise
         count = 1
         for n in shape:
@@ -182,7 +187,8 @@ def index_array(x, dtypes: tuple, name: str, on_device: bool = False):
                 _expect_range(name, int(wide.min()) if x.numel() else 0, int(wide.max()) if x.numel() else 0,
                               dtypes[0])
                 x = wide.to(_torch_dtype(dtypes[0]))
-        return x if x.is_contiguous() else x.contiguous()
+        # (a copy where strided or off its entries' alignment, e.g. torch.frombuffer at a byte offset, as for numpy)
+        return x if x.is_contiguous() and x.data_ptr() % x.element_size() == 0 else x.clone(memory_format=_torch.contiguous_format)
     a = np.asarray(x)
     if a.dtype.kind not in "iu":
         raise TypeError(f"linea: argument '{name}' has dtype {a.dtype}; expected integers ({' or '.join(dtypes)})")

@@ -133,6 +133,15 @@ TEST_CASE("context parallel: one rank's refusal or shards of different sizes sto
     CHECK(m[1].find("rank 0 refused") != std::string::npos);
     CHECK(m[2].find("rank 0 refused") != std::string::npos);
   }
+  SUBCASE("threads = -1 on rank 0 of 2 (refused by the host backends inside the passes, after the exchange began)") {
+    const auto m = run_ranks(2, [&](int r) {
+      auto a = shard(c.args(), 32 * r, 32 * (r + 1), r, 2);
+      if (r == 0) a.threads = -1;
+      return a;
+    });
+    CHECK(m[0].find("'threads' = -1") != std::string::npos);
+    CHECK(m[1].find("rank 0 refused") != std::string::npos);
+  }
   SUBCASE("HV = 2 on rank 0, HV = 4 on rank 1") {
     const auto m = run_ranks(2, [&](int r) { return r == 0 ? shard(c.args(), 0, 32, 0, 2) : shard(wide.args(), 32, 64, 1, 2); });
     for (const std::string& e : m) {
