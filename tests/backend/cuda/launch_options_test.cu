@@ -8,6 +8,8 @@
 #include "support/rejection.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <vector>
 
 namespace linea::testing {
 namespace {
@@ -166,6 +168,23 @@ TEST_CASE("cuda::launch: every kernel on a stream of its own with a caller's wor
     same_on_stream_with_workspace(x, {.state_indices = {idx.ptr, idx.size}, .check_indices = true},
                                   "decode step, device state_indices, checked");
   }
+}
+
+// A decode row that names no state (state_indices = −1) writes zeros to every output row it was given, the CCQ
+// read's q̃ too (ccq_query_kernel left it unwritten before: here the 0xFF poison, a NaN).
+TEST_CASE("cuda::step, CCQ: a skipped row zeroes its q_tilde as its o") {
+  launch_case<gated_delta, read::ccq<read::decayed>, form::step, float> x(rows);
+  x.a.state_indices = pool_rows;  // row 1 is skipped
+  x.launch({});
+  cuda_ok(cudaDeviceSynchronize());
+  std::vector<float> qt(x.s.q_tilde.size()), o(x.c.o.size());
+  cuda_ok(cudaMemcpy(qt.data(), x.d.qt, qt.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  cuda_ok(cudaMemcpy(o.data(), x.d.o, o.size() * sizeof(float), cudaMemcpyDeviceToHost));
+  const std::size_t qrow = static_cast<std::size_t>(rows.HV * rows.K), orow = static_cast<std::size_t>(rows.HV * rows.V);
+  CHECK(std::all_of(qt.begin() + qrow, qt.begin() + 2 * qrow, [](float e) { return e == 0.f; }));
+  CHECK(std::all_of(o.begin() + orow, o.begin() + 2 * orow, [](float e) { return e == 0.f; }));
+  CHECK(std::all_of(qt.begin(), qt.begin() + qrow, [](float e) { return std::isfinite(e); }));  // row 0 computed
+  CHECK(std::any_of(qt.begin(), qt.begin() + qrow, [](float e) { return e != 0.f; }));
 }
 
 // The segmented forward's scratch is carved from the call's workspace and counted by workspace_size: a caller's
