@@ -168,10 +168,12 @@ inline bool read_any(cache& c, kind k, nb::handle h, read_array& r) {
 }
 
 // A contiguous 1-D index array of one of the dtypes (codes as described_dtype's), on q's device or, for a CUDA
-// call, on the host (the CUDA dispatch takes either).
+// call, on the host (the CUDA dispatch takes either), starting on its entries' alignment (a misaligned one, a numpy
+// view at a byte offset, takes the Python path, which copies it: linea refuses it).
 inline bool index_ok(const array_info& a, const device& on, int code_a, int code_b) {
   if (a.ndim != 1 || (a.shape[0] > 1 && a.stride[0] != 1)) return false;
   if (!dtype_is(a, described_dtype(code_a)) && !dtype_is(a, described_dtype(code_b))) return false;
+  if (reinterpret_cast<std::uintptr_t>(a.ptr) % (a.dtype.bits / 8u) != 0) return false;
   return same_device(a.where, on) || a.where.cpu();
 }
 
