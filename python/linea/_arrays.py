@@ -2,6 +2,8 @@
 out, on the tensor's device). Everything here is allocation and dtype bookkeeping; linea checks the shapes."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from . import _linea
@@ -109,9 +111,7 @@ def empty(like, shape: tuple, dtype: str, name: str = ""):
         if isinstance(e, RuntimeError) and not (torch_oom is not None and isinstance(e, torch_oom)) \
                 and "can't allocate memory" not in text:
             raise
-        count = 1
-        for n in shape:
-            count *= int(n)
+        count = math.prod(int(n) for n in shape)
         what = f"the output '{name}'" if name else "an output"
         size = count * {"float64": 8, "float32": 4}.get(dtype, 2) / 2**30
         raise MemoryError(f"linea: {what} of shape {list(shape)} ({dtype}, {size:.3g} GiB; q has shape "

@@ -17,21 +17,17 @@ namespace linea::inline LINEA_ISA {
 template <class R>
 LINEA_HD void l2_normalize(R* x, index_t n) {
   using std::fabs, std::fmax, std::sqrt;
-  R ss = 0;
+  R ss = 0, m = 1;  // m: the row's scale, 1 unless Σ x² overflows
   for (index_t i = 0; i < n; ++i) ss += x[i] * x[i];
   if (!(ss <= std::numeric_limits<R>::max())) {  // inf, or NaN from a non-finite entry (which stays NaN below)
-    R m = 0;
-    for (index_t i = 0; i < n; ++i) m = fmax(m, fabs(x[i]));
-    if (m > R(0) && m <= std::numeric_limits<R>::max()) {
-      ss = 0;
+    R largest = 0;
+    for (index_t i = 0; i < n; ++i) largest = fmax(largest, fabs(x[i]));
+    if (largest > R(0) && largest <= std::numeric_limits<R>::max()) {
+      m = largest, ss = 0;
       for (index_t i = 0; i < n; ++i) x[i] /= m, ss += x[i] * x[i];
-      const R eps = R(1e-6) / m / m;
-      const R inv = R(1) / sqrt(ss + eps);
-      for (index_t i = 0; i < n; ++i) x[i] *= inv;
-      return;
     }
   }
-  const R inv = R(1) / sqrt(ss + R(1e-6));
+  const R inv = R(1) / sqrt(ss + R(1e-6) / m / m);
   for (index_t i = 0; i < n; ++i) x[i] *= inv;
 }
 

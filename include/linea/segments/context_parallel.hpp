@@ -320,9 +320,7 @@ void context_parallel(const arguments<T, S>& a, cp::transport& t, index_t piece 
     if (a.normalize) throw error("argument 'normalize' is not supported by context_parallel");
     if (!a.checkpoints.empty()) throw error("argument 'checkpoints' is not produced by context_parallel");
     if (piece < 0) throw error("argument 'piece' of context_parallel = " + std::to_string(piece) + " must be >= 0");
-    // (the host backends' own check, which would run inside pass A or C — after the exchange began)
-    if (a.threads < 0)
-      throw error("argument 'threads' = " + std::to_string(a.threads) + " must be >= 0 (0: one per hardware thread)");
+    cpu_backend::thread_count(a.threads, 1);  // (the host backends' own check, else run in pass A or C: mid-exchange)
     cp::expect_rank_roles(a, t);
   } catch (...) {
     refused = std::current_exception();
